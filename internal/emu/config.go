@@ -1,0 +1,208 @@
+// Package emu is tlab's link emulator. It has two halves:
+//
+//   - the models (this file and its neighbours): loss, jitter, rate and queue,
+//     rate traces, outages, duplication, reordering and corruption, composed
+//     per direction into a Direction that decides, for each packet, whether it
+//     is dropped and when it is released. They run on a virtual clock
+//     (nanoseconds since the link started) and are tested against their
+//     statistics without any network;
+//   - the engine (engine_linux.go): a forwarder that reads Ethernet frames
+//     from AF_PACKET sockets, asks each Direction what to do, and writes the
+//     frames out at their release time. It runs in a child process of its own
+//     so that no workload goroutine can delay it.
+//
+// Every random decision comes from a generator seeded per link, per direction
+// and per model, and each model draws exactly once per arriving packet, so
+// the k-th packet in a direction meets the same fate whatever protocol sent
+// it: the same seed gives every protocol the same loss and jitter pattern.
+package emu
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"tlab/internal/units"
+)
+
+// Loss model names.
+const (
+	LossNone      = "none"
+	LossBernoulli = "bernoulli"
+	LossGilbert   = "gilbert-elliott"
+)
+
+// LossConfig selects a loss model. Gilbert-Elliott takes netem's four
+// parameters (p, r, 1-h, 1-k), or a mean loss rate and a mean burst length
+// (then the bad state always loses, the good state never).
+type LossConfig struct {
+	Model string      `yaml:"model" json:"model,omitempty"`
+	Rate  units.Ratio `yaml:"rate" json:"rate,omitempty"`
+	// Gilbert-Elliott transition probabilities per packet: good to bad (P)
+	// and bad to good (R); loss probabilities in the bad (OneMinusH) and
+	// good (OneMinusK) states.
+	P         units.Ratio `yaml:"p" json:"p,omitempty"`
+	R         units.Ratio `yaml:"r" json:"r,omitempty"`
+	OneMinusH units.Ratio `yaml:"1-h" json:"one_minus_h,omitempty"`
+	OneMinusK units.Ratio `yaml:"1-k" json:"one_minus_k,omitempty"`
+	MeanBurst float64     `yaml:"mean_burst" json:"mean_burst,omitempty"`
+}
+
+// Outage is a scheduled interval during which the link delivers nothing:
+// packets that arrive then are dropped. With Every set it repeats.
+type Outage struct {
+	At    units.Duration `yaml:"at" json:"at"`
+	For   units.Duration `yaml:"for" json:"for"`
+	Every units.Duration `yaml:"every" json:"every,omitempty"`
+}
+
+// Jitter distributions.
+const (
+	DistUniform      = "uniform"
+	DistNormal       = "normal"
+	DistPareto       = "pareto"
+	DistParetoNormal = "paretonormal"
+)
+
+// DirectionConfig describes one direction of a link. The zero value is a
+// perfect wire: no delay, no loss, no rate limit.
+type DirectionConfig struct {
+	// Delay is the one-way propagation delay.
+	Delay units.Duration `yaml:"delay" json:"delay"`
+	// Jitter is the spread of the delay (half-width for uniform, standard
+	// deviation for normal); JitterDist names the distribution.
+	Jitter     units.Duration `yaml:"jitter" json:"jitter,omitempty"`
+	JitterDist string         `yaml:"jitter_dist" json:"jitter_dist,omitempty"`
+	// JitterReorders lets jitter reorder packets. By default a packet is
+	// never released before the one that arrived before it, as on a wire.
+	JitterReorders bool `yaml:"jitter_reorders" json:"jitter_reorders,omitempty"`
+
+	// Rate limits the direction; 0 means unlimited. Bytes counted are
+	// whole Ethernet frames without preamble and FCS.
+	Rate units.Bitrate `yaml:"rate" json:"rate,omitempty"`
+	// Trace replaces Rate by a mahimahi trace: one line per 1500-byte
+	// delivery opportunity, in milliseconds, repeating.
+	Trace string `yaml:"trace" json:"trace,omitempty"`
+	// QueueBytes and QueuePackets bound the drop-tail queue in front of the
+	// rate limiter. When both are zero the queue holds one bandwidth-delay
+	// product (rate times the link's base RTT), at least QueueFloorPackets
+	// full frames.
+	QueueBytes   units.Size `yaml:"queue_bytes" json:"queue_bytes,omitempty"`
+	QueuePackets int        `yaml:"queue_packets" json:"queue_packets,omitempty"`
+
+	Loss LossConfig `yaml:"loss" json:"loss"`
+	// Duplicate, Reorder and Corrupt are per-packet probabilities. A
+	// reordered packet skips the delay line (netem's rule); a corrupted one
+	// has one random bit flipped after its Ethernet header.
+	Duplicate units.Ratio `yaml:"duplicate" json:"duplicate,omitempty"`
+	Reorder   units.Ratio `yaml:"reorder" json:"reorder,omitempty"`
+	Corrupt   units.Ratio `yaml:"corrupt" json:"corrupt,omitempty"`
+
+	Outages []Outage `yaml:"outages" json:"outages,omitempty"`
+}
+
+// LinkConfig is a link's two directions: Up from side A (the client side) to
+// side B, Down from B to A.
+type LinkConfig struct {
+	Up   DirectionConfig `yaml:"up" json:"up"`
+	Down DirectionConfig `yaml:"down" json:"down"`
+}
+
+// BaseRTT is the sum of the two directions' propagation delays.
+func (l LinkConfig) BaseRTT() time.Duration { return l.Up.Delay.D() + l.Down.Delay.D() }
+
+// MaxFrame is the largest Ethernet frame (header included, FCS excluded) for
+// the default MTU; queue floors are counted in such frames.
+const MaxFrame = 1514
+
+// QueueFloorPackets is the smallest default queue, in full frames, so that a
+// link with a tiny bandwidth-delay product still absorbs a burst.
+const QueueFloorPackets = 8
+
+// QueueLimitBytes returns the byte bound of the queue for this direction
+// when it is served at rateBps on a link with the given base RTT, and 0 when
+// only a packet bound (or no bound) applies.
+func (d DirectionConfig) QueueLimitBytes(rateBps float64, baseRTT time.Duration) int64 {
+	if d.QueueBytes > 0 {
+		return int64(d.QueueBytes)
+	}
+	if d.QueuePackets > 0 || rateBps == 0 {
+		return 0
+	}
+	bdp := int64(rateBps * baseRTT.Seconds() / 8)
+	return max(bdp, QueueFloorPackets*MaxFrame)
+}
+
+// Validate reports the first impossible setting.
+func (d DirectionConfig) Validate() error {
+	switch d.JitterDist {
+	case "", DistUniform, DistNormal, DistPareto, DistParetoNormal:
+	default:
+		return fmt.Errorf("jitter_dist %q: want uniform, normal, pareto or paretonormal", d.JitterDist)
+	}
+	if d.Trace != "" && d.Rate != 0 {
+		return errors.New("rate and trace are exclusive: a trace sets the rate")
+	}
+	if d.QueuePackets < 0 {
+		return errors.New("queue_packets is negative")
+	}
+	if err := d.Loss.Validate(); err != nil {
+		return fmt.Errorf("loss: %w", err)
+	}
+	for i, o := range d.Outages {
+		if o.For <= 0 {
+			return fmt.Errorf("outages[%d]: for must be positive", i)
+		}
+		if o.Every != 0 && o.Every <= o.For {
+			return fmt.Errorf("outages[%d]: every (%v) must be longer than for (%v)", i, o.Every, o.For)
+		}
+	}
+	return nil
+}
+
+// Validate checks the loss parameters against their model.
+func (l LossConfig) Validate() error {
+	switch l.Model {
+	case "", LossNone:
+		if l.Rate != 0 || l.P != 0 || l.R != 0 {
+			return errors.New("parameters given but model is none: set model to bernoulli or gilbert-elliott")
+		}
+	case LossBernoulli:
+		if l.P != 0 || l.R != 0 || l.MeanBurst != 0 {
+			return errors.New("bernoulli takes only rate")
+		}
+	case LossGilbert:
+		if l.MeanBurst != 0 {
+			if l.P != 0 || l.R != 0 {
+				return errors.New("give either rate and mean_burst, or p, r, 1-h, 1-k")
+			}
+			if l.MeanBurst < 1 {
+				return errors.New("mean_burst is at least 1 packet")
+			}
+			if l.Rate >= 1 {
+				return errors.New("rate must be below 100% with mean_burst")
+			}
+			return nil
+		}
+		if l.P == 0 && l.R == 0 {
+			return errors.New("gilbert-elliott needs p and r (and 1-h, 1-k), or rate and mean_burst")
+		}
+		if l.R == 0 {
+			return errors.New("r = 0 would keep the link in the bad state forever")
+		}
+	default:
+		return fmt.Errorf("model %q: want none, bernoulli or gilbert-elliott", l.Model)
+	}
+	return nil
+}
+
+// Validate checks both directions.
+func (l LinkConfig) Validate() error {
+	if err := l.Up.Validate(); err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
+	if err := l.Down.Validate(); err != nil {
+		return fmt.Errorf("down: %w", err)
+	}
+	return nil
+}

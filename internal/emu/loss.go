@@ -1,0 +1,116 @@
+package emu
+
+import (
+	"math"
+	"math/rand/v2"
+)
+
+// LossModel decides, packet by packet, whether the link loses a packet. It
+// draws from its own generator exactly once per call.
+type LossModel interface {
+	Lost() bool
+}
+
+type noLoss struct{}
+
+func (noLoss) Lost() bool { return false }
+
+// Bernoulli loses each packet independently with probability Rate.
+type Bernoulli struct {
+	Rate float64
+	rng  *rand.Rand
+}
+
+func (b *Bernoulli) Lost() bool { return b.rng.Float64() < b.Rate }
+
+// GilbertElliott is a two-state Markov loss model. In the good state a packet
+// is lost with probability LossGood (netem's 1-k), in the bad state with
+// LossBad (1-h). After each packet the state moves good to bad with
+// probability P and bad to good with probability R.
+type GilbertElliott struct {
+	P, R              float64
+	LossBad, LossGood float64
+	bad               bool
+	rng               *rand.Rand
+}
+
+// Lost decides the packet's fate in the current state, then moves the chain.
+// It draws two numbers per packet (loss, then transition) so the sequence of
+// states does not depend on the loss outcomes.
+func (g *GilbertElliott) Lost() bool {
+	u, v := g.rng.Float64(), g.rng.Float64()
+	var lost bool
+	if g.bad {
+		lost = u < g.LossBad
+		if v < g.R {
+			g.bad = false
+		}
+	} else {
+		lost = u < g.LossGood
+		if v < g.P {
+			g.bad = true
+		}
+	}
+	return lost
+}
+
+// GEParams are the four Gilbert-Elliott parameters.
+type GEParams struct{ P, R, LossBad, LossGood float64 }
+
+// Params resolves a LossConfig to the model's four parameters, converting a
+// mean loss rate and burst length to the simple Gilbert model.
+func (l LossConfig) GEParams() GEParams {
+	if l.MeanBurst != 0 {
+		r := 1 / l.MeanBurst
+		rate := float64(l.Rate)
+		return GEParams{P: rate * r / (1 - rate), R: r, LossBad: 1, LossGood: 0}
+	}
+	return GEParams{P: float64(l.P), R: float64(l.R), LossBad: float64(l.OneMinusH), LossGood: float64(l.OneMinusK)}
+}
+
+// StationaryBad is the long-run fraction of packets seen in the bad state.
+func (g GEParams) StationaryBad() float64 { return g.P / (g.P + g.R) }
+
+// MeanLoss is the long-run loss rate.
+func (g GEParams) MeanLoss() float64 {
+	pb := g.StationaryBad()
+	return (1-pb)*g.LossGood + pb*g.LossBad
+}
+
+// LossVariancePerPacket is the asymptotic variance of the loss count divided
+// by the number of packets: the Bernoulli part plus the covariance that the
+// Markov state adds (second eigenvalue 1-p-r).
+func (g GEParams) LossVariancePerPacket() float64 {
+	m := g.MeanLoss()
+	pb := g.StationaryBad()
+	lambda := 1 - g.P - g.R
+	d := g.LossBad - g.LossGood
+	v := m*(1-m) + 2*pb*(1-pb)*d*d*lambda/(1-lambda)
+	return math.Max(v, 0)
+}
+
+// ExpectedLoss returns the long-run loss rate of a config and the variance
+// per packet of its loss count, for confidence intervals.
+func (l LossConfig) ExpectedLoss() (mean, variancePerPacket float64) {
+	switch l.Model {
+	case LossBernoulli:
+		p := float64(l.Rate)
+		return p, p * (1 - p)
+	case LossGilbert:
+		g := l.GEParams()
+		return g.MeanLoss(), g.LossVariancePerPacket()
+	}
+	return 0, 0
+}
+
+// newLossModel builds the model for a config with its own generator.
+func newLossModel(l LossConfig, rng *rand.Rand) LossModel {
+	switch l.Model {
+	case LossBernoulli:
+		return &Bernoulli{Rate: float64(l.Rate), rng: rng}
+	case LossGilbert:
+		g := l.GEParams()
+		return &GilbertElliott{P: g.P, R: g.R, LossBad: g.LossBad, LossGood: g.LossGood, rng: rng}
+	}
+	return noLoss{}
+}

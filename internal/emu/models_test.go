@@ -1,0 +1,340 @@
+package emu
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"tlab/internal/units"
+)
+
+const z99 = 2.576 // two-sided 99 % normal quantile
+
+func mustDirection(t *testing.T, cfg DirectionConfig, seed uint64) *Direction {
+	t.Helper()
+	d, err := NewDirection(cfg, int64(20*time.Millisecond), seed, "test/up", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// checkLoss drives n packets and asserts the realised loss lies in the 99 %
+// interval of the model's long-run rate.
+func checkLoss(t *testing.T, loss LossConfig, n int) {
+	t.Helper()
+	d := mustDirection(t, DirectionConfig{Loss: loss}, 7)
+	lost := 0
+	for i := 0; i < n; i++ {
+		if d.Admit(int64(i)*1000, 100).Drop == DropLoss {
+			lost++
+		}
+	}
+	mean, v := loss.ExpectedLoss()
+	half := z99 * math.Sqrt(v/float64(n))
+	got := float64(lost) / float64(n)
+	if math.Abs(got-mean) > half {
+		t.Errorf("%+v: realised loss %.5f, expected %.5f ± %.5f", loss, got, mean, half)
+	}
+}
+
+func TestBernoulliLossRate(t *testing.T) {
+	checkLoss(t, LossConfig{Model: LossBernoulli, Rate: 0.01}, 200000)
+	checkLoss(t, LossConfig{Model: LossBernoulli, Rate: 0.10}, 200000)
+}
+
+func TestGilbertElliottStationaryLoss(t *testing.T) {
+	// Study B's setting: p 1 %, r 10 %, 1-h 70 %, 1-k 0.1 %: 6.45 % on average.
+	studyB := LossConfig{Model: LossGilbert, P: 0.01, R: 0.10, OneMinusH: 0.70, OneMinusK: 0.001}
+	if m, _ := studyB.ExpectedLoss(); math.Abs(m-0.064545) > 1e-5 {
+		t.Fatalf("study B mean loss = %v, want 0.064545", m)
+	}
+	checkLoss(t, studyB, 400000)
+	checkLoss(t, LossConfig{Model: LossGilbert, Rate: 0.05, MeanBurst: 4}, 400000)
+}
+
+func TestGilbertMeanBurstLength(t *testing.T) {
+	const n, wantBurst = 500000, 4.0
+	d := mustDirection(t, DirectionConfig{Loss: LossConfig{Model: LossGilbert, Rate: 0.05, MeanBurst: wantBurst}}, 11)
+	bursts, lostInBursts, run := 0, 0, 0
+	for i := 0; i < n; i++ {
+		if d.Admit(int64(i), 100).Drop == DropLoss {
+			run++
+			continue
+		}
+		if run > 0 {
+			bursts++
+			lostInBursts += run
+			run = 0
+		}
+	}
+	mean := float64(lostInBursts) / float64(bursts)
+	// Burst lengths are geometric (sd ≈ mean); with ~6000 bursts the
+	// standard error of the mean is about 0.05.
+	if se := math.Sqrt(wantBurst*(wantBurst-1)/float64(bursts)) * z99; math.Abs(mean-wantBurst) > se {
+		t.Errorf("mean burst %.3f over %d bursts, want %.1f ± %.3f", mean, bursts, wantBurst, se)
+	}
+}
+
+func TestRateLimiterOnVirtualClock(t *testing.T) {
+	for _, rate := range []float64{1e6, 10e6, 100e6, 500e6} {
+		cfg := DirectionConfig{Rate: units.Bitrate(rate), QueuePackets: 1 << 20}
+		d := mustDirection(t, cfg, 1)
+		// Offer 1514-byte frames at twice the rate for 2000 frames.
+		gap := int64(1514 * 8 / (2 * rate) * 1e9)
+		var first, last int64
+		for i := 0; i < 2000; i++ {
+			v := d.Admit(int64(i)*gap, 1514)
+			if i == 0 {
+				first = v.Release
+			}
+			last = v.Release
+		}
+		got := 1999 * 1514 * 8 / (float64(last-first) / 1e9)
+		if rel := math.Abs(got-rate) / rate; rel > 1e-4 {
+			t.Errorf("rate %v: served %.1f bit/s, error %.2e", rate, got, rel)
+		}
+	}
+}
+
+func TestDropTailQueueBound(t *testing.T) {
+	cfg := DirectionConfig{Rate: 10e6, QueueBytes: 15140}
+	d := mustDirection(t, cfg, 1)
+	delivered, dropped := 0, 0
+	for i := 0; i < 100; i++ { // a burst of 100 frames at one instant
+		if d.Admit(0, 1514).Drop == DropQueue {
+			dropped++
+		} else {
+			delivered++
+		}
+		if d.backlogBytes > 15140 {
+			t.Fatalf("backlog %d exceeds the bound", d.backlogBytes)
+		}
+	}
+	if delivered != 10 || dropped != 90 {
+		t.Fatalf("delivered %d dropped %d, want 10 and 90", delivered, dropped)
+	}
+	// After the queue drains the link accepts again.
+	if v := d.Admit(int64(time.Second), 1514); v.Drop != Delivered {
+		t.Fatalf("drained queue still drops: %v", v.Drop)
+	}
+}
+
+func TestDefaultQueueIsOneBDP(t *testing.T) {
+	cfg := DirectionConfig{Rate: 20e6}
+	if got := cfg.QueueLimitBytes(20e6, 25*time.Millisecond); got != 62500 {
+		t.Fatalf("queue = %d bytes, want 62500 (20 Mbit/s x 25 ms)", got)
+	}
+	if got := cfg.QueueLimitBytes(1e6, time.Millisecond); got != QueueFloorPackets*MaxFrame {
+		t.Fatalf("tiny BDP queue = %d, want the floor %d", got, QueueFloorPackets*MaxFrame)
+	}
+}
+
+func jitterSamples(t *testing.T, dist string, n int) []float64 {
+	cfg := DirectionConfig{Delay: units.Duration(10 * time.Millisecond), Jitter: units.Duration(time.Millisecond), JitterDist: dist, JitterReorders: true}
+	d := mustDirection(t, cfg, 3)
+	out := make([]float64, n)
+	for i := range out {
+		now := int64(i) * int64(time.Second)
+		out[i] = float64(d.Admit(now, 100).Release-now) - 10e6
+	}
+	return out
+}
+
+func moments(x []float64) (mean, sd, skew float64) {
+	for _, v := range x {
+		mean += v
+	}
+	mean /= float64(len(x))
+	var m2, m3 float64
+	for _, v := range x {
+		m2 += (v - mean) * (v - mean)
+		m3 += (v - mean) * (v - mean) * (v - mean)
+	}
+	m2 /= float64(len(x))
+	m3 /= float64(len(x))
+	return mean, math.Sqrt(m2), m3 / math.Pow(m2, 1.5)
+}
+
+func TestJitterDistributions(t *testing.T) {
+	const n = 100000
+	u := jitterSamples(t, DistUniform, n)
+	mean, sd, _ := moments(u)
+	if math.Abs(mean) > 0.02e6 || math.Abs(sd-1e6/math.Sqrt(3)) > 0.01e6 {
+		t.Errorf("uniform: mean %.0f ns sd %.0f ns, want 0 and %.0f", mean, sd, 1e6/math.Sqrt(3))
+	}
+	for _, v := range u {
+		if v < -1e6 || v > 1e6 {
+			t.Fatalf("uniform sample %v outside ±1 ms", v)
+		}
+	}
+	mean, sd, skew := moments(jitterSamples(t, DistNormal, n))
+	if math.Abs(mean) > 0.02e6 || math.Abs(sd-1e6) > 0.015e6 || math.Abs(skew) > 0.05 {
+		t.Errorf("normal: mean %.0f sd %.0f skew %.3f", mean, sd, skew)
+	}
+	mean, _, skew = moments(jitterSamples(t, DistParetoNormal, n))
+	if math.Abs(mean) > 0.02e6 || skew < 0.3 {
+		t.Errorf("paretonormal: mean %.0f ns skew %.3f; want mean 0 and a right tail", mean, skew)
+	}
+}
+
+func TestJitterDoesNotReorderUnlessAsked(t *testing.T) {
+	cfg := DirectionConfig{Delay: units.Duration(5 * time.Millisecond), Jitter: units.Duration(2 * time.Millisecond), JitterDist: DistNormal}
+	d := mustDirection(t, cfg, 9)
+	var last int64
+	for i := 0; i < 20000; i++ {
+		v := d.Admit(int64(i)*100000, 1000) // a packet every 100 us
+		if v.Release < last {
+			t.Fatalf("packet %d released at %d before its predecessor at %d", i, v.Release, last)
+		}
+		last = v.Release
+	}
+	cfg.JitterReorders = true
+	d = mustDirection(t, cfg, 9)
+	last, reordered := 0, 0
+	for i := 0; i < 20000; i++ {
+		v := d.Admit(int64(i)*100000, 1000)
+		if v.Release < last {
+			reordered++
+		}
+		last = v.Release
+	}
+	if reordered == 0 {
+		t.Fatal("jitter_reorders set, but no packet overtook another")
+	}
+}
+
+// fates lists the verdicts of a direction for a packet sequence.
+func fates(t *testing.T, cfg DirectionConfig, seed uint64, sizes []int) []Verdict {
+	d := mustDirection(t, cfg, seed)
+	out := make([]Verdict, len(sizes))
+	for i, s := range sizes {
+		out[i] = d.Admit(int64(i)*int64(time.Millisecond), s)
+	}
+	return out
+}
+
+func TestSameSeedSameDecisions(t *testing.T) {
+	cfg := DirectionConfig{
+		Delay: units.Duration(10 * time.Millisecond), Jitter: units.Duration(3 * time.Millisecond), JitterDist: DistParetoNormal,
+		Loss:      LossConfig{Model: LossGilbert, P: 0.01, R: 0.1, OneMinusH: 0.7, OneMinusK: 0.001},
+		Duplicate: 0.01, Corrupt: 0.01,
+	}
+	sizes := make([]int, 5000)
+	other := make([]int, 5000)
+	for i := range sizes {
+		sizes[i] = 100 + i%1400
+		other[i] = 60 + (i*7)%1400
+	}
+	a, b := fates(t, cfg, 42, sizes), fates(t, cfg, 42, sizes)
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("packet %d: %+v vs %+v with the same seed", i, a[i], b[i])
+		}
+	}
+	// Another protocol sends other sizes: the loss pattern must not change.
+	c := fates(t, cfg, 42, other)
+	for i := range a {
+		if (a[i].Drop == DropLoss) != (c[i].Drop == DropLoss) {
+			t.Fatalf("packet %d: loss differs between packet sequences", i)
+		}
+	}
+	d := fates(t, cfg, 43, sizes)
+	same := 0
+	for i := range a {
+		if a[i] == d[i] {
+			same++
+		}
+	}
+	if same == len(a) {
+		t.Fatal("a different seed gave the same decisions")
+	}
+}
+
+func TestTraceShaper(t *testing.T) {
+	// One opportunity per millisecond: 1500 bytes/ms = 12 Mbit/s.
+	ops, err := ParseTrace("t", strings.NewReader("1\n2\n3\n4\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := TraceMeanRate(ops); r != 12e6 {
+		t.Fatalf("mean rate %v, want 12e6", r)
+	}
+	d, err := NewDirection(DirectionConfig{Trace: "t", QueuePackets: 1000}, 0, 1, "t/up", ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ten 1500-byte frames at time 0 leave at 1, 2, ..., 10 ms.
+	for i := 0; i < 10; i++ {
+		if got, want := d.Admit(0, 1500).Release, int64(i+1)*1e6; got != want {
+			t.Fatalf("frame %d released at %d, want %d", i, got, want)
+		}
+	}
+	// Two 700-byte frames share an opportunity; the third spills over.
+	d, _ = NewDirection(DirectionConfig{Trace: "t", QueuePackets: 1000}, 0, 1, "t/up", ops)
+	got := []int64{d.Admit(0, 700).Release, d.Admit(0, 700).Release, d.Admit(0, 700).Release}
+	if got[0] != 1e6 || got[1] != 1e6 || got[2] != 2e6 {
+		t.Fatalf("shared opportunity releases %v", got)
+	}
+	// An idle link wastes its opportunities: a packet at 7.5 ms waits for 8 ms.
+	if r := d.Admit(7500000, 100).Release; r != 8e6 {
+		t.Fatalf("idle trace released at %d, want 8e6", r)
+	}
+	if _, err := ParseTrace("bad", strings.NewReader("5\n3\n")); err == nil || !strings.Contains(err.Error(), "bad:2") {
+		t.Fatalf("decreasing trace: %v", err)
+	}
+}
+
+func TestOutageDropsAndRepeats(t *testing.T) {
+	cfg := DirectionConfig{Outages: []Outage{{At: units.Duration(time.Second), For: units.Duration(100 * time.Millisecond), Every: units.Duration(time.Second)}}}
+	d := mustDirection(t, cfg, 1)
+	cases := map[int64]DropCause{
+		int64(500 * time.Millisecond):  Delivered,
+		int64(1050 * time.Millisecond): DropOutage,
+		int64(1200 * time.Millisecond): Delivered,
+		int64(3020 * time.Millisecond): DropOutage,
+	}
+	for now, want := range cases {
+		if got := d.Admit(now, 100).Drop; got != want {
+			t.Errorf("at %v: %v, want %v", time.Duration(now), got, want)
+		}
+	}
+}
+
+func TestDuplicateAndCorruptRates(t *testing.T) {
+	cfg := DirectionConfig{Duplicate: 0.05, Corrupt: 0.02}
+	d := mustDirection(t, cfg, 5)
+	const n = 100000
+	for i := 0; i < n; i++ {
+		v := d.Admit(int64(i), 1000)
+		if v.CorruptBit >= (1000-14)*8 {
+			t.Fatalf("corrupt bit %d beyond the payload", v.CorruptBit)
+		}
+	}
+	for name, c := range map[string]struct {
+		got uint64
+		p   float64
+	}{"duplicate": {d.Stats.Duplicated, 0.05}, "corrupt": {d.Stats.Corrupted, 0.02}} {
+		half := z99 * math.Sqrt(c.p*(1-c.p)/n)
+		if got := float64(c.got) / n; math.Abs(got-c.p) > half {
+			t.Errorf("%s rate %.4f, want %.4f ± %.4f", name, got, c.p, half)
+		}
+	}
+}
+
+func TestValidateRejectsImpossible(t *testing.T) {
+	bad := []DirectionConfig{
+		{JitterDist: "gamma"},
+		{Rate: 1e6, Trace: "x"},
+		{Loss: LossConfig{Model: LossGilbert}},
+		{Loss: LossConfig{Model: LossBernoulli, P: 0.1}},
+		{Loss: LossConfig{Model: "random"}},
+		{Outages: []Outage{{For: units.Duration(time.Second), Every: units.Duration(time.Millisecond)}}},
+	}
+	for _, c := range bad {
+		if err := c.Validate(); err == nil {
+			t.Errorf("%+v accepted", c)
+		}
+	}
+}

@@ -1,0 +1,209 @@
+// Package strictyaml decodes YAML into Go structs and refuses what the
+// structs do not describe. yaml.v3 on its own reports unknown keys only when
+// decoding a whole document; tlab also decodes parts of documents (a profile
+// inside a scenario, an override on top of a profile), so it checks the node
+// tree against the target type itself and names the file, the line, the
+// offending key and the keys that would have been accepted.
+package strictyaml
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Error is a problem at a place in a YAML file.
+type Error struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.File == "" {
+		return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+}
+
+// Parse reads a YAML document into a node tree.
+func Parse(file string, data []byte) (*yaml.Node, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if doc.Kind == 0 {
+		return nil, &Error{File: file, Line: 1, Msg: "the file is empty"}
+	}
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		return doc.Content[0], nil
+	}
+	return &doc, nil
+}
+
+// Decode checks node against v's type and then decodes it into v. Fields
+// already set in v and absent from node keep their values, so decoding a
+// second node onto the same value applies it as an override.
+func Decode(file string, node *yaml.Node, v any) error {
+	if err := Check(file, node, reflect.TypeOf(v)); err != nil {
+		return err
+	}
+	if err := node.Decode(v); err != nil {
+		return prefixFile(file, err)
+	}
+	return nil
+}
+
+// Unmarshal parses data and decodes it strictly into v.
+func Unmarshal(file string, data []byte, v any) error {
+	node, err := Parse(file, data)
+	if err != nil {
+		return err
+	}
+	return Decode(file, node, v)
+}
+
+var unmarshalerType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
+
+// Check walks node and reports the first key that t has no field for, or a
+// node of the wrong shape (a list where a mapping is expected, and so on).
+func Check(file string, node *yaml.Node, t reflect.Type) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if node.Kind == yaml.AliasNode {
+		node = node.Alias
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) || t.Implements(unmarshalerType) {
+		return nil
+	}
+	if node.Kind == yaml.ScalarNode && node.Tag == "!!null" {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if node.Kind != yaml.MappingNode {
+			return &Error{file, node.Line, fmt.Sprintf("want a mapping of %s, got %s", strings.Join(fieldNames(t), ", "), describe(node))}
+		}
+		fields := fieldTypes(t)
+		for i := 0; i+1 < len(node.Content); i += 2 {
+			key, val := node.Content[i], node.Content[i+1]
+			ft, ok := fields[key.Value]
+			if !ok {
+				return &Error{file, key.Line, fmt.Sprintf("unknown key %q; expected one of: %s", key.Value, strings.Join(fieldNames(t), ", "))}
+			}
+			if err := Check(file, val, ft); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return nil
+		}
+		if node.Kind != yaml.SequenceNode {
+			return &Error{file, node.Line, fmt.Sprintf("want a list, got %s", describe(node))}
+		}
+		for _, item := range node.Content {
+			if err := Check(file, item, t.Elem()); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		if node.Kind != yaml.MappingNode {
+			return &Error{file, node.Line, fmt.Sprintf("want a mapping, got %s", describe(node))}
+		}
+		for i := 1; i < len(node.Content); i += 2 {
+			if err := Check(file, node.Content[i], t.Elem()); err != nil {
+				return err
+			}
+		}
+	case reflect.Interface:
+		return nil
+	default:
+		if node.Kind != yaml.ScalarNode {
+			return &Error{file, node.Line, fmt.Sprintf("want a single %s value, got %s", t.Kind(), describe(node))}
+		}
+	}
+	return nil
+}
+
+// fieldTypes maps each YAML key of struct t to its field type, following
+// inline fields the way yaml.v3 does.
+func fieldTypes(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("yaml")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		if strings.Contains(opts, "inline") {
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			for k, v := range fieldTypes(ft) {
+				out[k] = v
+			}
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		out[name] = f.Type
+	}
+	return out
+}
+
+func fieldNames(t reflect.Type) []string {
+	var names []string
+	for k := range fieldTypes(t) {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "nothing"
+}
+
+// prefixFile puts the file name in front of yaml.v3's "line N: ..." errors.
+func prefixFile(file string, err error) error {
+	if file == "" {
+		return err
+	}
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		return fmt.Errorf("%s: %s", file, strings.Join(te.Errors, "; "))
+	}
+	return fmt.Errorf("%s: %w", file, err)
+}
+
+// Encode renders v as YAML with two-space indentation.
+func Encode(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), enc.Close()
+}

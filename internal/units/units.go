@@ -1,0 +1,227 @@
+// Package units parses and prints the physical quantities that tlab's
+// configuration uses: durations, bit rates, byte sizes and ratios. Each type
+// reads itself from YAML and from command-line text, and every parse error
+// says what was expected, so that a typo in a profile is caught at load time.
+package units
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Duration is a time.Duration that reads "25ms", "10us" or "1.5s".
+// A bare number is rejected: a delay without a unit is ambiguous.
+type Duration time.Duration
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// ParseDuration parses a Go duration string ("25ms", "1.5s", "100us").
+func ParseDuration(s string) (Duration, error) {
+	s = strings.TrimSpace(s)
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration: want a number with a unit such as 25ms, 100us or 1.5s", s)
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("duration %q is negative", s)
+	}
+	return Duration(v), nil
+}
+
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := ParseDuration(string(b))
+	*d = v
+	return err
+}
+
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	return atLine(n, d.UnmarshalText([]byte(n.Value)))
+}
+
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// Bitrate is a rate in bits per second. It reads "20Mbit", "1.5Mbit/s",
+// "500kbps" or "10Gbit"; prefixes are decimal (k = 1000), as in link
+// specifications.
+type Bitrate float64
+
+// BitsPerSecond returns the rate as a float.
+func (r Bitrate) BitsPerSecond() float64 { return float64(r) }
+
+func (r Bitrate) String() string {
+	v := float64(r)
+	switch {
+	case v == 0:
+		return "0"
+	case v >= 1e9:
+		return trimFloat(v/1e9) + "Gbit"
+	case v >= 1e6:
+		return trimFloat(v/1e6) + "Mbit"
+	case v >= 1e3:
+		return trimFloat(v/1e3) + "kbit"
+	}
+	return trimFloat(v) + "bit"
+}
+
+// ParseBitrate parses a rate such as "20Mbit", "1.5 Mbit/s", "500kbps".
+func ParseBitrate(s string) (Bitrate, error) {
+	orig := s
+	s = strings.ToLower(strings.TrimSpace(s))
+	s = strings.TrimSuffix(s, "/s")
+	s = strings.TrimSuffix(s, "ps")
+	s = strings.TrimSuffix(s, "bit")
+	s = strings.TrimSuffix(s, "b")
+	mult := 1.0
+	switch {
+	case strings.HasSuffix(s, "g"):
+		mult, s = 1e9, strings.TrimSuffix(s, "g")
+	case strings.HasSuffix(s, "m"):
+		mult, s = 1e6, strings.TrimSuffix(s, "m")
+	case strings.HasSuffix(s, "k"):
+		mult, s = 1e3, strings.TrimSuffix(s, "k")
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, fmt.Errorf("%q is not a bit rate: want a number with a unit such as 20Mbit, 1.5Mbit/s or 500kbit", orig)
+	}
+	if v != 0 && !strings.ContainsAny(strings.ToLower(orig), "kmgbp") {
+		return 0, fmt.Errorf("%q is not a bit rate: the unit is missing (20Mbit, 500kbit, 1Gbit)", orig)
+	}
+	return Bitrate(v * mult), nil
+}
+
+func (r *Bitrate) UnmarshalText(b []byte) error {
+	v, err := ParseBitrate(string(b))
+	*r = v
+	return err
+}
+
+func (r Bitrate) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+func (r *Bitrate) UnmarshalYAML(n *yaml.Node) error {
+	return atLine(n, r.UnmarshalText([]byte(n.Value)))
+}
+
+func (r Bitrate) MarshalYAML() (any, error) { return r.String(), nil }
+
+// Size is a number of bytes. It reads "1500", "64KB" (1000), "64KiB" (1024),
+// "1MB" or "1MiB".
+type Size int64
+
+func (s Size) String() string {
+	v := int64(s)
+	switch {
+	case v != 0 && v%(1<<20) == 0:
+		return strconv.FormatInt(v>>20, 10) + "MiB"
+	case v != 0 && v%(1<<10) == 0:
+		return strconv.FormatInt(v>>10, 10) + "KiB"
+	}
+	return strconv.FormatInt(v, 10) + "B"
+}
+
+// ParseSize parses a byte count with an optional SI or IEC suffix.
+func ParseSize(s string) (Size, error) {
+	orig := s
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	suffixes := []struct {
+		s string
+		m int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1000}, {"kB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000}, {"B", 1}}
+	for _, suf := range suffixes {
+		if strings.HasSuffix(t, suf.s) {
+			mult, t = suf.m, strings.TrimSpace(strings.TrimSuffix(t, suf.s))
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, fmt.Errorf("%q is not a size: want bytes such as 1500, 64KB, 64KiB or 1MiB", orig)
+	}
+	return Size(math.Round(v * float64(mult))), nil
+}
+
+func (s *Size) UnmarshalText(b []byte) error {
+	v, err := ParseSize(string(b))
+	*s = v
+	return err
+}
+
+func (s Size) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+func (s *Size) UnmarshalYAML(n *yaml.Node) error {
+	return atLine(n, s.UnmarshalText([]byte(n.Value)))
+}
+
+func (s Size) MarshalYAML() (any, error) { return s.String(), nil }
+
+// Ratio is a probability in [0, 1]. It reads "1%", "0.1%" or "0.01".
+type Ratio float64
+
+func (r Ratio) String() string { return trimFloat(float64(r)*100) + "%" }
+
+// ParseRatio parses a percentage ("10%") or a fraction ("0.1").
+func ParseRatio(s string) (Ratio, error) {
+	orig := s
+	t := strings.TrimSpace(s)
+	scale := 1.0
+	if strings.HasSuffix(t, "%") {
+		scale, t = 0.01, strings.TrimSpace(strings.TrimSuffix(t, "%"))
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || math.IsNaN(v) {
+		return 0, fmt.Errorf("%q is not a probability: want a percentage such as 1%% or a fraction such as 0.01", orig)
+	}
+	v *= scale
+	if v < 0 || v > 1 {
+		return 0, fmt.Errorf("probability %q is outside 0..100%%", orig)
+	}
+	return Ratio(v), nil
+}
+
+func (r *Ratio) UnmarshalText(b []byte) error {
+	v, err := ParseRatio(string(b))
+	*r = v
+	return err
+}
+
+func (r Ratio) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+func (r *Ratio) UnmarshalYAML(n *yaml.Node) error {
+	return atLine(n, r.UnmarshalText([]byte(n.Value)))
+}
+
+func (r Ratio) MarshalYAML() (any, error) { return r.String(), nil }
+
+func trimFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// atLine adds the YAML position to a scalar's parse error.
+func atLine(n *yaml.Node, err error) error {
+	if err == nil {
+		return nil
+	}
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: want a single value, got a %s", n.Line, kindName(n.Kind))
+	}
+	return fmt.Errorf("line %d: %w", n.Line, err)
+}
+
+func kindName(k yaml.Kind) string {
+	switch k {
+	case yaml.MappingNode:
+		return "mapping"
+	case yaml.SequenceNode:
+		return "list"
+	}
+	return "value"
+}
