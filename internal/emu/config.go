@@ -20,6 +20,7 @@ package emu
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"tlab/internal/units"
@@ -107,6 +108,9 @@ type LinkConfig struct {
 	Up   DirectionConfig `yaml:"up" json:"up"`
 	Down DirectionConfig `yaml:"down" json:"down"`
 }
+
+// IsPerfect tells whether the link emulates nothing at all.
+func (l LinkConfig) IsPerfect() bool { return reflect.DeepEqual(l, LinkConfig{}) }
 
 // BaseRTT is the sum of the two directions' propagation delays.
 func (l LinkConfig) BaseRTT() time.Duration { return l.Up.Delay.D() + l.Down.Delay.D() }

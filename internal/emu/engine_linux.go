@@ -1,0 +1,580 @@
+//go:build linux
+
+package emu
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// batch is how many frames one recvmmsg or sendmmsg call moves at most.
+const batch = 64
+
+// pending is a frame waiting in the delay line.
+type pending struct {
+	release int64
+	seq     uint64 // arrival order, to keep equal release times FIFO
+	buf     []byte // a pool buffer, full capacity
+	n       int
+	link    int32
+	dir     int8
+	out     int32 // port index, or -1 to flood the other side
+}
+
+// delayLine is a min-heap of pending frames by (release, seq). It is written
+// out rather than built on container/heap to keep the hot path free of
+// interface conversions and allocations.
+type delayLine []pending
+
+func (h delayLine) less(i, j int) bool {
+	return h[i].release < h[j].release || (h[i].release == h[j].release && h[i].seq < h[j].seq)
+}
+
+func (h *delayLine) push(p pending) {
+	*h = append(*h, p)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !s.less(i, parent) {
+			break
+		}
+		s[i], s[parent] = s[parent], s[i]
+		i = parent
+	}
+}
+
+func (h *delayLine) pop() pending {
+	s := *h
+	top := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	s[last] = pending{}
+	s = s[:last]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(s) && s.less(l, m) {
+			m = l
+		}
+		if r < len(s) && s.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	*h = s
+	return top
+}
+
+type port struct {
+	fd   int
+	link int
+	side int
+	mac  [6]byte
+	// The send batch being assembled.
+	msgs    []unix.Mmsghdr
+	iovs    []unix.Iovec
+	queued  []pending
+	dirStat *Direction
+}
+
+type linkState struct {
+	dirs  [2]*Direction // up (from side A), down (from side B)
+	ports [2][]int      // port indices on each side
+}
+
+type engine struct {
+	spec     EngineSpec
+	start    time.Time
+	links    []*linkState
+	ports    []*port
+	line     delayLine
+	seq      uint64
+	free     [][]byte
+	bufSize  int
+	lateness *Histogram
+	fwd      uint64
+	wakeups  uint64
+	epfd     int
+
+	rmsgs []unix.Mmsghdr
+	riovs []unix.Iovec
+	rbufs [][]byte
+
+	ctrl     []byte
+	ctrlFD   int
+	outFD    int
+	stopping bool
+}
+
+func newEngine(spec EngineSpec, ctrlFD, outFD, firstPortFD int) (*engine, error) {
+	if spec.MTU == 0 {
+		spec.MTU = 1500
+	}
+	e := &engine{
+		spec:     spec,
+		start:    time.Now(),
+		bufSize:  spec.MTU + 64,
+		lateness: NewHistogram(),
+		ctrlFD:   ctrlFD,
+		outFD:    outFD,
+		rmsgs:    make([]unix.Mmsghdr, batch),
+		riovs:    make([]unix.Iovec, batch),
+		rbufs:    make([][]byte, batch),
+	}
+	fd := firstPortFD
+	for li, ls := range spec.Links {
+		st := &linkState{}
+		baseRTT := ls.Config.BaseRTT().Nanoseconds()
+		var err error
+		if st.dirs[0], err = NewDirection(ls.Config.Up, baseRTT, spec.Seed, ls.Name+"/up", ls.TraceUp); err != nil {
+			return nil, err
+		}
+		if st.dirs[1], err = NewDirection(ls.Config.Down, baseRTT, spec.Seed, ls.Name+"/down", ls.TraceDown); err != nil {
+			return nil, err
+		}
+		for _, ps := range ls.Ports {
+			p := &port{fd: fd, link: li, side: ps.Side, msgs: make([]unix.Mmsghdr, batch), iovs: make([]unix.Iovec, batch)}
+			copy(p.mac[:], ps.HostMAC)
+			st.ports[ps.Side] = append(st.ports[ps.Side], len(e.ports))
+			e.ports = append(e.ports, p)
+			fd++
+		}
+		e.links = append(e.links, st)
+	}
+	var err error
+	if e.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
+		return nil, fmt.Errorf("epoll: %w", err)
+	}
+	for i, p := range e.ports {
+		if err := unix.SetNonblock(p.fd, true); err != nil {
+			return nil, fmt.Errorf("port %d: %w", i, err)
+		}
+		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(i)}
+		if err := unix.EpollCtl(e.epfd, unix.EPOLL_CTL_ADD, p.fd, &ev); err != nil {
+			return nil, fmt.Errorf("port %d: epoll: %w", i, err)
+		}
+	}
+	if err := unix.SetNonblock(ctrlFD, true); err != nil {
+		return nil, err
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: -1}
+	if err := unix.EpollCtl(e.epfd, unix.EPOLL_CTL_ADD, ctrlFD, &ev); err != nil {
+		return nil, fmt.Errorf("control: epoll: %w", err)
+	}
+	return e, nil
+}
+
+func (e *engine) now() int64 { return int64(time.Since(e.start)) }
+
+func (e *engine) getBuf() []byte {
+	if n := len(e.free); n > 0 {
+		b := e.free[n-1]
+		e.free = e.free[:n-1]
+		return b
+	}
+	return make([]byte, e.bufSize)
+}
+
+func (e *engine) putBuf(b []byte) { e.free = append(e.free, b[:cap(b)]) }
+
+// run is the event loop. It returns when the parent asks it to stop or
+// closes the control pipe.
+func (e *engine) run() error {
+	events := make([]unix.EpollEvent, len(e.ports)+1)
+	for !e.stopping {
+		now := e.now()
+		e.release(now)
+		timeout := int64(-1)
+		if len(e.line) > 0 {
+			wait := e.line[0].release - now
+			switch {
+			case e.spec.Mode == ModeBusy || wait <= e.spec.SpinNs:
+				timeout = 0
+			default:
+				timeout = wait - e.spec.SpinNs
+			}
+		} else if e.spec.Mode == ModeBusy {
+			timeout = 0
+		}
+		n, err := epollPwait2(e.epfd, events, timeout)
+		if err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			return fmt.Errorf("epoll_pwait2: %w", err)
+		}
+		if n > 0 {
+			e.wakeups++
+		}
+		for _, ev := range events[:n] {
+			if ev.Fd < 0 {
+				if err := e.control(); err != nil {
+					return err
+				}
+				continue
+			}
+			e.receive(int(ev.Fd))
+		}
+	}
+	return nil
+}
+
+// receive reads every frame waiting on a port and passes each to its
+// direction.
+func (e *engine) receive(pi int) {
+	p := e.ports[pi]
+	ls := e.links[p.link]
+	dir := ls.dirs[p.side]
+	for {
+		for i := range e.rmsgs {
+			if e.rbufs[i] == nil {
+				e.rbufs[i] = e.getBuf()
+			}
+			e.riovs[i].Base = &e.rbufs[i][0]
+			e.riovs[i].SetLen(e.bufSize)
+			e.rmsgs[i].Hdr.Iov = &e.riovs[i]
+			e.rmsgs[i].Hdr.SetIovlen(1)
+			e.rmsgs[i].Len = 0
+		}
+		n, err := recvmmsg(p.fd, e.rmsgs, unix.MSG_DONTWAIT|unix.MSG_TRUNC)
+		if err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			return // EAGAIN: drained
+		}
+		now := e.now()
+		for i := 0; i < n; i++ {
+			size := int(e.rmsgs[i].Len)
+			if size > e.bufSize {
+				// A frame larger than the MTU (GRO left on somewhere):
+				// count it and drop it, never forward a truncated frame.
+				dir.Stats.RxPackets++
+				dir.Stats.RxBytes += uint64(size)
+				dir.CountTx(DropOversize, size)
+				continue
+			}
+			v := dir.Admit(now, size)
+			if v.Drop != Delivered {
+				continue
+			}
+			buf := e.rbufs[i]
+			e.rbufs[i] = nil
+			if v.CorruptBit >= 0 {
+				buf[14+v.CorruptBit/8] ^= 1 << (v.CorruptBit % 8)
+			}
+			out := e.route(ls, 1-p.side, buf)
+			e.schedule(pending{release: v.Release, buf: buf, n: size, link: int32(p.link), dir: int8(p.side), out: int32(out)})
+			if v.Duplicate {
+				dup := e.getBuf()
+				copy(dup, buf[:size])
+				e.schedule(pending{release: v.Release, buf: dup, n: size, link: int32(p.link), dir: int8(p.side), out: int32(out)})
+			}
+		}
+		if n < len(e.rmsgs) {
+			return
+		}
+	}
+}
+
+func (e *engine) schedule(p pending) {
+	e.seq++
+	p.seq = e.seq
+	e.line.push(p)
+}
+
+// route picks the output port on side for a frame: the port whose host owns
+// the destination MAC, the only port of the side, or -1 to flood.
+func (e *engine) route(ls *linkState, side int, frame []byte) int {
+	ports := ls.ports[side]
+	if len(ports) == 1 {
+		return ports[0]
+	}
+	if frame[0]&1 == 0 { // unicast
+		for _, pi := range ports {
+			if bytes.Equal(e.ports[pi].mac[:], frame[:6]) {
+				return pi
+			}
+		}
+	}
+	return -1
+}
+
+// release sends every frame due by now, batched per output port.
+func (e *engine) release(now int64) {
+	if len(e.line) == 0 || e.line[0].release > now {
+		return
+	}
+	for len(e.line) > 0 && e.line[0].release <= now {
+		p := e.line.pop()
+		if p.out >= 0 {
+			e.enqueue(int(p.out), p)
+			continue
+		}
+		ls := e.links[p.link]
+		targets := ls.ports[1-int(p.dir)]
+		for k, pi := range targets {
+			c := p
+			if k < len(targets)-1 {
+				c.buf = e.getBuf()
+				copy(c.buf, p.buf[:p.n])
+			}
+			e.enqueue(pi, c)
+		}
+	}
+	for _, p := range e.ports {
+		if len(p.queued) > 0 {
+			e.flush(p)
+		}
+	}
+}
+
+func (e *engine) enqueue(pi int, p pending) {
+	pt := e.ports[pi]
+	pt.queued = append(pt.queued, p)
+	if len(pt.queued) == batch {
+		e.flush(pt)
+	}
+}
+
+// flush hands a port's batch to the kernel and accounts for every frame.
+func (e *engine) flush(p *port) {
+	for i := range p.queued {
+		p.iovs[i].Base = &p.queued[i].buf[0]
+		p.iovs[i].SetLen(p.queued[i].n)
+		p.msgs[i].Hdr.Iov = &p.iovs[i]
+		p.msgs[i].Hdr.SetIovlen(1)
+	}
+	sendAt := e.now()
+	msgs := p.msgs[:len(p.queued)]
+	done := 0
+	for done < len(msgs) {
+		n, err := sendmmsg(p.fd, msgs[done:], unix.MSG_DONTWAIT)
+		if err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			// The frame at done could not be sent (socket buffer
+			// full): count it and go on with the rest.
+			q := p.queued[done]
+			e.links[q.link].dirs[q.dir].CountTx(DropTxError, q.n)
+			done++
+			continue
+		}
+		for _, q := range p.queued[done : done+n] {
+			e.links[q.link].dirs[q.dir].CountTx(Delivered, q.n)
+			e.lateness.Add(sendAt - q.release)
+			e.fwd++
+		}
+		done += n
+	}
+	for i := range p.queued {
+		e.putBuf(p.queued[i].buf)
+		p.queued[i] = pending{}
+	}
+	p.queued = p.queued[:0]
+}
+
+// control reads and answers the parent's requests, one JSON object a line.
+func (e *engine) control() error {
+	var tmp [4096]byte
+	for {
+		n, err := unix.Read(e.ctrlFD, tmp[:])
+		if n > 0 {
+			e.ctrl = append(e.ctrl, tmp[:n]...)
+		}
+		if n == 0 && err == nil {
+			e.stopping = true // parent closed the pipe
+			break
+		}
+		if err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			break
+		}
+	}
+	for {
+		i := bytes.IndexByte(e.ctrl, '\n')
+		if i < 0 {
+			return nil
+		}
+		line := e.ctrl[:i]
+		var c control
+		if err := json.Unmarshal(line, &c); err != nil {
+			return fmt.Errorf("control: %w", err)
+		}
+		e.ctrl = append(e.ctrl[:0], e.ctrl[i+1:]...)
+		switch c.Op {
+		case "stats":
+			if err := e.reply(e.stats()); err != nil {
+				return err
+			}
+		case "reset_lateness":
+			e.lateness.Reset()
+			if err := e.reply(map[string]bool{"ok": true}); err != nil {
+				return err
+			}
+		case "stop":
+			e.stopping = true
+			return nil
+		default:
+			return fmt.Errorf("control: unknown op %q", c.Op)
+		}
+	}
+}
+
+func (e *engine) stats() EngineStats {
+	s := EngineStats{Lateness: e.lateness.Summary(), Forwarded: e.fwd, Wakeups: e.wakeups, ClockNs: e.now()}
+	for i, ls := range e.links {
+		s.Links = append(s.Links, LinkStats{Name: e.spec.Links[i].Name, Up: ls.dirs[0].Stats, Down: ls.dirs[1].Stats})
+	}
+	return s
+}
+
+func (e *engine) reply(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	for len(b) > 0 {
+		n, err := unix.Write(e.outFD, b)
+		if err != nil {
+			if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
+				continue
+			}
+			return fmt.Errorf("control reply: %w", err)
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// prepareThread pins the loop to its OS thread, asks the kernel for the
+// finest timer slack and, when configured, real-time scheduling.
+func prepareThread(spec EngineSpec) error {
+	runtime.LockOSThread()
+	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("timer slack: %w", err)
+	}
+	if spec.RealtimePriority > 0 {
+		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: uint32(spec.RealtimePriority)}
+		if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
+			return fmt.Errorf("SCHED_FIFO priority %d: %w", spec.RealtimePriority, err)
+		}
+	}
+	// The loop allocates almost nothing; a lazier collector keeps pauses
+	// away from the timing path.
+	debug.SetGCPercent(400)
+	return nil
+}
+
+func epollPwait2(epfd int, events []unix.EpollEvent, timeoutNs int64) (int, error) {
+	var tsp uintptr
+	var ts unix.Timespec
+	if timeoutNs >= 0 {
+		ts = unix.NsecToTimespec(timeoutNs)
+		tsp = uintptr(unsafe.Pointer(&ts))
+	}
+	n, _, errno := unix.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), tsp, 0, 0)
+	runtime.KeepAlive(&ts)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
+}
+
+func recvmmsg(fd int, msgs []unix.Mmsghdr, flags int) (int, error) {
+	n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&msgs[0])), uintptr(len(msgs)), uintptr(flags), 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
+}
+
+func sendmmsg(fd int, msgs []unix.Mmsghdr, flags int) (int, error) {
+	n, _, errno := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&msgs[0])), uintptr(len(msgs)), uintptr(flags), 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
+}
+
+// childEnv marks a process started as the emulator engine.
+const childEnv = "TLAB_EMULATOR_ENGINE"
+
+// RunChildIfRequested runs the engine and exits when this process was
+// started as one. Every binary that starts emulators (the tlab command and
+// the test binaries of packages that build testbeds) calls it first thing.
+func RunChildIfRequested() {
+	if os.Getenv(childEnv) != "1" {
+		return
+	}
+	if err := childMain(); err != nil {
+		fmt.Fprintf(os.Stderr, "tlab emulator: %v\n", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func childMain() error {
+	// The parent tears the emulator down; Ctrl-C on the terminal must not
+	// kill it first.
+	ignoreInterrupt()
+	specLine, rest, err := readLine(0)
+	if err != nil {
+		return fmt.Errorf("reading spec: %w", err)
+	}
+	var spec EngineSpec
+	if err := json.Unmarshal(specLine, &spec); err != nil {
+		return fmt.Errorf("spec: %w", err)
+	}
+	if err := prepareThread(spec); err != nil {
+		return err
+	}
+	e, err := newEngine(spec, 0, 1, 3)
+	if err != nil {
+		return err
+	}
+	e.ctrl = rest
+	if err := e.reply(map[string]any{"ready": true, "pid": os.Getpid()}); err != nil {
+		return err
+	}
+	return e.run()
+}
+
+// readLine reads fd up to the first newline with plain blocking reads, so
+// that nothing after the line is lost to a buffered reader.
+func readLine(fd int) (line, rest []byte, err error) {
+	var buf []byte
+	var tmp [4096]byte
+	for {
+		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+			return buf[:i], append([]byte(nil), buf[i+1:]...), nil
+		}
+		n, err := unix.Read(fd, tmp[:])
+		if err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			return nil, nil, err
+		}
+		if n == 0 {
+			return nil, nil, errors.New("control pipe closed before the spec arrived")
+		}
+		buf = append(buf, tmp[:n]...)
+	}
+}

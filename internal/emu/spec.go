@@ -1,0 +1,87 @@
+package emu
+
+import "net"
+
+// Timer modes of the engine.
+const (
+	// ModeSleep sleeps in epoll_pwait2 until shortly before the next
+	// release, then spins for the last SpinNs: low latency at a modest CPU
+	// cost.
+	ModeSleep = "sleep"
+	// ModeBusy never sleeps: the lowest latency, one core fully used.
+	ModeBusy = "busy"
+)
+
+// EngineSpec is everything the engine process needs; the parent sends it as
+// the first JSON line on the child's standard input. Socket file
+// descriptors are passed as extra files: port i's socket is fd 3+i.
+type EngineSpec struct {
+	Seed   uint64 `json:"seed"`
+	Mode   string `json:"mode"`
+	SpinNs int64  `json:"spin_ns"`
+	// RealtimePriority, when above 0, runs the loop under SCHED_FIFO.
+	RealtimePriority int        `json:"realtime_priority"`
+	MTU              int        `json:"mtu"`
+	Links            []LinkSpec `json:"links"`
+}
+
+// LinkSpec is one emulated link: its two directions and its ports. Side A
+// is the "up" source, side B the "down" source. A side may have several ports
+// (hosts sharing one medium): frames are forwarded by destination MAC and
+// flooded to every port of the other side when the MAC is unknown or a
+// group address.
+type LinkSpec struct {
+	Name      string     `json:"name"`
+	Config    LinkConfig `json:"config"`
+	TraceUp   []int64    `json:"trace_up,omitempty"`
+	TraceDown []int64    `json:"trace_down,omitempty"`
+	Ports     []PortSpec `json:"ports"`
+}
+
+// Sides of a link.
+const (
+	SideA = 0
+	SideB = 1
+)
+
+// PortSpec is one router-side interface of a link.
+type PortSpec struct {
+	Side    int              `json:"side"`
+	HostMAC net.HardwareAddr `json:"host_mac"`
+	Host    string           `json:"host"`
+}
+
+// LinkStats are one link's counters.
+type LinkStats struct {
+	Name string         `json:"name"`
+	Up   DirectionStats `json:"up"`
+	Down DirectionStats `json:"down"`
+}
+
+// EngineStats is the engine's answer to a stats request.
+type EngineStats struct {
+	Links []LinkStats `json:"links"`
+	// Lateness of releases: when a frame was handed to the kernel minus
+	// when it was due.
+	Lateness Summary `json:"lateness"`
+	// Forwarded counts frames sent, all links together.
+	Forwarded uint64 `json:"forwarded"`
+	Wakeups   uint64 `json:"wakeups"`
+	// ClockNs is the engine's link clock when the snapshot was taken.
+	ClockNs int64 `json:"clock_ns"`
+}
+
+// Link returns the stats of the named link.
+func (s EngineStats) Link(name string) (LinkStats, bool) {
+	for _, l := range s.Links {
+		if l.Name == name {
+			return l, true
+		}
+	}
+	return LinkStats{}, false
+}
+
+// control is a request from the parent.
+type control struct {
+	Op string `json:"op"` // "stats", "reset_lateness", "stop"
+}

@@ -1,0 +1,194 @@
+package testbed
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// RegistryDir holds one record per live run. It lives on a tmpfs (/run), so
+// a reboot, which also frees every namespace, clears it too.
+var RegistryDir = "/run/tlab"
+
+// proc identifies a process across PID reuse by its start time.
+type proc struct {
+	PID   int    `json:"pid"`
+	Start uint64 `json:"start"`
+}
+
+// runRecord is what a run leaves for `tlab cleanup` in case it is killed
+// before it can clean up after itself.
+type runRecord struct {
+	ID      string    `json:"id"`
+	Owner   proc      `json:"owner"`
+	Started time.Time `json:"started"`
+	TempDir string    `json:"temp_dir"`
+	// Children are processes started in the run's namespaces (the
+	// emulator, servers) that must not outlive it.
+	Children []proc `json:"children"`
+
+	mu   sync.Mutex
+	path string
+}
+
+func newRunID() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// register records a new run and creates its temp directory.
+func register(id string) (*runRecord, error) {
+	if err := os.MkdirAll(RegistryDir, 0o755); err != nil {
+		return nil, fmt.Errorf("run registry: %w", err)
+	}
+	tmp, err := os.MkdirTemp("", "tlab-"+id+"-")
+	if err != nil {
+		return nil, fmt.Errorf("run temp dir: %w", err)
+	}
+	self, err := procOf(os.Getpid())
+	if err != nil {
+		return nil, err
+	}
+	r := &runRecord{ID: id, Owner: self, Started: time.Now(), TempDir: tmp, path: filepath.Join(RegistryDir, id+".json")}
+	return r, r.save()
+}
+
+func (r *runRecord) save() error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := r.path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("run registry: %w", err)
+	}
+	return os.Rename(tmp, r.path)
+}
+
+// addPID records a child process of the run.
+func (r *runRecord) addPID(pid int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p, err := procOf(pid); err == nil {
+		r.Children = append(r.Children, p)
+		r.save()
+	}
+}
+
+// remove deletes the temp directory and the record: the run ended cleanly.
+func (r *runRecord) remove() error {
+	err := os.RemoveAll(r.TempDir)
+	if rerr := os.Remove(r.path); rerr != nil && !os.IsNotExist(rerr) {
+		err = errors.Join(err, rerr)
+	}
+	return err
+}
+
+// procOf reads a process's start time (field 22 of /proc/PID/stat).
+func procOf(pid int) (proc, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return proc{}, err
+	}
+	// The command name (field 2) may hold spaces; fields after it follow
+	// the last ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return proc{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	fields := strings.Fields(s[i+1:])
+	if len(fields) < 20 {
+		return proc{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	start, err := strconv.ParseUint(fields[19], 10, 64)
+	if err != nil {
+		return proc{}, err
+	}
+	return proc{PID: pid, Start: start}, nil
+}
+
+// alive tells whether the recorded process still runs (same PID, same start).
+func (p proc) alive() bool {
+	now, err := procOf(p.PID)
+	return err == nil && now.Start == p.Start
+}
+
+// CleanupAction is one thing `tlab cleanup` removed, or would remove.
+type CleanupAction struct {
+	Run    string `json:"run"`
+	What   string `json:"what"`
+	Done   bool   `json:"done"`
+	Error  string `json:"error,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Cleanup removes what runs whose tlab process is gone left behind: their
+// child processes, temp directories and records. Live runs are left alone.
+// It touches nothing that is not in the registry.
+func Cleanup(dryRun bool) ([]CleanupAction, error) {
+	entries, err := os.ReadDir(RegistryDir)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("run registry: %w", err)
+	}
+	var actions []CleanupAction
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		path := filepath.Join(RegistryDir, e.Name())
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		var r runRecord
+		if err := json.Unmarshal(b, &r); err != nil {
+			actions = append(actions, CleanupAction{Run: e.Name(), What: "unreadable record " + path, Error: err.Error()})
+			continue
+		}
+		if r.Owner.alive() {
+			continue
+		}
+		do := func(what string, f func() error) {
+			a := CleanupAction{Run: r.ID, What: what}
+			if !dryRun {
+				if err := f(); err != nil && !os.IsNotExist(err) {
+					a.Error = err.Error()
+				} else {
+					a.Done = true
+				}
+			}
+			actions = append(actions, a)
+		}
+		for _, c := range r.Children {
+			if c.alive() {
+				do(fmt.Sprintf("kill process %d", c.PID), func() error {
+					p, err := os.FindProcess(c.PID)
+					if err != nil {
+						return err
+					}
+					return p.Kill()
+				})
+			}
+		}
+		if r.TempDir != "" && strings.Contains(filepath.Base(r.TempDir), "tlab-") {
+			if _, err := os.Stat(r.TempDir); err == nil {
+				do("remove "+r.TempDir, func() error { return os.RemoveAll(r.TempDir) })
+			}
+		}
+		do("remove record "+path, func() error { return os.Remove(path) })
+	}
+	return actions, nil
+}

@@ -1,0 +1,252 @@
+package testbed
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"io"
+	"math"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"tlab/internal/emu"
+	"tlab/internal/units"
+)
+
+func build(t *testing.T, topo Topology, opts Options) *Testbed {
+	t.Helper()
+	requirePrivileges(t)
+	tb, err := Build(topo, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := tb.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return tb
+}
+
+func delayLoss(delay time.Duration, loss float64) emu.LinkConfig {
+	d := emu.DirectionConfig{Delay: units.Duration(delay)}
+	if loss > 0 {
+		d.Loss = emu.LossConfig{Model: emu.LossBernoulli, Rate: units.Ratio(loss)}
+	}
+	return emu.LinkConfig{Up: d, Down: d}
+}
+
+// udpEcho serves UDP echoes until the connection closes.
+func udpEcho(c net.PacketConn) {
+	buf := make([]byte, 2048)
+	for {
+		n, addr, err := c.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		c.WriteTo(buf[:n], addr)
+	}
+}
+
+func TestUDPThroughDelayedLossyLink(t *testing.T) {
+	const oneWay, loss, n = 10 * time.Millisecond, 0.05, 2000
+	tb := build(t, ClientServer(delayLoss(oneWay, loss)), Options{Seed: 1})
+	srv, err := tb.Host("server").ListenPacket("udp4", ":9000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	go udpEcho(srv)
+	ip, _ := tb.Addr("client", "server")
+	conn, err := tb.Host("client").DialContext(context.Background(), nil, "udp4", net.JoinHostPort(ip.String(), "9000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	start := time.Now()
+	rtts := make(chan time.Duration, n)
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			conn.SetReadDeadline(time.Now().Add(time.Second))
+			m, err := conn.Read(buf)
+			if err != nil || m < 8 {
+				close(rtts)
+				return
+			}
+			sent := time.Duration(binary.LittleEndian.Uint64(buf))
+			rtts <- time.Since(start) - sent
+		}
+	}()
+	msg := make([]byte, 64)
+	for i := 0; i < n; i++ {
+		binary.LittleEndian.PutUint64(msg, uint64(time.Since(start)))
+		if _, err := conn.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	got := 0
+	minRTT := time.Hour
+	for r := range rtts {
+		got++
+		minRTT = min(minRTT, r)
+	}
+	// Each echo crosses the lossy link twice: it survives with (1-p)^2.
+	p := (1 - loss) * (1 - loss)
+	half := 2.576 * math.Sqrt(p*(1-p)/n) * n
+	if want := p * n; math.Abs(float64(got)-want) > half {
+		t.Errorf("%d of %d echoes returned, want %.0f ± %.0f", got, n, want, half)
+	}
+	if minRTT < 2*oneWay {
+		t.Errorf("an echo returned in %v, faster than the emulated RTT %v", minRTT, 2*oneWay)
+	}
+	st, err := tb.Emulator().Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, _ := st.Link("path")
+	if path.Up.RxPackets != n || path.Up.TxPackets+path.Up.DropLoss != n {
+		t.Errorf("up counters %+v do not add up to %d datagrams", path.Up, n)
+	}
+	if path.Down.TxPackets != uint64(got) {
+		t.Errorf("down delivered %d frames, client read %d echoes", path.Down.TxPackets, got)
+	}
+	// 64-byte payload + 8 UDP + 20 IP + 14 Ethernet = 106-byte frames.
+	if path.Up.RxBytes != n*106 {
+		t.Errorf("up counted %d bytes, want %d (106-byte frames)", path.Up.RxBytes, n*106)
+	}
+	t.Logf("min RTT %v, %d/%d echoes, lateness %+v", minRTT, got, n, st.Lateness)
+}
+
+func TestTCPThroughDelayedLossyLink(t *testing.T) {
+	tb := build(t, ClientServer(delayLoss(5*time.Millisecond, 0.01)), Options{Seed: 2})
+	ln, err := tb.Host("server").Listen("tcp4", ":9001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	payload := make([]byte, 2<<20)
+	rand.Read(payload)
+	received := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			received <- nil
+			return
+		}
+		defer c.Close()
+		b, _ := io.ReadAll(c)
+		received <- b
+	}()
+	ip, _ := tb.Addr("client", "server")
+	start := time.Now()
+	c, err := tb.Host("client").DialContext(context.Background(), nil, "tcp4", net.JoinHostPort(ip.String(), "9001"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write(payload); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	select {
+	case got := <-received:
+		if !bytes.Equal(got, payload) {
+			t.Fatalf("received %d bytes, not the %d sent", len(got), len(payload))
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("transfer did not finish in 60 s")
+	}
+	st, _ := tb.Emulator().Stats()
+	path, _ := st.Link("path")
+	if path.Up.DropLoss == 0 {
+		t.Error("1 % loss over a 2 MB transfer dropped nothing")
+	}
+	t.Logf("2 MiB over 10 ms RTT with 1%% loss in %v; up %+v", time.Since(start), path.Up)
+}
+
+func TestDirectBaselineAndTopologies(t *testing.T) {
+	tb := build(t, ClientServer(emu.LinkConfig{}), Options{Direct: true})
+	if tb.Emulator() != nil {
+		t.Fatal("a direct testbed started an emulator")
+	}
+	srv, err := tb.Host("server").ListenPacket("udp4", ":9002")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	go udpEcho(srv)
+	ip, _ := tb.Addr("client", "server")
+	conn, err := tb.Host("client").DialContext(context.Background(), nil, "udp4", net.JoinHostPort(ip.String(), "9002"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.Write([]byte("ping"))
+	conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+	buf := make([]byte, 16)
+	if n, err := conn.Read(buf); err != nil || string(buf[:n]) != "ping" {
+		t.Fatalf("direct echo: %q, %v", buf[:n], err)
+	}
+}
+
+func TestChainAndSharedAccess(t *testing.T) {
+	chain, err := Chain([]string{"pub", "broker", "sub"}, []emu.LinkConfig{delayLoss(time.Millisecond, 0), delayLoss(2*time.Millisecond, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := build(t, chain, Options{})
+	// The broker sits on both links; each end reaches it on its own subnet.
+	for _, from := range []string{"pub", "sub"} {
+		ip, err := tb.Addr(from, "broker")
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkEcho(t, tb, from, "broker", ip)
+	}
+	if _, err := tb.Addr("pub", "sub"); err == nil {
+		t.Error("pub and sub share no link, yet got an address")
+	}
+
+	shared := SharedAccess([]string{"h1", "h2", "h3"}, "server", delayLoss(time.Millisecond, 0))
+	tb2 := build(t, shared, Options{})
+	for _, h := range []string{"h1", "h2", "h3"} {
+		ip, _ := tb2.Addr(h, "server")
+		checkEcho(t, tb2, h, "server", ip)
+	}
+	st, _ := tb2.Emulator().Stats()
+	access, _ := st.Link("access")
+	if access.Up.TxPackets != 3 || access.Down.TxPackets != 3 {
+		t.Errorf("shared access forwarded %d up and %d down, want 3 and 3 (no flooding of unicast)", access.Up.TxPackets, access.Down.TxPackets)
+	}
+}
+
+var echoPort = 9100
+
+func checkEcho(t *testing.T, tb *Testbed, from, to string, ip net.IP) {
+	t.Helper()
+	echoPort++
+	srv, err := tb.Host(to).ListenPacket("udp4", net.JoinHostPort(ip.String(), itoa(echoPort)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	go udpEcho(srv)
+	conn, err := tb.Host(from).DialContext(context.Background(), nil, "udp4", net.JoinHostPort(ip.String(), itoa(echoPort)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.Write([]byte(from))
+	conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+	buf := make([]byte, 32)
+	if n, err := conn.Read(buf); err != nil || string(buf[:n]) != from {
+		t.Fatalf("%s -> %s echo: %q, %v", from, to, buf[:n], err)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
