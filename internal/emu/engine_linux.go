@@ -11,9 +11,10 @@ import (
 	"runtime"
 	"runtime/debug"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"tlab/internal/sysx"
 )
 
 // batch is how many frames one recvmmsg or sendmmsg call moves at most.
@@ -208,7 +209,7 @@ func (e *engine) run() error {
 		} else if e.spec.Mode == ModeBusy {
 			timeout = 0
 		}
-		n, err := epollPwait2(e.epfd, events, timeout)
+		n, err := sysx.EpollPwait2(e.epfd, events, timeout)
 		if err != nil {
 			if errors.Is(err, unix.EINTR) {
 				continue
@@ -248,7 +249,7 @@ func (e *engine) receive(pi int) {
 			e.rmsgs[i].Hdr.SetIovlen(1)
 			e.rmsgs[i].Len = 0
 		}
-		n, err := recvmmsg(p.fd, e.rmsgs, unix.MSG_DONTWAIT|unix.MSG_TRUNC)
+		n, err := sysx.Recvmmsg(p.fd, e.rmsgs, unix.MSG_DONTWAIT|unix.MSG_TRUNC)
 		if err != nil {
 			if errors.Is(err, unix.EINTR) {
 				continue
@@ -361,7 +362,7 @@ func (e *engine) flush(p *port) {
 	msgs := p.msgs[:len(p.queued)]
 	done := 0
 	for done < len(msgs) {
-		n, err := sendmmsg(p.fd, msgs[done:], unix.MSG_DONTWAIT)
+		n, err := sysx.Sendmmsg(p.fd, msgs[done:], unix.MSG_DONTWAIT)
 		if err != nil {
 			if errors.Is(err, unix.EINTR) {
 				continue
@@ -480,37 +481,6 @@ func prepareThread(spec EngineSpec) error {
 	// away from the timing path.
 	debug.SetGCPercent(400)
 	return nil
-}
-
-func epollPwait2(epfd int, events []unix.EpollEvent, timeoutNs int64) (int, error) {
-	var tsp uintptr
-	var ts unix.Timespec
-	if timeoutNs >= 0 {
-		ts = unix.NsecToTimespec(timeoutNs)
-		tsp = uintptr(unsafe.Pointer(&ts))
-	}
-	n, _, errno := unix.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), tsp, 0, 0)
-	runtime.KeepAlive(&ts)
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(n), nil
-}
-
-func recvmmsg(fd int, msgs []unix.Mmsghdr, flags int) (int, error) {
-	n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&msgs[0])), uintptr(len(msgs)), uintptr(flags), 0, 0)
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(n), nil
-}
-
-func sendmmsg(fd int, msgs []unix.Mmsghdr, flags int) (int, error) {
-	n, _, errno := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&msgs[0])), uintptr(len(msgs)), uintptr(flags), 0, 0)
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(n), nil
 }
 
 // childEnv marks a process started as the emulator engine.

@@ -57,13 +57,13 @@ func (h *Histogram) Quantile(q float64) float64 {
 
 // Summary is a histogram's quantiles in microseconds.
 type Summary struct {
-	N     uint64  `json:"n"`
-	P50   float64 `json:"p50_us"`
-	P90   float64 `json:"p90_us"`
-	P99   float64 `json:"p99_us"`
-	P999  float64 `json:"p999_us"`
-	Max   float64 `json:"max_us"`
-	Mean  float64 `json:"mean_us"`
+	N    uint64  `json:"n"`
+	P50  float64 `json:"p50_us"`
+	P90  float64 `json:"p90_us"`
+	P99  float64 `json:"p99_us"`
+	P999 float64 `json:"p999_us"`
+	Max  float64 `json:"max_us"`
+	Mean float64 `json:"mean_us"`
 }
 
 func (h *Histogram) Summary() Summary {

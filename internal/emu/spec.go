@@ -8,7 +8,9 @@ const (
 	// release, then spins for the last SpinNs: low latency at a modest CPU
 	// cost.
 	ModeSleep = "sleep"
-	// ModeBusy never sleeps: the lowest latency, one core fully used.
+	// ModeBusy never sleeps: the lowest latency, one core fully used. It
+	// is the default: on a 2-vCPU VM, sleep mode's wake-ups cost ~10 us at
+	// the median and hundreds of microseconds at the p99.
 	ModeBusy = "busy"
 )
 

@@ -68,7 +68,10 @@ func Unmarshal(file string, data []byte, v any) error {
 	return Decode(file, node, v)
 }
 
-var unmarshalerType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
+var (
+	unmarshalerType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
+	nodeType        = reflect.TypeOf(yaml.Node{})
+)
 
 // Check walks node and reports the first key that t has no field for, or a
 // node of the wrong shape (a list where a mapping is expected, and so on).
@@ -79,7 +82,9 @@ func Check(file string, node *yaml.Node, t reflect.Type) error {
 	if node.Kind == yaml.AliasNode {
 		node = node.Alias
 	}
-	if reflect.PointerTo(t).Implements(unmarshalerType) || t.Implements(unmarshalerType) {
+	// A yaml.Node field takes anything (its owner checks it later), and a
+	// type with its own UnmarshalYAML checks itself.
+	if t == nodeType || reflect.PointerTo(t).Implements(unmarshalerType) || t.Implements(unmarshalerType) {
 		return nil
 	}
 	if node.Kind == yaml.ScalarNode && node.Tag == "!!null" {

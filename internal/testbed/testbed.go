@@ -24,8 +24,10 @@ type Options struct {
 	// MTU of every interface (default 1500). All veths of a path share it:
 	// a mismatch black-holes TCP without an error.
 	MTU int
-	// Mode is the emulator's timer mode, emu.ModeSleep (default) or
-	// emu.ModeBusy; Spin is how long before a release the sleeping engine
+	// Mode is the emulator's timer mode: emu.ModeBusy (default: one core
+	// polls, release errors of a few microseconds) or emu.ModeSleep (less
+	// CPU; on a VM that idles, wake-ups push the p99 error to hundreds of
+	// microseconds). Spin is how long before a release the sleeping engine
 	// starts to spin (default DefaultSpin).
 	Mode string
 	Spin time.Duration
@@ -133,7 +135,7 @@ func Build(topo Topology, opts Options) (tb *Testbed, err error) {
 		opts.MTU = 1500
 	}
 	if opts.Mode == "" {
-		opts.Mode = emu.ModeSleep
+		opts.Mode = emu.ModeBusy
 	}
 	if opts.Spin == 0 {
 		opts.Spin = DefaultSpin
@@ -422,4 +424,19 @@ func (tb *Testbed) HostNames() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// AddNeighbour adds a permanent neighbour entry (ip at mac) on the host's
+// interface ifname. Calibration uses it to aim a flood at a MAC that no host
+// owns: the emulator forwards such frames and the receiving kernel discards
+// them at once as not addressed to it, so the measurement costs the receiver
+// nothing.
+func (h *Host) AddNeighbour(ifname string, ip net.IP, mac net.HardwareAddr) error {
+	return h.Do(func() error {
+		link, err := netlink.LinkByName(ifname)
+		if err != nil {
+			return err
+		}
+		return netlink.NeighAdd(&netlink.Neigh{LinkIndex: link.Attrs().Index, IP: ip, HardwareAddr: mac, State: netlink.NUD_PERMANENT, Family: netlink.FAMILY_V4})
+	})
 }

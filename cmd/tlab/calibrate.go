@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"tlab/internal/calibrate"
+	"tlab/internal/emu"
+	"tlab/internal/testbed"
+)
+
+func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("calibrate", "calibrate [--json] [--quick] [--mode sleep|busy]", stderr)
+	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
+	quick := fs.Bool("quick", false, "shorter measurements (noisier figures)")
+	mode := fs.String("mode", emu.ModeBusy, "emulator timer mode: busy (polls, uses one core, most accurate) or sleep (epoll + short spin, less CPU, p99 suffers on idle VMs)")
+	spin := fs.Duration("spin", testbed.DefaultSpin, "in sleep mode, how long before a release the engine starts to spin")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if *mode != emu.ModeSleep && *mode != emu.ModeBusy {
+		fmt.Fprintf(stderr, "tlab calibrate: --mode %q: want sleep or busy\n", *mode)
+		return exitUsage
+	}
+	if err := testbed.CheckPrivileges(); err != nil {
+		return errorExit(stderr, err)
+	}
+	opts := calibrate.Options{Quick: *quick, Mode: *mode, Spin: *spin, Seed: 1}
+	if !*asJSON {
+		opts.Progress = func(step string) { fmt.Fprintf(stderr, "calibrate: %s...\n", step) }
+	}
+	type result struct {
+		r   *calibrate.Report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := calibrate.Run(opts)
+		done <- result{r, err}
+	}()
+	var res result
+	select {
+	case res = <-done:
+	case <-ctx.Done():
+		// The step in flight tears its testbed down when it returns.
+		fmt.Fprintln(stderr, "tlab calibrate: interrupted, cleaning up...")
+		<-done
+		return exitCanceled
+	}
+	if res.err != nil {
+		return errorExit(stderr, res.err)
+	}
+	r := res.r
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(r)
+	} else {
+		printCalibration(stdout, r)
+	}
+	if !r.Pass() {
+		return exitFailure
+	}
+	return exitOK
+}
+
+func printCalibration(w io.Writer, r *calibrate.Report) {
+	fmt.Fprintf(w, "tlab calibration on %s (%s, %d cores, kernel %s), emulator mode %s, %.0f s\n\n",
+		r.Machine.Hostname, r.Machine.CPU, r.Machine.Cores, r.Machine.Kernel, r.Mode, r.Duration)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECK\tVALUE\tUNIT\tTARGET\tRESULT\tDETAIL")
+	failed := 0
+	for _, c := range r.Checks {
+		res := "pass"
+		if !c.Pass {
+			res = "FAIL"
+			failed++
+		}
+		fmt.Fprintf(tw, "%s\t%g\t%s\t%s\t%s\t%s\n", c.Name, c.Value, c.Unit, c.Target, res, c.Detail)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nFor context:")
+	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	for _, c := range r.Info {
+		fmt.Fprintf(tw, "  %s\t%g\t%s\t%s\n", c.Name, c.Value, c.Unit, c.Detail)
+	}
+	tw.Flush()
+	if failed == 0 {
+		fmt.Fprintf(w, "\nAll %d checks pass.\n", len(r.Checks))
+	} else {
+		fmt.Fprintf(w, "\n%d of %d checks FAIL: %s\n", failed, len(r.Checks), strings.Repeat("", 0)+"results on this machine are less accurate than tlab's targets.")
+	}
+}

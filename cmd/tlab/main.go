@@ -1,0 +1,151 @@
+// Command tlab is a transport-protocol lab: it builds hosts in network
+// namespaces, joins them by emulated links, runs real protocol stacks over
+// them and measures what applications feel.
+//
+// Usage:
+//
+//	tlab <command> [flags]
+//
+// Run "tlab help" for the list of commands.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+
+	"tlab/internal/emu"
+	"tlab/internal/testbed"
+)
+
+// Exit codes.
+const (
+	exitOK       = 0
+	exitFailure  = 1 // the command ran but its result is a failure (a check failed)
+	exitUsage    = 2 // bad flags or input
+	exitError    = 3 // the command could not run (privileges, system error)
+	exitCanceled = 130
+)
+
+// command is one subcommand.
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"calibrate": {"measure the emulator's own accuracy on this machine", runCalibrate},
+		"cleanup":   {"remove what killed runs left behind", runCleanup},
+		"profiles":  {"list the built-in link profiles, or show one", runProfiles},
+		"version":   {"print the version", runVersion},
+	}
+}
+
+func main() {
+	// When started as the emulator engine, become it and never return.
+	emu.RunChildIfRequested()
+	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func realMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+		if len(args) > 1 {
+			if c, ok := commands()[args[1]]; ok {
+				return c.run(context.Background(), []string{"--help"}, stdout, stderr)
+			}
+		}
+		usage(stdout)
+		return exitOK
+	}
+	c, ok := commands()[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "tlab: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return c.run(ctx, args[1:], stdout, stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "tlab: a transport-protocol lab on emulated networks.\n\nUsage:\n  tlab <command> [flags]\n\nCommands:")
+	cmds := commands()
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun \"tlab <command> --help\" for a command's flags.")
+}
+
+// newFlags makes a flag set that prints its usage with a one-line synopsis
+// and reports errors instead of exiting.
+func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("tlab "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: tlab %s\n\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseArgs parses flags that may stand before, between or after
+// positional arguments (Go's flag package stops at the first positional
+// one) and returns the positional ones. ok is false when the command must
+// stop, with code as its exit status (help asked for, or a flag error).
+func parseArgs(fs *flag.FlagSet, args []string, maxPositional int) (positional []string, code int, ok bool) {
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, exitOK, false
+			}
+			return nil, exitUsage, false
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if rest[0] == "--" {
+			positional = append(positional, rest[1:]...)
+			break
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+	if len(positional) > maxPositional {
+		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q\n", fs.Name(), positional[maxPositional])
+		fs.Usage()
+		return nil, exitUsage, false
+	}
+	return positional, 0, true
+}
+
+// parseFlags parses a command that takes no positional argument.
+func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
+	_, code, ok := parseArgs(fs, args, 0)
+	return code, ok
+}
+
+// errorExit prints err and picks the exit code for it.
+func errorExit(stderr io.Writer, err error) int {
+	fmt.Fprintf(stderr, "tlab: %v\n", err)
+	if errors.Is(err, context.Canceled) {
+		return exitCanceled
+	}
+	if errors.Is(err, testbed.ErrPrivileges) {
+		return exitError
+	}
+	return exitError
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"tlab/internal/emu"
+)
+
+func runProfiles(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("profiles", "profiles [--json] [NAME[+NAME...]] [--link key=value,...]", stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	link := fs.String("link", "", "overrides applied on top, e.g. rate=50Mbit,up.loss=1%")
+	names, code, ok := parseArgs(fs, args, 1)
+	if !ok {
+		return code
+	}
+	if len(names) == 0 {
+		ps := emu.BuiltinProfiles()
+		if *asJSON {
+			return writeJSON(stdout, ps)
+		}
+		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tRTT\tUP RATE\tDOWN RATE\tLOSS\tDESCRIPTION")
+		for _, p := range ps {
+			fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%s\t%s\n", p.Name, p.Link.BaseRTT(), rateString(p.Link.Up.Rate), rateString(p.Link.Down.Rate), lossString(p.Link.Up.Loss), p.Description)
+		}
+		tw.Flush()
+		fmt.Fprintln(stdout, "\nStack profiles with + (wifi+loss-ge-b); \"tlab profiles NAME\" shows one with its source.")
+		return exitOK
+	}
+	ov, err := emu.ParseOverrides(*link)
+	if err != nil {
+		fmt.Fprintf(stderr, "tlab profiles: %v\n", err)
+		return exitUsage
+	}
+	cfg, used, err := emu.ResolveLink(names[0], ov)
+	if err != nil {
+		fmt.Fprintf(stderr, "tlab profiles: %v\n", err)
+		return exitUsage
+	}
+	if *asJSON {
+		return writeJSON(stdout, map[string]any{"profiles": used, "link": cfg})
+	}
+	for _, p := range used {
+		fmt.Fprintf(stdout, "%s: %s\n  source: %s\n", p.Name, p.Description, p.Source)
+	}
+	fmt.Fprintf(stdout, "\nresolved link (RTT %v):\n", cfg.BaseRTT())
+	for _, d := range []struct {
+		name string
+		c    emu.DirectionConfig
+	}{{"up (client to server)", cfg.Up}, {"down (server to client)", cfg.Down}} {
+		fmt.Fprintf(stdout, "  %s: delay %v, jitter %v %s, rate %s, queue %s, loss %s\n", d.name, d.c.Delay, d.c.Jitter, d.c.JitterDist,
+			rateString(d.c.Rate), queueString(d.c, cfg), lossString(d.c.Loss))
+	}
+	return exitOK
+}
+
+func writeJSON(w io.Writer, v any) int {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return exitError
+	}
+	return exitOK
+}
+
+func rateString(r interface{ String() string }) string {
+	if s := r.String(); s != "0" {
+		return s
+	}
+	return "unlimited"
+}
+
+func lossString(l emu.LossConfig) string {
+	switch l.Model {
+	case emu.LossBernoulli:
+		return l.Rate.String()
+	case emu.LossGilbert:
+		m, _ := l.ExpectedLoss()
+		return fmt.Sprintf("GE %.2f%%", m*100)
+	}
+	return "none"
+}
+
+func queueString(d emu.DirectionConfig, l emu.LinkConfig) string {
+	switch {
+	case d.QueuePackets > 0:
+		return fmt.Sprintf("%d packets", d.QueuePackets)
+	case d.Rate == 0 && d.QueueBytes == 0:
+		return "none (no rate limit)"
+	}
+	return fmt.Sprintf("%d bytes", d.QueueLimitBytes(d.Rate.BitsPerSecond(), l.BaseRTT()))
+}

@@ -1,0 +1,415 @@
+// Package calibrate is tlab measuring itself: the latency the emulator adds,
+// how exactly it keeps a configured delay, rate and loss, and how much
+// traffic it can forward, each through real namespaces on this machine and
+// each beside the target it must meet.
+package calibrate
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"tlab/internal/emu"
+	"tlab/internal/testbed"
+	"tlab/internal/units"
+)
+
+// Check is one measured figure beside its target.
+type Check struct {
+	Name   string  `json:"name"`
+	Value  float64 `json:"value"`
+	Unit   string  `json:"unit"`
+	Target string  `json:"target"`
+	Pass   bool    `json:"pass"`
+	// Detail says how the figure was obtained or what surrounds it.
+	Detail string `json:"detail,omitempty"`
+}
+
+// Machine describes where a calibration ran.
+type Machine struct {
+	Hostname string `json:"hostname"`
+	Kernel   string `json:"kernel"`
+	CPU      string `json:"cpu"`
+	Cores    int    `json:"cores"`
+	Go       string `json:"go"`
+	TCPCC    string `json:"tcp_congestion_control"`
+}
+
+// Report is a calibration's result.
+type Report struct {
+	Tool     string    `json:"tool"`
+	Machine  Machine   `json:"machine"`
+	Mode     string    `json:"emulator_mode"`
+	Started  time.Time `json:"started"`
+	Duration float64   `json:"duration_s"`
+	Checks   []Check   `json:"checks"`
+	// Info holds figures reported for context, without a target.
+	Info []Check `json:"info"`
+}
+
+// Pass is true when every check passed.
+func (r *Report) Pass() bool {
+	for _, c := range r.Checks {
+		if !c.Pass {
+			return false
+		}
+	}
+	return len(r.Checks) > 0
+}
+
+// Options choose what a calibration measures and how long.
+type Options struct {
+	// Quick shortens every measurement (for tests and for the manifest
+	// taken at the start of a run); figures are noisier.
+	Quick bool
+	Mode  string
+	Spin  time.Duration
+	Seed  uint64
+	// Progress, when set, is told the name of each step as it starts.
+	Progress func(step string)
+}
+
+// Targets. They are what a prototype of this emulator reached on a 2-vCPU VM
+// of the kind tlab is developed on; see docs/methodology.md.
+const (
+	targetAddedP50Us   = 20.0
+	targetAddedP99Us   = 100.0
+	targetReleaseP50Us = 20.0
+	targetReleaseP99Us = 100.0
+	targetRateErrPct   = 1.0
+	targetPPS          = 250000.0
+	targetTCPGbps      = 1.0
+)
+
+// Run performs the calibration.
+func Run(opts Options) (*Report, error) {
+	r := &Report{Tool: toolVersion(), Machine: machine(), Mode: opts.Mode, Started: time.Now()}
+	if r.Mode == "" {
+		r.Mode = emu.ModeBusy
+	}
+	steps := []struct {
+		name string
+		fn   func(*Report, Options) error
+	}{
+		{"added latency", addedLatency},
+		{"delay accuracy", delayAccuracy},
+		{"rate accuracy", rateAccuracy},
+		{"forwarding capacity", forwarding},
+		{"loss accuracy", lossAccuracy},
+	}
+	for _, s := range steps {
+		if opts.Progress != nil {
+			opts.Progress(s.name)
+		}
+		if err := s.fn(r, opts); err != nil {
+			return r, fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	r.Duration = time.Since(r.Started).Seconds()
+	return r, nil
+}
+
+func (o Options) scale(full, quick int) int {
+	if o.Quick {
+		return quick
+	}
+	return full
+}
+
+func (o Options) dur(full, quick time.Duration) time.Duration {
+	if o.Quick {
+		return quick
+	}
+	return full
+}
+
+// withTestbed builds a client-server testbed with cfg, runs fn and tears it
+// down.
+func withTestbed(opts Options, cfg emu.LinkConfig, direct bool, fn func(tb *testbed.Testbed, c, s *testbed.Host) error) error {
+	tb, err := testbed.Build(testbed.ClientServer(cfg), testbed.Options{Seed: opts.Seed, Mode: opts.Mode, Spin: opts.Spin, Direct: direct})
+	if err != nil {
+		return err
+	}
+	defer tb.Close()
+	return fn(tb, tb.Host("client"), tb.Host("server"))
+}
+
+func serverIP(tb *testbed.Testbed) string {
+	ip, _ := tb.Addr("client", "server")
+	return ip.String()
+}
+
+func quantileUs(d []time.Duration, q float64) float64 {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	i := int(math.Ceil(q*float64(len(s)))) - 1
+	return float64(s[max(i, 0)].Nanoseconds()) / 1e3
+}
+
+func atMost(v, target float64) (string, bool) { return fmt.Sprintf("<= %g", target), v <= target }
+
+func atLeast(v, target float64) (string, bool) { return fmt.Sprintf(">= %g", target), v >= target }
+
+func (r *Report) check(name string, v float64, unit string, t func(float64, float64) (string, bool), target float64, detail string) {
+	tgt, pass := t(v, target)
+	r.Checks = append(r.Checks, Check{Name: name, Value: round(v), Unit: unit, Target: tgt, Pass: pass, Detail: detail})
+}
+
+func (r *Report) info(name string, v float64, unit, detail string) {
+	r.Info = append(r.Info, Check{Name: name, Value: round(v), Unit: unit, Pass: true, Detail: detail})
+}
+
+func round(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+// addedLatency compares 64-byte UDP ping-pong through a zero-delay emulated
+// link with the same ping-pong over a bare veth pair: half the difference is
+// the one-way latency the emulator adds.
+func addedLatency(r *Report, opts Options) error {
+	n, warm := opts.scale(20000, 3000), 500
+	var direct, emulated []time.Duration
+	err := withTestbed(opts, emu.LinkConfig{}, true, func(tb *testbed.Testbed, c, s *testbed.Host) (err error) {
+		ip, _ := tb.Addr("client", "server")
+		direct, err = pingPong(c, s, ip, n, warm)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("direct veth: %w", err)
+	}
+	err = withTestbed(opts, emu.LinkConfig{}, false, func(tb *testbed.Testbed, c, s *testbed.Host) (err error) {
+		ip, _ := tb.Addr("client", "server")
+		emulated, err = pingPong(c, s, ip, n, warm)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("emulated link: %w", err)
+	}
+	d50, d99 := quantileUs(direct, 0.5), quantileUs(direct, 0.99)
+	e50, e99 := quantileUs(emulated, 0.5), quantileUs(emulated, 0.99)
+	r.info("rtt_direct_veth_p50", d50, "us", fmt.Sprintf("64 B UDP ping-pong over a bare veth pair, %d exchanges", n))
+	r.info("rtt_direct_veth_p99", d99, "us", "")
+	r.info("rtt_emulated_zero_delay_p50", e50, "us", "the same through a zero-delay emulated link")
+	r.info("rtt_emulated_zero_delay_p99", e99, "us", "")
+	r.check("added_latency_p50", (e50-d50)/2, "us", atMost, targetAddedP50Us, "one way: (emulated RTT - direct RTT) / 2")
+	r.check("added_latency_p99", (e99-d99)/2, "us", atMost, targetAddedP99Us, "one way, from the p99 of each RTT")
+	return nil
+}
+
+// delayAccuracy configures a one-way delay in both directions and measures
+// the emulator's release error (when a frame was handed to the kernel minus
+// when it was due) under a steady probe load, and from outside the RTT error
+// of a ping-pong against the zero-delay emulated RTT.
+func delayAccuracy(r *Report, opts Options) error {
+	var zeroDelay []time.Duration
+	err := withTestbed(opts, emu.LinkConfig{}, false, func(tb *testbed.Testbed, c, s *testbed.Host) (err error) {
+		ip, _ := tb.Addr("client", "server")
+		zeroDelay, err = pingPong(c, s, ip, opts.scale(2000, 500), 100)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	zero50 := quantileUs(zeroDelay, 0.5)
+	for _, d := range []time.Duration{5 * time.Millisecond, 25 * time.Millisecond} {
+		dir := emu.DirectionConfig{Delay: units.Duration(d)}
+		label := fmt.Sprintf("%dms", d.Milliseconds())
+		err := withTestbed(opts, emu.LinkConfig{Up: dir, Down: dir}, false, func(tb *testbed.Testbed, c, s *testbed.Host) error {
+			ip, _ := tb.Addr("client", "server")
+			if _, err := pingPong(c, s, ip, 2, 2); err != nil {
+				return err
+			}
+			if err := tb.Emulator().ResetLateness(); err != nil {
+				return err
+			}
+			// A flood of 1000 packets/s keeps the delay line busy
+			// while the ping-pong measures it from outside.
+			floodDone := make(chan error, 1)
+			window := opts.dur(4*time.Second, time.Second)
+			go func() { floodDone <- pacedFlood(c, window, time.Millisecond) }()
+			rtts, err := pingPong(c, s, ip, int(window/(2*d)), 0)
+			if ferr := <-floodDone; err == nil {
+				err = ferr
+			}
+			if err != nil {
+				return err
+			}
+			st, err := tb.Emulator().Stats()
+			if err != nil {
+				return err
+			}
+			l := st.Lateness
+			detail := fmt.Sprintf("%d releases; p99.9 %.0f us, max %.0f us", l.N, l.P999, l.Max)
+			r.check("release_error_"+label+"_p50", l.P50, "us", atMost, targetReleaseP50Us, detail)
+			r.check("release_error_"+label+"_p99", l.P99, "us", atMost, targetReleaseP99Us, detail)
+			base := 2*float64(d.Microseconds()) + zero50
+			r.info("rtt_error_"+label+"_p50", quantileUs(rtts, 0.5)-base, "us",
+				fmt.Sprintf("ping-pong RTT minus 2 x %v minus the zero-delay RTT p50 (%.1f us), %d exchanges", d, zero50, len(rtts)))
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("%v: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// Frame and payload sizes of a full TCP segment at MTU 1500 with the
+// timestamp option: 1448 bytes of payload in a 1514-byte Ethernet frame.
+const (
+	tcpPayloadPerFrame = 1448.0
+	tcpFrame           = 1514.0
+)
+
+// rateAccuracy runs TCP CUBIC through rate-limited links and compares the
+// goodput with the most the configured rate allows, counting the same
+// Ethernet-frame bytes the limiter counts.
+func rateAccuracy(r *Report, opts Options) error {
+	for _, rate := range []float64{10e6, 100e6} {
+		dir := emu.DirectionConfig{Delay: units.Duration(5 * time.Millisecond), Rate: units.Bitrate(rate)}
+		label := fmt.Sprintf("%gmbit", rate/1e6)
+		err := withTestbed(opts, emu.LinkConfig{Up: dir, Down: emu.DirectionConfig{Delay: dir.Delay}}, false, func(tb *testbed.Testbed, c, s *testbed.Host) error {
+			ip, _ := tb.Addr("client", "server")
+			before, _ := tb.Emulator().Stats()
+			warm, dur := opts.dur(2*time.Second, time.Second), opts.dur(6*time.Second, 2*time.Second)
+			bps, err := tcpGoodput(c, s, ip, "cubic", warm, dur)
+			if err != nil {
+				return err
+			}
+			after, _ := tb.Emulator().Stats()
+			up := after.Links[0].Up.Sub(before.Links[0].Up)
+			ideal := rate * tcpPayloadPerFrame / tcpFrame
+			errPct := math.Abs(bps-ideal) / ideal * 100
+			r.check("rate_error_"+label, errPct, "%", atMost, targetRateErrPct,
+				fmt.Sprintf("TCP CUBIC goodput %.3f Mbit/s against %.3f Mbit/s possible (%g Mbit/s x 1448/1514); queue drops %d", bps/1e6, ideal/1e6, rate/1e6, up.DropQueue))
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("rate %v: %w", rate, err)
+		}
+	}
+	return nil
+}
+
+// forwarding measures the most packets per second one emulator core moves
+// (a UDP flood through a zero-delay, unlimited link) and TCP goodput through
+// such a link.
+func forwarding(r *Report, opts Options) error {
+	for _, payload := range []int{1400, 64} {
+		err := withTestbed(opts, emu.LinkConfig{}, false, func(tb *testbed.Testbed, c, _ *testbed.Host) error {
+			before, _ := tb.Emulator().Stats()
+			t0 := time.Now()
+			sent, err := udpFlood(c, payload, opts.dur(3*time.Second, time.Second), 0)
+			if err != nil {
+				return err
+			}
+			elapsed := time.Since(t0)
+			after, _ := tb.Emulator().Stats()
+			up := after.Links[0].Up.Sub(before.Links[0].Up)
+			pps := float64(up.TxPackets) / elapsed.Seconds()
+			frame := float64(payload + 42)
+			detail := fmt.Sprintf("%d-byte frames; sender offered %.0f pkt/s", payload+42, float64(sent)/elapsed.Seconds())
+			r.check(fmt.Sprintf("forwarding_%dB_pps", payload), pps, "pkt/s", atLeast, targetPPS, detail)
+			r.info(fmt.Sprintf("forwarding_%dB_mbps", payload), pps*frame*8/1e6, "Mbit/s", "Ethernet-frame bits per second at that packet rate")
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("%d-byte flood: %w", payload, err)
+		}
+	}
+	return withTestbed(opts, emu.LinkConfig{}, false, func(tb *testbed.Testbed, c, s *testbed.Host) error {
+		ip, _ := tb.Addr("client", "server")
+		bps, err := tcpGoodput(c, s, ip, "cubic", opts.dur(time.Second, 500*time.Millisecond), opts.dur(4*time.Second, 1500*time.Millisecond))
+		if err != nil {
+			return err
+		}
+		r.check("tcp_goodput_zero_delay", bps/1e9, "Gbit/s", atLeast, targetTCPGbps, "one CUBIC flow, offloads off (1514-byte frames)")
+		return nil
+	})
+}
+
+// lossAccuracy sends a UDP flood through lossy links and checks the
+// realised loss against the 99 % interval of the configured model.
+func lossAccuracy(r *Report, opts Options) error {
+	cases := []struct {
+		name string
+		loss emu.LossConfig
+	}{
+		{"loss_bernoulli_1pct", emu.LossConfig{Model: emu.LossBernoulli, Rate: 0.01}},
+		{"loss_bernoulli_10pct", emu.LossConfig{Model: emu.LossBernoulli, Rate: 0.10}},
+		{"loss_gilbert_elliott_study_b", emu.LossConfig{Model: emu.LossGilbert, P: 0.01, R: 0.10, OneMinusH: 0.70, OneMinusK: 0.001}},
+	}
+	n := opts.scale(200000, 30000)
+	for _, c := range cases {
+		cfg := emu.LinkConfig{Up: emu.DirectionConfig{Loss: c.loss}}
+		err := withTestbed(opts, cfg, false, func(tb *testbed.Testbed, cl, _ *testbed.Host) error {
+			if _, err := udpFlood(cl, 64, time.Minute, n); err != nil {
+				return err
+			}
+			st, err := tb.Emulator().Stats()
+			if err != nil {
+				return err
+			}
+			up := st.Links[0].Up
+			if up.RxPackets == 0 {
+				return fmt.Errorf("no packet reached the emulator")
+			}
+			mean, v := c.loss.ExpectedLoss()
+			half := 2.576 * math.Sqrt(v/float64(up.RxPackets))
+			got := float64(up.DropLoss) / float64(up.RxPackets)
+			r.Checks = append(r.Checks, Check{
+				Name: c.name, Value: round(got * 100), Unit: "%",
+				Target: fmt.Sprintf("%.3f..%.3f", (mean-half)*100, (mean+half)*100),
+				Pass:   math.Abs(got-mean) <= half,
+				Detail: fmt.Sprintf("%d of %d packets lost; configured %.3f %%, 99 %% interval", up.DropLoss, up.RxPackets, mean*100),
+			})
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+	}
+	return nil
+}
+
+func machine() Machine {
+	m := Machine{Cores: runtime.NumCPU(), Go: runtime.Version()}
+	m.Hostname, _ = os.Hostname()
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		m.Kernel = unix.ByteSliceToString(u.Release[:]) + " " + unix.ByteSliceToString(u.Machine[:])
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "model name"); ok {
+				m.CPU = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_congestion_control"); err == nil {
+		m.TCPCC = strings.TrimSpace(string(b))
+	}
+	return m
+}
+
+func toolVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		v := "tlab " + bi.Main.Version
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v += " " + s.Value[:12]
+			}
+		}
+		return v
+	}
+	return "tlab"
+}

@@ -1,0 +1,284 @@
+package calibrate
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"tlab/internal/sysx"
+	"tlab/internal/testbed"
+)
+
+// The probes use raw blocking sockets on dedicated OS threads rather than
+// Go's netpoller: the instrument must measure the emulator, not the wake-up
+// path of the Go scheduler.
+
+// udpSocket opens a UDP socket in the calling thread's namespace, bound to
+// port (0 for any) and with a receive timeout.
+func udpSocket(port int, timeout time.Duration) (int, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	tv := unix.NsecToTimeval(timeout.Nanoseconds())
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Port: port}); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// echoServer answers every datagram on port in host until stop is set. It
+// returns once the socket is ready.
+func echoServer(h *testbed.Host, port int, stop *atomic.Bool) (done <-chan error, err error) {
+	ready := make(chan error, 1)
+	finished := make(chan error, 1)
+	go func() {
+		finished <- h.Do(func() error {
+			fd, err := udpSocket(port, 50*time.Millisecond)
+			ready <- err
+			if err != nil {
+				return err
+			}
+			defer unix.Close(fd)
+			buf := make([]byte, 2048)
+			for !stop.Load() {
+				n, from, err := unix.Recvfrom(fd, buf, 0)
+				if err != nil {
+					continue // timeout: look at stop again
+				}
+				unix.Sendto(fd, buf[:n], 0, from)
+			}
+			return nil
+		})
+	}()
+	return finished, <-ready
+}
+
+// pingPong sends n 64-byte datagrams one at a time from client to an echo
+// server on serverIP and returns each round-trip time. The first warm
+// exchanges are not returned.
+func pingPong(client, server *testbed.Host, serverIP net.IP, n, warm int) ([]time.Duration, error) {
+	const port = 7001
+	var stop atomic.Bool
+	done, err := echoServer(server, port, &stop)
+	if err != nil {
+		return nil, fmt.Errorf("echo server: %w", err)
+	}
+	defer func() { stop.Store(true); <-done }()
+	var rtts []time.Duration
+	err = client.Do(func() error {
+		fd, err := udpSocket(0, time.Second)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		to := &unix.SockaddrInet4{Port: port}
+		copy(to.Addr[:], serverIP.To4())
+		if err := unix.Connect(fd, to); err != nil {
+			return err
+		}
+		msg := make([]byte, 64)
+		buf := make([]byte, 2048)
+		rtts = make([]time.Duration, 0, n)
+		for i := 0; i < n+warm; i++ {
+			binary.LittleEndian.PutUint64(msg, uint64(i))
+			t0 := time.Now()
+			if _, err := unix.Write(fd, msg); err != nil {
+				return err
+			}
+			for {
+				m, err := unix.Read(fd, buf)
+				if err != nil {
+					return fmt.Errorf("no echo for probe %d: %w", i, err)
+				}
+				if m >= 8 && binary.LittleEndian.Uint64(buf) == uint64(i) {
+					break
+				}
+			}
+			if i >= warm {
+				rtts = append(rtts, time.Since(t0))
+			}
+		}
+		return nil
+	})
+	return rtts, err
+}
+
+// setCongestion returns a socket control function that selects cc.
+func setCongestion(cc string) func(network, address string, c syscall.RawConn) error {
+	return func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			serr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, cc)
+		})
+		return errors.Join(err, serr)
+	}
+}
+
+// tcpGoodput sends bulk data from client to server for duration with
+// congestion control cc and returns the goodput measured at the receiver
+// after warmup, in bits per second.
+func tcpGoodput(client, server *testbed.Host, serverIP net.IP, cc string, warmup, duration time.Duration) (float64, error) {
+	const port = 7003
+	lc := net.ListenConfig{Control: setCongestion(cc)}
+	var ln net.Listener
+	err := server.Do(func() (err error) {
+		ln, err = lc.Listen(context.Background(), "tcp4", fmt.Sprintf(":%d", port))
+		return
+	})
+	if err != nil {
+		return 0, fmt.Errorf("listen: %w", err)
+	}
+	defer ln.Close()
+	type result struct {
+		bps float64
+		err error
+	}
+	res := make(chan result, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			res <- result{err: err}
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, 256<<10)
+		start := time.Now()
+		var total, atWarm int64
+		var tWarm, tLast time.Time
+		for {
+			n, err := c.Read(buf)
+			now := time.Now()
+			total += int64(n)
+			if tWarm.IsZero() && now.Sub(start) >= warmup {
+				tWarm, atWarm = now, total
+			}
+			if n > 0 {
+				tLast = now
+			}
+			if err != nil {
+				if err != io.EOF {
+					res <- result{err: err}
+					return
+				}
+				break
+			}
+		}
+		if tWarm.IsZero() || !tLast.After(tWarm) {
+			res <- result{err: errors.New("transfer too short to measure")}
+			return
+		}
+		res <- result{bps: float64(total-atWarm) * 8 / tLast.Sub(tWarm).Seconds()}
+	}()
+	d := &net.Dialer{Control: setCongestion(cc)}
+	c, err := client.DialContext(context.Background(), d, "tcp4", net.JoinHostPort(serverIP.String(), fmt.Sprint(port)))
+	if err != nil {
+		return 0, fmt.Errorf("dial: %w", err)
+	}
+	chunk := make([]byte, 256<<10)
+	end := time.Now().Add(warmup + duration)
+	for time.Now().Before(end) {
+		if _, err := c.Write(chunk); err != nil {
+			c.Close()
+			return 0, err
+		}
+	}
+	c.Close()
+	r := <-res
+	return r.bps, r.err
+}
+
+// blackholeIP and blackholeMAC are a destination on the client-server link
+// that no host owns (see testbed.Host.AddNeighbour).
+var (
+	blackholeIP  = net.IPv4(198, 18, 1, 250).To4()
+	blackholeMAC = net.HardwareAddr{0x02, 0x74, 0x6c, 0xff, 0xff, 0xfe}
+)
+
+// udpFlood sends payload-byte datagrams from the client's first interface
+// towards the black hole as fast as one thread can for duration, or count
+// datagrams if count > 0, and returns how many it handed to the kernel.
+func udpFlood(client *testbed.Host, payload int, duration time.Duration, count int) (int, error) {
+	if err := client.AddNeighbour(client.Ifaces[0].Name, blackholeIP, blackholeMAC); err != nil && !errors.Is(err, unix.EEXIST) {
+		return 0, fmt.Errorf("black hole: %w", err)
+	}
+	sent := 0
+	err := client.Do(func() error {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 4<<20)
+		to := &unix.SockaddrInet4{Port: 9}
+		copy(to.Addr[:], blackholeIP)
+		if err := unix.Connect(fd, to); err != nil {
+			return err
+		}
+		const batch = 32
+		msg := make([]byte, payload)
+		iov := unix.Iovec{Base: &msg[0]}
+		iov.SetLen(payload)
+		msgs := make([]unix.Mmsghdr, batch)
+		for i := range msgs {
+			msgs[i].Hdr.Iov = &iov
+			msgs[i].Hdr.SetIovlen(1)
+		}
+		end := time.Now().Add(duration)
+		for (count > 0 && sent < count) || (count == 0 && time.Now().Before(end)) {
+			k := batch
+			if count > 0 {
+				k = min(batch, count-sent)
+			}
+			n, err := sysx.Sendmmsg(fd, msgs[:k], 0)
+			if err != nil {
+				if errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.EAGAIN) {
+					continue
+				}
+				return err
+			}
+			sent += n
+		}
+		return nil
+	})
+	return sent, err
+}
+
+// pacedFlood sends one 64-byte datagram to the black hole every interval
+// for duration, as background load on the delay line.
+func pacedFlood(client *testbed.Host, duration, interval time.Duration) error {
+	if err := client.AddNeighbour(client.Ifaces[0].Name, blackholeIP, blackholeMAC); err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("black hole: %w", err)
+	}
+	return client.Do(func() error {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		to := &unix.SockaddrInet4{Port: 9}
+		copy(to.Addr[:], blackholeIP)
+		msg := make([]byte, 64)
+		base := time.Now()
+		for next := time.Duration(0); next < duration; next += interval {
+			if d := next - time.Since(base); d > 0 {
+				time.Sleep(d)
+			}
+			unix.Sendto(fd, msg, 0, to)
+		}
+		return nil
+	})
+}
