@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -96,11 +97,11 @@ func pingPong(client, server *testbed.Host, serverIP net.IP, n, warm int) ([]tim
 		for i := 0; i < n+warm; i++ {
 			binary.LittleEndian.PutUint64(msg, uint64(i))
 			t0 := time.Now()
-			if _, err := unix.Write(fd, msg); err != nil {
+			if _, err := retry(func() (int, error) { return unix.Write(fd, msg) }); err != nil {
 				return err
 			}
 			for {
-				m, err := unix.Read(fd, buf)
+				m, err := retry(func() (int, error) { return unix.Read(fd, buf) })
 				if err != nil {
 					return fmt.Errorf("no echo for probe %d: %w", i, err)
 				}
@@ -201,6 +202,32 @@ func tcpGoodput(client, server *testbed.Host, serverIP net.IP, cc string, warmup
 	return r.bps, r.err
 }
 
+// pinAwayFromEmulator keeps the calling thread (a load generator, which
+// Host.Do discards afterwards) off the last CPU, where the testbed pins the
+// emulator: a generator sharing its core would measure the scheduler.
+func pinAwayFromEmulator() {
+	n := runtime.NumCPU()
+	if n < 2 {
+		return
+	}
+	var set unix.CPUSet
+	for i := 0; i < n-1; i++ {
+		set.Set(i)
+	}
+	unix.SchedSetaffinity(0, &set)
+}
+
+// retry repeats a system call interrupted by a signal: Go's scheduler
+// preempts threads with SIGURG, which interrupts blocking calls.
+func retry(call func() (int, error)) (int, error) {
+	for {
+		n, err := call()
+		if !errors.Is(err, unix.EINTR) {
+			return n, err
+		}
+	}
+}
+
 // blackholeIP and blackholeMAC are a destination on the client-server link
 // that no host owns (see testbed.Host.AddNeighbour).
 var (
@@ -217,6 +244,7 @@ func udpFlood(client *testbed.Host, payload int, duration time.Duration, count i
 	}
 	sent := 0
 	err := client.Do(func() error {
+		pinAwayFromEmulator()
 		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			return err
@@ -245,7 +273,7 @@ func udpFlood(client *testbed.Host, payload int, duration time.Duration, count i
 			}
 			n, err := sysx.Sendmmsg(fd, msgs[:k], 0)
 			if err != nil {
-				if errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.EAGAIN) {
+				if errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
 					continue
 				}
 				return err

@@ -232,8 +232,10 @@ func (e *engine) run() error {
 	return nil
 }
 
-// receive reads every frame waiting on a port and passes each to its
-// direction.
+// receive reads one batch of frames from a port and passes each to its
+// direction. It takes one batch only, so that under a flood the loop still
+// releases due frames and answers the parent between batches; epoll is
+// level-triggered and reports the port again while frames wait.
 func (e *engine) receive(pi int) {
 	p := e.ports[pi]
 	ls := e.links[p.link]
@@ -284,9 +286,7 @@ func (e *engine) receive(pi int) {
 				e.schedule(pending{release: v.Release, buf: dup, n: size, link: int32(p.link), dir: int8(p.side), out: int32(out)})
 			}
 		}
-		if n < len(e.rmsgs) {
-			return
-		}
+		return
 	}
 }
 
@@ -470,6 +470,13 @@ func prepareThread(spec EngineSpec) error {
 	runtime.LockOSThread()
 	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("timer slack: %w", err)
+	}
+	if spec.CPU >= 0 {
+		var set unix.CPUSet
+		set.Set(spec.CPU)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			return fmt.Errorf("pinning to CPU %d: %w", spec.CPU, err)
+		}
 	}
 	if spec.RealtimePriority > 0 {
 		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: uint32(spec.RealtimePriority)}

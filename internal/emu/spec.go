@@ -22,9 +22,11 @@ type EngineSpec struct {
 	Mode   string `json:"mode"`
 	SpinNs int64  `json:"spin_ns"`
 	// RealtimePriority, when above 0, runs the loop under SCHED_FIFO.
-	RealtimePriority int        `json:"realtime_priority"`
-	MTU              int        `json:"mtu"`
-	Links            []LinkSpec `json:"links"`
+	RealtimePriority int `json:"realtime_priority"`
+	// CPU, when 0 or above, pins the engine's loop to that CPU.
+	CPU   int        `json:"cpu"`
+	MTU   int        `json:"mtu"`
+	Links []LinkSpec `json:"links"`
 }
 
 // LinkSpec is one emulated link: its two directions and its ports. Side A

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"sync"
@@ -33,6 +34,9 @@ type Options struct {
 	Spin time.Duration
 	// RealtimePriority runs the emulator under SCHED_FIFO when above 0.
 	RealtimePriority int
+	// EmulatorCPU pins the emulator's loop to a CPU: -1 never pins, 0 (the
+	// default) picks the last CPU when the machine has more than one.
+	EmulatorCPU int
 	// Direct joins the two hosts of a single link by a bare veth pair with
 	// no emulator: the baseline that calibration compares against. The
 	// link's config must be empty.
@@ -192,7 +196,13 @@ func Build(topo Topology, opts Options) (tb *Testbed, err error) {
 	if opts.Direct {
 		return tb, nil
 	}
-	espec := emu.EngineSpec{Seed: opts.Seed, Mode: opts.Mode, SpinNs: opts.Spin.Nanoseconds(), RealtimePriority: opts.RealtimePriority, MTU: opts.MTU, Links: linkSpecs}
+	cpu := -1
+	if opts.EmulatorCPU == 0 && runtime.NumCPU() > 1 {
+		cpu = runtime.NumCPU() - 1
+	} else if opts.EmulatorCPU > 0 {
+		cpu = opts.EmulatorCPU
+	}
+	espec := emu.EngineSpec{Seed: opts.Seed, Mode: opts.Mode, SpinNs: opts.Spin.Nanoseconds(), RealtimePriority: opts.RealtimePriority, CPU: cpu, MTU: opts.MTU, Links: linkSpecs}
 	tb.emu, err = emu.Start(espec, ports)
 	for _, f := range ports {
 		f.Close() // the child has its own copies
