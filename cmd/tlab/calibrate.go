@@ -26,8 +26,8 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "tlab calibrate: --mode %q: want sleep or busy\n", *mode)
 		return exitUsage
 	}
-	if err := testbed.CheckPrivileges(); err != nil {
-		return errorExit(stderr, err)
+	if code, handled := ensurePrivileges(append([]string{"calibrate"}, args...), stderr); handled {
+		return code
 	}
 	opts := calibrate.Options{Quick: *quick, Mode: *mode, Spin: *spin, Seed: 1}
 	if !*asJSON {
@@ -39,7 +39,7 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	done := make(chan result, 1)
 	go func() {
-		r, err := calibrate.Run(opts)
+		r, err := calibrate.Run(ctx, opts)
 		done <- result{r, err}
 	}()
 	var res result
@@ -47,7 +47,7 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	case res = <-done:
 	case <-ctx.Done():
 		// The step in flight tears its testbed down when it returns.
-		fmt.Fprintln(stderr, "tlab calibrate: interrupted, cleaning up...")
+		fmt.Fprintln(stderr, "tlab calibrate: interrupted; finishing the step in flight and removing its testbed...")
 		<-done
 		return exitCanceled
 	}

@@ -21,7 +21,6 @@ import (
 	"syscall"
 
 	"tlab/internal/emu"
-	"tlab/internal/testbed"
 )
 
 // Exit codes.
@@ -143,9 +142,6 @@ func errorExit(stderr io.Writer, err error) int {
 	fmt.Fprintf(stderr, "tlab: %v\n", err)
 	if errors.Is(err, context.Canceled) {
 		return exitCanceled
-	}
-	if errors.Is(err, testbed.ErrPrivileges) {
-		return exitError
 	}
 	return exitError
 }

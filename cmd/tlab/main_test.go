@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"encoding/json"
 	"os"
 	"strings"
@@ -62,3 +63,5 @@ func TestCleanupJSONOnEmptyRegistry(t *testing.T) {
 		t.Fatalf("cleanup --json: exit %d, %q", code, out)
 	}
 }
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }

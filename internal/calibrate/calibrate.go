@@ -5,6 +5,7 @@
 package calibrate
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"os"
@@ -88,8 +89,9 @@ const (
 	targetTCPGbps      = 1.0
 )
 
-// Run performs the calibration.
-func Run(opts Options) (*Report, error) {
+// Run performs the calibration. When ctx is cancelled it stops after the
+// step in flight, whose testbed is torn down as usual.
+func Run(ctx context.Context, opts Options) (*Report, error) {
 	r := &Report{Tool: toolVersion(), Machine: machine(), Mode: opts.Mode, Started: time.Now()}
 	if r.Mode == "" {
 		r.Mode = emu.ModeBusy
@@ -105,6 +107,9 @@ func Run(opts Options) (*Report, error) {
 		{"loss accuracy", lossAccuracy},
 	}
 	for _, s := range steps {
+		if err := ctx.Err(); err != nil {
+			return r, err
+		}
 		if opts.Progress != nil {
 			opts.Progress(s.name)
 		}

@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"os"
@@ -27,7 +28,7 @@ func TestQuickCalibration(t *testing.T) {
 		}
 		t.Skip(err)
 	}
-	r, err := Run(Options{Quick: true, Seed: 1})
+	r, err := Run(context.Background(), Options{Quick: true, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

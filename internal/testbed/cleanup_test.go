@@ -106,7 +106,9 @@ func TestKilledRunLeavesNothingAfterCleanup(t *testing.T) {
 	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
 		t.Errorf("temp dir %s survived cleanup", tmp)
 	}
-	if _, err := os.Stat(filepath.Join(RegistryDir, id+".json")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(RegistryDir, id+".json")); !os.IsNotExist(err) && err != nil {
+		t.Errorf("stat record: %v", err)
+	} else if err == nil {
 		t.Errorf("run record survived cleanup")
 	}
 	after := netNamespaces()

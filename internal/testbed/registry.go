@@ -15,8 +15,42 @@ import (
 )
 
 // RegistryDir holds one record per live run. It lives on a tmpfs (/run), so
-// a reboot, which also frees every namespace, clears it too.
-var RegistryDir = "/run/tlab"
+// a reboot, which also frees every namespace, clears it too. A process that
+// cannot write there (an unprivileged user in a user namespace) uses
+// userRegistryDir instead.
+const RegistryDir = "/run/tlab"
+
+// userRegistryDir is the fallback registry of the current user.
+func userRegistryDir() string {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "tlab")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("tlab-runs-%d", os.Getuid()))
+}
+
+// registryDirs lists where run records may be, preferred first.
+func registryDirs() []string { return []string{RegistryDir, userRegistryDir()} }
+
+// writableRegistry returns the first registry directory this process can
+// write to, creating it if needed.
+func writableRegistry() (string, error) {
+	var errs []error
+	for _, d := range registryDirs() {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		f, err := os.CreateTemp(d, ".probe-*")
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		f.Close()
+		os.Remove(f.Name())
+		return d, nil
+	}
+	return "", fmt.Errorf("run registry: no writable directory: %w", errors.Join(errs...))
+}
 
 // proc identifies a process across PID reuse by its start time.
 type proc struct {
@@ -47,8 +81,9 @@ func newRunID() string {
 
 // register records a new run and creates its temp directory.
 func register(id string) (*runRecord, error) {
-	if err := os.MkdirAll(RegistryDir, 0o755); err != nil {
-		return nil, fmt.Errorf("run registry: %w", err)
+	dir, err := writableRegistry()
+	if err != nil {
+		return nil, err
 	}
 	tmp, err := os.MkdirTemp("", "tlab-"+id+"-")
 	if err != nil {
@@ -58,7 +93,7 @@ func register(id string) (*runRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runRecord{ID: id, Owner: self, Started: time.Now(), TempDir: tmp, path: filepath.Join(RegistryDir, id+".json")}
+	r := &runRecord{ID: id, Owner: self, Started: time.Now(), TempDir: tmp, path: filepath.Join(dir, id+".json")}
 	return r, r.save()
 }
 
@@ -136,8 +171,20 @@ type CleanupAction struct {
 // child processes, temp directories and records. Live runs are left alone.
 // It touches nothing that is not in the registry.
 func Cleanup(dryRun bool) ([]CleanupAction, error) {
-	entries, err := os.ReadDir(RegistryDir)
-	if os.IsNotExist(err) {
+	var actions []CleanupAction
+	for _, dir := range registryDirs() {
+		a, err := cleanupDir(dir, dryRun)
+		if err != nil {
+			return actions, err
+		}
+		actions = append(actions, a...)
+	}
+	return actions, nil
+}
+
+func cleanupDir(dir string, dryRun bool) ([]CleanupAction, error) {
+	entries, err := os.ReadDir(dir)
+	if os.IsNotExist(err) || os.IsPermission(err) {
 		return nil, nil
 	}
 	if err != nil {
@@ -148,7 +195,7 @@ func Cleanup(dryRun bool) ([]CleanupAction, error) {
 		if !strings.HasSuffix(e.Name(), ".json") {
 			continue
 		}
-		path := filepath.Join(RegistryDir, e.Name())
+		path := filepath.Join(dir, e.Name())
 		b, err := os.ReadFile(path)
 		if err != nil {
 			continue
