@@ -53,6 +53,8 @@ type Report struct {
 	Checks   []Check   `json:"checks"`
 	// Info holds figures reported for context, without a target.
 	Info []Check `json:"info"`
+	// Warnings say what may have disturbed the figures.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Pass is true when every check passed.
@@ -109,6 +111,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	for _, s := range steps {
 		if err := ctx.Err(); err != nil {
 			return r, err
+		}
+		if others := testbed.OtherLiveRuns(); len(others) > 0 {
+			w := fmt.Sprintf("other tlab runs were live during %q (%s): they share the CPUs and disturb timing", s.name, strings.Join(others, ", "))
+			r.Warnings = append(r.Warnings, w)
 		}
 		if opts.Progress != nil {
 			opts.Progress(s.name)

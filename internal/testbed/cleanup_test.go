@@ -26,21 +26,20 @@ func killedRunChild() {
 	os.Exit(2)
 }
 
-// netNamespaces returns the network namespaces that processes or mounts
-// hold right now, by inode.
-func netNamespaces() map[string]bool {
+// heldNamespaces returns the network namespaces (by "net:[inode]") that
+// the given processes hold through their threads or file descriptors.
+func heldNamespaces(pids ...int) map[string]bool {
 	out := map[string]bool{}
-	tasks, _ := filepath.Glob("/proc/[0-9]*/task/[0-9]*/ns/net")
-	fds, _ := filepath.Glob("/proc/[0-9]*/fd/*")
-	for _, p := range append(tasks, fds...) {
-		if l, err := os.Readlink(p); err == nil && strings.HasPrefix(l, "net:[") {
-			out[l] = true
-		}
+	var patterns []string
+	for _, pid := range pids {
+		patterns = append(patterns, fmt.Sprintf("/proc/%d/task/[0-9]*/ns/net", pid), fmt.Sprintf("/proc/%d/fd/*", pid))
 	}
-	mounts, _ := os.ReadFile("/proc/self/mountinfo")
-	for _, line := range strings.Split(string(mounts), "\n") {
-		if strings.Contains(line, "net:[") {
-			out[line] = true
+	for _, pat := range patterns {
+		paths, _ := filepath.Glob(pat)
+		for _, p := range paths {
+			if l, err := os.Readlink(p); err == nil && strings.HasPrefix(l, "net:[") {
+				out[l] = true
+			}
 		}
 	}
 	return out
@@ -48,9 +47,11 @@ func netNamespaces() map[string]bool {
 
 func TestKilledRunLeavesNothingAfterCleanup(t *testing.T) {
 	requirePrivileges(t)
-	before := netNamespaces()
+	// A token in the environment marks every process of the run: its
+	// descendants inherit it, so none can hide after the kill.
+	token := fmt.Sprintf("run-%d-%d", os.Getpid(), time.Now().UnixNano())
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), killedRunEnv+"=1")
+	cmd.Env = append(os.Environ(), killedRunEnv+"="+token)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -66,9 +67,15 @@ func TestKilledRunLeavesNothingAfterCleanup(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatalf("child: %q", buf[:n])
 	}
-	during := netNamespaces()
-	if len(during) < len(before)+3 {
-		t.Errorf("the run should hold 3 namespaces (client, server, router): %d before, %d during", len(before), len(during))
+	// The run's own namespaces: held by the child (tests of other packages
+	// may build testbeds at the same time, so only these are followed).
+	runNS := heldNamespaces(cmd.Process.Pid)
+	self := heldNamespaces(os.Getpid())
+	for ns := range self {
+		delete(runNS, ns) // the root namespace, inherited
+	}
+	if len(runNS) < 3 {
+		t.Errorf("the run should hold 3 namespaces (client, server, router), holds %v", runNS)
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
@@ -111,10 +118,21 @@ func TestKilledRunLeavesNothingAfterCleanup(t *testing.T) {
 	} else if err == nil {
 		t.Errorf("run record survived cleanup")
 	}
-	after := netNamespaces()
-	for ns := range after {
-		if !before[ns] {
-			t.Errorf("namespace %s outlived the run", ns)
+	// A namespace lives while a process holds it or a mount pins it. No
+	// process of the run may remain, and no mount may pin its namespaces.
+	// (Inode numbers are reused at once, so a namespace that parallel
+	// tests create may carry one of the old numbers: processes, not
+	// numbers, are what is checked.)
+	envs, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, e := range envs {
+		if b, err := os.ReadFile(e); err == nil && strings.Contains(string(b), token) {
+			t.Errorf("%s belongs to the killed run and still exists", filepath.Dir(e))
+		}
+	}
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	for ns := range runNS {
+		if strings.Contains(string(mounts), ns) {
+			t.Errorf("namespace %s is still mounted", ns)
 		}
 	}
 }

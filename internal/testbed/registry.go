@@ -239,3 +239,27 @@ func cleanupDir(dir string, dryRun bool) ([]CleanupAction, error) {
 	}
 	return actions, nil
 }
+
+// OtherLiveRuns returns the ids of live runs other than this process's:
+// runs that share the machine's CPUs and disturb each other's timing.
+func OtherLiveRuns() []string {
+	var ids []string
+	self := os.Getpid()
+	for _, dir := range registryDirs() {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if !strings.HasSuffix(e.Name(), ".json") {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			if err != nil {
+				continue
+			}
+			var r runRecord
+			if json.Unmarshal(b, &r) == nil && r.Owner.PID != self && r.Owner.alive() {
+				ids = append(ids, r.ID)
+			}
+		}
+	}
+	return ids
+}
