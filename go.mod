@@ -12,6 +12,8 @@ require (
 )
 
 require (
+	github.com/quic-go/qpack v0.6.0 // indirect
 	golang.org/x/crypto v0.54.0 // indirect
 	golang.org/x/net v0.56.0 // indirect
+	golang.org/x/text v0.40.0 // indirect
 )

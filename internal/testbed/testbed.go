@@ -76,6 +76,14 @@ func (h *Host) Listen(network, addr string) (net.Listener, error) {
 	return l, err
 }
 
+// ListenWith opens a stream listener in the host with socket options from
+// lc (for example a congestion control set in lc.Control).
+func (h *Host) ListenWith(lc *net.ListenConfig, network, addr string) (net.Listener, error) {
+	var l net.Listener
+	err := h.Do(func() (err error) { l, err = lc.Listen(context.Background(), network, addr); return })
+	return l, err
+}
+
 // ListenPacket opens a packet socket (udp) in the host.
 func (h *Host) ListenPacket(network, addr string) (net.PacketConn, error) {
 	var c net.PacketConn

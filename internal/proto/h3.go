@@ -1,0 +1,144 @@
+package proto
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+)
+
+func init() { register("h3", func() Protocol { return h3Proto{} }) }
+
+// h3Proto is HTTP/3 with quic-go's http3 at both ends: one QUIC connection,
+// one client-initiated bidirectional stream per request.
+type h3Proto struct{}
+
+func (h3Proto) Name() string { return "h3" }
+
+type h3Server struct {
+	srv  *http3.Server
+	udp  *net.UDPConn
+	done chan error
+}
+
+func (h3Proto) Serve(n Net, port int, s Settings) (io.Closer, error) {
+	udp, err := n.ListenUDP(&net.UDPAddr{Port: port})
+	if err != nil {
+		return nil, err
+	}
+	srv := &http3.Server{
+		Handler:    http.HandlerFunc(payloadHandler),
+		TLSConfig:  http3.ConfigureTLSConfig(quicTLS(s.serverTLS())),
+		QUICConfig: quicConfig(s),
+	}
+	h := &h3Server{srv: srv, udp: udp, done: make(chan error, 1)}
+	go func() { h.done <- srv.Serve(udp) }()
+	return h, nil
+}
+
+func (h *h3Server) Close() error {
+	err := h.srv.Close()
+	h.udp.Close()
+	if serr := <-h.done; serr != nil && !errors.Is(serr, http.ErrServerClosed) && !errors.Is(serr, quic.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	return err
+}
+
+// h3Client dials through the host's namespace and numbers its connections.
+type h3Client struct {
+	url       string
+	transport *http3.Transport
+	client    *http.Client
+	dials     atomic.Int64
+	// claimed is the last connection whose set-up an exchange reported.
+	claimed atomic.Int64
+	mu      sync.Mutex
+	udps    []*net.UDPConn
+	setup   map[int64]Exchange
+}
+
+func (h3Proto) NewClient(_ context.Context, n Net, addr string, s Settings) (Client, error) {
+	c := &h3Client{url: "https://" + addr + "/exchange", setup: map[int64]Exchange{}}
+	c.transport = &http3.Transport{
+		TLSClientConfig: quicTLS(s.clientTLS(http3.NextProtoH3)),
+		QUICConfig:      quicConfig(s),
+		Dial: func(ctx context.Context, a string, tlsCfg *tls.Config, qc *quic.Config) (*quic.Conn, error) {
+			t0 := time.Now()
+			conn, udp, err := dialQUIC(ctx, n, a, tlsCfg, qc, s.ZeroRTT)
+			if err != nil {
+				return nil, err
+			}
+			id := c.dials.Add(1)
+			st := conn.ConnectionState()
+			c.mu.Lock()
+			c.udps = append(c.udps, udp)
+			c.setup[id] = Exchange{Handshake: time.Since(t0), Resumed: st.TLS.DidResume, EarlyData: st.Used0RTT}
+			c.mu.Unlock()
+			return conn, nil
+		},
+	}
+	c.client = &http.Client{Transport: c.transport}
+	return c, nil
+}
+
+func (c *h3Client) Multiplexes() bool { return true }
+func (c *h3Client) Connections() int  { return int(c.dials.Load()) }
+
+func (c *h3Client) Close() error {
+	err := c.transport.Close()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, u := range c.udps {
+		u.Close()
+	}
+	return err
+}
+
+func (c *h3Client) Exchange(ctx context.Context, reqSize, respSize int) (Exchange, error) {
+	ex := Exchange{Start: time.Now()}
+	trace := &httptrace.ClientTrace{GotFirstResponseByte: func() { ex.FirstByte = time.Now() }}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, c.url, bytes.NewReader(make([]byte, reqSize)))
+	if err != nil {
+		return ex, err
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	req.Header.Set(responseSizeHeader, strconv.Itoa(respSize))
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return ex, err
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	ex.Done, ex.RespBytes = time.Now(), int(n)
+	if ex.FirstByte.IsZero() {
+		// http3 does not call every httptrace hook: the headers have
+		// arrived when Do returns.
+		ex.FirstByte = ex.Done
+	}
+	id := c.dials.Load()
+	ex.ConnID = int(id)
+	// The first exchange to finish on a new connection reports its set-up.
+	if prev := c.claimed.Load(); prev < id && c.claimed.CompareAndSwap(prev, id) {
+		c.mu.Lock()
+		s := c.setup[id]
+		c.mu.Unlock()
+		ex.NewConn, ex.Handshake, ex.Resumed, ex.EarlyData = true, s.Handshake, s.Resumed, s.EarlyData
+	}
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("HTTP %s", resp.Status)
+	}
+	return ex, err
+}

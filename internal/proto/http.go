@@ -1,0 +1,221 @@
+package proto
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+func init() {
+	register("h1", func() Protocol { return httpProto{name: "h1"} })
+	register("h1s", func() Protocol { return httpProto{name: "h1s", tls: true} })
+	register("h2", func() Protocol { return httpProto{name: "h2", tls: true, h2: true} })
+}
+
+// responseSizeHeader asks the server for a response body of that many bytes.
+const responseSizeHeader = "Tlab-Response-Size"
+
+// httpProto is HTTP over TCP with net/http at both ends: HTTP/1.1 in clear
+// (h1) or over TLS (h1s), HTTP/2 over TLS (h2). A request is a POST whose
+// body is the payload.
+//
+// HTTP/1.1 clients behave as in study A: a request reuses the idle
+// persistent connection if there is one and otherwise opens a new
+// connection (TCP and TLS handshakes); at most one idle connection is kept,
+// and it is closed after IdleTimeout. HTTP/2 multiplexes every request on
+// one connection.
+type httpProto struct {
+	name string
+	tls  bool
+	h2   bool
+}
+
+func (p httpProto) Name() string { return p.name }
+
+func (p httpProto) protocols() *http.Protocols {
+	var ps http.Protocols
+	ps.SetHTTP1(!p.h2)
+	ps.SetHTTP2(p.h2)
+	return &ps
+}
+
+func (p httpProto) alpn() string {
+	if p.h2 {
+		return "h2"
+	}
+	return "http/1.1"
+}
+
+// payloadHandler answers a POST with the number of bytes it asks for.
+func payloadHandler(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	size, err := strconv.Atoi(r.Header.Get(responseSizeHeader))
+	if err != nil || size < 0 || size > maxMessage {
+		http.Error(w, "bad "+responseSizeHeader, http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.Itoa(size))
+	bufp := payloadPool.Get().(*[]byte)
+	defer payloadPool.Put(bufp)
+	buf := *bufp
+	clear(buf)
+	for left := size; left > 0; {
+		n := min(left, len(buf))
+		if _, err := w.Write(buf[:n]); err != nil {
+			return
+		}
+		left -= n
+	}
+}
+
+type httpServer struct {
+	srv  *http.Server
+	done chan error
+}
+
+func (p httpProto) Serve(n Net, port int, s Settings) (io.Closer, error) {
+	ln, err := listenTCP(n, port, s)
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(payloadHandler), Protocols: p.protocols(), ReadHeaderTimeout: 30 * time.Second}
+	hs := &httpServer{srv: srv, done: make(chan error, 1)}
+	if p.tls {
+		srv.TLSConfig = s.serverTLS(p.alpn())
+		go func() { hs.done <- srv.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { hs.done <- srv.Serve(ln) }()
+	}
+	return hs, nil
+}
+
+func (h *httpServer) Close() error {
+	err := h.srv.Close()
+	if serr := <-h.done; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	return err
+}
+
+// httpClient tracks the connections its transport opens.
+type httpClient struct {
+	proto     httpProto
+	url       string
+	client    *http.Client
+	transport *http.Transport
+	dials     atomic.Int64
+	mu        sync.Mutex
+	connIDs   map[net.Conn]int
+	payload   []byte
+}
+
+func (p httpProto) NewClient(_ context.Context, n Net, addr string, s Settings) (Client, error) {
+	c := &httpClient{proto: p, connIDs: map[net.Conn]int{}}
+	scheme := "http"
+	if p.tls {
+		scheme = "https"
+	}
+	c.url = scheme + "://" + addr + "/exchange"
+	dialer := &net.Dialer{Control: s.control}
+	t := &http.Transport{
+		DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
+			conn, err := n.DialContext(ctx, dialer, "tcp4", a)
+			if err == nil {
+				c.dials.Add(1)
+			}
+			return conn, err
+		},
+		Protocols:           p.protocols(),
+		MaxIdleConnsPerHost: 1,
+		IdleConnTimeout:     s.IdleTimeout,
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   p.h2,
+	}
+	if p.tls {
+		t.TLSClientConfig = s.clientTLS(p.alpn())
+	}
+	if p.h2 {
+		// One connection carries every request.
+		t.MaxConnsPerHost = 1
+	}
+	c.transport = t
+	c.client = &http.Client{Transport: t}
+	return c, nil
+}
+
+func (c *httpClient) Multiplexes() bool { return true }
+func (c *httpClient) Connections() int  { return int(c.dials.Load()) }
+
+func (c *httpClient) Close() error {
+	c.transport.CloseIdleConnections()
+	return nil
+}
+
+func (c *httpClient) connID(conn net.Conn) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id, ok := c.connIDs[conn]
+	if !ok {
+		id = len(c.connIDs) + 1
+		c.connIDs[conn] = id
+	}
+	return id
+}
+
+func (c *httpClient) Exchange(ctx context.Context, reqSize, respSize int) (Exchange, error) {
+	ex := Exchange{Start: time.Now()}
+	var connectStart, tlsStart time.Time
+	trace := &httptrace.ClientTrace{
+		ConnectStart: func(string, string) { connectStart = time.Now() },
+		ConnectDone: func(_, _ string, err error) {
+			if err == nil {
+				ex.Connect = time.Since(connectStart)
+			}
+		},
+		TLSHandshakeStart: func() { tlsStart = time.Now() },
+		TLSHandshakeDone: func(st tls.ConnectionState, err error) {
+			if err == nil {
+				ex.Handshake = time.Since(tlsStart)
+				ex.Resumed = st.DidResume
+			}
+		},
+		GotConn: func(info httptrace.GotConnInfo) {
+			ex.ConnID = c.connID(info.Conn)
+			ex.NewConn = !info.Reused
+		},
+		GotFirstResponseByte: func() { ex.FirstByte = time.Now() },
+	}
+	body := make([]byte, reqSize)
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return ex, err
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	req.Header.Set(responseSizeHeader, strconv.Itoa(respSize))
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return ex, err
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	ex.Done, ex.RespBytes = time.Now(), int(n)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("HTTP %s", resp.Status)
+	}
+	if err == nil && !ex.NewConn {
+		// Only a new connection reports its handshakes.
+		ex.Connect, ex.Handshake = 0, 0
+	}
+	return ex, err
+}

@@ -1,0 +1,226 @@
+package proto
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/qlog"
+	"github.com/quic-go/quic-go/qlogwriter"
+)
+
+func init() {
+	register("quic", func() Protocol { return quicProto{perRequest: false} })
+	register("quic-streams", func() Protocol { return quicProto{perRequest: true} })
+}
+
+// quicProto is QUIC with length-prefixed messages, either on one stream for
+// the whole session ("quic", which cannot multiplex) or on one
+// client-initiated bidirectional stream per request ("quic-streams").
+type quicProto struct{ perRequest bool }
+
+func (q quicProto) Name() string {
+	if q.perRequest {
+		return "quic-streams"
+	}
+	return "quic"
+}
+
+// quicConfig is the quic-go configuration of both ends.
+func quicConfig(s Settings) *quic.Config {
+	c := &quic.Config{
+		MaxIdleTimeout:     30 * time.Second,
+		MaxIncomingStreams: 1 << 16,
+		Allow0RTT:          s.ZeroRTT,
+		KeepAlivePeriod:    10 * time.Second,
+	}
+	if s.QlogDir != "" {
+		c.Tracer = qlogTracer(s.QlogDir)
+	}
+	return c
+}
+
+// qlogTracer writes one qlog file per connection into dir, named by role
+// and connection ID, as quic-go's own QLOGDIR tracer does.
+func qlogTracer(dir string) func(context.Context, bool, quic.ConnectionID) qlogwriter.Trace {
+	_ = qlog.EventSchema // the qlog package registers its event schema
+	return func(_ context.Context, isClient bool, id quic.ConnectionID) qlogwriter.Trace {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil
+		}
+		role := "server"
+		if isClient {
+			role = "client"
+		}
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s_%s.sqlog", id, role)))
+		if err != nil {
+			return nil
+		}
+		seq := qlogwriter.NewConnectionFileSeq(&bufferedFile{w: bufio.NewWriter(f), f: f}, isClient, id)
+		go seq.Run()
+		return seq
+	}
+}
+
+type bufferedFile struct {
+	w *bufio.Writer
+	f *os.File
+}
+
+func (b *bufferedFile) Write(p []byte) (int, error) { return b.w.Write(p) }
+func (b *bufferedFile) Close() error                { return errors.Join(b.w.Flush(), b.f.Close()) }
+
+type quicServer struct {
+	ln   *quic.EarlyListener
+	conn *net.UDPConn
+	wg   sync.WaitGroup
+}
+
+func (q quicProto) Serve(n Net, port int, s Settings) (io.Closer, error) {
+	udp, err := n.ListenUDP(&net.UDPAddr{Port: port})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := quic.ListenEarly(udp, quicTLS(s.serverTLS(alpnTLab)), quicConfig(s))
+	if err != nil {
+		udp.Close()
+		return nil, err
+	}
+	srv := &quicServer{ln: ln, conn: udp}
+	srv.wg.Add(1)
+	go func() {
+		defer srv.wg.Done()
+		for {
+			c, err := ln.Accept(context.Background())
+			if err != nil {
+				return
+			}
+			srv.wg.Add(1)
+			go func() {
+				defer srv.wg.Done()
+				for {
+					st, err := c.AcceptStream(context.Background())
+					if err != nil {
+						return
+					}
+					srv.wg.Add(1)
+					go func() {
+						defer srv.wg.Done()
+						serveStream(st)
+						st.Close()
+					}()
+				}
+			}()
+		}
+	}()
+	return srv, nil
+}
+
+func (s *quicServer) Close() error {
+	err := s.ln.Close()
+	s.conn.Close()
+	s.wg.Wait()
+	return err
+}
+
+// dialQUIC opens a UDP socket in the host and dials over it. With 0-RTT
+// allowed it dials early, so that a resumed connection can send at once.
+func dialQUIC(ctx context.Context, n Net, addr string, tlsConf *tls.Config, qc *quic.Config, early bool) (*quic.Conn, *net.UDPConn, error) {
+	raddr, err := net.ResolveUDPAddr("udp4", addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	udp, err := n.ListenUDP(&net.UDPAddr{})
+	if err != nil {
+		return nil, nil, err
+	}
+	var c *quic.Conn
+	if early {
+		c, err = quic.DialEarly(ctx, udp, raddr, tlsConf, qc)
+	} else {
+		c, err = quic.Dial(ctx, udp, raddr, tlsConf, qc)
+	}
+	if err != nil {
+		udp.Close()
+		return nil, nil, err
+	}
+	return c, udp, nil
+}
+
+func (q quicProto) NewClient(ctx context.Context, n Net, addr string, s Settings) (Client, error) {
+	t0 := time.Now()
+	conn, udp, err := dialQUIC(ctx, n, addr, quicTLS(s.clientTLS(alpnTLab)), quicConfig(s), false)
+	if err != nil {
+		return nil, err
+	}
+	state := conn.ConnectionState()
+	setup := Exchange{Handshake: time.Since(t0), Resumed: state.TLS.DidResume, EarlyData: state.Used0RTT}
+	closer := closeAll{func() error { return conn.CloseWithError(0, "done") }, udp.Close}
+	if q.perRequest {
+		return &quicStreamsClient{conn: conn, closer: closer, setup: setup}, nil
+	}
+	st, err := conn.OpenStreamSync(ctx)
+	if err != nil {
+		closer.Close()
+		return nil, err
+	}
+	return &streamClient{stream: st, closer: closer, setup: setup}, nil
+}
+
+// quicStreamsClient opens one stream per exchange on one connection, so
+// exchanges overlap freely.
+type quicStreamsClient struct {
+	conn       *quic.Conn
+	closer     io.Closer
+	setup      Exchange
+	setupTaken atomic.Bool
+}
+
+func (c *quicStreamsClient) Multiplexes() bool { return true }
+func (c *quicStreamsClient) Connections() int  { return 1 }
+func (c *quicStreamsClient) Close() error      { return c.closer.Close() }
+
+func (c *quicStreamsClient) Exchange(ctx context.Context, reqSize, respSize int) (Exchange, error) {
+	ex := Exchange{Start: time.Now(), ConnID: 1}
+	if c.setupTaken.CompareAndSwap(false, true) {
+		ex.NewConn, ex.Handshake, ex.Resumed, ex.EarlyData = true, c.setup.Handshake, c.setup.Resumed, c.setup.EarlyData
+	}
+	st, err := c.conn.OpenStreamSync(ctx)
+	if err != nil {
+		return ex, err
+	}
+	if d, ok := ctx.Deadline(); ok {
+		st.SetDeadline(d)
+	}
+	if err := writeRequest(st, reqSize, respSize); err != nil {
+		st.CancelRead(0)
+		return ex, err
+	}
+	st.Close() // FIN: this stream carries one request
+	first, done, n, err := readResponse(st)
+	ex.FirstByte, ex.Done, ex.RespBytes = first, done, n
+	return ex, err
+}
+
+// closeAll closes each in turn and joins the errors.
+type closeAll []func() error
+
+func (c closeAll) Close() error {
+	var errs []error
+	for _, f := range c {
+		if err := f(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

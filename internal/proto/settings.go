@@ -1,0 +1,134 @@
+package proto
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Settings are the knobs shared by the protocols. They are explicit and are
+// recorded with every result.
+type Settings struct {
+	// TLSVersion is "1.3" (default) or "1.2". QUIC always uses 1.3.
+	TLSVersion string `json:"tls_version"`
+	// KeyExchange names the TLS key exchange: "x25519" (default, the
+	// classic one), "x25519mlkem768" (Go's hybrid post-quantum default,
+	// which enlarges the handshake by about 1.1 KB each way) or "p256".
+	KeyExchange string `json:"key_exchange"`
+	// Resumption lets new TLS connections resume a session (TLS tickets,
+	// QUIC resumption).
+	Resumption bool `json:"resumption"`
+	// ZeroRTT lets QUIC send early data on resumed connections.
+	ZeroRTT bool `json:"zero_rtt"`
+	// Congestion is the TCP congestion control ("cubic" by default); the
+	// kernel must offer it.
+	Congestion string `json:"tcp_congestion"`
+	// IdleTimeout closes an HTTP/1.1 client connection idle for this long.
+	IdleTimeout time.Duration `json:"idle_timeout"`
+
+	// KeyLog receives TLS secrets for Wireshark when set.
+	KeyLog io.Writer `json:"-"`
+	// QlogDir receives one qlog file per QUIC connection when set.
+	QlogDir string `json:"-"`
+	// Certs is the run's PKI; servers need it, clients trust its roots.
+	Certs *Certificates `json:"-"`
+}
+
+// DefaultSettings are tlab's defaults.
+func DefaultSettings() Settings {
+	return Settings{TLSVersion: "1.3", KeyExchange: "x25519", Resumption: true, Congestion: "cubic", IdleTimeout: 5 * time.Second}
+}
+
+var keyExchanges = map[string]tls.CurveID{
+	"x25519":         tls.X25519,
+	"x25519mlkem768": tls.X25519MLKEM768,
+	"p256":           tls.CurveP256,
+}
+
+// Validate checks the settings against what this machine and Go offer.
+func (s Settings) Validate() error {
+	if s.TLSVersion != "1.3" && s.TLSVersion != "1.2" {
+		return fmt.Errorf("tls version %q: want 1.3 or 1.2", s.TLSVersion)
+	}
+	if _, ok := keyExchanges[s.KeyExchange]; !ok {
+		return fmt.Errorf("key exchange %q: want x25519, x25519mlkem768 or p256", s.KeyExchange)
+	}
+	if s.Congestion != "" {
+		avail, err := os.ReadFile("/proc/sys/net/ipv4/tcp_available_congestion_control")
+		if err == nil && !strings.Contains(" "+strings.TrimSpace(string(avail))+" ", " "+s.Congestion+" ") {
+			return fmt.Errorf("tcp congestion control %q: this kernel offers %s", s.Congestion, strings.TrimSpace(string(avail)))
+		}
+	}
+	if s.IdleTimeout <= 0 {
+		return errors.New("idle timeout must be positive")
+	}
+	return nil
+}
+
+func (s Settings) tlsVersion() uint16 {
+	if s.TLSVersion == "1.2" {
+		return tls.VersionTLS12
+	}
+	return tls.VersionTLS13
+}
+
+// serverTLS is the TLS configuration of a server speaking alpn.
+func (s Settings) serverTLS(alpn ...string) *tls.Config {
+	return &tls.Config{
+		Certificates:           []tls.Certificate{s.Certs.Server},
+		MinVersion:             s.tlsVersion(),
+		MaxVersion:             s.tlsVersion(),
+		CurvePreferences:       []tls.CurveID{keyExchanges[s.KeyExchange]},
+		NextProtos:             alpn,
+		SessionTicketsDisabled: !s.Resumption,
+	}
+}
+
+// clientTLS is the TLS configuration of a client speaking alpn.
+func (s Settings) clientTLS(alpn ...string) *tls.Config {
+	c := &tls.Config{
+		RootCAs:          s.Certs.Roots,
+		ServerName:       "tlab-server",
+		MinVersion:       s.tlsVersion(),
+		MaxVersion:       s.tlsVersion(),
+		CurvePreferences: []tls.CurveID{keyExchanges[s.KeyExchange]},
+		NextProtos:       alpn,
+		KeyLogWriter:     s.KeyLog,
+	}
+	if s.Resumption {
+		c.ClientSessionCache = tls.NewLRUClientSessionCache(64)
+	}
+	return c
+}
+
+// quicTLS forces TLS 1.3, which QUIC requires.
+func quicTLS(c *tls.Config) *tls.Config {
+	c.MinVersion, c.MaxVersion = tls.VersionTLS13, tls.VersionTLS13
+	return c
+}
+
+// control sets the TCP congestion control on a socket before it connects
+// or listens.
+func (s Settings) control(_, _ string, c syscall.RawConn) error {
+	if s.Congestion == "" {
+		return nil
+	}
+	var serr error
+	err := c.Control(func(fd uintptr) {
+		serr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, s.Congestion)
+	})
+	if err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("TCP_CONGESTION %s: %w", s.Congestion, serr)
+	}
+	return nil
+}
