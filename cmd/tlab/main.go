@@ -42,6 +42,7 @@ func commands() map[string]command {
 	return map[string]command{
 		"calibrate": {"measure the emulator's own accuracy on this machine", runCalibrate},
 		"cleanup":   {"remove what killed runs left behind", runCleanup},
+		"run":       {"compare protocols on emulated links (the default: study A's four stacks, ~2 min)", runRun},
 		"profiles":  {"list the built-in link profiles, or show one", runProfiles},
 		"version":   {"print the version", runVersion},
 	}

@@ -1,6 +1,7 @@
 package proto
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -37,13 +38,13 @@ func writeRequest(w io.Writer, reqSize, respSize int) error {
 
 // readResponse reads one response and returns when its first byte and its
 // last byte arrived, and its payload length.
-func readResponse(r io.Reader) (first, done time.Time, n int, err error) {
+func readResponse(r *bufio.Reader) (first, done time.Time, n int, err error) {
 	var hdr [responseHeader]byte
-	if _, err = io.ReadFull(r, hdr[:1]); err != nil {
+	if _, err = r.Peek(1); err != nil {
 		return
 	}
 	first = time.Now()
-	if _, err = io.ReadFull(r, hdr[1:]); err != nil {
+	if _, err = io.ReadFull(r, hdr[:]); err != nil {
 		return
 	}
 	size := int(binary.BigEndian.Uint32(hdr[:]))
@@ -51,20 +52,22 @@ func readResponse(r io.Reader) (first, done time.Time, n int, err error) {
 		err = fmt.Errorf("response of %d bytes exceeds %d", size, maxMessage)
 		return
 	}
-	if _, err = io.CopyN(io.Discard, r, int64(size)); err != nil {
+	if _, err = r.Discard(size); err != nil {
 		return
 	}
 	return first, time.Now(), size, nil
 }
 
 // serveStream answers requests on one stream until it ends: it reads each
-// request and writes the response it asked for.
+// request and writes the response it asked for. A buffered reader takes a
+// whole small request in one read system call.
 func serveStream(rw io.ReadWriter) error {
 	var hdr [requestHeader]byte
 	bufp := payloadPool.Get().(*[]byte)
 	defer payloadPool.Put(bufp)
+	br := bufio.NewReaderSize(rw, 16<<10)
 	for {
-		if _, err := io.ReadFull(rw, hdr[:]); err != nil {
+		if _, err := io.ReadFull(br, hdr[:]); err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
@@ -75,7 +78,7 @@ func serveStream(rw io.ReadWriter) error {
 		if reqSize > maxMessage || respSize > maxMessage {
 			return fmt.Errorf("request asks for %d/%d bytes, over %d", reqSize, respSize, maxMessage)
 		}
-		if _, err := io.CopyN(io.Discard, rw, reqSize); err != nil {
+		if _, err := br.Discard(int(reqSize)); err != nil {
 			return err
 		}
 		if err := writeResponse(rw, respSize, *bufp); err != nil {

@@ -17,23 +17,16 @@ import (
 )
 
 func init() {
-	register("h1", func() Protocol { return httpProto{name: "h1"} })
-	register("h1s", func() Protocol { return httpProto{name: "h1s", tls: true} })
 	register("h2", func() Protocol { return httpProto{name: "h2", tls: true, h2: true} })
 }
 
 // responseSizeHeader asks the server for a response body of that many bytes.
 const responseSizeHeader = "Tlab-Response-Size"
 
-// httpProto is HTTP over TCP with net/http at both ends: HTTP/1.1 in clear
-// (h1) or over TLS (h1s), HTTP/2 over TLS (h2). A request is a POST whose
-// body is the payload.
-//
-// HTTP/1.1 clients behave as in study A: a request reuses the idle
-// persistent connection if there is one and otherwise opens a new
-// connection (TCP and TLS handshakes); at most one idle connection is kept,
-// and it is closed after IdleTimeout. HTTP/2 multiplexes every request on
-// one connection.
+// httpProto is HTTP over TCP with net/http at both ends. Its server serves
+// HTTP/1.1 in clear or over TLS (for h1 and h1s, whose client is in h1.go)
+// and HTTP/2 over TLS; its client is the h2 client, which multiplexes every
+// request on one connection. A request is a POST whose body is the payload.
 type httpProto struct {
 	name string
 	tls  bool

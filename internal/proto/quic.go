@@ -207,7 +207,7 @@ func (c *quicStreamsClient) Exchange(ctx context.Context, reqSize, respSize int)
 		return ex, err
 	}
 	st.Close() // FIN: this stream carries one request
-	first, done, n, err := readResponse(st)
+	first, done, n, err := readResponse(bufio.NewReaderSize(st, 16<<10))
 	ex.FirstByte, ex.Done, ex.RespBytes = first, done, n
 	return ex, err
 }

@@ -32,6 +32,10 @@ type Settings struct {
 	Congestion string `json:"tcp_congestion"`
 	// IdleTimeout closes an HTTP/1.1 client connection idle for this long.
 	IdleTimeout time.Duration `json:"idle_timeout"`
+	// MaxIdle is how many idle HTTP/1.1 connections the client keeps: 1
+	// (default) is study A's client, with its one persistent connection;
+	// a connection that finds the set full is closed at once.
+	MaxIdle int `json:"h1_max_idle"`
 
 	// KeyLog receives TLS secrets for Wireshark when set.
 	KeyLog io.Writer `json:"-"`
@@ -43,7 +47,7 @@ type Settings struct {
 
 // DefaultSettings are tlab's defaults.
 func DefaultSettings() Settings {
-	return Settings{TLSVersion: "1.3", KeyExchange: "x25519", Resumption: true, Congestion: "cubic", IdleTimeout: 5 * time.Second}
+	return Settings{TLSVersion: "1.3", KeyExchange: "x25519", Resumption: true, Congestion: "cubic", IdleTimeout: 5 * time.Second, MaxIdle: 1}
 }
 
 var keyExchanges = map[string]tls.CurveID{
@@ -68,6 +72,9 @@ func (s Settings) Validate() error {
 	}
 	if s.IdleTimeout <= 0 {
 		return errors.New("idle timeout must be positive")
+	}
+	if s.MaxIdle < 1 {
+		return errors.New("h1 max idle connections must be at least 1")
 	}
 	return nil
 }

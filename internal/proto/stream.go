@@ -1,6 +1,7 @@
 package proto
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -17,6 +18,7 @@ import (
 type streamClient struct {
 	mu     sync.Mutex
 	stream io.ReadWriter
+	br     *bufio.Reader
 	closer io.Closer
 	// The first exchange reports the connection set-up.
 	setup      Exchange
@@ -44,7 +46,10 @@ func (c *streamClient) Exchange(ctx context.Context, reqSize, respSize int) (Exc
 	if err := writeRequest(c.stream, reqSize, respSize); err != nil {
 		return ex, err
 	}
-	first, done, n, err := readResponse(c.stream)
+	if c.br == nil {
+		c.br = bufio.NewReaderSize(c.stream, 16<<10)
+	}
+	first, done, n, err := readResponse(c.br)
 	ex.FirstByte, ex.Done, ex.RespBytes = first, done, n
 	return ex, err
 }

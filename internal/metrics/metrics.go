@@ -1,0 +1,115 @@
+// Package metrics turns records into the statistics the studies define:
+// delay percentiles, jitter after RFC 4689, data volume per message,
+// connections per 1000 requests, and study B's outlier rule.
+package metrics
+
+import (
+	"math"
+	"slices"
+)
+
+// Quantile returns the q-quantile of sorted values with linear
+// interpolation between order statistics (Hyndman and Fan's type 7, the
+// default of numpy, pandas and R), so that tlab's figures match what users
+// compute from the records themselves.
+func Quantile(sorted []float64, q float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return math.NaN()
+	}
+	h := (float64(n) - 1) * q
+	lo := math.Floor(h)
+	i := int(lo)
+	if i >= n-1 {
+		return sorted[n-1]
+	}
+	return sorted[i] + (h-lo)*(sorted[i+1]-sorted[i])
+}
+
+// Distribution summarises a sample.
+type Distribution struct {
+	N    int     `json:"n"`
+	P5   float64 `json:"p5"`
+	P25  float64 `json:"p25"`
+	P50  float64 `json:"p50"`
+	P75  float64 `json:"p75"`
+	P95  float64 `json:"p95"`
+	P99  float64 `json:"p99"`
+	Mean float64 `json:"mean"`
+	// Std is the sample standard deviation (n-1).
+	Std float64 `json:"std"`
+	Min float64 `json:"min"`
+	Max float64 `json:"max"`
+}
+
+// Describe computes the distribution of values (NaN fields when empty).
+func Describe(values []float64) Distribution {
+	if len(values) == 0 {
+		nan := math.NaN()
+		return Distribution{P5: nan, P25: nan, P50: nan, P75: nan, P95: nan, P99: nan, Mean: nan, Std: nan, Min: nan, Max: nan}
+	}
+	s := slices.Clone(values)
+	slices.Sort(s)
+	mean := 0.0
+	for _, v := range s {
+		mean += v
+	}
+	mean /= float64(len(s))
+	ss := 0.0
+	for _, v := range s {
+		ss += (v - mean) * (v - mean)
+	}
+	std := math.NaN()
+	if len(s) > 1 {
+		std = math.Sqrt(ss / float64(len(s)-1))
+	}
+	return Distribution{
+		N: len(s), P5: Quantile(s, 0.05), P25: Quantile(s, 0.25), P50: Quantile(s, 0.50),
+		P75: Quantile(s, 0.75), P95: Quantile(s, 0.95), P99: Quantile(s, 0.99),
+		Mean: mean, Std: std, Min: s[0], Max: s[len(s)-1],
+	}
+}
+
+// Jitter is RFC 4689's jitter as study A uses it: the mean absolute
+// difference between the delays of consecutive requests (in send order).
+func Jitter(delaysInOrder []float64) float64 {
+	if len(delaysInOrder) < 2 {
+		return math.NaN()
+	}
+	sum := 0.0
+	for i := 1; i < len(delaysInOrder); i++ {
+		sum += math.Abs(delaysInOrder[i] - delaysInOrder[i-1])
+	}
+	return sum / float64(len(delaysInOrder)-1)
+}
+
+// madScale makes the median absolute deviation a consistent estimator of
+// the standard deviation for normal data (1 / Φ⁻¹(3/4)).
+const madScale = 1.482602218505602
+
+// RemoveOutliers drops values further than k scaled median absolute
+// deviations from the median (study B's rule with k = 3, as MATLAB's
+// isoutlier) and returns what is kept, in the original order, and how many
+// were removed.
+func RemoveOutliers(values []float64, k float64) (kept []float64, removed int) {
+	if len(values) == 0 {
+		return nil, 0
+	}
+	s := slices.Clone(values)
+	slices.Sort(s)
+	med := Quantile(s, 0.5)
+	dev := make([]float64, len(s))
+	for i, v := range s {
+		dev[i] = math.Abs(v - med)
+	}
+	slices.Sort(dev)
+	limit := k * madScale * Quantile(dev, 0.5)
+	for _, v := range values {
+		if math.Abs(v-med) > limit {
+			removed++
+			continue
+		}
+		kept = append(kept, v)
+	}
+	return kept, removed
+}

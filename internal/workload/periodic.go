@@ -1,0 +1,226 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"tlab/internal/proto"
+)
+
+// Periodic is study A's cloud-control pattern: every Interval the client
+// sends a request of ReqSize bytes and the server answers with RespSize
+// bytes, on schedule whether or not earlier responses have arrived (open
+// loop). A protocol that multiplexes gets every request at its time; one
+// that cannot sends a due request when the previous exchange ends, and the
+// lateness is recorded.
+type Periodic struct {
+	Interval time.Duration
+	ReqSize  int
+	RespSize int
+	// Duration bounds the schedule (after the warm-up); Count, when set,
+	// bounds it by number of requests instead.
+	Duration time.Duration
+	Count    int
+	// Warmup requests are sent and recorded, marked, and kept out of the
+	// statistics.
+	Warmup time.Duration
+	// Timeout bounds one exchange; default 10 s.
+	Timeout time.Duration
+	// OnWarmupEnd, when set, is called just before the first measured
+	// request is due, so that counters can be read at that instant.
+	OnWarmupEnd func()
+}
+
+// Validate reports impossible parameters.
+func (p Periodic) Validate() error {
+	switch {
+	case p.Interval <= 0:
+		return errors.New("interval must be positive")
+	case p.ReqSize < 0 || p.RespSize < 0:
+		return errors.New("sizes must not be negative")
+	case p.Duration <= 0 && p.Count <= 0:
+		return errors.New("give a duration or a count")
+	case p.Warmup < 0:
+		return errors.New("warm-up must not be negative")
+	}
+	return nil
+}
+
+// slots returns how many requests the schedule holds, warm-up included.
+func (p Periodic) slots() int {
+	warm := int(p.Warmup / p.Interval)
+	if p.Count > 0 {
+		return warm + p.Count
+	}
+	return warm + int(p.Duration/p.Interval)
+}
+
+// Run executes the schedule and emits a record per request, in completion
+// order. It returns when every request has completed or timed out. A
+// protocol that cannot multiplex gets until one interval after the last
+// slot; requests it had not sent by then are emitted with ErrUnsent.
+func (p Periodic) Run(ctx context.Context, c proto.Client, emit func(Record)) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	timeout := p.Timeout
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	n := p.slots()
+	warm := int(p.Warmup / p.Interval)
+	clock, err := newClock()
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	emitLocked := func(r Record) { mu.Lock(); emit(r); mu.Unlock() }
+
+	exchange := func(seq int, scheduled time.Duration) {
+		sent := clock.since()
+		ectx, cancel := context.WithTimeout(ctx, timeout)
+		ex, err := c.Exchange(ectx, p.ReqSize, p.RespSize)
+		cancel()
+		r := Record{
+			Seq: seq, Warmup: seq < warm, ScheduledMs: ms(scheduled), SentMs: ms(sent),
+			LatenessMs: ms(max(sent-scheduled, 0)), ReqBytes: p.ReqSize, RespBytes: ex.RespBytes,
+			ConnID: ex.ConnID, NewConn: ex.NewConn, ConnectMs: ms(ex.Connect), HandshakeMs: ms(ex.Handshake),
+			Resumed: ex.Resumed, EarlyData: ex.EarlyData,
+		}
+		if err != nil {
+			r.Error = err.Error()
+		} else {
+			done := clock.at(ex.Done)
+			r.DoneMs, r.DelayMs = ms(done), ms(done-sent)
+			if !ex.FirstByte.IsZero() {
+				r.FirstByteMs = ms(clock.at(ex.FirstByte) - sent)
+			}
+		}
+		emitLocked(r)
+	}
+
+	var wg sync.WaitGroup
+	var serial chan int
+	var ended atomic.Bool
+	if !c.Multiplexes() {
+		// One sender works through due requests in order. Requests
+		// still waiting when the schedule has ended are not sent.
+		serial = make(chan int, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for seq := range serial {
+				scheduled := time.Duration(seq) * p.Interval
+				if ended.Load() || ctx.Err() != nil {
+					emitLocked(Record{Seq: seq, Warmup: seq < warm, ScheduledMs: ms(scheduled), ReqBytes: p.ReqSize, Error: ErrUnsent.Error()})
+					continue
+				}
+				exchange(seq, scheduled)
+			}
+		}()
+	}
+	// The schedule runs on a locked thread sleeping with clock_nanosleep:
+	// Go's timers are ~1 ms coarse on a VM, too coarse for a 5 ms period.
+	schedErr := clock.run(func() error {
+		for seq := 0; seq < n; seq++ {
+			if err := clock.sleepUntil(ctx, time.Duration(seq)*p.Interval); err != nil {
+				return err
+			}
+			if seq == warm && p.OnWarmupEnd != nil {
+				p.OnWarmupEnd()
+			}
+			if serial != nil {
+				serial <- seq
+				continue
+			}
+			wg.Add(1)
+			go func(seq int) {
+				defer wg.Done()
+				exchange(seq, time.Duration(seq)*p.Interval)
+			}(seq)
+		}
+		// The schedule ends when the next request would have been due.
+		err := clock.sleepUntil(ctx, time.Duration(n)*p.Interval)
+		ended.Store(true)
+		return err
+	})
+	ended.Store(true)
+	if serial != nil {
+		close(serial)
+	}
+	wg.Wait()
+	if schedErr != nil && !errors.Is(schedErr, context.Canceled) {
+		return schedErr
+	}
+	return ctx.Err()
+}
+
+// ErrUnsent marks a request that a protocol unable to multiplex never got
+// to send before the schedule ended.
+var ErrUnsent = errors.New("not sent: the schedule ended while it waited for the previous exchange")
+
+// clock relates Go's monotonic time to CLOCK_MONOTONIC, so that a locked
+// thread can sleep to absolute times with clock_nanosleep.
+type clock struct {
+	base     time.Time
+	baseMono int64 // CLOCK_MONOTONIC at base, ns
+}
+
+func newClock() (*clock, error) {
+	var ts unix.Timespec
+	base := time.Now()
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return nil, fmt.Errorf("clock: %w", err)
+	}
+	return &clock{base: base, baseMono: ts.Nano()}, nil
+}
+
+func (c *clock) since() time.Duration         { return time.Since(c.base) }
+func (c *clock) at(t time.Time) time.Duration { return t.Sub(c.base) }
+
+// run calls fn on a locked OS thread with the finest timer slack.
+func (c *clock) run(fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		// Timer slack is per thread; restore the default before the
+		// thread goes back to the pool.
+		unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+		defer unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0)
+		errc <- fn()
+	}()
+	return <-errc
+}
+
+// sleepUntil sleeps to offset after the clock's base, waking every 100 ms
+// to notice cancellation.
+func (c *clock) sleepUntil(ctx context.Context, offset time.Duration) error {
+	target := c.baseMono + offset.Nanoseconds()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var now unix.Timespec
+		unix.ClockGettime(unix.CLOCK_MONOTONIC, &now)
+		left := target - now.Nano()
+		if left <= 0 {
+			return nil
+		}
+		wake := target
+		if left > int64(100*time.Millisecond) {
+			wake = now.Nano() + int64(100*time.Millisecond)
+		}
+		ts := unix.NsecToTimespec(wake)
+		if err := unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &ts, nil); err != nil && !errors.Is(err, unix.EINTR) {
+			return fmt.Errorf("clock_nanosleep: %w", err)
+		}
+	}
+}
