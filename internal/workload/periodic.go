@@ -33,8 +33,9 @@ type Periodic struct {
 	Warmup time.Duration
 	// Timeout bounds one exchange; default 10 s.
 	Timeout time.Duration
-	// OnWarmupEnd, when set, is called just before the first measured
-	// request is due, so that counters can be read at that instant.
+	// OnWarmupEnd, when set, is called half an interval before the first
+	// measured request is due (never when there is no warm-up), so that
+	// counters can be read between the two phases.
 	OnWarmupEnd func()
 }
 
@@ -130,11 +131,16 @@ func (p Periodic) Run(ctx context.Context, c proto.Client, emit func(Record)) er
 	// Go's timers are ~1 ms coarse on a VM, too coarse for a 5 ms period.
 	schedErr := clock.run(func() error {
 		for seq := 0; seq < n; seq++ {
+			if seq == warm && seq > 0 && p.OnWarmupEnd != nil {
+				// Halfway between the last warm-up request and the
+				// first measured one, so the hook never delays a send.
+				if err := clock.sleepUntil(ctx, time.Duration(seq)*p.Interval-p.Interval/2); err != nil {
+					return err
+				}
+				p.OnWarmupEnd()
+			}
 			if err := clock.sleepUntil(ctx, time.Duration(seq)*p.Interval); err != nil {
 				return err
-			}
-			if seq == warm && p.OnWarmupEnd != nil {
-				p.OnWarmupEnd()
 			}
 			if serial != nil {
 				serial <- seq
