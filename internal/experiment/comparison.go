@@ -177,15 +177,6 @@ func (c Comparison) runCell(ctx context.Context, index, total int, cell Cell, ou
 		return Summary{}, fmt.Errorf("server: %w", err)
 	}
 	defer srv.Close()
-	addr := net.JoinHostPort(ip.String(), strconv.Itoa(serverPort))
-	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	client, err := p.NewClient(dctx, tb.Host("client"), addr, settings)
-	cancel()
-	if err != nil {
-		return Summary{}, fmt.Errorf("client: %w", err)
-	}
-	defer client.Close()
-
 	em := tb.Emulator()
 	var mu sync.Mutex
 	var records []workload.Record
@@ -193,9 +184,13 @@ func (c Comparison) runCell(ctx context.Context, index, total int, cell Cell, ou
 	var connsAtWarmupEnd int
 	var snapErr error
 	w := c.Workload
+	var client proto.Client
 	takeSnapshot := func() {
 		s, err := em.Stats()
-		conns := client.Connections()
+		conns := 0
+		if client != nil {
+			conns = client.Connections()
+		}
 		mu.Lock()
 		atWarmupEnd, connsAtWarmupEnd, snapErr = s, conns, err
 		mu.Unlock()
@@ -203,9 +198,19 @@ func (c Comparison) runCell(ctx context.Context, index, total int, cell Cell, ou
 	}
 	w.OnWarmupEnd = takeSnapshot
 	if w.Warmup < w.Interval {
-		// No warm-up: the window starts now, handshakes included.
+		// No warm-up: the window starts before the client connects, so
+		// that it holds the handshakes too.
 		takeSnapshot()
 	}
+	addr := net.JoinHostPort(ip.String(), strconv.Itoa(serverPort))
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	client, err = p.NewClient(dctx, tb.Host("client"), addr, settings)
+	cancel()
+	if err != nil {
+		return Summary{}, fmt.Errorf("client: %w", err)
+	}
+	defer client.Close()
+
 	planned := w.Warmup + w.Duration
 	if w.Count > 0 {
 		planned = w.Warmup + time.Duration(w.Count)*w.Interval
@@ -270,6 +275,7 @@ func (c Comparison) runCell(ctx context.Context, index, total int, cell Cell, ou
 		IntervalMs: msOf(w.Interval), ReqSize: w.ReqSize, RespSize: w.RespSize, Seed: c.Seed,
 		RTTMs:      msOf(link.BaseRTT()),
 		TLSVersion: settings.TLSVersion, KeyExchange: settings.KeyExchange, Congestion: settings.Congestion,
+		Resumption: settings.Resumption, ZeroRTT: settings.ZeroRTT,
 		EmuReleaseP50Us: end.Lateness.P50, EmuReleaseP99Us: end.Lateness.P99,
 	}
 	window := end.Links[0]

@@ -168,3 +168,39 @@ func TestOutputsAreTidyAndWrittenAsTheyCome(t *testing.T) {
 		t.Errorf("want client and server qlog files, found %v", q)
 	}
 }
+
+// TestTLSSettingsReachTheWire: TLS 1.2 works where TLS runs over TCP, and
+// the post-quantum hybrid key exchange enlarges the handshake by about a
+// kilobyte each way, visible in the bytes per request of a short run whose
+// window includes the handshake.
+func TestTLSSettingsReachTheWire(t *testing.T) {
+	requireRoot(t)
+	perReq := map[string]float64{}
+	for _, kex := range []string{"x25519", "x25519mlkem768"} {
+		c := comparison([]string{"tls"}, "", 10*time.Millisecond, 10)
+		c.Settings.KeyExchange = kex
+		rows, err := c.Run(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rows[0].KeyExchange != kex {
+			t.Errorf("row records key exchange %q, want %q", rows[0].KeyExchange, kex)
+		}
+		perReq[kex] = rows[0].BytesPerRequest
+	}
+	// ML-KEM-768's share is 1184 bytes: over 10 requests, > 100 B each.
+	if d := perReq["x25519mlkem768"] - perReq["x25519"]; d < 100 {
+		t.Errorf("hybrid key exchange added %.0f B per request over 10 requests, want > 100", d)
+	}
+	c := comparison([]string{"tls", "h1s", "h2"}, "", 10*time.Millisecond, 5)
+	c.Settings.TLSVersion = "1.2"
+	rows, err := c.Run(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.Requests != 5 || r.TLSVersion != "1.2" {
+			t.Errorf("%s over TLS 1.2: %d requests, recorded version %s", r.Protocol, r.Requests, r.TLSVersion)
+		}
+	}
+}

@@ -54,6 +54,8 @@ type Summary struct {
 	// The settings the result was measured with.
 	TLSVersion  string `json:"tls_version"`
 	KeyExchange string `json:"key_exchange"`
+	Resumption  bool   `json:"resumption"`
+	ZeroRTT     bool   `json:"zero_rtt"`
 	Congestion  string `json:"tcp_congestion"`
 	// The emulator's own release error during this cell, beside the
 	// result it may have disturbed.
