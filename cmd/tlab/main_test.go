@@ -4,17 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
 	"tlab/internal/emu"
+	"tlab/internal/testbed/tbtest"
 )
 
-func TestMain(m *testing.M) {
-	emu.RunChildIfRequested()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { tbtest.Main(m) }
 
 func run(args ...string) (int, string, string) {
 	var out, errb bytes.Buffer

@@ -4,30 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"os"
 	"strings"
 	"testing"
 
-	"tlab/internal/emu"
-	"tlab/internal/testbed"
+	"tlab/internal/testbed/tbtest"
 )
 
-func TestMain(m *testing.M) {
-	emu.RunChildIfRequested()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { tbtest.Main(m) }
 
 // TestQuickCalibration runs a short calibration through real namespaces.
 // Timing figures depend on the machine, so they are checked for presence and
 // sanity only; tlab's targets are judged by `tlab calibrate` itself. Loss,
 // which is statistics, is checked against a 5-sigma interval.
 func TestQuickCalibration(t *testing.T) {
-	if err := testbed.CheckPrivileges(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	tbtest.RequirePrivileges(t)
 	r, err := Run(context.Background(), Options{Quick: true, Seed: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -9,26 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"tlab/internal/emu"
 	"tlab/internal/proto"
-	"tlab/internal/testbed"
+	"tlab/internal/testbed/tbtest"
 	"tlab/internal/workload"
 )
 
-func TestMain(m *testing.M) {
-	emu.RunChildIfRequested()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { tbtest.Main(m) }
 
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if err := testbed.CheckPrivileges(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-}
+func requireRoot(t *testing.T) { tbtest.RequirePrivileges(t) }
 
 func comparison(protocols []string, link string, interval time.Duration, count int) Comparison {
 	return Comparison{

@@ -1,16 +1,13 @@
 package proto
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -110,19 +107,8 @@ func (c *h3Client) Close() error {
 func (c *h3Client) Exchange(ctx context.Context, reqSize, respSize int) (Exchange, error) {
 	ex := Exchange{Start: time.Now()}
 	trace := &httptrace.ClientTrace{GotFirstResponseByte: func() { ex.FirstByte = time.Now() }}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, c.url, bytes.NewReader(make([]byte, reqSize)))
-	if err != nil {
-		return ex, err
-	}
-	req.Header.Set("Content-Type", "application/octet-stream")
-	req.Header.Set(responseSizeHeader, strconv.Itoa(respSize))
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return ex, err
-	}
-	n, err := io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	ex.Done, ex.RespBytes = time.Now(), int(n)
+	n, err := post(httptrace.WithClientTrace(ctx, trace), c.client, c.url, reqSize, respSize)
+	ex.Done, ex.RespBytes = time.Now(), n
 	if ex.FirstByte.IsZero() {
 		// http3 does not call every httptrace hook: the headers have
 		// arrived when Do returns.
@@ -136,9 +122,6 @@ func (c *h3Client) Exchange(ctx context.Context, reqSize, respSize int) (Exchang
 		s := c.setup[id]
 		c.mu.Unlock()
 		ex.NewConn, ex.Handshake, ex.Resumed, ex.EarlyData = true, s.Handshake, s.Resumed, s.EarlyData
-	}
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("HTTP %s", resp.Status)
 	}
 	return ex, err
 }

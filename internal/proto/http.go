@@ -49,6 +49,27 @@ func (p httpProto) alpn() string {
 	return "http/1.1"
 }
 
+// post sends a POST with a reqSize-byte body asking for respSize bytes and
+// reads the whole response body, returning its length.
+func post(ctx context.Context, client *http.Client, url string, reqSize, respSize int) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(make([]byte, reqSize)))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	req.Header.Set(responseSizeHeader, strconv.Itoa(respSize))
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("HTTP %s", resp.Status)
+	}
+	return int(n), err
+}
+
 // payloadHandler answers a POST with the number of bytes it asks for.
 func payloadHandler(w http.ResponseWriter, r *http.Request) {
 	io.Copy(io.Discard, r.Body)
@@ -189,23 +210,8 @@ func (c *httpClient) Exchange(ctx context.Context, reqSize, respSize int) (Excha
 		},
 		GotFirstResponseByte: func() { ex.FirstByte = time.Now() },
 	}
-	body := make([]byte, reqSize)
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, c.url, bytes.NewReader(body))
-	if err != nil {
-		return ex, err
-	}
-	req.Header.Set("Content-Type", "application/octet-stream")
-	req.Header.Set(responseSizeHeader, strconv.Itoa(respSize))
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return ex, err
-	}
-	n, err := io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	ex.Done, ex.RespBytes = time.Now(), int(n)
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("HTTP %s", resp.Status)
-	}
+	n, err := post(httptrace.WithClientTrace(ctx, trace), c.client, c.url, reqSize, respSize)
+	ex.Done, ex.RespBytes = time.Now(), n
 	if err == nil && !ex.NewConn {
 		// Only a new connection reports its handshakes.
 		ex.Connect, ex.Handshake = 0, 0

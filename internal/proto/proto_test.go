@@ -2,29 +2,21 @@ package proto
 
 import (
 	"context"
-	"os"
 	"strconv"
 	"testing"
 	"time"
 
 	"tlab/internal/emu"
 	"tlab/internal/testbed"
+	"tlab/internal/testbed/tbtest"
 	"tlab/internal/units"
 )
 
-func TestMain(m *testing.M) {
-	emu.RunChildIfRequested()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { tbtest.Main(m) }
 
 func newTestbed(t *testing.T, oneWay time.Duration) *testbed.Testbed {
 	t.Helper()
-	if err := testbed.CheckPrivileges(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	tbtest.RequirePrivileges(t)
 	d := emu.DirectionConfig{Delay: units.Duration(oneWay)}
 	tb, err := testbed.Build(testbed.ClientServer(emu.LinkConfig{Up: d, Down: d}), testbed.Options{Seed: 1})
 	if err != nil {

@@ -1,0 +1,33 @@
+// Package tbtest holds what tests that build testbeds share: a TestMain that
+// lets the test binary serve as the emulator's executable, and a check that
+// skips (or, in CI, fails) a test that lacks the privileges to build
+// namespaces.
+package tbtest
+
+import (
+	"os"
+	"testing"
+
+	"tlab/internal/emu"
+	"tlab/internal/testbed"
+)
+
+// Main runs the tests of a package whose tests build testbeds. Call it from
+// TestMain: the emulator is started by re-executing the test binary.
+func Main(m *testing.M) {
+	emu.RunChildIfRequested()
+	os.Exit(m.Run())
+}
+
+// RequirePrivileges skips t without the capabilities a testbed needs; in
+// CI, which runs as root, it fails instead, so a test never silently stops
+// running there.
+func RequirePrivileges(t testing.TB) {
+	t.Helper()
+	if err := testbed.CheckPrivileges(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI must run as root: %v", err)
+		}
+		t.Skip(err)
+	}
+}
