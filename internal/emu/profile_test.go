@@ -65,7 +65,7 @@ func TestProfileErrorsSayWhereAndWhy(t *testing.T) {
 	dir := t.TempDir()
 	cases := map[string]string{
 		"name: x\nrtt: 10ms\nrtae: 5Mbit\n":               `x.yaml:3: unknown key "rtae"`,
-		"name: x\nrate: 20 apples\n":                      "line 2",
+		"name: x\nrate: 20 apples\n":                      "x.yaml:2: ",
 		"name: x\nloss:\n  model: bernoulli\n  rat: 1%\n": `unknown key "rat"`,
 		"name: x\nup:\n  delay: 5\n":                      "not a duration",
 		"name: x\nloss:\n  model: gilbert-elliott\n":      "gilbert-elliott needs",

@@ -11,7 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -190,16 +192,27 @@ func describe(n *yaml.Node) string {
 	return "nothing"
 }
 
-// prefixFile puts the file name in front of yaml.v3's "line N: ..." errors.
+// linePrefix matches the "line N: " that yaml.v3 and tlab's unit types
+// put in front of their errors.
+var linePrefix = regexp.MustCompile(`^(?:yaml: )?line (\d+): `)
+
+// prefixFile turns yaml.v3's and the units' "line N: ..." errors into the
+// same "FILE:N: ..." form as every other error of this package.
 func prefixFile(file string, err error) error {
+	msgs := []string{err.Error()}
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		msgs = te.Errors
+	}
+	first := msgs[0]
+	if m := linePrefix.FindStringSubmatch(first); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return &Error{File: file, Line: line, Msg: first[len(m[0]):]}
+	}
 	if file == "" {
 		return err
 	}
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		return fmt.Errorf("%s: %s", file, strings.Join(te.Errors, "; "))
-	}
-	return fmt.Errorf("%s: %w", file, err)
+	return fmt.Errorf("%s: %s", file, strings.Join(msgs, "; "))
 }
 
 // Encode renders v as YAML with two-space indentation.

@@ -37,7 +37,7 @@ func TestShapeAndValueErrors(t *testing.T) {
 	cases := map[string]string{
 		"inner: [1, 2]\n":                    "want a mapping",
 		"list:\n  - rate: 1Mbit\n  - x: 1\n": `p.yaml:3: unknown key "x"`,
-		"map:\n  a:\n    rate: fast\n":       "line 3",
+		"map:\n  a:\n    rate: fast\n":       "p.yaml:3: ",
 		"inner:\n  count: many\n":            "p.yaml",
 	}
 	for src, want := range cases {

@@ -1,0 +1,406 @@
+// Package scenario describes an experiment as data: a YAML file names the
+// topology and link profiles, the protocols, the workload and its
+// parameters, a matrix of values to sweep (any field, by its dotted path),
+// repetitions, durations, the seed, and the metrics and plots to produce.
+// Files are validated strictly: a mistake is reported with the file, the
+// line and what was expected.
+package scenario
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"tlab/internal/emu"
+	"tlab/internal/proto"
+	"tlab/internal/strictyaml"
+	"tlab/internal/units"
+)
+
+// Scenario is one experiment.
+type Scenario struct {
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+	// Study names the published study the scenario reproduces, if any.
+	Study string `yaml:"study"`
+	// Topology is "client-server" (the only one the periodic workload
+	// uses so far).
+	Topology string `yaml:"topology"`
+	// Profiles are link profile stacks ("5g", "wifi+loss-ge-b"); each is
+	// a network of the experiment. Link applies field overrides to each.
+	Profiles  []string  `yaml:"profiles"`
+	Link      yaml.Node `yaml:"link"`
+	Protocols []string  `yaml:"protocols"`
+	Workload  Workload  `yaml:"workload"`
+	// Duration (or Count) is the measured part of each cell, after
+	// Warmup.
+	Duration    units.Duration `yaml:"duration"`
+	Count       int            `yaml:"count"`
+	Warmup      units.Duration `yaml:"warmup"`
+	Repetitions int            `yaml:"repetitions"`
+	Seed        uint64         `yaml:"seed"`
+	// Order is "fixed" (profiles, then matrix values, then protocols,
+	// then repetitions) or "random" (shuffled with the seed).
+	Order string `yaml:"order"`
+	// Matrix maps dotted paths of this file's fields to lists of values,
+	// for example workload.interval: [5ms, 25ms, 100ms].
+	Matrix   yaml.Node `yaml:"matrix"`
+	Settings Settings  `yaml:"settings"`
+	Metrics  Metrics   `yaml:"metrics"`
+	Plots    []string  `yaml:"plots"`
+	Capture  bool      `yaml:"capture"`
+	Emulator Emulator  `yaml:"emulator"`
+
+	file string
+	root *yaml.Node
+}
+
+// Workload is the traffic pattern.
+type Workload struct {
+	Type     string         `yaml:"type"`
+	Interval units.Duration `yaml:"interval"`
+	Payload  units.Size     `yaml:"payload"`
+	// ResponseSize defaults to Payload.
+	ResponseSize *units.Size `yaml:"response_size"`
+}
+
+// Settings are the protocol settings (see proto.Settings).
+type Settings struct {
+	TLSVersion  string         `yaml:"tls_version"`
+	KeyExchange string         `yaml:"key_exchange"`
+	Resumption  *bool          `yaml:"resumption"`
+	ZeroRTT     bool           `yaml:"zero_rtt"`
+	Congestion  string         `yaml:"tcp_congestion"`
+	IdleTimeout units.Duration `yaml:"idle_timeout"`
+	H1MaxIdle   int            `yaml:"h1_max_idle"`
+}
+
+// Metrics choose optional statistics.
+type Metrics struct {
+	RemoveOutliers bool `yaml:"remove_outliers"`
+}
+
+// Emulator chooses the emulator's timer mode.
+type Emulator struct {
+	Mode string `yaml:"mode"`
+}
+
+// Plot kinds a scenario may ask for.
+var PlotKinds = []string{"delay_box", "jitter_bars", "bytes_bars", "conns_heatmap", "delay_cdf", "timeseries"}
+
+// Load reads and validates a scenario file, with overrides ("key=value",
+// dotted paths) applied on top.
+func Load(file string, overrides ...string) (*Scenario, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	return Parse(file, data, overrides...)
+}
+
+// Parse reads and validates a scenario from data.
+func Parse(file string, data []byte, overrides ...string) (*Scenario, error) {
+	root, err := strictyaml.Parse(file, data)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range overrides {
+		k, v, ok := strings.Cut(o, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("--set %q: want key=value, for example workload.interval=10ms", o)
+		}
+		var val yaml.Node
+		if err := yaml.Unmarshal([]byte(v), &val); err != nil || len(val.Content) == 0 {
+			val = yaml.Node{Kind: yaml.ScalarNode, Value: v}
+		} else {
+			val = *val.Content[0]
+		}
+		setLines(&val, 0)
+		if err := setPath(root, strings.Split(strings.TrimSpace(k), "."), &val); err != nil {
+			return nil, fmt.Errorf("--set %s: %w", k, err)
+		}
+	}
+	return decode(file, root)
+}
+
+// decode turns a node tree into a validated scenario.
+func decode(file string, root *yaml.Node) (*Scenario, error) {
+	s := &Scenario{}
+	if err := strictyaml.Decode(file, root, s); err != nil {
+		return nil, err
+	}
+	s.file, s.root = file, root
+	s.defaults()
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Scenario) defaults() {
+	if s.Topology == "" {
+		s.Topology = "client-server"
+	}
+	if s.Workload.Type == "" {
+		s.Workload.Type = "periodic"
+	}
+	if s.Repetitions == 0 {
+		s.Repetitions = 1
+	}
+	if s.Order == "" {
+		s.Order = "fixed"
+	}
+	if s.Seed == 0 {
+		s.Seed = 1
+	}
+	if len(s.Plots) == 0 {
+		s.Plots = PlotKinds
+	}
+}
+
+// errAt makes an error at the line of the node at path (or the root).
+func (s *Scenario) errAt(path []any, format string, args ...any) error {
+	n := nodeAt(s.root, path)
+	line := 1
+	if n != nil {
+		line = n.Line
+	}
+	return &strictyaml.Error{File: s.file, Line: line, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (s *Scenario) validate() error {
+	if s.Name == "" {
+		return s.errAt(nil, "a scenario needs a name")
+	}
+	if s.Topology != "client-server" {
+		return s.errAt([]any{"topology"}, "topology %q: the periodic workload runs on client-server", s.Topology)
+	}
+	if len(s.Profiles) == 0 {
+		return s.errAt(nil, "profiles: give at least one link profile (see tlab profiles)")
+	}
+	for i, p := range s.Profiles {
+		if _, err := s.LinkFor(p); err != nil {
+			return s.errAt([]any{"profiles", i}, "%v", err)
+		}
+	}
+	if len(s.Protocols) == 0 {
+		return s.errAt(nil, "protocols: give at least one of %s", strings.Join(proto.Names(), ", "))
+	}
+	for i, p := range s.Protocols {
+		if _, err := proto.Lookup(p); err != nil {
+			return s.errAt([]any{"protocols", i}, "%v", err)
+		}
+	}
+	if s.Workload.Type != "periodic" {
+		return s.errAt([]any{"workload", "type"}, "workload type %q: want periodic", s.Workload.Type)
+	}
+	if s.Workload.Interval <= 0 {
+		return s.errAt([]any{"workload"}, "workload.interval must be a positive duration, such as 25ms")
+	}
+	if s.Duration <= 0 && s.Count <= 0 {
+		return s.errAt(nil, "give duration (such as 60s) or count (requests per cell)")
+	}
+	if s.Count < 0 || s.Repetitions < 1 {
+		return s.errAt(nil, "count must not be negative and repetitions at least 1")
+	}
+	if s.Order != "fixed" && s.Order != "random" {
+		return s.errAt([]any{"order"}, "order %q: want fixed or random", s.Order)
+	}
+	for i, p := range s.Plots {
+		if !slices.Contains(PlotKinds, p) {
+			return s.errAt([]any{"plots", i}, "plot %q: want one of %s", p, strings.Join(PlotKinds, ", "))
+		}
+	}
+	if m := s.Emulator.Mode; m != "" && m != emu.ModeBusy && m != emu.ModeSleep {
+		return s.errAt([]any{"emulator", "mode"}, "emulator mode %q: want busy or sleep", m)
+	}
+	if err := s.ProtoSettings().Validate(); err != nil {
+		return s.errAt([]any{"settings"}, "settings: %v", err)
+	}
+	return s.validateMatrix()
+}
+
+// LinkFor resolves a profile stack with the scenario's link overrides.
+func (s *Scenario) LinkFor(profile string) (emu.LinkConfig, error) {
+	var ov *yaml.Node
+	if s.Link.Kind != 0 {
+		ov = &s.Link
+	}
+	link, _, err := emu.ResolveLink(profile, ov)
+	return link, err
+}
+
+// ProtoSettings returns the protocol settings with tlab's defaults where
+// the scenario is silent.
+func (s *Scenario) ProtoSettings() proto.Settings {
+	ps := proto.DefaultSettings()
+	st := s.Settings
+	if st.TLSVersion != "" {
+		ps.TLSVersion = st.TLSVersion
+	}
+	if st.KeyExchange != "" {
+		ps.KeyExchange = st.KeyExchange
+	}
+	if st.Resumption != nil {
+		ps.Resumption = *st.Resumption
+	}
+	ps.ZeroRTT = st.ZeroRTT
+	if st.Congestion != "" {
+		ps.Congestion = st.Congestion
+	}
+	if st.IdleTimeout > 0 {
+		ps.IdleTimeout = st.IdleTimeout.D()
+	}
+	if st.H1MaxIdle > 0 {
+		ps.MaxIdle = st.H1MaxIdle
+	}
+	return ps
+}
+
+// ResponseSize is the response payload, defaulting to the request's.
+func (w Workload) ResponseBytes() int {
+	if w.ResponseSize != nil {
+		return int(*w.ResponseSize)
+	}
+	return int(w.Payload)
+}
+
+// File is where the scenario was read from.
+func (s *Scenario) File() string { return s.file }
+
+// YAML returns the scenario's resolved YAML (overrides applied).
+func (s *Scenario) YAML() ([]byte, error) { return strictyaml.Encode(s.root) }
+
+// Param is one swept field's value in a cell.
+type Param struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// Cell is one run of the experiment: a profile, a protocol, one value of
+// each matrix key and a repetition.
+type Cell struct {
+	Index    int
+	ID       string
+	Profile  string
+	Protocol string
+	Rep      int
+	Params   []Param
+	// Scenario is this cell's scenario, matrix values applied.
+	Scenario *Scenario
+}
+
+// matrixKeys returns the matrix's keys and value lists in file order.
+func (s *Scenario) matrix() ([]string, [][]*yaml.Node) {
+	var keys []string
+	var vals [][]*yaml.Node
+	m := &s.Matrix
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		keys = append(keys, m.Content[i].Value)
+		vals = append(vals, m.Content[i+1].Content)
+	}
+	return keys, vals
+}
+
+func (s *Scenario) validateMatrix() error {
+	m := &s.Matrix
+	if m.Kind == 0 {
+		return nil
+	}
+	if m.Kind != yaml.MappingNode {
+		return s.errAt([]any{"matrix"}, "matrix: want a mapping from field paths to lists of values")
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		if k.Value == "matrix" || strings.HasPrefix(k.Value, "matrix.") || k.Value == "profiles" || k.Value == "protocols" {
+			return &strictyaml.Error{File: s.file, Line: k.Line, Msg: fmt.Sprintf("matrix key %q: profiles and protocols are swept by their own lists", k.Value)}
+		}
+		if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
+			return &strictyaml.Error{File: s.file, Line: v.Line, Msg: fmt.Sprintf("matrix %s: want a non-empty list of values", k.Value)}
+		}
+		// Every value must make a valid scenario on its own.
+		for _, val := range v.Content {
+			if _, err := s.with([]string{k.Value}, []*yaml.Node{val}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// with returns a copy of the scenario with the given paths set.
+func (s *Scenario) with(keys []string, vals []*yaml.Node) (*Scenario, error) {
+	root := clone(s.root)
+	for i, k := range keys {
+		if err := setPath(root, strings.Split(k, "."), clone(vals[i])); err != nil {
+			return nil, &strictyaml.Error{File: s.file, Line: vals[i].Line, Msg: fmt.Sprintf("matrix %s: %v", k, err)}
+		}
+	}
+	// Remove the matrix from the copy: a cell is one point.
+	removeKey(root, "matrix")
+	return decode(s.file, root)
+}
+
+// Cells expands the matrix, profiles, protocols and repetitions into the
+// cells to run, in the scenario's order.
+func (s *Scenario) Cells() ([]Cell, error) {
+	keys, vals := s.matrix()
+	combos := [][]*yaml.Node{{}}
+	for _, vs := range vals {
+		var next [][]*yaml.Node
+		for _, c := range combos {
+			for _, v := range vs {
+				next = append(next, append(slices.Clone(c), v))
+			}
+		}
+		combos = next
+	}
+	var cells []Cell
+	for _, profile := range s.Profiles {
+		for _, combo := range combos {
+			inst, err := s.with(keys, combo)
+			if err != nil {
+				return nil, err
+			}
+			var params []Param
+			for i, k := range keys {
+				params = append(params, Param{Key: k, Value: combo[i].Value})
+			}
+			for _, protocol := range s.Protocols {
+				for rep := 1; rep <= s.Repetitions; rep++ {
+					cells = append(cells, Cell{Profile: profile, Protocol: protocol, Rep: rep, Params: params, Scenario: inst})
+				}
+			}
+		}
+	}
+	if s.Order == "random" {
+		r := rand.New(rand.NewPCG(s.Seed, 0x6f72646572))
+		r.Shuffle(len(cells), func(i, j int) { cells[i], cells[j] = cells[j], cells[i] })
+	}
+	for i := range cells {
+		c := &cells[i]
+		c.Index = i
+		parts := []string{fmt.Sprintf("c%04d", i+1), c.Profile, c.Protocol}
+		for _, p := range c.Params {
+			parts = append(parts, p.Key[strings.LastIndex(p.Key, ".")+1:]+"="+p.Value)
+		}
+		parts = append(parts, "r"+strconv.Itoa(c.Rep))
+		c.ID = sanitize(strings.Join(parts, "_"))
+	}
+	return cells, nil
+}
+
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-', r == '=', r == '.':
+			return r
+		}
+		return '-'
+	}, s)
+}

@@ -1,0 +1,150 @@
+package scenario
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tlab/scenarios"
+)
+
+const base = `name: t
+profiles: [ethernet, 5g]
+protocols: [tcp, h3]
+workload:
+  type: periodic
+  interval: 25ms
+  payload: 256
+duration: 2s
+`
+
+func TestPresetsAreValid(t *testing.T) {
+	for _, name := range scenarios.Names() {
+		data, _ := scenarios.Read(name)
+		s, err := Parse(name+".yaml", data)
+		if err != nil {
+			t.Errorf("preset %s: %v", name, err)
+			continue
+		}
+		cells, err := s.Cells()
+		if err != nil {
+			t.Errorf("preset %s: %v", name, err)
+		}
+		if name == "study-a-full" && len(cells) != 288 {
+			t.Errorf("study A full has %d cells, want 4 x 3 x 6 x 4 = 288", len(cells))
+		}
+	}
+}
+
+func TestMatrixExpansion(t *testing.T) {
+	src := base + "repetitions: 2\nmatrix:\n  workload.interval: [5ms, 50ms]\n  workload.payload: [128, 1024, 4KiB]\n"
+	s, err := Parse("m.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells, err := s.Cells()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2 profiles x 2 intervals x 3 payloads x 2 protocols x 2 repetitions.
+	if len(cells) != 48 {
+		t.Fatalf("%d cells, want 48", len(cells))
+	}
+	seen := map[string]bool{}
+	for _, c := range cells {
+		if seen[c.ID] {
+			t.Fatalf("duplicate cell id %s", c.ID)
+		}
+		seen[c.ID] = true
+		iv, pl := c.Params[0].Value, c.Params[1].Value
+		if got := c.Scenario.Workload.Interval.String(); got != map[string]string{"5ms": "5ms", "50ms": "50ms"}[iv] {
+			t.Errorf("cell %s: interval %s, want %s", c.ID, got, iv)
+		}
+		want := map[string]int64{"128": 128, "1024": 1024, "4KiB": 4096}[pl]
+		if int64(c.Scenario.Workload.Payload) != want {
+			t.Errorf("cell %s: payload %d, want %d", c.ID, c.Scenario.Workload.Payload, want)
+		}
+	}
+	// The same seed gives the same random order; another seed another.
+	order := func(seed string) string {
+		s, _ := Parse("r.yaml", []byte(src+"order: random\nseed: "+seed+"\n"))
+		cells, _ := s.Cells()
+		var ids []string
+		for _, c := range cells {
+			ids = append(ids, c.ID[6:])
+		}
+		return strings.Join(ids, ",")
+	}
+	if order("7") != order("7") || order("7") == order("8") {
+		t.Error("random order is not a function of the seed")
+	}
+}
+
+func TestAnyFieldCanBeSweptAndOverridden(t *testing.T) {
+	src := base + "matrix:\n  link.loss: [0%, 5%]\n  settings.tls_version: [\"1.2\", \"1.3\"]\n"
+	s, err := Parse("m.yaml", []byte(src), "duration=3s", "workload.payload=512")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells, _ := s.Cells()
+	if len(cells) != 16 {
+		t.Fatalf("%d cells, want 16", len(cells))
+	}
+	for _, c := range cells {
+		link, err := c.Scenario.LinkFor(c.Profile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lossy := link.Up.Loss.Rate == 0.05
+		if lossy != (c.Params[0].Value == "5%") {
+			t.Errorf("cell %s: loss %v", c.ID, link.Up.Loss)
+		}
+		if c.Scenario.ProtoSettings().TLSVersion != c.Params[1].Value {
+			t.Errorf("cell %s: TLS %s", c.ID, c.Scenario.ProtoSettings().TLSVersion)
+		}
+		if c.Scenario.Duration.String() != "3s" || c.Scenario.Workload.Payload != 512 {
+			t.Errorf("overrides lost: %v %v", c.Scenario.Duration, c.Scenario.Workload.Payload)
+		}
+	}
+}
+
+// TestValidationErrorsSayWhereAndWhat covers each kind of mistake.
+func TestValidationErrorsSayWhereAndWhat(t *testing.T) {
+	cases := []struct{ src, want string }{
+		{strings.Replace(base, "duration: 2s", "duraton: 2s", 1), `bad.yaml:8: unknown key "duraton"`},
+		{strings.Replace(base, "interval: 25ms", "interval: 25", 1), "bad.yaml:6: "},
+		{strings.Replace(base, "interval: 25ms", "interval: 25 parsecs", 1), "not a duration"},
+		{strings.Replace(base, "[tcp, h3]", "[tcp, h4]", 1), `bad.yaml:3: unknown protocol "h4"`},
+		{strings.Replace(base, "[ethernet, 5g]", "[ethernet, 6g]", 1), `bad.yaml:2: no profile "6g"`},
+		{strings.Replace(base, "duration: 2s", "duration: 2s\norder: sideways", 1), "bad.yaml:9: order"},
+		{base + "matrix:\n  workload.intervall: [5ms]\n", `unknown key "intervall"`},
+		{base + "matrix:\n  workload.interval: 5ms\n", "bad.yaml:10: matrix workload.interval: want a non-empty list"},
+		{base + "matrix:\n  workload.interval: [5ms, -3ms]\n", "bad.yaml:10"},
+		{base + "settings:\n  tls_version: \"1.1\"\n", "bad.yaml:10: settings: tls version"},
+		{base + "plots: [pie]\n", `bad.yaml:9: plot "pie"`},
+		{"name: t\n", "profiles: give at least one"},
+	}
+	for _, c := range cases {
+		_, err := Parse("bad.yaml", []byte(c.src))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q:\n got %v\nwant an error containing %q", c.src, err, c.want)
+		}
+	}
+	if _, err := Parse("o.yaml", []byte(base), "nokey"); err == nil || !strings.Contains(err.Error(), "key=value") {
+		t.Errorf("bad --set: %v", err)
+	}
+}
+
+func TestLoadReadsFiles(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "s.yaml")
+	os.WriteFile(p, []byte(base), 0o644)
+	s, err := Load(p)
+	if err != nil || s.File() != p {
+		t.Fatalf("%v %v", s, err)
+	}
+	y, _ := s.YAML()
+	if !strings.Contains(string(y), "interval: 25ms") {
+		t.Errorf("resolved YAML: %s", y)
+	}
+}
