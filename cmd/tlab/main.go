@@ -42,7 +42,11 @@ func commands() map[string]command {
 	return map[string]command{
 		"calibrate": {"measure the emulator's own accuracy on this machine", runCalibrate},
 		"cleanup":   {"remove what killed runs left behind", runCleanup},
-		"run":       {"compare protocols on emulated links (the default: study A's four stacks, ~2 min)", runRun},
+		"run":       {"run a scenario or preset, resume one, or compare protocols ad hoc", runRun},
+		"validate":  {"check a scenario file without running it", runValidate},
+		"report":    {"regenerate the report of a results directory", runReport},
+		"compare":   {"put several runs side by side in one report", runCompare},
+		"presets":   {"list the built-in scenarios (one per study)", runPresets},
 		"profiles":  {"list the built-in link profiles, or show one", runProfiles},
 		"version":   {"print the version", runVersion},
 	}

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -27,7 +29,12 @@ const (
 )
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("run", "run [flags]\n\nCompare protocols on emulated links with the periodic request/response workload of study A.\nWithout flags: "+defaultProtocols+" on "+defaultProfiles+", 25 ms interval, 256 B, 12 s each (about 2 minutes).", stderr)
+	fs := newFlags("run", "run FILE|PRESET [--set key=value ...] [--out DIR]\n       tlab run --resume DIR\n       tlab run [ad-hoc flags]\n\nRun a scenario (a YAML file or a preset: see tlab presets) into a results directory with a report,\ncontinue an interrupted one, or compare protocols ad hoc with the flags below.\nWithout arguments: "+defaultProtocols+" on "+defaultProfiles+", 25 ms interval, 256 B, 12 s each (about 2 minutes).", stderr)
+	var sets listFlag
+	fs.Var(&sets, "set", "scenario: override a field, e.g. workload.interval=10ms (repeatable)")
+	resume := fs.String("resume", "", "continue the interrupted run in DIR")
+	noCal := fs.Bool("no-calibration", false, "scenario: skip the emulator calibration recorded in the manifest")
+	noReport := fs.Bool("no-report", false, "scenario: do not write report.html")
 	wl := fs.String("workload", "periodic", "traffic pattern (periodic: a request every --interval, open loop)")
 	protocols := fs.String("protocols", defaultProtocols, "comma-separated protocols: "+strings.Join(proto.Names(), ", "))
 	profiles := fs.String("profile", defaultProfiles, "comma-separated link profiles; stack overlays with + (see tlab profiles)")
@@ -51,8 +58,31 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	idle := fs.Duration("idle-timeout", 5*time.Second, "HTTP/1.1: close a connection idle for this long")
 	maxIdle := fs.Int("h1-max-idle", 1, "HTTP/1.1: idle connections the client keeps (1: study A's one persistent connection)")
 	mode := fs.String("emulator-mode", emu.ModeBusy, "emulator timer mode: busy or sleep")
-	if code, ok := parseFlags(fs, args); !ok {
+	pos, code, ok := parseArgs(fs, args, 1)
+	if !ok {
 		return code
+	}
+	if len(pos) == 1 || *resume != "" {
+		adhoc := []string{"workload", "protocols", "profile", "link", "interval", "payload", "response-size", "duration", "count", "warmup", "seed", "capture", "remove-outliers", "tls-version", "kex", "resumption", "0rtt", "cc", "idle-timeout", "h1-max-idle", "emulator-mode"}
+		var clash []string
+		fs.Visit(func(f *flag.Flag) {
+			if slices.Contains(adhoc, f.Name) {
+				clash = append(clash, "--"+f.Name)
+			}
+		})
+		if len(clash) > 0 {
+			fmt.Fprintf(stderr, "tlab run: %s apply to ad-hoc runs; with a scenario use --set (for example --set workload.interval=10ms)\n", strings.Join(clash, ", "))
+			return exitUsage
+		}
+		name := ""
+		if len(pos) == 1 {
+			name = pos[0]
+		}
+		return runScenario(ctx, name, *resume, sets, *out, *noCal, *noReport, *asJSON, args, stdout, stderr)
+	}
+	if len(sets) > 0 {
+		fmt.Fprintln(stderr, "tlab run: --set applies to a scenario; give a scenario file or preset")
+		return exitUsage
 	}
 	if *wl != "periodic" {
 		fmt.Fprintf(stderr, "tlab run: --workload %q: only periodic is available so far\n", *wl)
@@ -169,15 +199,24 @@ func printComparison(w io.Writer, rows []experiment.Summary, cmp experiment.Comp
 	wl := cmp.Workload
 	fmt.Fprintf(w, "Periodic requests every %v, %d B up, %d B down; seed %d; TLS %s %s; TCP %s\n\n",
 		wl.Interval, wl.ReqSize, wl.RespSize, cmp.Seed, cmp.Settings.TLSVersion, cmp.Settings.KeyExchange, cmp.Settings.Congestion)
+	printRows(w, rows)
+}
+
+// printRows prints summary rows as a table, a blank line between profiles.
+func printRows(w io.Writer, rows []experiment.Summary) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "PROFILE\tPROTOCOL\tREQUESTS\tP5 ms\tP50 ms\tP95 ms\tP99 ms\tMEAN ms\tJITTER %\tB/REQ\tB/RESP\tCONN/1000\tLATE\tERRORS\tEMU p99 us\t")
+	fmt.Fprintln(tw, "PROFILE\tPROTOCOL\tSWEPT\tREQUESTS\tP5 ms\tP50 ms\tP95 ms\tP99 ms\tMEAN ms\tJITTER %\tB/REQ\tB/RESP\tCONN/1000\tLATE\tERRORS\tEMU p99 us\t")
 	prev := ""
 	for _, r := range rows {
 		if prev != "" && r.Profile != prev {
-			fmt.Fprintln(tw, "\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t")
+			fmt.Fprintln(tw, "\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t")
 		}
 		prev = r.Profile
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t\n", r.Profile, r.Protocol, r.Requests,
+		var swept []string
+		for _, p := range r.Params {
+			swept = append(swept, p.Value)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t\n", r.Profile, r.Protocol, strings.Join(swept, "/"), r.Requests,
 			num(r.DelayP5, 2), num(r.DelayP50, 2), num(r.DelayP95, 2), num(r.DelayP99, 2), num(r.DelayMean, 2), num(r.JitterPct, 1),
 			num(r.BytesPerRequest, 0), num(r.BytesPerResponse, 0), num(r.ConnsPer1000, 1), r.LateSends, r.Errors+r.Unsent, num(r.EmuReleaseP99Us, 0))
 	}

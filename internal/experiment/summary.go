@@ -1,6 +1,8 @@
 package experiment
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"slices"
@@ -19,9 +21,15 @@ const LateThresholdMs = 1.0
 // Summary is one row per protocol and cell. Its JSON names are stable:
 // docs/metrics.md defines each, and every later output uses them.
 type Summary struct {
+	// Cell identifies the cell in its run; Rep is its repetition.
+	Cell     string `json:"cell"`
 	Profile  string `json:"profile"`
 	Protocol string `json:"protocol"`
 	Workload string `json:"workload"`
+	Rep      int    `json:"rep"`
+	// Params are the swept fields' values; they become columns named by
+	// their paths.
+	Params []Param `json:"-"`
 	// Cell parameters.
 	IntervalMs float64 `json:"interval_ms"`
 	ReqSize    int     `json:"req_size"`
@@ -63,21 +71,78 @@ type Summary struct {
 	EmuReleaseP99Us float64 `json:"emu_release_p99_us"`
 }
 
-// Fields returns the row as a map from its JSON names to values; NaN and
-// infinite numbers become nil (null in JSON, NA in R, NaN in pandas).
+// Fields returns the row as a map from its JSON names to values, swept
+// fields included; NaN and infinite numbers become nil (null in JSON, NA in
+// R, NaN in pandas).
 func (s Summary) Fields() map[string]any {
 	m := map[string]any{}
 	v := reflect.ValueOf(s)
 	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
 		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
 		f := v.Field(i).Interface()
 		if x, ok := f.(float64); ok && (math.IsNaN(x) || math.IsInf(x, 0)) {
 			f = nil
 		}
 		m[name] = f
 	}
+	for _, p := range s.Params {
+		m[p.Key] = p.Value
+	}
 	return m
+}
+
+// summaryFieldNames lists the JSON names of Summary's fields in order.
+func summaryFieldNames() []string {
+	var names []string
+	t := reflect.TypeOf(Summary{})
+	for i := 0; i < t.NumField(); i++ {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "-" {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// summaryFromFields is the inverse of Fields: known names fill the
+// struct, the others are swept fields.
+func summaryFromFields(m map[string]any) Summary {
+	var s Summary
+	v := reflect.ValueOf(&s).Elem()
+	t := v.Type()
+	known := map[string]bool{}
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		known[name] = true
+		val, ok := m[name]
+		f := v.Field(i)
+		switch {
+		case !ok:
+		case val == nil && f.Kind() == reflect.Float64:
+			f.SetFloat(math.NaN())
+		case val == nil:
+		default:
+			b, _ := json.Marshal(val)
+			json.Unmarshal(b, f.Addr().Interface())
+		}
+	}
+	var keys []string
+	for k := range m {
+		if !known[k] {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		s.Params = append(s.Params, Param{Key: k, Value: fmt.Sprint(m[k])})
+	}
+	return s
 }
 
 // summarize computes a row from a cell's records, the link counters of the

@@ -27,6 +27,10 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
+	if e.Line == 0 {
+		// Nodes made from the command line (--set) have no line.
+		return fmt.Sprintf("%s, in a --set override: %s", e.File, e.Msg)
+	}
 	if e.File == "" {
 		return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
 	}

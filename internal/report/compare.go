@@ -1,0 +1,43 @@
+package report
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"tlab/internal/experiment"
+)
+
+// Compare puts several runs side by side: their rows, each tagged with its
+// run's name as a swept value "run", go into one summary and one report in
+// out. Plots that need per-request records (CDFs, time series) stay in each
+// run's own report.
+func Compare(dirs []string, out string) (string, error) {
+	merged := &Run{Dir: out, Name: "comparison of " + fmt.Sprint(len(dirs)) + " runs", Plots: []string{"delay_box", "jitter_bars", "bytes_bars"}}
+	var names []string
+	for _, d := range dirs {
+		r, err := Load(d)
+		if err != nil {
+			return "", err
+		}
+		name := filepath.Base(filepath.Clean(d))
+		for slices.Contains(names, name) {
+			name += "'"
+		}
+		names = append(names, name)
+		for _, row := range r.Rows {
+			row.Params = append([]experiment.Param{{Key: "run", Value: name}}, row.Params...)
+			row.Cell = name + "/" + row.Cell
+			merged.Rows = append(merged.Rows, row)
+		}
+	}
+	merged.Description = "Runs: " + fmt.Sprint(names) + ". Each plot groups cells by run, then by swept values."
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", err
+	}
+	if err := experiment.WriteSummaries(out, merged.Rows); err != nil {
+		return "", err
+	}
+	return Build(merged)
+}

@@ -1,0 +1,276 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/palette/moreland"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// Figure is one plot, rendered as SVG (inlined in the HTML) and saved as
+// SVG and PNG files.
+type Figure struct {
+	Name    string // file stem
+	Title   string
+	Caption string
+	SVG     []byte
+}
+
+// protocolColors gives every protocol the same colour in every plot.
+var protocolColors = map[string]color.RGBA{
+	"tcp":          {0x1f, 0x77, 0xb4, 0xff},
+	"tls":          {0x17, 0xbe, 0xcf, 0xff},
+	"quic":         {0xff, 0x7f, 0x0e, 0xff},
+	"quic-streams": {0xbc, 0xbd, 0x22, 0xff},
+	"h1":           {0x8c, 0x56, 0x4b, 0xff},
+	"h1s":          {0xd6, 0x27, 0x28, 0xff},
+	"h2":           {0x94, 0x67, 0xbd, 0xff},
+	"h3":           {0x2c, 0xa0, 0x2c, 0xff},
+}
+
+func colorOf(name string, i int) color.RGBA {
+	if c, ok := protocolColors[name]; ok {
+		return c
+	}
+	fallback := []color.RGBA{{0x7f, 0x7f, 0x7f, 0xff}, {0xe3, 0x77, 0xc2, 0xff}, {0x33, 0x33, 0x33, 0xff}}
+	return fallback[i%len(fallback)]
+}
+
+// render writes a plot as SVG and PNG into dir and returns the figure.
+func render(p *plot.Plot, dir, name, title, caption string, w, h vg.Length) (Figure, error) {
+	p.Title.Text = title
+	wt, err := p.WriterTo(w, h, "svg")
+	if err != nil {
+		return Figure{}, err
+	}
+	var buf bytes.Buffer
+	if _, err := wt.WriteTo(&buf); err != nil {
+		return Figure{}, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".svg"), buf.Bytes(), 0o644); err != nil {
+		return Figure{}, err
+	}
+	if err := p.Save(w, h, filepath.Join(dir, name+".png")); err != nil {
+		return Figure{}, fmt.Errorf("%s.png: %w", name, err)
+	}
+	return Figure{Name: name, Title: title, Caption: caption, SVG: buf.Bytes()}, nil
+}
+
+// boxStat is one box: whiskers at p5 and p95, box from p25 to p75, median.
+type boxStat struct {
+	X                      float64
+	P5, P25, P50, P75, P95 float64
+}
+
+// quantileBoxes draws box plots from given quantiles (the studies' box
+// plots have whiskers at the 5th and 95th percentiles, not gonum's
+// 1.5 IQR).
+type quantileBoxes struct {
+	Boxes []boxStat
+	Width vg.Length
+	Color color.Color
+}
+
+func (b *quantileBoxes) Plot(c draw.Canvas, plt *plot.Plot) {
+	trX, trY := plt.Transforms(&c)
+	line := draw.LineStyle{Color: color.Black, Width: vg.Points(0.6)}
+	for _, s := range b.Boxes {
+		if math.IsNaN(s.P50) {
+			continue
+		}
+		x := trX(s.X)
+		half := b.Width / 2
+		y5, y25, y50, y75, y95 := trY(s.P5), trY(s.P25), trY(s.P50), trY(s.P75), trY(s.P95)
+		c.FillPolygon(b.Color, c.ClipPolygonY([]vg.Point{{X: x - half, Y: y25}, {X: x + half, Y: y25}, {X: x + half, Y: y75}, {X: x - half, Y: y75}}))
+		c.StrokeLines(line, c.ClipLinesY([]vg.Point{{X: x - half, Y: y25}, {X: x + half, Y: y25}, {X: x + half, Y: y75}, {X: x - half, Y: y75}, {X: x - half, Y: y25}})...)
+		c.StrokeLines(draw.LineStyle{Color: color.Black, Width: vg.Points(1.4)}, c.ClipLinesY([]vg.Point{{X: x - half, Y: y50}, {X: x + half, Y: y50}})...)
+		c.StrokeLines(line, c.ClipLinesY([]vg.Point{{X: x, Y: y75}, {X: x, Y: y95}}, []vg.Point{{X: x, Y: y25}, {X: x, Y: y5}},
+			[]vg.Point{{X: x - half/2, Y: y95}, {X: x + half/2, Y: y95}}, []vg.Point{{X: x - half/2, Y: y5}, {X: x + half/2, Y: y5}})...)
+	}
+}
+
+func (b *quantileBoxes) DataRange() (xmin, xmax, ymin, ymax float64) {
+	xmin, xmax, ymin, ymax = math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	for _, s := range b.Boxes {
+		if math.IsNaN(s.P50) {
+			continue
+		}
+		xmin, xmax = math.Min(xmin, s.X-0.5), math.Max(xmax, s.X+0.5)
+		ymin, ymax = math.Min(ymin, s.P5), math.Max(ymax, s.P95)
+	}
+	return
+}
+
+func (b *quantileBoxes) Thumbnail(c *draw.Canvas) {
+	pts := []vg.Point{{X: c.Min.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Max.Y}, {X: c.Min.X, Y: c.Max.Y}}
+	c.FillPolygon(b.Color, c.ClipPolygonY(pts))
+}
+
+// legendRoom raises the top of the y axis so that the legend, drawn in the
+// top right corner, does not cover data.
+func legendRoom(p *plot.Plot) {
+	if p.Y.Max > p.Y.Min {
+		p.Y.Max += 0.22 * (p.Y.Max - p.Y.Min)
+	}
+}
+
+// newPlot makes a plot with tlab's common style.
+func newPlot(xLabel, yLabel string) *plot.Plot {
+	p := plot.New()
+	p.X.Label.Text, p.Y.Label.Text = xLabel, yLabel
+	p.Legend.Top = true
+	p.Legend.Left = false
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// groupedBoxes draws one box per (category, series) with whiskers at p5
+// and p95; stats[series][category].
+func groupedBoxes(categories, series []string, stats map[string]map[string]boxStat, xLabel, yLabel string) *plot.Plot {
+	p := newPlot(xLabel, yLabel)
+	n := float64(len(series))
+	width := vg.Length(math.Max(4, math.Min(18, 420/(n*float64(len(categories))))))
+	for si, s := range series {
+		var boxes []boxStat
+		for ci, c := range categories {
+			st, ok := stats[s][c]
+			if !ok {
+				continue
+			}
+			st.X = float64(ci) + (float64(si)-(n-1)/2)*0.8/n
+			boxes = append(boxes, st)
+		}
+		b := &quantileBoxes{Boxes: boxes, Width: width, Color: colorOf(s, si)}
+		p.Add(b)
+		p.Legend.Add(s, b)
+	}
+	p.NominalX(categories...)
+	p.X.Min, p.X.Max = -0.6, float64(len(categories))-0.4
+	legendRoom(p)
+	return p
+}
+
+// groupedBars draws one bar per (category, series); values[series][category].
+func groupedBars(categories, series []string, values map[string]map[string]float64, xLabel, yLabel string) (*plot.Plot, error) {
+	p := newPlot(xLabel, yLabel)
+	n := float64(len(series))
+	width := vg.Length(math.Max(3, math.Min(20, 420/(n*float64(len(categories))))))
+	for si, s := range series {
+		vals := make(plotter.Values, len(categories))
+		for ci, c := range categories {
+			v, ok := values[s][c]
+			if !ok || math.IsNaN(v) {
+				v = 0
+			}
+			vals[ci] = v
+		}
+		bars, err := plotter.NewBarChart(vals, width)
+		if err != nil {
+			return nil, err
+		}
+		bars.Color = colorOf(s, si)
+		bars.LineStyle.Width = 0
+		bars.Offset = vg.Length(float64(si)-(n-1)/2) * width
+		p.Add(bars)
+		p.Legend.Add(s, bars)
+	}
+	p.NominalX(categories...)
+	legendRoom(p)
+	return p, nil
+}
+
+// lines draws one line per series from x,y points.
+func lines(series []string, pts map[string]plotter.XYs, xLabel, yLabel string) (*plot.Plot, error) {
+	p := newPlot(xLabel, yLabel)
+	for si, s := range series {
+		xy := pts[s]
+		if len(xy) == 0 {
+			continue
+		}
+		l, err := plotter.NewLine(xy)
+		if err != nil {
+			return nil, err
+		}
+		l.LineStyle.Color = colorOf(s, si)
+		l.LineStyle.Width = vg.Points(1.3)
+		p.Add(l)
+		p.Legend.Add(s, l)
+	}
+	legendRoom(p)
+	return p, nil
+}
+
+// grid is a heat map's data: values[row][col], with labels.
+type grid struct {
+	cols, rows []float64
+	values     [][]float64
+}
+
+func (g grid) Dims() (c, r int)   { return len(g.cols), len(g.rows) }
+func (g grid) Z(c, r int) float64 { return g.values[r][c] }
+func (g grid) X(c int) float64    { return float64(c) }
+func (g grid) Y(r int) float64    { return float64(r) }
+
+// heatmap draws values by column and row, each cell labelled with its value.
+func heatmap(g grid, xLabel, yLabel string, colNames, rowNames []string) (*plot.Plot, error) {
+	p := newPlot(xLabel, yLabel)
+	pal := moreland.SmoothBlueRed()
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, r := range g.values {
+		for _, v := range r {
+			if !math.IsNaN(v) {
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+			}
+		}
+	}
+	if math.IsInf(lo, 1) {
+		lo, hi = 0, 1
+	}
+	if hi == lo {
+		hi = lo + 1
+	}
+	pal.SetMin(lo)
+	pal.SetMax(hi)
+	h := plotter.NewHeatMap(g, pal.Palette(64))
+	h.Min, h.Max = lo, hi
+	p.Add(h)
+	var xys plotter.XYs
+	var labels []string
+	for r := range g.rows {
+		for c := range g.cols {
+			xys = append(xys, plotter.XY{X: float64(c), Y: float64(r)})
+			labels = append(labels, fmt.Sprintf("%.1f", g.values[r][c]))
+		}
+	}
+	lab, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
+	if err != nil {
+		return nil, err
+	}
+	for i := range lab.TextStyle {
+		lab.TextStyle[i].XAlign = draw.XCenter
+		lab.TextStyle[i].YAlign = draw.YCenter
+	}
+	p.Add(lab)
+	p.NominalX(colNames...)
+	p.NominalY(rowNames...)
+	p.Legend = plot.NewLegend()
+	return p, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
