@@ -94,7 +94,7 @@ const (
 // Run performs the calibration. When ctx is cancelled it stops after the
 // step in flight, whose testbed is torn down as usual.
 func Run(ctx context.Context, opts Options) (*Report, error) {
-	r := &Report{Tool: toolVersion(), Machine: machine(), Mode: opts.Mode, Started: time.Now()}
+	r := &Report{Tool: toolVersion(), Machine: DescribeMachine(), Mode: opts.Mode, Started: time.Now()}
 	if r.Mode == "" {
 		r.Mode = emu.ModeBusy
 	}
@@ -439,7 +439,9 @@ func lossAccuracy(r *Report, opts Options) error {
 	return nil
 }
 
-func machine() Machine {
+// DescribeMachine says what this machine is: host, kernel, CPU, cores, Go,
+// and the kernel's default TCP congestion control.
+func DescribeMachine() Machine {
 	m := Machine{Cores: runtime.NumCPU(), Go: runtime.Version()}
 	m.Hostname, _ = os.Hostname()
 	var u unix.Utsname

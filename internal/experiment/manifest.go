@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"tlab/internal/calibrate"
 )
 
@@ -68,19 +66,8 @@ func newManifest() *Manifest {
 			m.Dependencies[d.Path] = d.Version
 		}
 	}
-	m.Hostname, _ = os.Hostname()
-	var u unix.Utsname
-	if unix.Uname(&u) == nil {
-		m.Kernel = unix.ByteSliceToString(u.Release[:]) + " " + unix.ByteSliceToString(u.Machine[:])
-	}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "model name"); ok {
-				m.CPU = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
-				break
-			}
-		}
-	}
+	mach := calibrate.DescribeMachine()
+	m.Hostname, m.Kernel, m.CPU = mach.Hostname, mach.Kernel, mach.CPU
 	for _, k := range sysctlKeys {
 		if b, err := os.ReadFile("/proc/sys/" + k); err == nil {
 			m.Sysctls[strings.ReplaceAll(k, "/", ".")] = strings.Join(strings.Fields(string(b)), " ")
