@@ -1,0 +1,152 @@
+// Package flowsim is a deterministic discrete-event simulator of QUIC flow
+// control (study C): a sender and a receiver joined by a link, several
+// streams, stream-level (MAX_STREAM_DATA) and connection-level (MAX_DATA)
+// limits, a receiving application that consumes what arrives, and a simple
+// congestion controller that can be switched off. The receiver's window
+// policy is an Allowance; the study's four are here and a fifth is one more
+// type.
+package flowsim
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Window is one receive window, of a stream or of the connection, as an
+// allowance sees it.
+type Window struct {
+	// MaxOffset is the limit advertised to the sender (W_maxoffset).
+	MaxOffset int64
+	// Consumed is what the application has read (C_bytes).
+	Consumed int64
+	// Size is the current maximum window (W_max) and Upper its bound.
+	Size, Upper int64
+	// LastUpdate is when the previous update was sent (T_interval is
+	// measured from it).
+	LastUpdate time.Duration
+	// Occupancy is the buffer occupancy B in percent, as fast autotuning
+	// defines it (set by the simulator before each decision).
+	Occupancy float64
+}
+
+// Allowance decides when a receiver sends a window update and how large the
+// window grows. Update is called after the application consumed data; when
+// it returns true, the simulator sends MAX_STREAM_DATA (or MAX_DATA) with
+// the window's new MaxOffset.
+type Allowance interface {
+	Name() string
+	Update(w *Window, now, rtt time.Duration, mss int64) bool
+}
+
+// Static keeps the window fixed and sends an update once the data consumed
+// since the last one exceed half the window.
+type Static struct{}
+
+func (Static) Name() string { return "static" }
+
+func (Static) Update(w *Window, now, rtt time.Duration, mss int64) bool {
+	if w.MaxOffset-w.Consumed >= w.Size/2 {
+		return false
+	}
+	w.MaxOffset = w.Consumed + w.Size
+	w.LastUpdate = now
+	return true
+}
+
+// ImprovedStatic (Volodina and Rathgeb) sends the update one MSS earlier:
+// once the data consumed exceed half the window minus one MSS.
+type ImprovedStatic struct{}
+
+func (ImprovedStatic) Name() string { return "improved-static" }
+
+func (ImprovedStatic) Update(w *Window, now, rtt time.Duration, mss int64) bool {
+	if w.MaxOffset-w.Consumed >= w.Size/2+mss {
+		return false
+	}
+	w.MaxOffset = w.Consumed + w.Size
+	w.LastUpdate = now
+	return true
+}
+
+// Autotuning is Google QUIC's: at an update, if the previous one was less
+// than two RTTs ago, the window doubles, up to its upper bound.
+type Autotuning struct{}
+
+func (Autotuning) Name() string { return "autotuning" }
+
+func (Autotuning) Update(w *Window, now, rtt time.Duration, mss int64) bool {
+	if w.MaxOffset-w.Consumed >= w.Size/2 {
+		return false
+	}
+	if w.LastUpdate > 0 && now-w.LastUpdate < 2*rtt {
+		w.Size = min(2*w.Size, w.Upper)
+	}
+	w.MaxOffset = w.Consumed + w.Size
+	w.LastUpdate = now
+	return true
+}
+
+// FastAutotuning is the study's proposal: the growth factor depends on the
+// buffer occupancy B, from 16 when the buffer is nearly empty to 2 when it
+// is three-quarters full:
+//
+//	W_avail = W_maxoffset - C_bytes
+//	if W_avail < W_max / 2:
+//	    if T_interval < 2 * RTT:
+//	        F = 2 if B >= 75 else 4 if B >= 50 else 8 if B >= 25 else 16
+//	        W_max = min(W_max * F, B_upper)
+//	    W_maxoffset += W_max - W_avail
+//	    send MAX_STREAM_DATA (or MAX_DATA)
+//
+// The first update has no previous one; it counts as within 2 RTT of the
+// connection's start, as the study's worked example requires.
+type FastAutotuning struct{}
+
+func (FastAutotuning) Name() string { return "fast-autotuning" }
+
+func (FastAutotuning) Update(w *Window, now, rtt time.Duration, mss int64) bool {
+	avail := w.MaxOffset - w.Consumed
+	if avail >= w.Size/2 {
+		return false
+	}
+	if now-w.LastUpdate < 2*rtt {
+		f := int64(16)
+		switch {
+		case w.Occupancy >= 75:
+			f = 2
+		case w.Occupancy >= 50:
+			f = 4
+		case w.Occupancy >= 25:
+			f = 8
+		}
+		w.Size = min(w.Size*f, w.Upper)
+	}
+	w.MaxOffset += w.Size - avail
+	w.LastUpdate = now
+	return true
+}
+
+// allowances holds the study's four, by name.
+var allowances = map[string]Allowance{
+	"static": Static{}, "improved-static": ImprovedStatic{}, "autotuning": Autotuning{}, "fast-autotuning": FastAutotuning{},
+}
+
+// Allowances returns the study's four in the study's order.
+func Allowances() []Allowance {
+	return []Allowance{Static{}, ImprovedStatic{}, Autotuning{}, FastAutotuning{}}
+}
+
+// LookupAllowance returns an allowance by name.
+func LookupAllowance(name string) (Allowance, error) {
+	a, ok := allowances[name]
+	if !ok {
+		var names []string
+		for n := range allowances {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, fmt.Errorf("unknown allowance %q: want one of %v", name, names)
+	}
+	return a, nil
+}
