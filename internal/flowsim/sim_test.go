@@ -1,0 +1,106 @@
+package flowsim
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+// TestInvariantsOnEveryScenario runs every allowance on every scenario,
+// with and without loss and congestion control; Run checks its invariants
+// (no window past its bound, no byte past an advertised limit, every byte
+// delivered once) as it goes and fails on the first violation.
+func TestInvariantsOnEveryScenario(t *testing.T) {
+	for name, cfgs := range Scenarios() {
+		for _, cfg := range cfgs {
+			for _, variant := range []func(Config) Config{
+				func(c Config) Config { return c },
+				func(c Config) Config { c.Loss = 0.01; return c },
+				func(c Config) Config { c.Congestion = false; return c },
+				func(c Config) Config { c.ConsumeRate = 2e6; c.BytesPerStream = min(c.BytesPerStream, 200000); return c },
+			} {
+				c := variant(cfg)
+				for _, a := range Allowances() {
+					r, err := Run(c, a)
+					if err != nil {
+						t.Fatalf("%s %s loss %v cc %v: %v", name, a.Name(), c.Loss, c.Congestion, err)
+					}
+					if r.BytesTotal != int64(c.Streams)*c.BytesPerStream || r.CompletionS <= 0 {
+						t.Errorf("%s %s: %d bytes in %v s", c.Name, a.Name(), r.BytesTotal, r.CompletionS)
+					}
+					if r.MaxStreamWin > c.StreamUpper || r.MaxConnWin > c.ConnUpper {
+						t.Errorf("%s %s: windows %d/%d beyond bounds", c.Name, a.Name(), r.MaxStreamWin, r.MaxConnWin)
+					}
+					// No transfer beats the link: bytes at line rate plus one RTT.
+					floor := float64(r.BytesTotal)*8/c.Rate + c.RTT().Seconds()/2
+					if r.CompletionS < floor {
+						t.Errorf("%s %s: %.4f s, faster than the link allows (%.4f s)", c.Name, a.Name(), r.CompletionS, floor)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	cfg := Scenarios()["large-buffer"][0]
+	cfg.Loss = 0.02
+	a, err1 := Run(cfg, FastAutotuning{})
+	b, err2 := Run(cfg, FastAutotuning{})
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("the same inputs gave different results")
+	}
+	cfg.Seed = 2
+	c, _ := Run(cfg, FastAutotuning{})
+	if c.Retransmits == a.Retransmits && c.CompletionS == a.CompletionS {
+		t.Error("another seed gave the very same lossy run")
+	}
+}
+
+// TestAutotuningBeatsStaticWhenWindowsLimit: with the large-buffer
+// scenario's small initial windows, growing the window must finish sooner
+// than keeping it, and fast autotuning must not be slower than autotuning.
+func TestAutotuningBeatsStaticWhenWindowsLimit(t *testing.T) {
+	cfg := Scenarios()["large-buffer"][0]
+	res := map[string]Result{}
+	for _, a := range Allowances() {
+		r, err := Run(cfg, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res[a.Name()] = r
+	}
+	if !(res["autotuning"].CompletionS < res["static"].CompletionS) {
+		t.Errorf("autotuning %.3f s vs static %.3f s", res["autotuning"].CompletionS, res["static"].CompletionS)
+	}
+	if res["fast-autotuning"].CompletionS > res["autotuning"].CompletionS*1.001 {
+		t.Errorf("fast autotuning %.3f s slower than autotuning %.3f s", res["fast-autotuning"].CompletionS, res["autotuning"].CompletionS)
+	}
+	if res["static"].MaxStreamWin != cfg.StreamWindow {
+		t.Errorf("static grew its window to %d", res["static"].MaxStreamWin)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	bad := []Config{{}, {Streams: 1, BytesPerStream: 1, StreamWindow: 2, StreamUpper: 1}}
+	for _, c := range bad {
+		if _, err := Run(c, Static{}); err == nil {
+			t.Errorf("%+v accepted", c)
+		}
+	}
+}
+
+// BenchmarkLargeBuffer5MB: a 5 MB four-stream transfer at 100 Mbit/s must
+// simulate in well under a second.
+func BenchmarkLargeBuffer5MB(b *testing.B) {
+	cfg := Scenarios()["large-buffer"][0]
+	for b.Loop() {
+		if _, err := Run(cfg, FastAutotuning{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	_ = time.Second
+}
