@@ -273,8 +273,8 @@ func (s *sim) transmit(stream int, off, n int64) {
 // trackBlocked accumulates the time the sender had data but no credit.
 func (s *sim) trackBlocked() {
 	hasData := false
-	for i, st := range s.send {
-		if st.sent < s.cfg.BytesPerStream || len(s.send[i].retx) > 0 {
+	for _, st := range s.send {
+		if st.sent < s.cfg.BytesPerStream {
 			hasData = true
 		}
 	}
@@ -284,7 +284,9 @@ func (s *sim) trackBlocked() {
 			credit = true
 		}
 	}
-	blocked := hasData && !credit && s.inflight == 0
+	// Blocked: data to send but no stream or connection credit for it
+	// (what a QUIC sender reports with STREAM_DATA_BLOCKED/DATA_BLOCKED).
+	blocked := hasData && !credit
 	switch {
 	case blocked && !s.blocked:
 		s.blocked, s.blockedSince = true, s.now

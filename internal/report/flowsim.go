@@ -1,0 +1,78 @@
+package report
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"tlab/internal/flowsim"
+)
+
+// FlowsimPlots draws study C's plots for results of one scenario into dir:
+// bytes received over time and the maximum stream window over time (one
+// line per allowance), or, for the size sweep, transfer time by data size.
+func FlowsimPlots(dir, scenario string, results []flowsim.Result, sizes []int64) ([]string, error) {
+	var names []string
+	var out []string
+	const w, h = 7 * vg.Inch, 3.5 * vg.Inch
+	if len(sizes) > 0 {
+		pts := map[string]plotter.XYs{}
+		for i, r := range results {
+			pts[r.Allowance] = append(pts[r.Allowance], plotter.XY{X: float64(sizes[i%len(sizes)]) / 1e6, Y: r.CompletionS})
+			if !contains(names, r.Allowance) {
+				names = append(names, r.Allowance)
+			}
+		}
+		p, err := lines(names, pts, "data size (MB)", "transfer time (s)")
+		if err != nil {
+			return nil, err
+		}
+		f, err := render(p, dir, "transfer-time-by-size", "Transfer time by data size, "+scenario, "", w, h)
+		if err != nil {
+			return nil, err
+		}
+		return []string{filepath.Join(dir, f.Name+".svg")}, nil
+	}
+	recv := map[string]plotter.XYs{}
+	win := map[string]plotter.XYs{}
+	for _, r := range results {
+		names = append(names, r.Allowance)
+		for _, s := range r.Series {
+			var total int64
+			for _, b := range s.Received {
+				total += b
+			}
+			recv[r.Allowance] = append(recv[r.Allowance], plotter.XY{X: s.T.Seconds(), Y: float64(total) / 1e6})
+			win[r.Allowance] = append(win[r.Allowance], plotter.XY{X: s.T.Seconds(), Y: float64(s.MaxStreamWindow) / 1024})
+		}
+	}
+	for _, pl := range []struct {
+		stem, title, y string
+		pts            map[string]plotter.XYs
+	}{
+		{"received-over-time", "Bytes received over time, " + scenario, "received (MB, all streams)", recv},
+		{"window-over-time", "Maximum stream receive window over time, " + scenario, "window (KiB)", win},
+	} {
+		p, err := lines(names, pl.pts, "time (s)", pl.y)
+		if err != nil {
+			return nil, err
+		}
+		f, err := render(p, dir, pl.stem, pl.title, "", w, h)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", pl.stem, err)
+		}
+		out = append(out, filepath.Join(dir, f.Name+".svg"))
+	}
+	return out, nil
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
