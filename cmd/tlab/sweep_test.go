@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -124,7 +125,7 @@ func TestSweepResumesAfterKill(t *testing.T) {
 			t.Errorf("records.csv holds %d records of cell %s, want 40", perCell[id], id)
 		}
 	}
-	if !slicesContains(recs[0], "workload.interval") {
+	if !slices.Contains(recs[0], "workload.interval") {
 		t.Errorf("records.csv lacks the swept column: %v", recs[0])
 	}
 
@@ -176,15 +177,6 @@ func TestSweepResumesAfterKill(t *testing.T) {
 	if json.Unmarshal(b, &merged); len(merged) != 12 {
 		t.Errorf("comparison of two 6-cell runs has %d rows", len(merged))
 	}
-}
-
-func slicesContains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 func TestValidateCommand(t *testing.T) {

@@ -152,11 +152,6 @@ func withTestbed(opts Options, cfg emu.LinkConfig, direct bool, fn func(tb *test
 	return fn(tb, tb.Host("client"), tb.Host("server"))
 }
 
-func serverIP(tb *testbed.Testbed) string {
-	ip, _ := tb.Addr("client", "server")
-	return ip.String()
-}
-
 func quantileUs(d []time.Duration, q float64) float64 {
 	s := slices.Clone(d)
 	slices.Sort(s)

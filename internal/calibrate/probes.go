@@ -235,27 +235,36 @@ var (
 	blackholeMAC = net.HardwareAddr{0x02, 0x74, 0x6c, 0xff, 0xff, 0xfe}
 )
 
-// udpFlood sends payload-byte datagrams from the client's first interface
-// towards the black hole as fast as one thread can for duration, or count
-// datagrams if count > 0, and returns how many it handed to the kernel.
-func udpFlood(client *testbed.Host, payload int, duration time.Duration, count int) (int, error) {
+// withBlackhole runs send on a thread of the client's namespace with a UDP
+// socket connected to the black hole: a destination on the link that no
+// host owns.
+func withBlackhole(client *testbed.Host, send func(fd int) error) error {
 	if err := client.AddNeighbour(client.Ifaces[0].Name, blackholeIP, blackholeMAC); err != nil && !errors.Is(err, unix.EEXIST) {
-		return 0, fmt.Errorf("black hole: %w", err)
+		return fmt.Errorf("black hole: %w", err)
 	}
-	sent := 0
-	err := client.Do(func() error {
-		pinAwayFromEmulator()
+	return client.Do(func() error {
 		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			return err
 		}
 		defer unix.Close(fd)
-		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 4<<20)
 		to := &unix.SockaddrInet4{Port: 9}
 		copy(to.Addr[:], blackholeIP)
 		if err := unix.Connect(fd, to); err != nil {
 			return err
 		}
+		return send(fd)
+	})
+}
+
+// udpFlood sends payload-byte datagrams from the client's first interface
+// towards the black hole as fast as one thread can for duration, or count
+// datagrams if count > 0, and returns how many it handed to the kernel.
+func udpFlood(client *testbed.Host, payload int, duration time.Duration, count int) (int, error) {
+	sent := 0
+	err := withBlackhole(client, func(fd int) error {
+		pinAwayFromEmulator()
+		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 4<<20)
 		const batch = 32
 		msg := make([]byte, payload)
 		iov := unix.Iovec{Base: &msg[0]}
@@ -288,24 +297,14 @@ func udpFlood(client *testbed.Host, payload int, duration time.Duration, count i
 // pacedFlood sends one 64-byte datagram to the black hole every interval
 // for duration, as background load on the delay line.
 func pacedFlood(client *testbed.Host, duration, interval time.Duration) error {
-	if err := client.AddNeighbour(client.Ifaces[0].Name, blackholeIP, blackholeMAC); err != nil && !errors.Is(err, unix.EEXIST) {
-		return fmt.Errorf("black hole: %w", err)
-	}
-	return client.Do(func() error {
-		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(fd)
-		to := &unix.SockaddrInet4{Port: 9}
-		copy(to.Addr[:], blackholeIP)
+	return withBlackhole(client, func(fd int) error {
 		msg := make([]byte, 64)
 		base := time.Now()
 		for next := time.Duration(0); next < duration; next += interval {
 			if d := next - time.Since(base); d > 0 {
 				time.Sleep(d)
 			}
-			unix.Sendto(fd, msg, 0, to)
+			unix.Write(fd, msg)
 		}
 		return nil
 	})

@@ -275,6 +275,3 @@ func (d *Direction) inOutage(now int64) bool {
 
 // CountTx records a frame the engine has sent (or failed to send).
 func (d *Direction) CountTx(c DropCause, size int) { d.Stats.count(c, size) }
-
-// Config returns the direction's configuration.
-func (d *Direction) Config() DirectionConfig { return d.cfg }

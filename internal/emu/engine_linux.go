@@ -84,10 +84,9 @@ type port struct {
 	side int
 	mac  [6]byte
 	// The send batch being assembled.
-	msgs    []unix.Mmsghdr
-	iovs    []unix.Iovec
-	queued  []pending
-	dirStat *Direction
+	msgs   []unix.Mmsghdr
+	iovs   []unix.Iovec
+	queued []pending
 }
 
 type linkState struct {

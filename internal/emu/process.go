@@ -21,7 +21,7 @@ type Process struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stdout *bufio.Reader
-	stderr bytes.Buffer
+	stderr lockedBuffer
 	mu     sync.Mutex
 	done   chan error
 	closed bool
@@ -101,7 +101,7 @@ func (p *Process) readReply(v any, timeout time.Duration) error {
 	select {
 	case r := <-ch:
 		if r.err != nil {
-			return fmt.Errorf("emulator: %w (%s)", r.err, bytes.TrimSpace(p.stderr.Bytes()))
+			return fmt.Errorf("emulator: %w (%s)", r.err, p.stderr.String())
 		}
 		return json.Unmarshal(r.line, v)
 	case <-time.After(timeout):
@@ -153,7 +153,7 @@ func (p *Process) Close() error {
 	case err := <-p.done:
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			return fmt.Errorf("emulator exited: %v: %s", err, bytes.TrimSpace(p.stderr.Bytes()))
+			return fmt.Errorf("emulator exited: %v: %s", err, p.stderr.String())
 		}
 		return err
 	case <-time.After(3 * time.Second):
@@ -164,3 +164,23 @@ func (p *Process) Close() error {
 }
 
 func ignoreInterrupt() { signal.Ignore(os.Interrupt) }
+
+// lockedBuffer collects the child's stderr: exec's copying goroutine writes
+// it while error paths here read it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns what the child has written, trimmed.
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(bytes.TrimSpace(b.buf.Bytes()))
+}

@@ -30,6 +30,13 @@ type Window struct {
 	Occupancy float64
 }
 
+// grant advertises a full window beyond what the application has consumed
+// (W_maxoffset = C_bytes + W_max) and notes when.
+func (w *Window) grant(now time.Duration) {
+	w.MaxOffset = w.Consumed + w.Size
+	w.LastUpdate = now
+}
+
 // Allowance decides when a receiver sends a window update and how large the
 // window grows. Update is called after the application consumed data; when
 // it returns true, the simulator sends MAX_STREAM_DATA (or MAX_DATA) with
@@ -49,8 +56,7 @@ func (Static) Update(w *Window, now, rtt time.Duration, mss int64) bool {
 	if w.MaxOffset-w.Consumed >= w.Size/2 {
 		return false
 	}
-	w.MaxOffset = w.Consumed + w.Size
-	w.LastUpdate = now
+	w.grant(now)
 	return true
 }
 
@@ -64,8 +70,7 @@ func (ImprovedStatic) Update(w *Window, now, rtt time.Duration, mss int64) bool 
 	if w.MaxOffset-w.Consumed >= w.Size/2+mss {
 		return false
 	}
-	w.MaxOffset = w.Consumed + w.Size
-	w.LastUpdate = now
+	w.grant(now)
 	return true
 }
 
@@ -82,8 +87,7 @@ func (Autotuning) Update(w *Window, now, rtt time.Duration, mss int64) bool {
 	if w.LastUpdate > 0 && now-w.LastUpdate < 2*rtt {
 		w.Size = min(2*w.Size, w.Upper)
 	}
-	w.MaxOffset = w.Consumed + w.Size
-	w.LastUpdate = now
+	w.grant(now)
 	return true
 }
 
@@ -122,8 +126,8 @@ func (FastAutotuning) Update(w *Window, now, rtt time.Duration, mss int64) bool 
 		}
 		w.Size = min(w.Size*f, w.Upper)
 	}
-	w.MaxOffset += w.Size - avail
-	w.LastUpdate = now
+	// The study's W_maxoffset += W_max - W_avail is C_bytes + W_max.
+	w.grant(now)
 	return true
 }
 

@@ -131,7 +131,6 @@ type httpClient struct {
 	dials     atomic.Int64
 	mu        sync.Mutex
 	connIDs   map[net.Conn]int
-	payload   []byte
 }
 
 func (p httpProto) NewClient(_ context.Context, n Net, addr string, s Settings) (Client, error) {

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -21,7 +22,7 @@ func FlowsimPlots(dir, scenario string, results []flowsim.Result, sizes []int64)
 		pts := map[string]plotter.XYs{}
 		for i, r := range results {
 			pts[r.Allowance] = append(pts[r.Allowance], plotter.XY{X: float64(sizes[i%len(sizes)]) / 1e6, Y: r.CompletionS})
-			if !contains(names, r.Allowance) {
+			if !slices.Contains(names, r.Allowance) {
 				names = append(names, r.Allowance)
 			}
 		}
@@ -66,13 +67,4 @@ func FlowsimPlots(dir, scenario string, results []flowsim.Result, sizes []int64)
 		out = append(out, filepath.Join(dir, f.Name+".svg"))
 	}
 	return out, nil
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

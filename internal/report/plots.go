@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/palette/moreland"
@@ -269,13 +268,4 @@ func heatmap(g grid, xLabel, yLabel string, colNames, rowNames []string) (*plot.
 	p.NominalY(rowNames...)
 	p.Legend = plot.NewLegend()
 	return p, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -147,7 +147,7 @@ func reduce(delays []float64, pts plotter.XYs) *cellSeries {
 	return cs
 }
 
-// cellKey finds a row's reduced records.
+// cellSeriesOf finds a row's reduced records.
 func (r *Run) cellSeriesOf(row experiment.Summary) *cellSeries {
 	if cs, ok := r.cells[row.Cell]; ok {
 		return cs

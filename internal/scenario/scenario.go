@@ -295,7 +295,7 @@ type Cell struct {
 	Scenario *Scenario
 }
 
-// matrixKeys returns the matrix's keys and value lists in file order.
+// matrix returns the matrix's keys and value lists in file order.
 func (s *Scenario) matrix() ([]string, [][]*yaml.Node) {
 	var keys []string
 	var vals [][]*yaml.Node

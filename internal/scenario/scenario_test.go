@@ -76,7 +76,8 @@ func TestMatrixExpansion(t *testing.T) {
 		}
 		return strings.Join(ids, ",")
 	}
-	if order("7") != order("7") || order("7") == order("8") {
+	first, again, other := order("7"), order("7"), order("8")
+	if first != again || first == other {
 		t.Error("random order is not a function of the seed")
 	}
 }

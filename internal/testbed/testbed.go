@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -432,16 +431,6 @@ func (tb *Testbed) Close() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// HostNames lists the hosts, sorted.
-func (tb *Testbed) HostNames() []string {
-	names := make([]string, 0, len(tb.hosts))
-	for n := range tb.hosts {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // AddNeighbour adds a permanent neighbour entry (ip at mac) on the host's

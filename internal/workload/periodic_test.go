@@ -2,7 +2,6 @@ package workload
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,7 +17,6 @@ type slowClient struct {
 	multiplexes bool
 	inflight    atomic.Int32
 	maxInflight atomic.Int32
-	mu          sync.Mutex
 }
 
 func (c *slowClient) Exchange(ctx context.Context, req, resp int) (proto.Exchange, error) {
