@@ -28,6 +28,12 @@ type Window struct {
 	// Occupancy is the buffer occupancy B in percent, as fast autotuning
 	// defines it (set by the simulator before each decision).
 	Occupancy float64
+	// EpochStart and EpochOffset mark where an auto-tuning epoch began,
+	// for allowances that judge growth over an epoch (QuicGo). The
+	// simulator starts the first epoch when the window's first data
+	// arrive.
+	EpochStart  time.Duration
+	EpochOffset int64
 }
 
 // grant advertises a full window beyond what the application has consumed
@@ -131,9 +137,10 @@ func (FastAutotuning) Update(w *Window, now, rtt time.Duration, mss int64) bool 
 	return true
 }
 
-// allowances holds the study's four, by name.
+// allowances holds the study's four and a model of quic-go's, by name.
 var allowances = map[string]Allowance{
 	"static": Static{}, "improved-static": ImprovedStatic{}, "autotuning": Autotuning{}, "fast-autotuning": FastAutotuning{},
+	"quic-go": QuicGo{},
 }
 
 // Allowances returns the study's four in the study's order.

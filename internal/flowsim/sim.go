@@ -27,9 +27,11 @@ type Config struct {
 	// packet adds on the link (UDP, IP, QUIC short header, frame headers).
 	MSS      int64 `json:"mss"`
 	Overhead int64 `json:"overhead"`
-	// Congestion enables a NewReno-like controller (initial window 10
-	// packets); without it only flow control limits the sender.
-	Congestion bool `json:"congestion"`
+	// Congestion enables a NewReno-like controller; without it only flow
+	// control limits the sender. InitialCwnd is its initial window in
+	// packets (10 when 0, as RFC 9002 recommends; quic-go uses 32).
+	Congestion  bool `json:"congestion"`
+	InitialCwnd int  `json:"initial_cwnd_packets,omitempty"`
 	// ConsumeRate is how fast the application reads, bytes/s; 0 reads
 	// everything as soon as it arrives in order.
 	ConsumeRate float64 `json:"consume_rate"`
@@ -150,6 +152,7 @@ type sim struct {
 	res                 Result
 	blockedSince        time.Duration
 	blocked             bool
+	anyReceived         bool
 	readerBusy          time.Duration
 	nextSample          time.Duration
 }
@@ -164,7 +167,10 @@ func Run(cfg Config, a Allowance) (Result, error) {
 	if cfg.Sample == 0 {
 		cfg.Sample = time.Millisecond
 	}
-	s := &sim{cfg: cfg, a: a, rng: rand.New(rand.NewPCG(cfg.Seed, 0x666c6f77)), cwnd: 10 * float64(cfg.MSS), ssthresh: 1e18}
+	if cfg.InitialCwnd == 0 {
+		cfg.InitialCwnd = 10
+	}
+	s := &sim{cfg: cfg, a: a, rng: rand.New(rand.NewPCG(cfg.Seed, 0x666c6f77)), cwnd: float64(cfg.InitialCwnd) * float64(cfg.MSS), ssthresh: 1e18}
 	s.res = Result{Allowance: a.Name(), Scenario: cfg.Name}
 	s.send = make([]sendStream, cfg.Streams)
 	s.recv = make([]recvStream, cfg.Streams)
@@ -340,6 +346,12 @@ func (s *sim) receive(e event) error {
 	if _, dup := r.pending[e.off]; dup {
 		return fmt.Errorf("invariant: stream %d chunk at %d received twice", e.stream, e.off)
 	}
+	if r.delivered == 0 && len(r.pending) == 0 {
+		r.win.EpochStart = s.now // the stream's first data
+	}
+	if !s.anyReceived {
+		s.anyReceived, s.conn.EpochStart = true, s.now
+	}
 	r.pending[e.off] = e.n
 	var received int64
 	for _, x := range s.recv {
@@ -379,9 +391,13 @@ func (s *sim) consume(stream int, n int64) error {
 	r.win.Consumed = r.consumed
 	s.conn.Consumed += n
 	r.win.Occupancy = float64(r.win.Size) / float64(r.win.Upper) * 100
+	before := r.win.Size
 	if s.a.Update(&r.win, s.now, s.cfg.RTT(), s.cfg.MSS) {
 		s.res.WindowUpdates++
 		s.push(event{at: s.now + s.cfg.OneWay, kind: evUpdate, stream: stream, off: r.win.MaxOffset})
+	}
+	if c, ok := s.a.(ConnectionCoupler); ok && r.win.Size > before {
+		c.StreamGrew(&s.conn, &r.win, s.now)
 	}
 	var sum int64
 	for _, x := range s.recv {
