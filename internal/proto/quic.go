@@ -43,6 +43,11 @@ func quicConfig(s Settings) *quic.Config {
 		MaxIncomingStreams: 1 << 16,
 		Allow0RTT:          s.ZeroRTT,
 		KeepAlivePeriod:    10 * time.Second,
+		// Zero keeps quic-go's defaults.
+		InitialStreamReceiveWindow:     uint64(s.StreamWindow),
+		MaxStreamReceiveWindow:         uint64(s.StreamWindowMax),
+		InitialConnectionReceiveWindow: uint64(s.ConnWindow),
+		MaxConnectionReceiveWindow:     uint64(s.ConnWindowMax),
 	}
 	if s.QlogDir != "" {
 		c.Tracer = qlogTracer(s.QlogDir)

@@ -36,6 +36,15 @@ type Settings struct {
 	// (default) is study A's client, with its one persistent connection;
 	// a connection that finds the set full is closed at once.
 	MaxIdle int `json:"h1_max_idle"`
+	// QUIC receive windows (quic-go's flow control), per stream and per
+	// connection: the initial window and the maximum its auto-tuning may
+	// reach. An initial window equal to its maximum is a static window.
+	// 0 keeps quic-go's defaults (512 KiB growing to 6 MiB per stream,
+	// 768 KiB to 15 MiB per connection).
+	StreamWindow    int64 `json:"quic_stream_window,omitempty"`
+	StreamWindowMax int64 `json:"quic_stream_window_max,omitempty"`
+	ConnWindow      int64 `json:"quic_conn_window,omitempty"`
+	ConnWindowMax   int64 `json:"quic_conn_window_max,omitempty"`
 
 	// KeyLog receives TLS secrets for Wireshark when set.
 	KeyLog io.Writer `json:"-"`
@@ -75,6 +84,17 @@ func (s Settings) Validate() error {
 	}
 	if s.MaxIdle < 1 {
 		return errors.New("h1 max idle connections must be at least 1")
+	}
+	for _, w := range []struct {
+		name         string
+		initial, max int64
+	}{{"stream", s.StreamWindow, s.StreamWindowMax}, {"connection", s.ConnWindow, s.ConnWindowMax}} {
+		if w.initial < 0 || w.max < 0 {
+			return fmt.Errorf("quic %s window must not be negative", w.name)
+		}
+		if w.initial > 0 && w.max > 0 && w.max < w.initial {
+			return fmt.Errorf("quic %s window: maximum %d is below the initial %d", w.name, w.max, w.initial)
+		}
 	}
 	return nil
 }

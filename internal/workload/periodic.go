@@ -89,21 +89,8 @@ func (p Periodic) Run(ctx context.Context, c proto.Client, emit func(Record)) er
 		ectx, cancel := context.WithTimeout(ctx, timeout)
 		ex, err := c.Exchange(ectx, p.ReqSize, p.RespSize)
 		cancel()
-		r := Record{
-			Seq: seq, Warmup: seq < warm, ScheduledMs: ms(scheduled), SentMs: ms(sent),
-			LatenessMs: ms(max(sent-scheduled, 0)), ReqBytes: p.ReqSize, RespBytes: ex.RespBytes,
-			ConnID: ex.ConnID, NewConn: ex.NewConn, ConnectMs: ms(ex.Connect), HandshakeMs: ms(ex.Handshake),
-			Resumed: ex.Resumed, EarlyData: ex.EarlyData,
-		}
-		if err != nil {
-			r.Error = err.Error()
-		} else {
-			done := clock.at(ex.Done)
-			r.DoneMs, r.DelayMs = ms(done), ms(done-sent)
-			if !ex.FirstByte.IsZero() {
-				r.FirstByteMs = ms(clock.at(ex.FirstByte) - sent)
-			}
-		}
+		r := clock.record(seq, sent, p.ReqSize, ex, err)
+		r.Warmup, r.ScheduledMs, r.LatenessMs = seq < warm, ms(scheduled), ms(max(sent-scheduled, 0))
 		emitLocked(r)
 	}
 
@@ -190,6 +177,26 @@ func newClock() (*clock, error) {
 
 func (c *clock) since() time.Duration         { return time.Since(c.base) }
 func (c *clock) at(t time.Time) time.Duration { return t.Sub(c.base) }
+
+// record turns what a client observed of an exchange sent at sent into a
+// record.
+func (c *clock) record(seq int, sent time.Duration, reqSize int, ex proto.Exchange, err error) Record {
+	r := Record{
+		Seq: seq, SentMs: ms(sent), ReqBytes: reqSize, RespBytes: ex.RespBytes,
+		ConnID: ex.ConnID, NewConn: ex.NewConn, ConnectMs: ms(ex.Connect), HandshakeMs: ms(ex.Handshake),
+		Resumed: ex.Resumed, EarlyData: ex.EarlyData,
+	}
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	done := c.at(ex.Done)
+	r.DoneMs, r.DelayMs = ms(done), ms(done-sent)
+	if !ex.FirstByte.IsZero() {
+		r.FirstByteMs = ms(c.at(ex.FirstByte) - sent)
+	}
+	return r
+}
 
 // run calls fn on a locked OS thread with the finest timer slack.
 func (c *clock) run(fn func() error) error {

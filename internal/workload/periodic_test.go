@@ -15,6 +15,8 @@ import (
 type slowClient struct {
 	service     time.Duration
 	multiplexes bool
+	// short is how many bytes fewer than asked it delivers.
+	short       int
 	inflight    atomic.Int32
 	maxInflight atomic.Int32
 }
@@ -34,7 +36,7 @@ func (c *slowClient) Exchange(ctx context.Context, req, resp int) (proto.Exchang
 	case <-ctx.Done():
 		return ex, ctx.Err()
 	}
-	ex.FirstByte, ex.Done, ex.RespBytes = time.Now(), time.Now(), resp
+	ex.FirstByte, ex.Done, ex.RespBytes = time.Now(), time.Now(), resp-c.short
 	return ex, nil
 }
 func (c *slowClient) Multiplexes() bool { return c.multiplexes }
