@@ -74,8 +74,10 @@ type Sample struct {
 
 // Result summarises a run.
 type Result struct {
-	Allowance      string   `json:"allowance"`
-	Scenario       string   `json:"scenario"`
+	Allowance string `json:"allowance"`
+	Scenario  string `json:"scenario"`
+	// Source is "simulator", or the stack that was measured ("quic-go").
+	Source         string   `json:"source"`
 	ThroughputMbps float64  `json:"throughput_mbps"`
 	CompletionS    float64  `json:"completion_s"`
 	WindowUpdates  int      `json:"window_updates"`
@@ -171,7 +173,7 @@ func Run(cfg Config, a Allowance) (Result, error) {
 		cfg.InitialCwnd = 10
 	}
 	s := &sim{cfg: cfg, a: a, rng: rand.New(rand.NewPCG(cfg.Seed, 0x666c6f77)), cwnd: float64(cfg.InitialCwnd) * float64(cfg.MSS), ssthresh: 1e18}
-	s.res = Result{Allowance: a.Name(), Scenario: cfg.Name}
+	s.res = Result{Allowance: a.Name(), Scenario: cfg.Name, Source: "simulator"}
 	s.send = make([]sendStream, cfg.Streams)
 	s.recv = make([]recvStream, cfg.Streams)
 	for i := range s.send {

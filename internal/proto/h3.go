@@ -25,9 +25,10 @@ type h3Proto struct{}
 func (h3Proto) Name() string { return "h3" }
 
 type h3Server struct {
-	srv  *http3.Server
-	udp  *net.UDPConn
-	done chan error
+	srv   *http3.Server
+	udp   *net.UDPConn
+	done  chan error
+	qlogs *qlogFiles
 }
 
 func (h3Proto) Serve(n Net, port int, s Settings) (io.Closer, error) {
@@ -35,12 +36,13 @@ func (h3Proto) Serve(n Net, port int, s Settings) (io.Closer, error) {
 	if err != nil {
 		return nil, err
 	}
+	qc, qlogs := quicConfig(s)
 	srv := &http3.Server{
 		Handler:    http.HandlerFunc(payloadHandler),
 		TLSConfig:  http3.ConfigureTLSConfig(quicTLS(s.serverTLS())),
-		QUICConfig: quicConfig(s),
+		QUICConfig: qc,
 	}
-	h := &h3Server{srv: srv, udp: udp, done: make(chan error, 1)}
+	h := &h3Server{srv: srv, udp: udp, done: make(chan error, 1), qlogs: qlogs}
 	go func() { h.done <- srv.Serve(udp) }()
 	return h, nil
 }
@@ -51,6 +53,7 @@ func (h *h3Server) Close() error {
 	if serr := <-h.done; serr != nil && !errors.Is(serr, http.ErrServerClosed) && !errors.Is(serr, quic.ErrServerClosed) {
 		err = errors.Join(err, serr)
 	}
+	h.qlogs.Wait()
 	return err
 }
 
@@ -65,13 +68,15 @@ type h3Client struct {
 	mu      sync.Mutex
 	udps    []*net.UDPConn
 	setup   map[int64]Exchange
+	qlogs   *qlogFiles
 }
 
 func (h3Proto) NewClient(_ context.Context, n Net, addr string, s Settings) (Client, error) {
-	c := &h3Client{url: "https://" + addr + "/exchange", setup: map[int64]Exchange{}}
+	qc, qlogs := quicConfig(s)
+	c := &h3Client{url: "https://" + addr + "/exchange", setup: map[int64]Exchange{}, qlogs: qlogs}
 	c.transport = &http3.Transport{
 		TLSClientConfig: quicTLS(s.clientTLS(http3.NextProtoH3)),
-		QUICConfig:      quicConfig(s),
+		QUICConfig:      qc,
 		Dial: func(ctx context.Context, a string, tlsCfg *tls.Config, qc *quic.Config) (*quic.Conn, error) {
 			t0 := time.Now()
 			conn, udp, err := dialQUIC(ctx, n, a, tlsCfg, qc, s.ZeroRTT)
@@ -101,6 +106,7 @@ func (c *h3Client) Close() error {
 	for _, u := range c.udps {
 		u.Close()
 	}
+	c.qlogs.Wait()
 	return err
 }
 

@@ -36,8 +36,9 @@ func (q quicProto) Name() string {
 	return "quic"
 }
 
-// quicConfig is the quic-go configuration of both ends.
-func quicConfig(s Settings) *quic.Config {
+// quicConfig is the quic-go configuration of both ends, and the qlog files
+// it writes (nil without a qlog directory).
+func quicConfig(s Settings) (*quic.Config, *qlogFiles) {
 	c := &quic.Config{
 		MaxIdleTimeout:     30 * time.Second,
 		MaxIncomingStreams: 1 << 16,
@@ -49,46 +50,72 @@ func quicConfig(s Settings) *quic.Config {
 		InitialConnectionReceiveWindow: uint64(s.ConnWindow),
 		MaxConnectionReceiveWindow:     uint64(s.ConnWindowMax),
 	}
-	if s.QlogDir != "" {
-		c.Tracer = qlogTracer(s.QlogDir)
+	if s.QlogDir == "" {
+		return c, nil
 	}
-	return c
+	q := &qlogFiles{dir: s.QlogDir}
+	c.Tracer = q.trace
+	return c, q
 }
 
-// qlogTracer writes one qlog file per connection into dir, named by role
-// and connection ID, as quic-go's own QLOGDIR tracer does.
-func qlogTracer(dir string) func(context.Context, bool, quic.ConnectionID) qlogwriter.Trace {
+// qlogFiles writes one qlog file per connection into dir, named by
+// connection ID and role, as quic-go's own QLOGDIR tracer does. quic-go
+// finishes a file in the background after its connection closed; Wait
+// lets a closing endpoint return only once its files are complete.
+type qlogFiles struct {
+	dir  string
+	open sync.WaitGroup
+}
+
+func (q *qlogFiles) trace(_ context.Context, isClient bool, id quic.ConnectionID) qlogwriter.Trace {
 	_ = qlog.EventSchema // the qlog package registers its event schema
-	return func(_ context.Context, isClient bool, id quic.ConnectionID) qlogwriter.Trace {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil
-		}
-		role := "server"
-		if isClient {
-			role = "client"
-		}
-		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s_%s.sqlog", id, role)))
-		if err != nil {
-			return nil
-		}
-		seq := qlogwriter.NewConnectionFileSeq(&bufferedFile{w: bufio.NewWriter(f), f: f}, isClient, id)
-		go seq.Run()
-		return seq
+	if err := os.MkdirAll(q.dir, 0o755); err != nil {
+		return nil
+	}
+	role := "server"
+	if isClient {
+		role = "client"
+	}
+	f, err := os.Create(filepath.Join(q.dir, fmt.Sprintf("%s_%s.sqlog", id, role)))
+	if err != nil {
+		return nil
+	}
+	q.open.Add(1)
+	seq := qlogwriter.NewConnectionFileSeq(&bufferedFile{w: bufio.NewWriter(f), f: f, closed: q.open.Done}, isClient, id)
+	go seq.Run()
+	return seq
+}
+
+// Wait waits, at most a few seconds, until every file is complete.
+func (q *qlogFiles) Wait() {
+	if q == nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() { q.open.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
 	}
 }
 
 type bufferedFile struct {
-	w *bufio.Writer
-	f *os.File
+	w      *bufio.Writer
+	f      *os.File
+	closed func()
 }
 
 func (b *bufferedFile) Write(p []byte) (int, error) { return b.w.Write(p) }
-func (b *bufferedFile) Close() error                { return errors.Join(b.w.Flush(), b.f.Close()) }
+func (b *bufferedFile) Close() error {
+	defer b.closed()
+	return errors.Join(b.w.Flush(), b.f.Close())
+}
 
 type quicServer struct {
-	ln   *quic.EarlyListener
-	conn *net.UDPConn
-	wg   sync.WaitGroup
+	ln    *quic.EarlyListener
+	conn  *net.UDPConn
+	wg    sync.WaitGroup
+	qlogs *qlogFiles
 }
 
 func (q quicProto) Serve(n Net, port int, s Settings) (io.Closer, error) {
@@ -96,12 +123,13 @@ func (q quicProto) Serve(n Net, port int, s Settings) (io.Closer, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := quic.ListenEarly(udp, quicTLS(s.serverTLS(alpnTLab)), quicConfig(s))
+	qc, qlogs := quicConfig(s)
+	ln, err := quic.ListenEarly(udp, quicTLS(s.serverTLS(alpnTLab)), qc)
 	if err != nil {
 		udp.Close()
 		return nil, err
 	}
-	srv := &quicServer{ln: ln, conn: udp}
+	srv := &quicServer{ln: ln, conn: udp, qlogs: qlogs}
 	srv.wg.Add(1)
 	go func() {
 		defer srv.wg.Done()
@@ -135,6 +163,7 @@ func (s *quicServer) Close() error {
 	err := s.ln.Close()
 	s.conn.Close()
 	s.wg.Wait()
+	s.qlogs.Wait()
 	return err
 }
 
@@ -164,13 +193,14 @@ func dialQUIC(ctx context.Context, n Net, addr string, tlsConf *tls.Config, qc *
 
 func (q quicProto) NewClient(ctx context.Context, n Net, addr string, s Settings) (Client, error) {
 	t0 := time.Now()
-	conn, udp, err := dialQUIC(ctx, n, addr, quicTLS(s.clientTLS(alpnTLab)), quicConfig(s), false)
+	qc, qlogs := quicConfig(s)
+	conn, udp, err := dialQUIC(ctx, n, addr, quicTLS(s.clientTLS(alpnTLab)), qc, false)
 	if err != nil {
 		return nil, err
 	}
 	state := conn.ConnectionState()
 	setup := Exchange{Handshake: time.Since(t0), Resumed: state.TLS.DidResume, EarlyData: state.Used0RTT}
-	closer := closeAll{func() error { return conn.CloseWithError(0, "done") }, udp.Close}
+	closer := closeAll{func() error { return conn.CloseWithError(0, "done") }, udp.Close, func() error { qlogs.Wait(); return nil }}
 	if q.perRequest {
 		return &quicStreamsClient{conn: conn, closer: closer, setup: setup}, nil
 	}

@@ -1,0 +1,211 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"tlab/internal/emu"
+	"tlab/internal/flowsim"
+	"tlab/internal/proto"
+	"tlab/internal/qlogflow"
+	"tlab/internal/testbed"
+	"tlab/internal/units"
+	"tlab/internal/workload"
+)
+
+// FlowControlSpec is study C's question on a real stack: the streams, data
+// sizes and windows of a flowsim configuration, carried by quic-go (one
+// stream per download, "quic-streams") through an emulated link with the
+// simulator's rate, one-way delay and loss.
+type FlowControlSpec struct {
+	Config flowsim.Config
+	// Static fixes quic-go's windows at their initial sizes (maximum =
+	// initial); otherwise quic-go auto-tunes them up to the configuration's
+	// upper bounds.
+	Static bool
+	Seed   uint64
+	// Dir receives the qlog files of both ends (qlog/) and the per-stream
+	// records (records-NAME.csv).
+	Dir          string
+	EmulatorMode string
+}
+
+// Name is the setting's name in tables and plots: "quic-go static" or
+// "quic-go autotuning".
+func (s FlowControlSpec) Name() string {
+	if s.Static {
+		return "quic-go static"
+	}
+	return "quic-go autotuning"
+}
+
+// Settings are quic-go's windows for the spec.
+func (s FlowControlSpec) Settings() proto.Settings {
+	set := proto.DefaultSettings()
+	c := s.Config
+	set.StreamWindow, set.StreamWindowMax = c.StreamWindow, c.StreamUpper
+	set.ConnWindow, set.ConnWindowMax = c.ConnWindow, c.ConnUpper
+	if s.Static {
+		set.StreamWindowMax, set.ConnWindowMax = c.StreamWindow, c.ConnWindow
+	}
+	return set
+}
+
+// Link is the emulated link: the simulator's rate and delay both ways, its
+// random loss on the data direction (server to client) only, and the
+// emulator's default drop-tail queue of one bandwidth-delay product.
+func (s FlowControlSpec) Link() emu.LinkConfig {
+	c := s.Config
+	d := emu.DirectionConfig{Delay: units.Duration(c.OneWay), Rate: units.Bitrate(c.Rate)}
+	l := emu.LinkConfig{Up: d, Down: d}
+	if c.Loss > 0 {
+		l.Down.Loss = emu.LossConfig{Model: emu.LossBernoulli, Rate: units.Ratio(c.Loss)}
+	}
+	return l
+}
+
+// FlowControlRun is what one real transfer measured.
+type FlowControlRun struct {
+	// Result has the simulator's summary fields and time series, measured:
+	// throughput and completion from the application's reads, windows and
+	// updates from the client's qlog.
+	Result flowsim.Result
+	// Records has one row per stream.
+	Records []workload.Record
+	// StreamUpdates and ConnUpdates count the MAX_STREAM_DATA and MAX_DATA
+	// frames the client sent; Blocked the STREAM_DATA_BLOCKED and
+	// DATA_BLOCKED frames the server sent.
+	StreamUpdates, ConnUpdates, Blocked int
+	// Link is what the emulator counted in each direction.
+	Link emu.LinkStats
+	// EmuReleaseP99Us is the emulator's own release error (p99) during
+	// the transfer.
+	EmuReleaseP99Us float64
+}
+
+// RunFlowControl runs one transfer on a fresh testbed. Time zero is when the
+// client sends its requests (after the handshake); the simulator's sender
+// starts half an RTT later, when the requests arrive.
+func RunFlowControl(ctx context.Context, spec FlowControlSpec) (FlowControlRun, error) {
+	cfg := spec.Config
+	if err := cfg.Validate(); err != nil {
+		return FlowControlRun{}, fmt.Errorf("%s: %w", cfg.Name, err)
+	}
+	if spec.Dir == "" {
+		return FlowControlRun{}, errors.New("flow control run: no output directory")
+	}
+	settings := spec.Settings()
+	qlogDir := filepath.Join(spec.Dir, "qlog", sanitize(cfg.Name+"-"+spec.Name()))
+	if err := os.RemoveAll(qlogDir); err != nil {
+		return FlowControlRun{}, err
+	}
+	settings.QlogDir = qlogDir
+	if err := settings.Validate(); err != nil {
+		return FlowControlRun{}, err
+	}
+	tb, err := testbed.Build(testbed.ClientServer(spec.Link()), testbed.Options{Seed: spec.Seed, Mode: spec.EmulatorMode})
+	if err != nil {
+		return FlowControlRun{}, err
+	}
+	defer tb.Close()
+	ip, _ := tb.Addr("client", "server")
+	if settings.Certs, err = proto.NewCertificates(ip); err != nil {
+		return FlowControlRun{}, err
+	}
+	p, err := proto.Lookup("quic-streams")
+	if err != nil {
+		return FlowControlRun{}, err
+	}
+	srv, err := p.Serve(tb.Host("server"), serverPort, settings)
+	if err != nil {
+		return FlowControlRun{}, fmt.Errorf("server: %w", err)
+	}
+	defer srv.Close()
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	client, err := p.NewClient(dctx, tb.Host("client"), net.JoinHostPort(ip.String(), strconv.Itoa(serverPort)), settings)
+	cancel()
+	if err != nil {
+		return FlowControlRun{}, fmt.Errorf("client: %w", err)
+	}
+	defer client.Close()
+
+	em := tb.Emulator()
+	var start time.Time
+	var atStart emu.EngineStats
+	var statsErr error
+	w := workload.Bulk{Streams: cfg.Streams, Bytes: int(cfg.BytesPerStream), OnStart: func() {
+		atStart, statsErr = em.Stats()
+		em.ResetLateness()
+		start = time.Now()
+	}}
+	run := FlowControlRun{}
+	if err := w.Run(ctx, client, func(r workload.Record) { run.Records = append(run.Records, r) }); err != nil {
+		return run, err
+	}
+	end, err := em.Stats()
+	if err = errors.Join(err, statsErr); err != nil {
+		return run, err
+	}
+	run.Link = end.Links[0]
+	run.Link.Up, run.Link.Down = run.Link.Up.Sub(atStart.Links[0].Up), run.Link.Down.Sub(atStart.Links[0].Down)
+	run.EmuReleaseP99Us = end.Lateness.P99
+	// Closing the client completes its qlog file.
+	if err := client.Close(); err != nil {
+		return run, fmt.Errorf("client close: %w", err)
+	}
+	files, err := filepath.Glob(filepath.Join(qlogDir, "*_client.sqlog"))
+	if err != nil || len(files) != 1 {
+		return run, fmt.Errorf("client qlog in %s: found %d files (%v)", qlogDir, len(files), err)
+	}
+	trace, err := qlogflow.ReadFile(files[0])
+	if err != nil {
+		return run, err
+	}
+	recv := trace.Receiver()
+	run.StreamUpdates, run.ConnUpdates, run.Blocked = recv.StreamUpdates, recv.ConnUpdates, recv.Blocked
+	run.Result = measuredResult(spec, run.Records, recv, trace.Reference.Sub(start))
+	return run, nil
+}
+
+// measuredResult fills the simulator's result fields from what the real
+// transfer measured; shift places the qlog's reference time on the
+// transfer's clock.
+func measuredResult(spec FlowControlSpec, records []workload.Record, recv qlogflow.Receiver, shift time.Duration) flowsim.Result {
+	cfg := spec.Config
+	res := flowsim.Result{Allowance: spec.Name(), Scenario: cfg.Name, Source: "quic-go",
+		WindowUpdates: recv.StreamUpdates + recv.ConnUpdates,
+		MaxStreamWin:  cfg.StreamWindow, MaxConnWin: cfg.ConnWindow}
+	var doneMs float64
+	for _, r := range records {
+		res.BytesTotal += int64(r.RespBytes)
+		doneMs = max(doneMs, r.DoneMs)
+	}
+	res.CompletionS = doneMs / 1000
+	if doneMs > 0 {
+		res.ThroughputMbps = float64(res.BytesTotal) * 8 / res.CompletionS / 1e6
+	}
+	sample := cfg.Sample
+	if sample == 0 {
+		sample = time.Millisecond
+	}
+	next := time.Duration(-1 << 62)
+	for i, p := range recv.Points {
+		res.MaxStreamWin = max(res.MaxStreamWin, p.MaxStreamWindow)
+		res.MaxConnWin = max(res.MaxConnWin, p.ConnWindow)
+		t := p.T + shift
+		if t < next && i != len(recv.Points)-1 {
+			continue
+		}
+		s := flowsim.Sample{T: t, Received: make([]int64, cfg.Streams), MaxStreamWindow: p.MaxStreamWindow, ConnWindow: p.ConnWindow}
+		copy(s.Received, p.Received)
+		res.Series = append(res.Series, s)
+		next = (t/sample + 1) * sample
+	}
+	return res
+}
