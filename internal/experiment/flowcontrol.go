@@ -2,8 +2,10 @@ package experiment
 
 import (
 	"context"
+	"encoding/csv"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -89,9 +91,11 @@ type FlowControlRun struct {
 	EmuReleaseP99Us float64
 }
 
-// RunFlowControl runs one transfer on a fresh testbed. Time zero is when the
-// client sends its requests (after the handshake); the simulator's sender
-// starts half an RTT later, when the requests arrive.
+// RunFlowControl runs one transfer on a fresh testbed. So that its times
+// line up with the simulator's, whose sender starts at time zero, the
+// result's time zero is when the requests reach the server: the client
+// sends them (after the handshake) one one-way delay earlier. The records
+// keep the application's own clock, from the sending of the requests.
 func RunFlowControl(ctx context.Context, spec FlowControlSpec) (FlowControlRun, error) {
 	cfg := spec.Config
 	if err := cfg.Validate(); err != nil {
@@ -169,7 +173,7 @@ func RunFlowControl(ctx context.Context, spec FlowControlSpec) (FlowControlRun, 
 	}
 	recv := trace.Receiver()
 	run.StreamUpdates, run.ConnUpdates, run.Blocked = recv.StreamUpdates, recv.ConnUpdates, recv.Blocked
-	run.Result = measuredResult(spec, run.Records, recv, trace.Reference.Sub(start))
+	run.Result = measuredResult(spec, run.Records, recv, trace.Reference.Sub(start)-cfg.OneWay)
 	return run, nil
 }
 
@@ -186,8 +190,8 @@ func measuredResult(spec FlowControlSpec, records []workload.Record, recv qlogfl
 		res.BytesTotal += int64(r.RespBytes)
 		doneMs = max(doneMs, r.DoneMs)
 	}
-	res.CompletionS = doneMs / 1000
-	if doneMs > 0 {
+	res.CompletionS = doneMs/1000 - cfg.OneWay.Seconds()
+	if res.CompletionS > 0 {
 		res.ThroughputMbps = float64(res.BytesTotal) * 8 / res.CompletionS / 1e6
 	}
 	sample := cfg.Sample
@@ -208,4 +212,30 @@ func measuredResult(spec FlowControlSpec, records []workload.Record, recv qlogfl
 		next = (t/sample + 1) * sample
 	}
 	return res
+}
+
+// StreamColumns are the columns of WriteStreams: one row per stream of
+// each real transfer.
+var StreamColumns = []string{"scenario", "setting", "stream", "bytes", "completion_ms", "goodput_mbps", "error"}
+
+// WriteStreams writes each stream's completion time and goodput as tidy
+// CSV. Completion counts from the request's sending, as the application
+// saw it.
+func WriteStreams(path string, runs []FlowControlRun) error {
+	return writeAtomicFunc(path, func(w io.Writer) error {
+		cw := csv.NewWriter(w)
+		cw.Write(StreamColumns)
+		for _, run := range runs {
+			for _, r := range run.Records {
+				row := []string{run.Result.Scenario, run.Result.Allowance, strconv.Itoa(r.Seq), strconv.Itoa(r.RespBytes), "", "", r.Error}
+				if r.OK() && r.DelayMs > 0 {
+					row[4] = strconv.FormatFloat(r.DelayMs, 'f', 3, 64)
+					row[5] = strconv.FormatFloat(float64(r.RespBytes)*8/r.DelayMs/1e3, 'f', 3, 64)
+				}
+				cw.Write(row)
+			}
+		}
+		cw.Flush()
+		return cw.Error()
+	})
 }

@@ -15,15 +15,17 @@ import (
 // bytes received over time and the maximum stream window over time (one
 // line per allowance), or, for the size sweep, transfer time by data size.
 func FlowsimPlots(dir, scenario string, results []flowsim.Result, sizes []int64) ([]string, error) {
+	label := flowsimLabels(results)
 	var names []string
 	var out []string
 	const w, h = 7 * vg.Inch, 3.5 * vg.Inch
 	if len(sizes) > 0 {
 		pts := map[string]plotter.XYs{}
 		for i, r := range results {
-			pts[r.Allowance] = append(pts[r.Allowance], plotter.XY{X: float64(sizes[i%len(sizes)]) / 1e6, Y: r.CompletionS})
-			if !slices.Contains(names, r.Allowance) {
-				names = append(names, r.Allowance)
+			name := label(r)
+			pts[name] = append(pts[name], plotter.XY{X: float64(sizes[i%len(sizes)]) / 1e6, Y: r.CompletionS})
+			if !slices.Contains(names, name) {
+				names = append(names, name)
 			}
 		}
 		p, err := lines(names, pts, "data size (MB)", "transfer time (s)")
@@ -39,14 +41,15 @@ func FlowsimPlots(dir, scenario string, results []flowsim.Result, sizes []int64)
 	recv := map[string]plotter.XYs{}
 	win := map[string]plotter.XYs{}
 	for _, r := range results {
-		names = append(names, r.Allowance)
+		name := label(r)
+		names = append(names, name)
 		for _, s := range r.Series {
 			var total int64
 			for _, b := range s.Received {
 				total += b
 			}
-			recv[r.Allowance] = append(recv[r.Allowance], plotter.XY{X: s.T.Seconds(), Y: float64(total) / 1e6})
-			win[r.Allowance] = append(win[r.Allowance], plotter.XY{X: s.T.Seconds(), Y: float64(s.MaxStreamWindow) / 1024})
+			recv[name] = append(recv[name], plotter.XY{X: s.T.Seconds(), Y: float64(total) / 1e6})
+			win[name] = append(win[name], plotter.XY{X: s.T.Seconds(), Y: float64(s.MaxStreamWindow) / 1024})
 		}
 	}
 	for _, pl := range []struct {
@@ -67,4 +70,25 @@ func FlowsimPlots(dir, scenario string, results []flowsim.Result, sizes []int64)
 		out = append(out, filepath.Join(dir, f.Name+".svg"))
 	}
 	return out, nil
+}
+
+// flowsimLabels names each result's line: its allowance, with "(measured)"
+// for a real stack's and "(sim)" for a simulated one that shares its name
+// with a measured one.
+func flowsimLabels(results []flowsim.Result) func(flowsim.Result) string {
+	measured := map[string]bool{}
+	for _, r := range results {
+		if r.Source != "simulator" {
+			measured[r.Allowance] = true
+		}
+	}
+	return func(r flowsim.Result) string {
+		switch {
+		case r.Source != "simulator":
+			return r.Allowance + " (measured)"
+		case measured[r.Allowance]:
+			return r.Allowance + " (sim)"
+		}
+		return r.Allowance
+	}
 }
