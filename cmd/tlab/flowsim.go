@@ -195,7 +195,7 @@ func measureQuicGo(ctx context.Context, cfgs []flowsim.Config, seed uint64, mode
 // printFlowsim prints the comparison table.
 func printFlowsim(w io.Writer, results []flowsim.Result, sizes []int64) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "SOURCE\tALLOWANCE\tDATA\tTHROUGHPUT Mbit/s\tCOMPLETION s\tUPDATES\tMAX STREAM WIN\tMAX CONN WIN\tBLOCKED s\t")
+	fmt.Fprintln(tw, "SOURCE\tALLOWANCE\tDATA\tTHROUGHPUT Mbit/s\tCOMPLETION s\tUPDATES\tMAX STREAM WIN\tMAX CONN WIN\tBLOCKED s\tLOST\t")
 	for i, res := range results {
 		data := fmt.Sprintf("%.1f MB", float64(res.BytesTotal)/1e6)
 		if len(sizes) > 0 {
@@ -205,8 +205,8 @@ func printFlowsim(w io.Writer, results []flowsim.Result, sizes []int64) {
 		if res.Source != "simulator" {
 			blocked = "-" // a real sender's blocked time is not logged
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%.3f\t%d\t%s\t%s\t%s\t\n", res.Source, res.Allowance, data, res.ThroughputMbps, res.CompletionS, res.WindowUpdates,
-			units.Size(res.MaxStreamWin), units.Size(res.MaxConnWin), blocked)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%.3f\t%d\t%s\t%s\t%s\t%d\t\n", res.Source, res.Allowance, data, res.ThroughputMbps, res.CompletionS, res.WindowUpdates,
+			units.Size(res.MaxStreamWin), units.Size(res.MaxConnWin), blocked, res.Retransmits)
 	}
 	tw.Flush()
 }

@@ -174,6 +174,9 @@ func RunFlowControl(ctx context.Context, spec FlowControlSpec) (FlowControlRun, 
 	recv := trace.Receiver()
 	run.StreamUpdates, run.ConnUpdates, run.Blocked = recv.StreamUpdates, recv.ConnUpdates, recv.Blocked
 	run.Result = measuredResult(spec, run.Records, recv, trace.Reference.Sub(start)-cfg.OneWay)
+	// The data direction's drops (loss model and full queue) are the
+	// packets quic-go had to send again.
+	run.Result.Retransmits = int(run.Link.Down.DropLoss + run.Link.Down.DropQueue)
 	return run, nil
 }
 

@@ -77,16 +77,17 @@ type Result struct {
 	Allowance string `json:"allowance"`
 	Scenario  string `json:"scenario"`
 	// Source is "simulator", or the stack that was measured ("quic-go").
-	Source         string   `json:"source"`
-	ThroughputMbps float64  `json:"throughput_mbps"`
-	CompletionS    float64  `json:"completion_s"`
-	WindowUpdates  int      `json:"window_updates"`
-	MaxStreamWin   int64    `json:"max_stream_window_bytes"`
-	MaxConnWin     int64    `json:"max_conn_window_bytes"`
-	BlockedS       float64  `json:"flow_control_blocked_s"`
-	BytesTotal     int64    `json:"bytes_total"`
-	Retransmits    int      `json:"retransmits"`
-	Series         []Sample `json:"-"`
+	Source         string  `json:"source"`
+	ThroughputMbps float64 `json:"throughput_mbps"`
+	CompletionS    float64 `json:"completion_s"`
+	WindowUpdates  int     `json:"window_updates"`
+	MaxStreamWin   int64   `json:"max_stream_window_bytes"`
+	MaxConnWin     int64   `json:"max_conn_window_bytes"`
+	BlockedS       float64 `json:"flow_control_blocked_s"`
+	BytesTotal     int64   `json:"bytes_total"`
+	// Retransmits counts data packets lost on the link (and sent again).
+	Retransmits int      `json:"retransmits"`
+	Series      []Sample `json:"-"`
 }
 
 type evKind uint8

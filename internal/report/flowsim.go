@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
@@ -13,15 +14,40 @@ import (
 
 // FlowsimPlots draws study C's plots for results of one scenario into dir:
 // bytes received over time and the maximum stream window over time (one
-// line per allowance), or, for the size sweep, transfer time by data size.
+// line per allowance), or, for the size sweep, transfer time by data size
+// (sizes[i % len(sizes)] is result i's data size). When results include a
+// real stack's measurements, the same plots are drawn a second time with
+// only the quic-go settings, simulated (dashed) beside measured (solid),
+// under the stem prefix "quic-go-". It returns the SVG files written.
 func FlowsimPlots(dir, scenario string, results []flowsim.Result, sizes []int64) ([]string, error) {
 	label := flowsimLabels(results)
-	var names []string
-	var out []string
+	var study, quicGo []int
+	for i, r := range results {
+		if l := label(r); l == r.Allowance {
+			study = append(study, i)
+		} else {
+			quicGo = append(quicGo, i)
+		}
+	}
+	files, err := flowsimSet(dir, "", scenario, results, study, sizes, label)
+	if err != nil || len(quicGo) == 0 {
+		return files, err
+	}
+	more, err := flowsimSet(dir, "quic-go-", scenario+", quic-go simulated and measured", results, quicGo, sizes, label)
+	return append(files, more...), err
+}
+
+// flowsimSet draws one set of plots from the results at indices.
+func flowsimSet(dir, prefix, title string, results []flowsim.Result, indices []int, sizes []int64, label func(flowsim.Result) string) ([]string, error) {
+	if len(indices) == 0 {
+		return nil, nil
+	}
 	const w, h = 7 * vg.Inch, 3.5 * vg.Inch
+	var names, out []string
 	if len(sizes) > 0 {
 		pts := map[string]plotter.XYs{}
-		for i, r := range results {
+		for _, i := range indices {
+			r := results[i]
 			name := label(r)
 			pts[name] = append(pts[name], plotter.XY{X: float64(sizes[i%len(sizes)]) / 1e6, Y: r.CompletionS})
 			if !slices.Contains(names, name) {
@@ -32,7 +58,11 @@ func FlowsimPlots(dir, scenario string, results []flowsim.Result, sizes []int64)
 		if err != nil {
 			return nil, err
 		}
-		f, err := render(p, dir, "transfer-time-by-size", "Transfer time by data size, "+scenario, "", w, h)
+		// Sizes and times both span two to three decades.
+		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+		p.Y.Max *= 4 // room for the legend on a log axis
+		f, err := render(p, dir, prefix+"transfer-time-by-size", "Transfer time by data size, "+title, "", w, h)
 		if err != nil {
 			return nil, err
 		}
@@ -40,7 +70,8 @@ func FlowsimPlots(dir, scenario string, results []flowsim.Result, sizes []int64)
 	}
 	recv := map[string]plotter.XYs{}
 	win := map[string]plotter.XYs{}
-	for _, r := range results {
+	for _, i := range indices {
+		r := results[i]
 		name := label(r)
 		names = append(names, name)
 		for _, s := range r.Series {
@@ -56,14 +87,14 @@ func FlowsimPlots(dir, scenario string, results []flowsim.Result, sizes []int64)
 		stem, title, y string
 		pts            map[string]plotter.XYs
 	}{
-		{"received-over-time", "Bytes received over time, " + scenario, "received (MB, all streams)", recv},
-		{"window-over-time", "Maximum stream receive window over time, " + scenario, "window (KiB)", win},
+		{"received-over-time", "Bytes received over time, " + title, "received (MB, all streams)", recv},
+		{"window-over-time", "Maximum stream receive window over time, " + title, "window (KiB)", win},
 	} {
 		p, err := lines(names, pl.pts, "time (s)", pl.y)
 		if err != nil {
 			return nil, err
 		}
-		f, err := render(p, dir, pl.stem, pl.title, "", w, h)
+		f, err := render(p, dir, prefix+pl.stem, pl.title, "", w, h)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", pl.stem, err)
 		}
@@ -85,9 +116,9 @@ func flowsimLabels(results []flowsim.Result) func(flowsim.Result) string {
 	return func(r flowsim.Result) string {
 		switch {
 		case r.Source != "simulator":
-			return r.Allowance + " (measured)"
+			return r.Allowance + measuredSuffix
 		case measured[r.Allowance]:
-			return r.Allowance + " (sim)"
+			return r.Allowance + simSuffix
 		}
 		return r.Allowance
 	}

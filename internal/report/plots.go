@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/palette/moreland"
@@ -39,7 +40,17 @@ var protocolColors = map[string]color.RGBA{
 	"improved-static": {0x1f, 0x77, 0xb4, 0xff},
 	"autotuning":      {0xff, 0x7f, 0x0e, 0xff},
 	"fast-autotuning": {0xd6, 0x27, 0x28, 0xff},
+	// quic-go's own settings, simulated and measured.
+	"quic-go static":     {0x2c, 0xa0, 0x2c, 0xff},
+	"quic-go autotuning": {0x94, 0x67, 0xbd, 0xff},
 }
+
+// Suffixes that tell a simulated line from a measured one of the same
+// setting: both get the setting's colour, the simulated one dashed.
+const (
+	simSuffix      = " (sim)"
+	measuredSuffix = " (measured)"
+)
 
 func colorOf(name string, i int) color.RGBA {
 	if c, ok := protocolColors[name]; ok {
@@ -204,8 +215,12 @@ func lines(series []string, pts map[string]plotter.XYs, xLabel, yLabel string) (
 		if err != nil {
 			return nil, err
 		}
-		l.LineStyle.Color = colorOf(s, si)
+		base := strings.TrimSuffix(strings.TrimSuffix(s, simSuffix), measuredSuffix)
+		l.LineStyle.Color = colorOf(base, si)
 		l.LineStyle.Width = vg.Points(1.3)
+		if strings.HasSuffix(s, simSuffix) {
+			l.LineStyle.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		}
 		p.Add(l)
 		p.Legend.Add(s, l)
 	}
