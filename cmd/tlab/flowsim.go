@@ -185,7 +185,9 @@ func measureQuicGo(ctx context.Context, cfgs []flowsim.Config, seed uint64, mode
 				fmt.Fprintln(stderr, "failed")
 				return nil, fmt.Errorf("%s, %s: %w", spec.Name(), cfg.Name, err)
 			}
-			fmt.Fprintf(stderr, "%.1f s\n", time.Since(t0).Seconds())
+			// The instrument's own error, beside the result.
+			fmt.Fprintf(stderr, "%.1f s (emulator release error p99 %.1f µs, %d packets dropped on the link)\n",
+				time.Since(t0).Seconds(), run.EmuReleaseP99Us, run.Result.Retransmits)
 			runs = append(runs, run)
 		}
 	}

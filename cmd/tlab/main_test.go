@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"tlab/internal/emu"
+	"tlab/internal/flowsim"
 	"tlab/internal/testbed/tbtest"
 )
 
@@ -92,5 +93,55 @@ func TestFlowsimCommand(t *testing.T) {
 	}
 	if code, _, _ := run("flowsim", "--scenario", "huge"); code != exitUsage {
 		t.Errorf("unknown scenario: exit %d", code)
+	}
+}
+
+// TestFlowsimReal measures quic-go through the emulated link beside the
+// simulator: both settings appear from both sources, the measured ones
+// carry every byte, and the qlog files, per-stream CSV and comparison
+// plots are written.
+func TestFlowsimReal(t *testing.T) {
+	tbtest.RequirePrivileges(t)
+	dir := t.TempDir()
+	code, out, errs := run("flowsim", "--scenario", "small-buffer", "--allowances", "static", "--real", "--json", "--out", dir)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rows []flowsim.Result
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]flowsim.Result{}
+	for _, r := range rows {
+		got[r.Source+"/"+r.Allowance] = r
+	}
+	for _, k := range []string{"simulator/static", "simulator/quic-go static", "simulator/quic-go autotuning", "quic-go/quic-go static", "quic-go/quic-go autotuning"} {
+		r, ok := got[k]
+		if !ok {
+			t.Fatalf("no %s row in %d rows", k, len(rows))
+		}
+		if r.ThroughputMbps <= 0 || r.BytesTotal != 2<<20 {
+			t.Errorf("%s: %.2f Mbit/s over %d bytes", k, r.ThroughputMbps, r.BytesTotal)
+		}
+	}
+	// The model should predict quic-go within a factor of two; it is
+	// usually within 10 % (docs/flowsim.md).
+	for _, s := range []string{"quic-go static", "quic-go autotuning"} {
+		sim, real := got["simulator/"+s].ThroughputMbps, got["quic-go/"+s].ThroughputMbps
+		if real < sim/2 || real > sim*2 {
+			t.Errorf("%s: measured %.2f Mbit/s, the simulator predicted %.2f", s, real, sim)
+		}
+	}
+	for _, pattern := range []string{"qlog/*static*/*_client.sqlog", "qlog/*autotuning*/*_server.sqlog", "quic-go-received-over-time.svg", "quic-go-window-over-time.png", "series-quic-go-static-measured.csv"} {
+		if m, _ := filepath.Glob(filepath.Join(dir, pattern)); len(m) != 1 {
+			t.Errorf("%s: %d files", pattern, len(m))
+		}
+	}
+	streams, err := os.ReadFile(filepath.Join(dir, "streams.csv"))
+	if err != nil || strings.Count(string(streams), "\n") != 5 {
+		t.Errorf("streams.csv: %v\n%s", err, streams)
+	}
+	if code, _, _ := run("flowsim", "--real", "--no-cc"); code != exitUsage {
+		t.Errorf("--real with --no-cc: exit %d", code)
 	}
 }
