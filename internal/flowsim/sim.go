@@ -107,6 +107,7 @@ type event struct {
 	stream int // -1: connection
 	off    int64
 	n      int64
+	sent   time.Duration // when a data packet left (for loss recovery)
 }
 
 type events []event
@@ -150,6 +151,7 @@ type sim struct {
 	connLimit, connSent int64
 	linkBusy            time.Duration
 	cwnd, ssthresh      float64
+	recoveryStart       time.Duration
 	inflight            int64
 	next                int // round-robin
 	res                 Result
@@ -266,14 +268,15 @@ func (s *sim) cwndAllows(n int64) bool {
 	return !s.cfg.Congestion || float64(s.inflight+n) <= s.cwnd
 }
 
-// transmit serialises a packet onto the link and schedules its arrival (or
-// its loss, detected after a retransmission timeout of 3 RTT).
+// transmit serialises a packet onto the link and schedules its arrival or
+// its loss. A loss is detected as RFC 9002 does once later packets are
+// acknowledged: 9/8 of an RTT after the packet would have been.
 func (s *sim) transmit(stream int, off, n int64) {
 	start := max(s.now, s.linkBusy)
 	s.linkBusy = start + time.Duration(float64(n+s.cfg.Overhead)*8/s.cfg.Rate*1e9)
 	s.inflight += n
 	if s.cfg.Loss > 0 && s.rng.Float64() < s.cfg.Loss {
-		s.push(event{at: s.linkBusy + 3*s.cfg.RTT(), kind: evLost, stream: stream, off: off, n: n})
+		s.push(event{at: s.linkBusy + s.cfg.RTT()*9/8, kind: evLost, stream: stream, off: off, n: n, sent: s.now})
 		return
 	}
 	s.push(event{at: s.linkBusy + s.cfg.OneWay, kind: evData, stream: stream, off: off, n: n})
@@ -322,8 +325,13 @@ func (s *sim) handle(e event) error {
 		}
 	case evLost:
 		s.inflight -= e.n
-		s.ssthresh = max(s.cwnd/2, 2*float64(s.cfg.MSS))
-		s.cwnd = s.ssthresh
+		// One reduction per congestion event: losses of packets sent
+		// before the last reduction belong to it (RFC 9002, 7.3.2).
+		if e.sent >= s.recoveryStart {
+			s.ssthresh = max(s.cwnd/2, 2*float64(s.cfg.MSS))
+			s.cwnd = s.ssthresh
+			s.recoveryStart = s.now
+		}
 		s.send[e.stream].retx = append(s.send[e.stream].retx, e)
 	case evUpdate:
 		if e.stream < 0 {
