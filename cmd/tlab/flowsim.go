@@ -107,7 +107,11 @@ func runFlowsim(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 	}
 	if *out != "" {
-		if err := writeFlowsim(*out, *name, results, sizes); err != nil {
+		setup := fmt.Sprintf("Link %s, RTT %v, loss %s, congestion control %v; simulated by tlab flowsim", *rate, *rtt, *loss, !*noCC)
+		if *real {
+			setup += ", and quic-go measured through the emulated link (time zero when the requests reach the server)"
+		}
+		if err := writeFlowsim(*out, *name, setup, results, sizes); err != nil {
 			return errorExit(stderr, err)
 		}
 		if *real {
@@ -125,7 +129,7 @@ func runFlowsim(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stdout, "\nquic-go rows: measured through the emulated link (time zero when the requests reach the server);\n\"quic-go\" simulator rows: the simulator's model of quic-go's auto-tuning, for comparison.\n")
 	}
 	if *out != "" {
-		fmt.Fprintf(stdout, "\nTime series, summary and plots in %s\n", *out)
+		fmt.Fprintf(stdout, "\nTime series, summary, plots and report.html in %s\n", *out)
 	}
 	return exitOK
 }
@@ -222,9 +226,9 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
-// writeFlowsim writes summary.json, one CSV time series per run and the
-// plots.
-func writeFlowsim(dir, name string, results []flowsim.Result, sizes []int64) error {
+// writeFlowsim writes summary.json, one CSV time series per run, the
+// plots and report.html.
+func writeFlowsim(dir, name, setup string, results []flowsim.Result, sizes []int64) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -267,6 +271,9 @@ func writeFlowsim(dir, name string, results []flowsim.Result, sizes []int64) err
 			return err
 		}
 	}
-	_, err = report.FlowsimPlots(dir, name, results, sizes)
-	return err
+	figs, err := report.FlowsimPlots(dir, name, results, sizes)
+	if err != nil {
+		return err
+	}
+	return report.WriteFlowsimHTML(dir, name, setup, results, figs)
 }

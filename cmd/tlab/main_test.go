@@ -81,7 +81,7 @@ func TestFlowsimCommand(t *testing.T) {
 			t.Errorf("JSON lacks %q", k)
 		}
 	}
-	for _, f := range []string{"summary.json", "series-static.csv", "series-fast-autotuning.csv", "received-over-time.svg", "received-over-time.png", "window-over-time.png"} {
+	for _, f := range []string{"summary.json", "series-static.csv", "series-fast-autotuning.csv", "received-over-time.svg", "received-over-time.png", "window-over-time.png", "report.html"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("missing %s", f)
 		}

@@ -1,7 +1,10 @@
 package report
 
 import (
+	"errors"
 	"fmt"
+	"html/template"
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -10,6 +13,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"tlab/internal/flowsim"
+	"tlab/internal/units"
 )
 
 // FlowsimPlots draws study C's plots for results of one scenario into dir:
@@ -18,8 +22,8 @@ import (
 // (sizes[i % len(sizes)] is result i's data size). When results include a
 // real stack's measurements, the same plots are drawn a second time with
 // only the quic-go settings, simulated (dashed) beside measured (solid),
-// under the stem prefix "quic-go-". It returns the SVG files written.
-func FlowsimPlots(dir, scenario string, results []flowsim.Result, sizes []int64) ([]string, error) {
+// under the stem prefix "quic-go-". It returns the figures written.
+func FlowsimPlots(dir, scenario string, results []flowsim.Result, sizes []int64) ([]Figure, error) {
 	label := flowsimLabels(results)
 	var study, quicGo []int
 	for i, r := range results {
@@ -38,12 +42,13 @@ func FlowsimPlots(dir, scenario string, results []flowsim.Result, sizes []int64)
 }
 
 // flowsimSet draws one set of plots from the results at indices.
-func flowsimSet(dir, prefix, title string, results []flowsim.Result, indices []int, sizes []int64, label func(flowsim.Result) string) ([]string, error) {
+func flowsimSet(dir, prefix, title string, results []flowsim.Result, indices []int, sizes []int64, label func(flowsim.Result) string) ([]Figure, error) {
 	if len(indices) == 0 {
 		return nil, nil
 	}
 	const w, h = 7 * vg.Inch, 3.5 * vg.Inch
-	var names, out []string
+	var names []string
+	var out []Figure
 	if len(sizes) > 0 {
 		pts := map[string]plotter.XYs{}
 		for _, i := range indices {
@@ -66,7 +71,7 @@ func flowsimSet(dir, prefix, title string, results []flowsim.Result, indices []i
 		if err != nil {
 			return nil, err
 		}
-		return []string{filepath.Join(dir, f.Name+".svg")}, nil
+		return []Figure{f}, nil
 	}
 	recv := map[string]plotter.XYs{}
 	win := map[string]plotter.XYs{}
@@ -98,7 +103,7 @@ func flowsimSet(dir, prefix, title string, results []flowsim.Result, indices []i
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", pl.stem, err)
 		}
-		out = append(out, filepath.Join(dir, f.Name+".svg"))
+		out = append(out, f)
 	}
 	return out, nil
 }
@@ -122,4 +127,41 @@ func flowsimLabels(results []flowsim.Result) func(flowsim.Result) string {
 		}
 		return r.Allowance
 	}
+}
+
+var flowsimPage = template.Must(template.New("flowsim").Funcs(template.FuncMap{
+	"img":   imgURL,
+	"style": func() template.CSS { return pageStyle },
+	"size":  func(b int64) string { return units.Size(b).String() },
+	"sim":   func(r flowsim.Result) bool { return r.Source == "simulator" },
+}).Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<title>tlab flowsim: {{.Scenario}}</title>
+<style>{{style}}</style></head><body>
+<h1>Flow control: {{.Scenario}}</h1>
+<p>{{.Setup}}</p>
+<table>
+<tr><th class="l">source</th><th class="l">allowance</th><th>data bytes</th><th>throughput Mbit/s</th><th>completion s</th><th>updates</th><th>max stream window</th><th>max conn window</th><th>blocked s</th><th>lost</th></tr>
+{{range .Results}}<tr><td class="l">{{.Source}}</td><td class="l">{{.Allowance}}</td><td>{{.BytesTotal}}</td><td>{{printf "%.2f" .ThroughputMbps}}</td><td>{{printf "%.3f" .CompletionS}}</td><td>{{.WindowUpdates}}</td><td>{{size .MaxStreamWin}}</td><td>{{size .MaxConnWin}}</td><td>{{if sim .}}{{printf "%.3f" .BlockedS}}{{else}}–{{end}}</td><td>{{.Retransmits}}</td></tr>
+{{end}}</table>
+<p>Definitions: docs/flowsim.md. Data: summary.json and series-*.csv beside this file.</p>
+{{range .Figures}}<figure id="{{.Name}}"><img alt="{{.Title}}" src="{{img .SVG}}"><figcaption><b>{{.Title}}.</b> ({{.Name}}.svg, .png)</figcaption></figure>
+{{end}}
+</body></html>
+`))
+
+// WriteFlowsimHTML writes dir/report.html: the results table and the
+// figures inlined, one file that works offline. setup describes the link
+// and the runs in one sentence.
+func WriteFlowsimHTML(dir, scenario, setup string, results []flowsim.Result, figs []Figure) error {
+	f, err := os.Create(filepath.Join(dir, "report.html"))
+	if err != nil {
+		return err
+	}
+	err = flowsimPage.Execute(f, struct {
+		Scenario, Setup string
+		Results         []flowsim.Result
+		Figures         []Figure
+	}{scenario, setup, results, figs})
+	return errors.Join(err, f.Close())
 }

@@ -419,23 +419,9 @@ func safe(s string) string {
 	}, strings.ToLower(s))
 }
 
-var page = template.Must(template.New("report").Funcs(template.FuncMap{
-	"num": func(v float64, prec int) string {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return "–"
-		}
-		return strconv.FormatFloat(v, 'f', prec, 64)
-	},
-	"img": func(svg []byte) template.URL {
-		return template.URL("data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString(svg))
-	},
-	"combo": comboLabel,
-	"when":  func(t time.Time) string { return t.Format("2006-01-02 15:04 MST") },
-}).Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<title>tlab report: {{.Run.Name}}</title>
-<style>
-body{font:15px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222}
+// pageStyle is the CSS of every tlab HTML page: inline, so that a report
+// is one file that works offline.
+const pageStyle template.CSS = `body{font:15px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222}
 h1{margin-bottom:.2em} h2{margin-top:2em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;font-size:13px;margin:.5em 0}
 th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:right}
@@ -445,7 +431,28 @@ figure{margin:1.5em 0} figure img{width:100%;height:auto;border:1px solid #eee}
 .wide{overflow-x:auto;max-height:80vh}
 figcaption{font-size:13px;color:#555}
 .meta td{text-align:left}
-</style></head><body>
+`
+
+// imgURL inlines an SVG figure as a data URI.
+func imgURL(svg []byte) template.URL {
+	return template.URL("data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString(svg))
+}
+
+var page = template.Must(template.New("report").Funcs(template.FuncMap{
+	"num": func(v float64, prec int) string {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return "–"
+		}
+		return strconv.FormatFloat(v, 'f', prec, 64)
+	},
+	"img":   imgURL,
+	"combo": comboLabel,
+	"when":  func(t time.Time) string { return t.Format("2006-01-02 15:04 MST") },
+	"style": func() template.CSS { return pageStyle },
+}).Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<title>tlab report: {{.Run.Name}}</title>
+<style>{{style}}</style></head><body>
 <h1>{{.Run.Name}}</h1>
 {{if .Run.Description}}<p>{{.Run.Description}}</p>{{end}}
 <h2>Run</h2>
