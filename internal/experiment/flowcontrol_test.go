@@ -2,7 +2,9 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"tlab/internal/flowsim"
 )
@@ -52,5 +54,23 @@ func TestFlowControlOnQuicGo(t *testing.T) {
 	}
 	if s, a := runs[true].Result.CompletionS, runs[false].Result.CompletionS; a >= s {
 		t.Errorf("autotuning took %.3f s, static %.3f s", a, s)
+	}
+}
+
+// TestFlowControlStopsWhenCancelled cancels a transfer that would take
+// half a minute: it must end within seconds, with the context's error.
+func TestFlowControlStopsWhenCancelled(t *testing.T) {
+	requireRoot(t)
+	cfg := flowsim.Scenarios()["small-buffer"][0]
+	cfg.BytesPerStream = 16 << 20
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := RunFlowControl(ctx, FlowControlSpec{Config: cfg, Static: true, Seed: 1, Dir: t.TempDir()})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("error %v, want the context's deadline", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the cancelled transfer took %v to stop", took)
 	}
 }

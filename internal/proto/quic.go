@@ -237,14 +237,18 @@ func (c *quicStreamsClient) Exchange(ctx context.Context, reqSize, respSize int)
 	if d, ok := ctx.Deadline(); ok {
 		st.SetDeadline(d)
 	}
+	defer interruptOnCancel(ctx, st)()
 	if err := writeRequest(st, reqSize, respSize); err != nil {
 		st.CancelRead(0)
-		return ex, err
+		return ex, orCanceled(ctx, err)
 	}
 	st.Close() // FIN: this stream carries one request
 	first, done, n, err := readResponse(bufio.NewReaderSize(st, 16<<10))
 	ex.FirstByte, ex.Done, ex.RespBytes = first, done, n
-	return ex, err
+	if err != nil {
+		st.CancelRead(0)
+	}
+	return ex, orCanceled(ctx, err)
 }
 
 // closeAll closes each in turn and joins the errors.

@@ -37,21 +37,51 @@ func (c *streamClient) Exchange(ctx context.Context, reqSize, respSize int) (Exc
 		c.setupTaken = true
 		ex.NewConn, ex.Connect, ex.Handshake, ex.Resumed, ex.EarlyData = true, c.setup.Connect, c.setup.Handshake, c.setup.Resumed, c.setup.EarlyData
 	}
-	if d, ok := ctx.Deadline(); ok {
-		if dl, ok := c.stream.(interface{ SetDeadline(time.Time) error }); ok {
+	if dl, ok := c.stream.(deadliner); ok {
+		if d, ok := ctx.Deadline(); ok {
 			dl.SetDeadline(d)
 			defer dl.SetDeadline(time.Time{})
 		}
+		defer interruptOnCancel(ctx, dl)()
 	}
 	if err := writeRequest(c.stream, reqSize, respSize); err != nil {
-		return ex, err
+		return ex, orCanceled(ctx, err)
 	}
 	if c.br == nil {
 		c.br = bufio.NewReaderSize(c.stream, 16<<10)
 	}
 	first, done, n, err := readResponse(c.br)
 	ex.FirstByte, ex.Done, ex.RespBytes = first, done, n
-	return ex, err
+	return ex, orCanceled(ctx, err)
+}
+
+// deadliner is a connection or stream with deadlines (net.Conn,
+// *quic.Stream).
+type deadliner interface{ SetDeadline(time.Time) error }
+
+// interruptOnCancel makes blocked reads and writes on s return once ctx is
+// cancelled, by moving its deadline into the past: a long transfer stops at
+// Ctrl-C instead of running to its end. The returned function ends the
+// watch.
+func interruptOnCancel(ctx context.Context, s deadliner) (stop func()) {
+	cancelWatch := context.AfterFunc(ctx, func() { s.SetDeadline(time.Unix(1, 0)) })
+	return func() { cancelWatch() }
+}
+
+// orCanceled reports a context's end rather than the deadline error it
+// caused. The connection's deadline may fire a moment before the context's
+// own timer, so a passed deadline counts too.
+func orCanceled(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return err
 }
 
 // listenTCP opens the server's TCP listener with the congestion control.
