@@ -107,7 +107,7 @@ func runFlowsim(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 	}
 	if *out != "" {
-		setup := fmt.Sprintf("Link %s, RTT %v, loss %s, congestion control %v; simulated by tlab flowsim", *rate, *rtt, *loss, !*noCC)
+		setup := fmt.Sprintf("Link %s, RTT %v, loss %s, congestion control %s; simulated by tlab flowsim", *rate, *rtt, *loss, onOff(!*noCC))
 		if *real {
 			setup += ", and quic-go measured through the emulated link (time zero when the requests reach the server)"
 		}
@@ -123,7 +123,7 @@ func runFlowsim(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if *asJSON {
 		return writeJSON(stdout, results)
 	}
-	fmt.Fprintf(stdout, "%s: link %s, RTT %v, loss %s, congestion control %v\n\n", *name, *rate, *rtt, *loss, !*noCC)
+	fmt.Fprintf(stdout, "%s: link %s, RTT %v, loss %s, congestion control %s\n\n", *name, *rate, *rtt, *loss, onOff(!*noCC))
 	printFlowsim(stdout, results, sizes)
 	if *real {
 		fmt.Fprintf(stdout, "\nquic-go rows: measured through the emulated link (time zero when the requests reach the server);\n\"quic-go\" simulator rows: the simulator's model of quic-go's auto-tuning, for comparison.\n")
@@ -215,6 +215,13 @@ func printFlowsim(w io.Writer, results []flowsim.Result, sizes []int64) {
 			units.Size(res.MaxStreamWin), units.Size(res.MaxConnWin), blocked, res.Retransmits)
 	}
 	tw.Flush()
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }
 
 func firstErr(errs ...error) error {
