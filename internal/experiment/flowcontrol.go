@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"tlab/internal/emu"
@@ -137,7 +138,9 @@ func RunFlowControl(ctx context.Context, spec FlowControlSpec) (FlowControlRun, 
 	if err != nil {
 		return FlowControlRun{}, fmt.Errorf("client: %w", err)
 	}
-	defer client.Close()
+	// Closed early on success (that completes its qlog), on return otherwise.
+	closeClient := sync.OnceValue(client.Close)
+	defer closeClient()
 
 	em := tb.Emulator()
 	var start time.Time
@@ -160,7 +163,7 @@ func RunFlowControl(ctx context.Context, spec FlowControlSpec) (FlowControlRun, 
 	run.Link.Up, run.Link.Down = run.Link.Up.Sub(atStart.Links[0].Up), run.Link.Down.Sub(atStart.Links[0].Down)
 	run.EmuReleaseP99Us = end.Lateness.P99
 	// Closing the client completes its qlog file.
-	if err := client.Close(); err != nil {
+	if err := closeClient(); err != nil {
 		return run, fmt.Errorf("client close: %w", err)
 	}
 	files, err := filepath.Glob(filepath.Join(qlogDir, "*_client.sqlog"))

@@ -63,9 +63,8 @@ type deadliner interface{ SetDeadline(time.Time) error }
 // cancelled, by moving its deadline into the past: a long transfer stops at
 // Ctrl-C instead of running to its end. The returned function ends the
 // watch.
-func interruptOnCancel(ctx context.Context, s deadliner) (stop func()) {
-	cancelWatch := context.AfterFunc(ctx, func() { s.SetDeadline(time.Unix(1, 0)) })
-	return func() { cancelWatch() }
+func interruptOnCancel(ctx context.Context, s deadliner) (stop func() bool) {
+	return context.AfterFunc(ctx, func() { s.SetDeadline(time.Unix(1, 0)) })
 }
 
 // orCanceled reports a context's end rather than the deadline error it
