@@ -13,9 +13,13 @@ import (
 func TestMain(m *testing.M) { tbtest.Main(m) }
 
 // TestQuickCalibration runs a short calibration through real namespaces.
-// Timing figures depend on the machine, so they are checked for presence and
-// sanity only; tlab's targets are judged by `tlab calibrate` itself. Loss,
-// which is statistics, is checked against a 5-sigma interval.
+// It asserts only what a busy host cannot break: every check is present with
+// a unit, a target and a value; the rate limiter never delivers more than
+// its rate (host noise only ever takes throughput away); traffic flows at
+// all; and loss, which is counted rather than timed, stays inside a 5-sigma
+// interval. Whether timing targets are met is judged by `tlab calibrate`
+// itself, never by the test suite: on a shared machine a neighbour's load
+// decides that (see docs/methodology.md).
 func TestQuickCalibration(t *testing.T) {
 	tbtest.RequirePrivileges(t)
 	r, err := Run(context.Background(), Options{Quick: true, Seed: 1})
@@ -38,14 +42,16 @@ func TestQuickCalibration(t *testing.T) {
 			t.Errorf("check %s missing", n)
 		}
 	}
-	// Rate: TCP through a limiter must come near the limit on any machine.
+	// Rate: a stall can shift at most a few per cent of buffered bytes
+	// into the receiver's window; anything more above the rate is the
+	// limiter's defect. Below, only a flow that barely moved is one.
 	for _, n := range []string{"rate_error_10mbit", "rate_error_100mbit"} {
-		if v := byName[n].Value; v > 10 {
-			t.Errorf("%s = %.2f %%: the limiter is far off", n, v)
+		if v := byName[n].Value; v > 5 || v < -90 {
+			t.Errorf("%s = %+.2f %%: the limiter over-delivers or nothing flowed (%s)", n, v, byName[n].Detail)
 		}
 	}
-	if byName["forwarding_64B_pps"].Value < 10000 {
-		t.Errorf("forwarding below 10k packets/s: %+v", byName["forwarding_64B_pps"])
+	if v := byName["forwarding_64B_pps"].Value; !(v > 0) {
+		t.Errorf("the emulator forwarded nothing: %+v", byName["forwarding_64B_pps"])
 	}
 	// Loss, as statistics with a generous interval (30 000 packets).
 	for name, p := range map[string]float64{"loss_bernoulli_1pct": 0.01, "loss_bernoulli_10pct": 0.10} {
