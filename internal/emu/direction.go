@@ -99,19 +99,18 @@ func (s *DirectionStats) count(c DropCause, size int) {
 }
 
 type queued struct {
-	depart int64
-	size   int
+	arrived, depart int64
+	size            int
 }
 
 // Direction applies one DirectionConfig to a stream of packets. It is not
 // safe for concurrent use: the engine calls it from its single loop.
 type Direction struct {
-	cfg        DirectionConfig
-	delayNs    int64
-	limitBytes int64
-	limitPkts  int
-	shaper     Shaper
-	nsPerByte  float64 // transmission time, for queueing-delay accounting
+	cfg       DirectionConfig
+	delayNs   int64
+	queue     Queue
+	shaper    Shaper
+	nsPerByte float64 // transmission time, for queueing-delay accounting
 
 	loss     LossModel
 	jitter   JitterModel
@@ -144,14 +143,13 @@ func NewDirection(cfg DirectionConfig, baseRTTNs int64, seed uint64, name string
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	d := &Direction{
-		cfg:       cfg,
-		delayNs:   cfg.Delay.D().Nanoseconds(),
-		limitPkts: cfg.QueuePackets,
-		loss:      newLossModel(cfg.Loss, rngFor(seed, name, "loss")),
-		jitter:    newJitterModel(cfg, rngFor(seed, name, "jitter")),
-		dupRng:    rngFor(seed, name, "duplicate"),
-		reordRng:  rngFor(seed, name, "reorder"),
-		corrRng:   rngFor(seed, name, "corrupt"),
+		cfg:      cfg,
+		delayNs:  cfg.Delay.D().Nanoseconds(),
+		loss:     newLossModel(cfg.Loss, rngFor(seed, name, "loss")),
+		jitter:   newJitterModel(cfg, rngFor(seed, name, "jitter")),
+		dupRng:   rngFor(seed, name, "duplicate"),
+		reordRng: rngFor(seed, name, "reorder"),
+		corrRng:  rngFor(seed, name, "corrupt"),
 	}
 	baseRTT := time.Duration(baseRTTNs)
 	switch {
@@ -160,11 +158,11 @@ func NewDirection(cfg DirectionConfig, baseRTTNs int64, seed uint64, name string
 			return nil, fmt.Errorf("%s: trace %s not loaded", name, cfg.Trace)
 		}
 		d.shaper = newTraceRate(trace)
-		d.limitBytes = cfg.QueueLimitBytes(TraceMeanRate(trace), baseRTT)
+		d.queue = DropTail{LimitPackets: cfg.QueuePackets, LimitBytes: cfg.QueueLimitBytes(TraceMeanRate(trace), baseRTT)}
 	case cfg.Rate > 0:
 		r := newConstantRate(cfg.Rate.BitsPerSecond())
 		d.shaper, d.nsPerByte = r, r.nsPerByte
-		d.limitBytes = cfg.QueueLimitBytes(cfg.Rate.BitsPerSecond(), baseRTT)
+		d.queue = DropTail{LimitPackets: cfg.QueuePackets, LimitBytes: cfg.QueueLimitBytes(cfg.Rate.BitsPerSecond(), baseRTT)}
 	}
 	return d, nil
 }
@@ -198,13 +196,17 @@ func (d *Direction) Admit(now int64, size int) Verdict {
 	depart := now
 	if d.shaper != nil {
 		d.drain(now)
-		if d.full(size) {
+		var headWait int64
+		if len(d.backlog) > 0 {
+			headWait = now - d.backlog[0].arrived
+		}
+		if !d.queue.Admit(now, size, len(d.backlog), d.backlogBytes, headWait) {
 			v.Drop = DropQueue
 			d.Stats.count(v.Drop, size)
 			return v
 		}
 		depart = d.shaper.Departure(now, size)
-		d.backlog = append(d.backlog, queued{depart, size})
+		d.backlog = append(d.backlog, queued{arrived: now, depart: depart, size: size})
 		d.backlogBytes += int64(size)
 		wait := depart - now - int64(float64(size)*d.nsPerByte)
 		if wait > 0 {
@@ -247,13 +249,6 @@ func (d *Direction) drain(now int64) {
 		n := copy(d.backlog, d.backlog[i:])
 		d.backlog = d.backlog[:n]
 	}
-}
-
-func (d *Direction) full(size int) bool {
-	if d.limitPkts > 0 && len(d.backlog)+1 > d.limitPkts {
-		return true
-	}
-	return d.limitBytes > 0 && d.backlogBytes+int64(size) > d.limitBytes
 }
 
 func (d *Direction) inOutage(now int64) bool {
