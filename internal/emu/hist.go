@@ -55,8 +55,8 @@ func (h *Histogram) Quantile(q float64) float64 {
 	return float64(h.MaxNs)
 }
 
-// Summary is a histogram's quantiles in microseconds.
-type Summary struct {
+// LatencySummary is a histogram's quantiles in microseconds.
+type LatencySummary struct {
 	N    uint64  `json:"n"`
 	P50  float64 `json:"p50_us"`
 	P90  float64 `json:"p90_us"`
@@ -66,11 +66,11 @@ type Summary struct {
 	Mean float64 `json:"mean_us"`
 }
 
-func (h *Histogram) Summary() Summary {
+func (h *Histogram) Summary() LatencySummary {
 	if h.N == 0 {
-		return Summary{}
+		return LatencySummary{}
 	}
-	return Summary{
+	return LatencySummary{
 		N: h.N, P50: h.Quantile(0.5) / 1e3, P90: h.Quantile(0.9) / 1e3, P99: h.Quantile(0.99) / 1e3,
 		P999: h.Quantile(0.999) / 1e3, Max: float64(h.MaxNs) / 1e3, Mean: h.SumNs / float64(h.N) / 1e3,
 	}

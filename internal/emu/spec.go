@@ -67,7 +67,7 @@ type EngineStats struct {
 	Links []LinkStats `json:"links"`
 	// Lateness of releases: when a frame was handed to the kernel minus
 	// when it was due.
-	Lateness Summary `json:"lateness"`
+	Lateness LatencySummary `json:"lateness"`
 	// Forwarded counts frames sent, all links together.
 	Forwarded uint64 `json:"forwarded"`
 	Wakeups   uint64 `json:"wakeups"`
