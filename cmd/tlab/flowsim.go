@@ -2,19 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"tlab/internal/experiment"
 	"tlab/internal/flowsim"
-	"tlab/internal/report"
 	"tlab/internal/units"
 )
 
@@ -74,50 +70,27 @@ func runFlowsim(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		cfgs[i].Rate, cfgs[i].OneWay, cfgs[i].Loss, cfgs[i].Congestion, cfgs[i].ConsumeRate, cfgs[i].Seed = float64(r), *rtt/2, float64(l), !*noCC, float64(c)/8, *seed
 		cfgs[i].InitialCwnd = *cwnd
 	}
-	results, err := simulate(cfgs, allowances)
+	study := experiment.FlowStudy{Configs: cfgs, Allowances: allowances, Real: *real, Seed: *seed, EmulatorMode: *mode, Dir: *out, Log: stderr}
+	if *real && study.Dir == "" {
+		dir, err := os.MkdirTemp("", "tlab-flowsim-")
+		if err != nil {
+			return errorExit(stderr, err)
+		}
+		defer os.RemoveAll(dir)
+		study.Dir = dir
+	}
+	res, err := study.Run(ctx)
 	if err != nil {
 		return errorExit(stderr, err)
 	}
-	var runs []experiment.FlowControlRun
-	if *real {
-		model, err := simulateQuicGo(cfgs)
-		if err != nil {
-			return errorExit(stderr, err)
-		}
-		results = append(results, model...)
-		dir := *out
-		if dir == "" {
-			if dir, err = os.MkdirTemp("", "tlab-flowsim-"); err != nil {
-				return errorExit(stderr, err)
-			}
-			defer os.RemoveAll(dir)
-		}
-		runs, err = measureQuicGo(ctx, cfgs, *seed, *mode, dir, stderr)
-		if err != nil {
-			return errorExit(stderr, err)
-		}
-		for _, run := range runs {
-			results = append(results, run.Result)
-		}
-	}
-	var sizes []int64
-	if len(cfgs) > 1 {
-		for _, cfg := range cfgs {
-			sizes = append(sizes, cfg.BytesPerStream*int64(cfg.Streams))
-		}
-	}
+	results, sizes := res.Results, res.Sizes
 	if *out != "" {
 		setup := fmt.Sprintf("Link %s, RTT %v, loss %s, congestion control %s; simulated by tlab flowsim", *rate, *rtt, *loss, onOff(!*noCC))
 		if *real {
 			setup += ", and quic-go measured through the emulated link (time zero when the requests reach the server)"
 		}
-		if err := writeFlowsim(*out, *name, setup, results, sizes); err != nil {
+		if err := experiment.WriteFlowStudy(*out, *name, setup, res); err != nil {
 			return errorExit(stderr, err)
-		}
-		if *real {
-			if err := experiment.WriteStreams(filepath.Join(*out, "streams.csv"), runs); err != nil {
-				return errorExit(stderr, err)
-			}
 		}
 	}
 	if *asJSON {
@@ -132,70 +105,6 @@ func runFlowsim(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stdout, "\nTime series, summary, plots and report.html in %s\n", *out)
 	}
 	return exitOK
-}
-
-// simulate runs every allowance on every configuration, allowance by
-// allowance.
-func simulate(cfgs []flowsim.Config, allowances []flowsim.Allowance) ([]flowsim.Result, error) {
-	var results []flowsim.Result
-	for _, a := range allowances {
-		for _, cfg := range cfgs {
-			res, err := flowsim.Run(cfg, a)
-			if err != nil {
-				return nil, err
-			}
-			results = append(results, res)
-		}
-	}
-	return results, nil
-}
-
-// quicGoSettings are the two quic-go settings study C's question maps to:
-// windows fixed at their initial sizes, and auto-tuned up to the bounds.
-var quicGoSettings = []bool{true, false}
-
-// simulateQuicGo runs the simulator's model of quic-go with each setting,
-// with quic-go's initial congestion window, named as the measured rows.
-func simulateQuicGo(cfgs []flowsim.Config) ([]flowsim.Result, error) {
-	var results []flowsim.Result
-	for _, static := range quicGoSettings {
-		for _, cfg := range cfgs {
-			cfg.InitialCwnd = 32
-			if static {
-				cfg.StreamUpper, cfg.ConnUpper = cfg.StreamWindow, cfg.ConnWindow
-			}
-			res, err := flowsim.Run(cfg, flowsim.QuicGo{})
-			if err != nil {
-				return nil, err
-			}
-			res.Allowance = experiment.FlowControlSpec{Static: static}.Name()
-			results = append(results, res)
-		}
-	}
-	return results, nil
-}
-
-// measureQuicGo runs each setting on each configuration on quic-go, one
-// fresh testbed per transfer, and says so on stderr as it goes.
-func measureQuicGo(ctx context.Context, cfgs []flowsim.Config, seed uint64, mode, dir string, stderr io.Writer) ([]experiment.FlowControlRun, error) {
-	var runs []experiment.FlowControlRun
-	for _, static := range quicGoSettings {
-		for _, cfg := range cfgs {
-			spec := experiment.FlowControlSpec{Config: cfg, Static: static, Seed: seed, Dir: dir, EmulatorMode: mode}
-			fmt.Fprintf(stderr, "measuring %s, %s ... ", spec.Name(), cfg.Name)
-			t0 := time.Now()
-			run, err := experiment.RunFlowControl(ctx, spec)
-			if err != nil {
-				fmt.Fprintln(stderr, "failed")
-				return nil, fmt.Errorf("%s, %s: %w", spec.Name(), cfg.Name, err)
-			}
-			// The instrument's own error, beside the result.
-			fmt.Fprintf(stderr, "%.1f s (emulator release error p99 %.1f µs, %d packets dropped on the link)\n",
-				time.Since(t0).Seconds(), run.EmuReleaseP99Us, run.Result.Retransmits)
-			runs = append(runs, run)
-		}
-	}
-	return runs, nil
 }
 
 // printFlowsim prints the comparison table.
@@ -231,56 +140,4 @@ func firstErr(errs ...error) error {
 		}
 	}
 	return nil
-}
-
-// writeFlowsim writes summary.json, one CSV time series per run, the
-// plots and report.html.
-func writeFlowsim(dir, name, setup string, results []flowsim.Result, sizes []int64) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(filepath.Join(dir, "summary.json"))
-	if err != nil {
-		return err
-	}
-	writeJSON(f, results)
-	f.Close()
-	for i, res := range results {
-		stem := strings.ReplaceAll(res.Allowance, " ", "-")
-		if res.Source != "simulator" {
-			stem += "-measured"
-		}
-		if len(sizes) > 0 {
-			stem += "-" + strconv.FormatInt(sizes[i%len(sizes)]/1000, 10) + "KB"
-		}
-		cf, err := os.Create(filepath.Join(dir, "series-"+stem+".csv"))
-		if err != nil {
-			return err
-		}
-		w := csv.NewWriter(cf)
-		header := []string{"source", "allowance", "t_ms"}
-		if len(res.Series) > 0 {
-			for s := range res.Series[0].Received {
-				header = append(header, fmt.Sprintf("stream%d_bytes", s))
-			}
-		}
-		w.Write(append(header, "max_stream_window_bytes", "conn_window_bytes"))
-		for _, s := range res.Series {
-			row := []string{res.Source, res.Allowance, strconv.FormatFloat(float64(s.T.Microseconds())/1000, 'f', 3, 64)}
-			for _, b := range s.Received {
-				row = append(row, strconv.FormatInt(b, 10))
-			}
-			w.Write(append(row, strconv.FormatInt(s.MaxStreamWindow, 10), strconv.FormatInt(s.ConnWindow, 10)))
-		}
-		w.Flush()
-		cf.Close()
-		if err := w.Error(); err != nil {
-			return err
-		}
-	}
-	figs, err := report.FlowsimPlots(dir, name, results, sizes)
-	if err != nil {
-		return err
-	}
-	return report.WriteFlowsimHTML(dir, name, setup, results, figs)
 }

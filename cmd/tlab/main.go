@@ -49,6 +49,9 @@ func commands() map[string]command {
 		"presets":   {"list the built-in scenarios (one per study)", runPresets},
 		"flowsim":   {"simulate study C's QUIC flow-control allowances", runFlowsim},
 		"profiles":  {"list the built-in link profiles, or show one", runProfiles},
+		"workloads": {"list the workload types with their parameters", runWorkloads},
+		"metrics":   {"list every summary column and its definition", runMetrics},
+		"plots":     {"list the plot kinds a scenario can ask for", runPlots},
 		"version":   {"print the version", runVersion},
 	}
 }

@@ -14,10 +14,14 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"gopkg.in/yaml.v3"
 
 	"tlab/internal/emu"
 	"tlab/internal/experiment"
+	"tlab/internal/metrics"
 	"tlab/internal/proto"
+	"tlab/internal/results"
+	"tlab/internal/scenario"
 	"tlab/internal/workload"
 )
 
@@ -28,122 +32,129 @@ const (
 	defaultProfiles  = "ethernet,5g"
 )
 
+// adhocFlags maps each ad-hoc flag to the scenario field it sets. An
+// ad-hoc run is an in-memory scenario: these flags are shorthands for
+// --set, and --set reaches every other field.
+var adhocFlags = map[string]string{
+	"protocols": "protocols", "profile": "profiles", "workload": "workload.type",
+	"interval": "workload.interval", "payload": "workload.payload", "response-size": "workload.response_size",
+	"duration": "duration", "count": "count", "warmup": "warmup", "seed": "seed", "capture": "capture",
+	"remove-outliers": "metrics.remove_outliers", "tls-version": "settings.tls_version", "kex": "settings.key_exchange",
+	"resumption": "settings.resumption", "0rtt": "settings.zero_rtt", "cc": "settings.tcp_congestion",
+	"idle-timeout": "settings.idle_timeout", "h1-max-idle": "settings.h1_max_idle", "emulator-mode": "emulator.mode",
+	"link": "link",
+}
+
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("run", "run FILE|PRESET [--set key=value ...] [--out DIR]\n       tlab run --resume DIR\n       tlab run [ad-hoc flags]\n\nRun a scenario (a YAML file or a preset: see tlab presets) into a results directory with a report,\ncontinue an interrupted one, or compare protocols ad hoc with the flags below.\nWithout arguments: "+defaultProtocols+" on "+defaultProfiles+", 25 ms interval, 256 B, 12 s each (about 2 minutes).", stderr)
+	fs := newFlags("run", "run FILE|PRESET [--set key=value ...] [--out DIR]\n       tlab run --resume DIR\n       tlab run [ad-hoc flags] [--set key=value ...]\n\nRun a scenario (a YAML file or a preset: see tlab presets) into a results directory with a report,\ncontinue an interrupted one, or compare protocols ad hoc with the flags below (an in-memory scenario:\nevery flag is a shorthand for a --set, and --set reaches any field; see docs/guide.md).\nWithout arguments: "+defaultProtocols+" on "+defaultProfiles+", 25 ms interval, 256 B, 12 s each (about 2 minutes).", stderr)
 	var sets listFlag
-	fs.Var(&sets, "set", "scenario: override a field, e.g. workload.interval=10ms (repeatable)")
+	fs.Var(&sets, "set", "override a scenario field, e.g. workload.interval=10ms (repeatable)")
 	resume := fs.String("resume", "", "continue the interrupted run in DIR")
 	noCal := fs.Bool("no-calibration", false, "scenario: skip the emulator calibration recorded in the manifest")
-	noReport := fs.Bool("no-report", false, "scenario: do not write report.html")
-	wl := fs.String("workload", "periodic", "traffic pattern (periodic: a request every --interval, open loop)")
-	protocols := fs.String("protocols", defaultProtocols, "comma-separated protocols: "+strings.Join(proto.Names(), ", "))
-	profiles := fs.String("profile", defaultProfiles, "comma-separated link profiles; stack overlays with + (see tlab profiles)")
-	link := fs.String("link", "", "override profile fields, e.g. rate=50Mbit,up.loss=1%")
-	interval := fs.Duration("interval", 25*time.Millisecond, "time between requests")
-	payload := fs.Int("payload", 256, "request payload bytes")
-	respSize := fs.Int("response-size", -1, "response payload bytes (default: same as --payload)")
-	duration := fs.Duration("duration", 12*time.Second, "measured time per protocol and profile, after the warm-up")
-	count := fs.Int("count", 0, "measured requests per cell instead of --duration")
-	warmup := fs.Duration("warmup", 2*time.Second, "warm-up per cell: sent and recorded, kept out of the statistics")
-	seed := fs.Uint64("seed", 1, "seed of every random decision of the emulator")
-	out := fs.String("out", "", "directory for records.csv and summary.json, written as the run goes")
-	capture := fs.Bool("capture", false, "with --out: pcap per host interface, TLS key log and qlog per cell")
-	outliers := fs.Bool("remove-outliers", false, "drop delays beyond 3 scaled MADs from the median (study B's rule); the count is reported")
+	noReport := fs.Bool("no-report", false, "do not write report.html")
+	fs.String("workload", "periodic", "traffic pattern: "+strings.Join(workload.Names(), ", ")+" (see tlab workloads)")
+	fs.String("protocols", defaultProtocols, "comma-separated protocols: "+strings.Join(proto.Names(), ", "))
+	fs.String("profile", defaultProfiles, "comma-separated link profiles; stack overlays with + (see tlab profiles)")
+	fs.String("link", "", "override profile fields, e.g. rate=50Mbit,up.loss=1%")
+	fs.Duration("interval", 25*time.Millisecond, "periodic: time between requests")
+	fs.Int("payload", 256, "periodic: request payload bytes")
+	fs.String("response-size", "", "periodic: response payload bytes (default: the request's payload)")
+	fs.Duration("duration", 12*time.Second, "measured time per cell, after the warm-up")
+	fs.Int("count", 0, "measured requests per cell instead of --duration")
+	fs.Duration("warmup", 2*time.Second, "warm-up per cell: sent and recorded, kept out of the statistics")
+	fs.Uint64("seed", 1, "seed of every random decision of the emulator")
+	out := fs.String("out", "", "results directory (records, summaries, report); ad hoc without it, nothing is kept")
+	fs.Bool("capture", false, "pcap per host interface, TLS key log and qlog per cell (needs --out)")
+	fs.Bool("remove-outliers", false, "drop delays beyond 3 scaled MADs from the median (study B's rule); the count is reported")
 	asJSON := fs.Bool("json", false, "print the summary rows as JSON instead of a table")
-	tlsVersion := fs.String("tls-version", "1.3", "TLS version over TCP: 1.3 or 1.2 (QUIC always uses 1.3)")
-	kex := fs.String("kex", "x25519", "TLS key exchange: x25519, x25519mlkem768 (post-quantum hybrid, larger handshake) or p256")
-	resumption := fs.Bool("resumption", true, "let new TLS/QUIC connections resume sessions")
-	zeroRTT := fs.Bool("0rtt", false, "let resumed QUIC connections send 0-RTT data")
-	cc := fs.String("cc", "cubic", "TCP congestion control (see /proc/sys/net/ipv4/tcp_available_congestion_control)")
-	idle := fs.Duration("idle-timeout", 5*time.Second, "HTTP/1.1: close a connection idle for this long")
-	maxIdle := fs.Int("h1-max-idle", 1, "HTTP/1.1: idle connections the client keeps (1: study A's one persistent connection)")
-	mode := fs.String("emulator-mode", emu.ModeBusy, "emulator timer mode: busy or sleep")
+	fs.String("tls-version", "1.3", "TLS version over TCP: 1.3 or 1.2 (QUIC always uses 1.3)")
+	fs.String("kex", "x25519", "TLS key exchange: x25519, x25519mlkem768 (post-quantum hybrid, larger handshake) or p256")
+	fs.Bool("resumption", true, "let new TLS/QUIC connections resume sessions")
+	fs.Bool("0rtt", false, "let resumed QUIC connections send 0-RTT data")
+	fs.String("cc", "cubic", "TCP congestion control (see /proc/sys/net/ipv4/tcp_available_congestion_control)")
+	fs.Duration("idle-timeout", 5*time.Second, "HTTP/1.1: close a connection idle for this long")
+	fs.Int("h1-max-idle", 1, "HTTP/1.1: idle connections the client keeps (1: study A's one persistent connection)")
+	fs.String("emulator-mode", emu.ModeBusy, "emulator timer mode: busy or sleep")
 	pos, code, ok := parseArgs(fs, args, 1)
 	if !ok {
 		return code
 	}
+	var given []string
+	fs.Visit(func(f *flag.Flag) {
+		if _, ok := adhocFlags[f.Name]; ok {
+			given = append(given, f.Name)
+		}
+	})
 	if len(pos) == 1 || *resume != "" {
-		adhoc := []string{"workload", "protocols", "profile", "link", "interval", "payload", "response-size", "duration", "count", "warmup", "seed", "capture", "remove-outliers", "tls-version", "kex", "resumption", "0rtt", "cc", "idle-timeout", "h1-max-idle", "emulator-mode"}
-		var clash []string
-		fs.Visit(func(f *flag.Flag) {
-			if slices.Contains(adhoc, f.Name) {
-				clash = append(clash, "--"+f.Name)
+		if len(given) > 0 {
+			for i := range given {
+				given[i] = "--" + given[i]
 			}
-		})
-		if len(clash) > 0 {
-			fmt.Fprintf(stderr, "tlab run: %s apply to ad-hoc runs; with a scenario use --set (for example --set workload.interval=10ms)\n", strings.Join(clash, ", "))
+			fmt.Fprintf(stderr, "tlab run: %s apply to ad-hoc runs; with a scenario use --set (for example --set workload.interval=10ms)\n", strings.Join(given, ", "))
 			return exitUsage
 		}
 		name := ""
 		if len(pos) == 1 {
 			name = pos[0]
 		}
-		return runScenario(ctx, name, *resume, sets, *out, *noCal, *noReport, *asJSON, args, stdout, stderr)
+		return runScenario(ctx, runOptions{nameOrFile: name, resume: *resume, sets: sets, out: *out, noCal: *noCal, noReport: *noReport, asJSON: *asJSON}, args, stdout, stderr)
 	}
-	if len(sets) > 0 {
-		fmt.Fprintln(stderr, "tlab run: --set applies to a scenario; give a scenario file or preset")
-		return exitUsage
-	}
-	if *wl != "periodic" {
-		fmt.Fprintf(stderr, "tlab run: --workload %q: only periodic is available so far\n", *wl)
-		return exitUsage
-	}
-	if *capture && *out == "" {
-		fmt.Fprintln(stderr, "tlab run: --capture needs --out DIR")
-		return exitUsage
-	}
-	if *respSize < 0 {
-		*respSize = *payload
-	}
-	settings := proto.DefaultSettings()
-	settings.TLSVersion, settings.KeyExchange, settings.Resumption, settings.ZeroRTT = *tlsVersion, *kex, *resumption, *zeroRTT
-	settings.Congestion, settings.IdleTimeout, settings.MaxIdle = *cc, *idle, *maxIdle
-	cmp := experiment.Comparison{
-		Profiles:  splitList(*profiles),
-		Link:      *link,
-		Protocols: splitList(*protocols),
-		Workload: workload.Periodic{
-			Interval: *interval, ReqSize: *payload, RespSize: *respSize,
-			Duration: *duration, Count: *count, Warmup: *warmup,
-		},
-		Settings: settings, Seed: *seed, RemoveOutliers: *outliers,
-		OutDir: *out, Capture: *capture, EmulatorMode: *mode,
-	}
-	if *count > 0 {
-		cmp.Workload.Duration = 0
-	}
-	if err := cmp.Validate(); err != nil {
+	sc, err := adhocScenario(fs, given, sets)
+	if err != nil {
 		fmt.Fprintf(stderr, "tlab run: %v\n", err)
 		return exitUsage
 	}
-	if code, handled := ensurePrivileges(append([]string{"run"}, args...), stderr); handled {
-		return code
+	if sc.Capture && *out == "" {
+		fmt.Fprintln(stderr, "tlab run: --capture needs --out DIR")
+		return exitUsage
 	}
-	cmp.Progress = progressPrinter(stderr)
-	rows, err := cmp.Run(ctx, nil)
-	clearProgress(stderr)
-	if len(rows) > 0 {
-		if *asJSON {
-			maps := make([]map[string]any, len(rows))
-			for i, r := range rows {
-				maps[i] = r.Fields()
+	// Ad hoc, the run goes through the same runner as any scenario, into
+	// --out or into a directory removed at the end; no calibration unless
+	// it is kept.
+	return runScenario(ctx, runOptions{scenario: sc, out: *out, noCal: *out == "" || *noCal, noReport: *out == "" || *noReport, asJSON: *asJSON, adhoc: true}, args, stdout, stderr)
+}
+
+// adhocScenario builds the in-memory scenario of an ad-hoc run: defaults,
+// then the flags the user gave, then --set.
+func adhocScenario(fs *flag.FlagSet, given, sets []string) (*scenario.Scenario, error) {
+	doc := map[string]any{
+		"name":        "adhoc",
+		"description": "An ad-hoc comparison (tlab run with flags).",
+		"profiles":    splitList(defaultProfiles),
+		"protocols":   splitList(defaultProtocols),
+		"workload":    map[string]any{"type": "periodic"},
+		"duration":    "12s",
+		"warmup":      "2s",
+		"seed":        1,
+	}
+	var flagSets []string
+	for _, name := range given {
+		v := fs.Lookup(name).Value.String()
+		path := adhocFlags[name]
+		switch name {
+		case "protocols", "profile":
+			doc[path] = splitList(v)
+		case "count":
+			delete(doc, "duration")
+			if slices.Contains(given, "duration") {
+				return nil, errors.New("--duration and --count: give one, not both")
 			}
-			writeJSON(stdout, maps)
-		} else {
-			printComparison(stdout, rows, cmp)
+			flagSets = append(flagSets, path+"="+v)
+		case "link":
+			ov, err := emu.ParseOverrides(v)
+			if err != nil {
+				return nil, fmt.Errorf("--link: %w", err)
+			}
+			doc["link"] = ov
+		default:
+			flagSets = append(flagSets, path+"="+v)
 		}
 	}
+	data, err := yaml.Marshal(doc)
 	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			fmt.Fprintf(stderr, "tlab run: interrupted after %d of %d cells; everything it built is removed\n", len(rows), len(cmp.Cells()))
-			return exitCanceled
-		}
-		return errorExit(stderr, err)
+		return nil, err
 	}
-	if *out != "" && !*asJSON {
-		fmt.Fprintf(stdout, "\nRecords: %s/records.csv  Summary: %s/summary.json\n", *out, *out)
-	}
-	return exitOK
+	return scenario.Parse("tlab run", data, append(flagSets, sets...)...)
 }
 
 func splitList(s string) []string {
@@ -184,8 +195,8 @@ func progressPrinter(w io.Writer) func(experiment.Progress) {
 		const width = 20
 		bar := strings.Repeat("#", int(frac*width)) + strings.Repeat(".", width-int(frac*width))
 		left := time.Duration(float64(p.Cells-p.Cell)*p.Planned.Seconds()*1e9) + p.Planned - p.Elapsed
-		fmt.Fprintf(w, "\r\033[K[%d/%d] %-22s [%s] %4.0fs/%.0fs  %5d req  last %.2f ms  ~%s left",
-			p.Cell, p.Cells, p.Protocol+" / "+p.Profile, bar, p.Elapsed.Seconds(), p.Planned.Seconds(), p.Requests, p.LastDelayMs, left.Round(time.Second))
+		fmt.Fprintf(w, "\r\033[K[%d/%d] %-22s [%s] %4.0fs/%.0fs  %5d rec  last %.2f ms  ~%s left",
+			p.Cell, p.Cells, p.Protocol+" / "+p.Profile, bar, p.Elapsed.Seconds(), p.Planned.Seconds(), p.Records, p.LastDelayMs, max(left, 0).Round(time.Second))
 	}
 }
 
@@ -195,39 +206,37 @@ func clearProgress(w io.Writer) {
 	}
 }
 
-func printComparison(w io.Writer, rows []experiment.Summary, cmp experiment.Comparison) {
-	wl := cmp.Workload
-	fmt.Fprintf(w, "Periodic requests every %v, %d B up, %d B down; seed %d; TLS %s %s; TCP %s\n\n",
-		wl.Interval, wl.ReqSize, wl.RespSize, cmp.Seed, cmp.Settings.TLSVersion, cmp.Settings.KeyExchange, cmp.Settings.Congestion)
-	printRows(w, rows)
-}
-
-// printRows prints summary rows as a table, a blank line between profiles.
-func printRows(w io.Writer, rows []experiment.Summary) {
+// printRows prints summary rows as a table, a blank line between profiles:
+// the workload's table columns, then the emulator's own release error.
+func printRows(w io.Writer, rows []results.Summary, info workload.Info) {
+	cols := append(slices.Clone(info.Table), "emu_release_p99_us")
+	header := []string{"PROFILE", "PROTOCOL", "SWEPT"}
+	for _, c := range cols {
+		m, _ := metrics.Lookup(c)
+		header = append(header, m.Header)
+	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "PROFILE\tPROTOCOL\tSWEPT\tREQUESTS\tP5 ms\tP50 ms\tP95 ms\tP99 ms\tMEAN ms\tJITTER %\tB/REQ\tB/RESP\tCONN/1000\tLATE\tERRORS\tEMU p99 us\t")
+	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
 	prev := ""
 	for _, r := range rows {
 		if prev != "" && r.Profile != prev {
-			fmt.Fprintln(tw, "\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t")
+			fmt.Fprintln(tw, strings.Repeat("\t", len(header)))
 		}
 		prev = r.Profile
 		var swept []string
 		for _, p := range r.Params {
 			swept = append(swept, p.Value)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t\n", r.Profile, r.Protocol, strings.Join(swept, "/"), r.Requests,
-			num(r.DelayP5, 2), num(r.DelayP50, 2), num(r.DelayP95, 2), num(r.DelayP99, 2), num(r.DelayMean, 2), num(r.JitterPct, 1),
-			num(r.BytesPerRequest, 0), num(r.BytesPerResponse, 0), num(r.ConnsPer1000, 1), r.LateSends, r.Errors+r.Unsent, num(r.EmuReleaseP99Us, 0))
+		cells := []string{r.Profile, r.Protocol, strings.Join(swept, "/")}
+		for _, c := range cols {
+			cells = append(cells, metrics.Default.Format(c, r.Float(c)))
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\nLATE: sends more than 1 ms behind schedule (a protocol that cannot multiplex made them wait).")
-	fmt.Fprintln(w, "EMU p99 us: the emulator's own release error during the cell.")
-}
-
-func num(v float64, prec int) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return "-"
+	if slices.Contains(cols, "late_sends") {
+		fmt.Fprintln(w, "\nLATE: sends more than 1 ms behind schedule: a protocol that cannot multiplex made them wait, or the host")
+		fmt.Fprintln(w, "stalled the sender (then EMU p99 is high too). UNSENT: requests still waiting when the schedule ended.")
 	}
-	return fmt.Sprintf("%.*f", prec, v)
+	fmt.Fprintln(w, "EMU p99 us: the emulator's own release error during the cell.")
 }

@@ -12,6 +12,7 @@ import (
 
 	"tlab/internal/experiment"
 	"tlab/internal/report"
+	"tlab/internal/results"
 	"tlab/internal/scenario"
 	"tlab/scenarios"
 )
@@ -36,28 +37,39 @@ func loadScenario(nameOrFile string, sets []string) (*scenario.Scenario, error) 
 
 // plannedDuration estimates a scenario's running time.
 func plannedDuration(sc *scenario.Scenario, cells int) time.Duration {
-	per := sc.Warmup.D() + sc.Duration.D()
-	if sc.Count > 0 {
-		per = sc.Warmup.D() + time.Duration(sc.Count)*sc.Workload.Interval.D()
-	}
 	// ~0.4 s per cell builds and removes its testbed.
-	return time.Duration(cells) * (per + 400*time.Millisecond)
+	return time.Duration(cells) * (sc.WorkloadSpec().Info().Planned + 400*time.Millisecond)
+}
+
+// runOptions say what runScenario runs and where.
+type runOptions struct {
+	// scenario is an ad-hoc run's in-memory scenario; otherwise
+	// nameOrFile names a file or preset, or resume a directory.
+	scenario           *scenario.Scenario
+	nameOrFile, resume string
+	sets               []string
+	out                string
+	noCal, noReport    bool
+	asJSON             bool
+	// adhoc runs without --out go into a directory removed at the end.
+	adhoc bool
 }
 
 // runScenario runs (or resumes) a scenario into a run directory and
 // writes its report.
-func runScenario(ctx context.Context, nameOrFile, resume string, sets []string, out string, noCal, noReport, asJSON bool, args []string, stdout, stderr io.Writer) int {
-	var sc *scenario.Scenario
+func runScenario(ctx context.Context, o runOptions, args []string, stdout, stderr io.Writer) int {
+	sc := o.scenario
 	var err error
-	if resume != "" {
-		if nameOrFile != "" || len(sets) > 0 {
+	switch {
+	case o.resume != "":
+		if o.nameOrFile != "" || len(o.sets) > 0 {
 			fmt.Fprintln(stderr, "tlab run: --resume DIR continues the run's own scenario; give no file and no --set")
 			return exitUsage
 		}
-		sc, err = experiment.OpenResume(resume)
-		out = resume
-	} else {
-		sc, err = loadScenario(nameOrFile, sets)
+		sc, err = experiment.OpenResume(o.resume)
+		o.out = o.resume
+	case sc == nil:
+		sc, err = loadScenario(o.nameOrFile, o.sets)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "tlab run: %v\n", err)
@@ -68,19 +80,36 @@ func runScenario(ctx context.Context, nameOrFile, resume string, sets []string, 
 		fmt.Fprintf(stderr, "tlab run: %v\n", err)
 		return exitUsage
 	}
-	if out == "" {
-		out = filepath.Join("results", sc.Name+"-"+time.Now().Format("20060102-150405"))
+	temporary := false
+	if o.out == "" {
+		if o.adhoc {
+			if o.out, err = os.MkdirTemp("", "tlab-adhoc-"); err != nil {
+				return errorExit(stderr, err)
+			}
+			temporary = true
+			defer os.RemoveAll(o.out)
+		} else {
+			o.out = filepath.Join("results", sc.Name+"-"+time.Now().Format("20060102-150405"))
+		}
 	}
 	if code, handled := ensurePrivileges(append([]string{"run"}, args...), stderr); handled {
 		return code
 	}
-	fmt.Fprintf(stderr, "%s: %d cells, about %v, into %s\n", sc.Name, len(cells), plannedDuration(sc, len(cells)).Round(time.Second), out)
-	sw := experiment.Sweep{Scenario: sc, Dir: out, Resume: resume != "", SkipCalibration: noCal, Progress: progressPrinter(stderr), Log: stderr}
+	where := "into " + o.out
+	if temporary {
+		where = "nothing kept (give --out DIR to keep records, summaries and a report)"
+	}
+	fmt.Fprintf(stderr, "%s: %d cells, about %v, %s\n", sc.Name, len(cells), plannedDuration(sc, len(cells)).Round(time.Second), where)
+	sw := experiment.Sweep{Scenario: sc, Dir: o.out, Resume: o.resume != "", SkipCalibration: o.noCal, Progress: progressPrinter(stderr), Log: stderr}
 	rows, err := sw.Run(ctx)
 	clearProgress(stderr)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
-			fmt.Fprintf(stderr, "tlab run: interrupted after %d of %d cells; nothing is left running.\nContinue with: tlab run --resume %s\n", len(rows), len(cells), out)
+			if temporary {
+				fmt.Fprintf(stderr, "tlab run: interrupted after %d of %d cells; nothing is left running. An ad-hoc run without --out cannot be resumed.\n", len(rows), len(cells))
+			} else {
+				fmt.Fprintf(stderr, "tlab run: interrupted after %d of %d cells; nothing is left running.\nContinue with: tlab run --resume %s\n", len(rows), len(cells), o.out)
+			}
 			return exitCanceled
 		}
 		if errors.Is(err, experiment.ErrRunExists) {
@@ -89,8 +118,8 @@ func runScenario(ctx context.Context, nameOrFile, resume string, sets []string, 
 		}
 		return errorExit(stderr, err)
 	}
-	if !noReport {
-		r, err := report.Load(out)
+	if !o.noReport {
+		r, err := report.Load(o.out)
 		if err == nil {
 			_, err = report.Build(r)
 		}
@@ -99,15 +128,18 @@ func runScenario(ctx context.Context, nameOrFile, resume string, sets []string, 
 			return exitError
 		}
 	}
-	if asJSON {
-		maps := make([]map[string]any, len(rows))
-		for i, r := range rows {
-			maps[i] = r.Fields()
+	if o.asJSON {
+		if rows == nil {
+			rows = []results.Summary{}
 		}
-		return writeJSON(stdout, maps)
+		return writeJSON(stdout, rows)
 	}
-	printRows(stdout, rows)
-	fmt.Fprintf(stdout, "\nResults in %s: report.html, summary.csv, summary.json, records.csv, manifest.json\n", out)
+	info := sc.WorkloadSpec().Info()
+	fmt.Fprintf(stdout, "%s; seed %d\n\n", info.Describe, sc.Seed)
+	printRows(stdout, rows, info)
+	if !temporary {
+		fmt.Fprintf(stdout, "\nResults in %s: report.html, summary.csv, summary.json, records.csv, manifest.json\n", o.out)
+	}
 	return exitOK
 }
 

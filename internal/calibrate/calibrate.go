@@ -18,54 +18,19 @@ import (
 	"golang.org/x/sys/unix"
 
 	"tlab/internal/emu"
+	"tlab/internal/results"
 	"tlab/internal/testbed"
 	"tlab/internal/units"
 )
 
-// Check is one measured figure beside its target.
-type Check struct {
-	Name   string  `json:"name"`
-	Value  float64 `json:"value"`
-	Unit   string  `json:"unit"`
-	Target string  `json:"target"`
-	Pass   bool    `json:"pass"`
-	// Detail says how the figure was obtained or what surrounds it.
-	Detail string `json:"detail,omitempty"`
-}
-
-// Machine describes where a calibration ran.
-type Machine struct {
-	Hostname string `json:"hostname"`
-	Kernel   string `json:"kernel"`
-	CPU      string `json:"cpu"`
-	Cores    int    `json:"cores"`
-	Go       string `json:"go"`
-	TCPCC    string `json:"tcp_congestion_control"`
-}
-
-// Report is a calibration's result.
-type Report struct {
-	Tool     string    `json:"tool"`
-	Machine  Machine   `json:"machine"`
-	Mode     string    `json:"emulator_mode"`
-	Started  time.Time `json:"started"`
-	Duration float64   `json:"duration_s"`
-	Checks   []Check   `json:"checks"`
-	// Info holds figures reported for context, without a target.
-	Info []Check `json:"info"`
-	// Warnings say what may have disturbed the figures.
-	Warnings []string `json:"warnings,omitempty"`
-}
-
-// Pass is true when every check passed.
-func (r *Report) Pass() bool {
-	for _, c := range r.Checks {
-		if !c.Pass {
-			return false
-		}
-	}
-	return len(r.Checks) > 0
-}
+// Check, Machine and Report are results' calibration types: a run's
+// manifest holds calibrations, and results is the package that owns what a
+// run leaves behind.
+type (
+	Check   = results.Check
+	Machine = results.Machine
+	Report  = results.Calibration
+)
 
 // Options choose what a calibration measures and how long.
 type Options struct {
@@ -171,12 +136,12 @@ func within(v, target float64) (string, bool) {
 	return fmt.Sprintf("-%g..+%g", target, target), math.Abs(v) <= target
 }
 
-func (r *Report) check(name string, v float64, unit string, t func(float64, float64) (string, bool), target float64, detail string) {
+func addCheck(r *Report, name string, v float64, unit string, t func(float64, float64) (string, bool), target float64, detail string) {
 	tgt, pass := t(v, target)
 	r.Checks = append(r.Checks, Check{Name: name, Value: round(v), Unit: unit, Target: tgt, Pass: pass, Detail: detail})
 }
 
-func (r *Report) info(name string, v float64, unit, detail string) {
+func addInfo(r *Report, name string, v float64, unit, detail string) {
 	r.Info = append(r.Info, Check{Name: name, Value: round(v), Unit: unit, Pass: true, Detail: detail})
 }
 
@@ -206,12 +171,12 @@ func addedLatency(r *Report, opts Options) error {
 	}
 	d50, d99 := quantileUs(direct, 0.5), quantileUs(direct, 0.99)
 	e50, e99 := quantileUs(emulated, 0.5), quantileUs(emulated, 0.99)
-	r.info("rtt_direct_veth_p50", d50, "us", fmt.Sprintf("64 B UDP ping-pong over a bare veth pair, %d exchanges", n))
-	r.info("rtt_direct_veth_p99", d99, "us", "")
-	r.info("rtt_emulated_zero_delay_p50", e50, "us", "the same through a zero-delay emulated link")
-	r.info("rtt_emulated_zero_delay_p99", e99, "us", "")
-	r.check("added_latency_p50", (e50-d50)/2, "us", atMost, targetAddedP50Us, "one way: (emulated RTT - direct RTT) / 2")
-	r.check("added_latency_p99", (e99-d99)/2, "us", atMost, targetAddedP99Us, "one way, from the p99 of each RTT")
+	addInfo(r, "rtt_direct_veth_p50", d50, "us", fmt.Sprintf("64 B UDP ping-pong over a bare veth pair, %d exchanges", n))
+	addInfo(r, "rtt_direct_veth_p99", d99, "us", "")
+	addInfo(r, "rtt_emulated_zero_delay_p50", e50, "us", "the same through a zero-delay emulated link")
+	addInfo(r, "rtt_emulated_zero_delay_p99", e99, "us", "")
+	addCheck(r, "added_latency_p50", (e50-d50)/2, "us", atMost, targetAddedP50Us, "one way: (emulated RTT - direct RTT) / 2")
+	addCheck(r, "added_latency_p99", (e99-d99)/2, "us", atMost, targetAddedP99Us, "one way, from the p99 of each RTT")
 	return nil
 }
 
@@ -259,10 +224,10 @@ func delayAccuracy(r *Report, opts Options) error {
 			}
 			l := st.Lateness
 			detail := fmt.Sprintf("%d releases; p99.9 %.0f us, max %.0f us", l.N, l.P999, l.Max)
-			r.check("release_error_"+label+"_p50", l.P50, "us", atMost, targetReleaseP50Us, detail)
-			r.check("release_error_"+label+"_p99", l.P99, "us", atMost, targetReleaseP99Us, detail)
+			addCheck(r, "release_error_"+label+"_p50", l.P50, "us", atMost, targetReleaseP50Us, detail)
+			addCheck(r, "release_error_"+label+"_p99", l.P99, "us", atMost, targetReleaseP99Us, detail)
 			base := 2*float64(d.Microseconds()) + zero50
-			r.info("rtt_error_"+label+"_p50", quantileUs(rtts, 0.5)-base, "us",
+			addInfo(r, "rtt_error_"+label+"_p50", quantileUs(rtts, 0.5)-base, "us",
 				fmt.Sprintf("ping-pong RTT minus 2 x %v minus the zero-delay RTT p50 (%.1f us), %d exchanges", d, zero50, len(rtts)))
 			return nil
 		})
@@ -311,7 +276,7 @@ func rateAccuracy(r *Report, opts Options) error {
 			// cause); below zero the flow fell short (the limiter, or
 			// CUBIC reacting to a host stall).
 			errPct := (bps - ideal) / ideal * 100
-			r.check("rate_error_"+label, errPct, "%", within, targetRateErrPct,
+			addCheck(r, "rate_error_"+label, errPct, "%", within, targetRateErrPct,
 				fmt.Sprintf("TCP CUBIC goodput %.3f Mbit/s against %.3f Mbit/s possible (%g Mbit/s x 1448/1514); queue drops %d", bps/1e6, ideal/1e6, rate/1e6, up.DropQueue))
 			return nil
 		})
@@ -380,8 +345,8 @@ func forwarding(r *Report, opts Options) error {
 			frame := float64(payload + 42)
 			detail := fmt.Sprintf("%d-byte frames; median of %d windows of %v (min %.0f, max %.0f); sender offered %.0f pkt/s; emulator forwarded %.2f %% of what it received",
 				payload+42, len(rates), window, rates[0], rates[len(rates)-1], float64(sent)/floodFor.Seconds(), kept)
-			r.check(fmt.Sprintf("forwarding_%dB_pps", payload), pps, "pkt/s", atLeast, targetPPS, detail)
-			r.info(fmt.Sprintf("forwarding_%dB_mbps", payload), pps*frame*8/1e6, "Mbit/s", "Ethernet-frame bits per second at that packet rate")
+			addCheck(r, fmt.Sprintf("forwarding_%dB_pps", payload), pps, "pkt/s", atLeast, targetPPS, detail)
+			addInfo(r, fmt.Sprintf("forwarding_%dB_mbps", payload), pps*frame*8/1e6, "Mbit/s", "Ethernet-frame bits per second at that packet rate")
 			return nil
 		})
 		if err != nil {
@@ -394,7 +359,7 @@ func forwarding(r *Report, opts Options) error {
 		if err != nil {
 			return err
 		}
-		r.check("tcp_goodput_zero_delay", bps/1e9, "Gbit/s", atLeast, targetTCPGbps, "one CUBIC flow, offloads off (1514-byte frames)")
+		addCheck(r, "tcp_goodput_zero_delay", bps/1e9, "Gbit/s", atLeast, targetTCPGbps, "one CUBIC flow, offloads off (1514-byte frames)")
 		return nil
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"tlab/internal/emu"
 	"tlab/internal/metrics"
 	"tlab/internal/proto"
+	"tlab/internal/results"
 	"tlab/internal/testbed"
 	"tlab/internal/workload"
 )
@@ -175,7 +176,7 @@ func BenchmarkTCPOverhead(b *testing.B) {
 		bare = append(bare, bareEcho(b, tb, n, size, interval)...)
 		plain = append(plain, plainGoEcho(b, tb, addr, n, size, interval)...)
 		w := workload.Periodic{Interval: interval, ReqSize: size, RespSize: size, Count: n}
-		if err := w.Run(context.Background(), c, func(r workload.Record) {
+		if err := w.Drive(context.Background(), c, func(r results.Record) {
 			if r.OK() {
 				tlab = append(tlab, r.DelayMs)
 			}

@@ -1,36 +1,42 @@
+// Package experiment runs scenarios: for each cell it builds a testbed of
+// the scenario's topology, runs the workload over the protocol on it,
+// passes the records on as they come, and computes the cell's summary from
+// the records and the emulator's counters. Every run of tlab, ad hoc,
+// swept or study C's real-stack comparison, goes through RunCell.
 package experiment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"sync"
 	"time"
 
 	"tlab/internal/emu"
+	"tlab/internal/metrics"
 	"tlab/internal/proto"
+	"tlab/internal/results"
 	"tlab/internal/testbed"
 	"tlab/internal/workload"
 )
 
-// CellSpec is everything one cell needs: a link, a protocol, a workload and
-// the settings, on a testbed of its own.
+// CellSpec is everything one cell needs: a topology with its links, a
+// protocol, a workload and the settings, on a testbed of its own.
 type CellSpec struct {
-	// ID names the cell in outputs; Index and Total place it in its run.
-	ID           string
+	// Cell identifies the cell in records and summaries.
+	Cell results.Cell
+	// Index and Total place the cell in its run (for progress).
 	Index, Total int
-	Profile      string
-	Link         emu.LinkConfig
-	Protocol     string
-	Workload     workload.Periodic
-	Settings     proto.Settings
-	Seed         uint64
-	Rep          int
-	// Params are the swept fields' values, in the scenario's order.
-	Params         []Param
+	Topology     testbed.Topology
+	// Roles maps each of the workload's roles to a host of Topology.
+	Roles    map[string]string
+	Workload workload.Workload
+	Settings proto.Settings
+	// EmulatorMode is emu.ModeBusy (default) or emu.ModeSleep.
 	EmulatorMode   string
 	RemoveOutliers bool
 	// CaptureDir, when set, receives pcap per host interface, the TLS key
@@ -38,94 +44,144 @@ type CellSpec struct {
 	CaptureDir string
 }
 
-// Param is one swept field's value.
-type Param struct {
-	Key   string `json:"key"`
-	Value string `json:"value"`
+// Progress is a snapshot of a running cell.
+type Progress struct {
+	Cell, Cells int
+	Profile     string
+	Protocol    string
+	Elapsed     time.Duration
+	Planned     time.Duration
+	Records     int
+	LastDelayMs float64
 }
 
-// serverPort is where every protocol's server listens.
-const serverPort = 4433
+// CellResult is what a cell measured.
+type CellResult struct {
+	Summary results.Summary
+	// Records are every record, warm-up included, in completion order.
+	Records []results.Record
+	// WindowStart is when the measured window started (wall clock).
+	WindowStart time.Time
+	// Links are the emulator's counters over the measured window, by
+	// link name.
+	Links map[string]emu.LinkStats
+	// Release is the emulator's release error over the measured window.
+	Release emu.LatencySummary
+}
+
+// hosts gives a workload its hosts by role.
+type hosts struct {
+	tb    *testbed.Testbed
+	roles map[string]string
+}
+
+func (h hosts) Net(role string) proto.Net { return h.tb.Host(h.roles[role]) }
+
+func (h hosts) Addr(from, to string) (net.IP, error) {
+	return h.tb.Addr(h.roles[from], h.roles[to])
+}
 
 // RunCell builds a fresh testbed (so every protocol meets the same seeded
 // loss and jitter pattern and starts with fresh kernel state), runs the
-// protocol's server and client on it under the workload, passes each record
-// to sink as it comes, and returns the cell's summary row.
-func RunCell(ctx context.Context, spec CellSpec, sink func(workload.Record) error, progress func(Progress)) (Summary, error) {
-	opts := testbed.Options{Seed: spec.Seed, Mode: spec.EmulatorMode}
+// workload over the protocol on it, passes each record to sink as it comes,
+// and returns the cell's summary and counters. The testbed and every
+// endpoint are gone when it returns, also on error or cancellation.
+func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error, progress func(Progress)) (CellResult, error) {
+	info := spec.Workload.Info()
+	if len(info.Roles) == 0 {
+		return CellResult{}, errors.New("workload names no roles")
+	}
+	for _, r := range info.Roles {
+		if _, ok := spec.Roles[r]; !ok {
+			return CellResult{}, fmt.Errorf("no host plays the workload's role %q", r)
+		}
+	}
+	p, err := proto.Lookup(spec.Cell.Protocol)
+	if err != nil {
+		return CellResult{}, err
+	}
+	opts := testbed.Options{Seed: spec.Cell.Seed, Mode: spec.EmulatorMode}
 	settings := spec.Settings
 	if spec.CaptureDir != "" {
 		opts.CaptureDir = spec.CaptureDir
-		settings.QlogDir = filepath.Join(spec.CaptureDir, "qlog")
+		if settings.QlogDir == "" {
+			settings.QlogDir = filepath.Join(spec.CaptureDir, "qlog")
+		}
 		if err := os.MkdirAll(spec.CaptureDir, 0o755); err != nil {
-			return Summary{}, err
+			return CellResult{}, err
 		}
 		kl, err := os.Create(filepath.Join(spec.CaptureDir, "keys.log"))
 		if err != nil {
-			return Summary{}, err
+			return CellResult{}, err
 		}
 		defer kl.Close()
 		settings.KeyLog = kl
 	}
-	tb, err := testbed.Build(testbed.ClientServer(spec.Link), opts)
+	tb, err := testbed.Build(spec.Topology, opts)
 	if err != nil {
-		return Summary{}, err
+		return CellResult{}, err
 	}
 	defer tb.Close()
-	ip, _ := tb.Addr("client", "server")
-	if settings.Certs, err = proto.NewCertificates(ip); err != nil {
-		return Summary{}, err
+	h := hosts{tb, spec.Roles}
+	// Certificates name the address at which the first role reaches the
+	// second (the client its server).
+	var certIP net.IP
+	if len(info.Roles) > 1 {
+		if certIP, err = h.Addr(info.Roles[0], info.Roles[1]); err != nil {
+			return CellResult{}, err
+		}
 	}
-	p, err := proto.Lookup(spec.Protocol)
+	if settings.Certs, err = proto.NewCertificates(certIP); err != nil {
+		return CellResult{}, err
+	}
+	measured, upIsAtoB, err := measuredLink(spec.Topology, spec.Roles[info.Roles[0]])
 	if err != nil {
-		return Summary{}, err
+		return CellResult{}, err
 	}
-	srv, err := p.Serve(tb.Host("server"), serverPort, settings)
-	if err != nil {
-		return Summary{}, fmt.Errorf("server: %w", err)
-	}
-	defer srv.Close()
 
 	em := tb.Emulator()
-	var mu sync.Mutex
-	var records []workload.Record
-	var atWarmupEnd emu.EngineStats
-	var connsAtWarmupEnd int
-	var snapErr error
-	w := spec.Workload
-	var client proto.Client
-	takeSnapshot := func() {
+	var (
+		mu        sync.Mutex
+		records   []results.Record
+		lastDelay float64
+		sinkErr   error
+		atStart   emu.EngineStats
+		start     time.Time
+		startErr  error
+		facts     = map[string]float64{}
+	)
+	startWindow := func() {
 		s, err := em.Stats()
-		conns := 0
-		if client != nil {
-			conns = client.Connections()
+		if err == nil {
+			err = em.ResetLateness()
 		}
 		mu.Lock()
-		atWarmupEnd, connsAtWarmupEnd, snapErr = s, conns, err
+		atStart, start, startErr = s, time.Now(), err
 		mu.Unlock()
-		em.ResetLateness()
 	}
-	w.OnWarmupEnd = takeSnapshot
-	if w.Warmup < w.Interval {
-		// No warm-up: the window starts before the client connects, so
-		// that it holds the handshakes too.
-		takeSnapshot()
+	// A workload that never marks its window is measured from here.
+	startWindow()
+	env := &workload.Env{
+		Protocol: p, Settings: settings, Hosts: h,
+		Emit: func(r results.Record) {
+			mu.Lock()
+			defer mu.Unlock()
+			records = append(records, r)
+			if r.OK() {
+				lastDelay = r.DelayMs
+			}
+			if sink != nil && sinkErr == nil {
+				sinkErr = sink(r)
+			}
+		},
+		StartWindow: startWindow,
+		Note: func(name string, v float64) {
+			mu.Lock()
+			facts[name] = v
+			mu.Unlock()
+		},
 	}
-	addr := net.JoinHostPort(ip.String(), strconv.Itoa(serverPort))
-	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	client, err = p.NewClient(dctx, tb.Host("client"), addr, settings)
-	cancel()
-	if err != nil {
-		return Summary{}, fmt.Errorf("client: %w", err)
-	}
-	defer client.Close()
-
-	planned := w.Warmup + w.Duration
-	if w.Count > 0 {
-		planned = w.Warmup + time.Duration(w.Count)*w.Interval
-	}
-	start := time.Now()
-	var lastDelay float64
+	began := time.Now()
 	stopProgress := make(chan struct{})
 	progressDone := make(chan struct{})
 	go func() {
@@ -141,49 +197,87 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(workload.Record) erro
 					mu.Lock()
 					n, last := len(records), lastDelay
 					mu.Unlock()
-					progress(Progress{Cell: spec.Index + 1, Cells: spec.Total, Profile: spec.Profile, Protocol: spec.Protocol, Elapsed: time.Since(start), Planned: planned, Requests: n, LastDelayMs: last})
+					progress(Progress{Cell: spec.Index + 1, Cells: spec.Total, Profile: spec.Cell.Profile, Protocol: spec.Cell.Protocol,
+						Elapsed: time.Since(began), Planned: info.Planned, Records: n, LastDelayMs: last})
 				}
 			}
 		}
 	}()
-	var sinkErr error
-	runErr := w.Run(ctx, client, func(r workload.Record) {
-		mu.Lock()
-		defer mu.Unlock()
-		records = append(records, r)
-		if r.OK() {
-			lastDelay = r.DelayMs
-		}
-		if sink != nil && sinkErr == nil {
-			sinkErr = sink(r)
-		}
-	})
+	runErr := spec.Workload.Run(ctx, env)
 	close(stopProgress)
 	<-progressDone
 	if runErr != nil {
-		return Summary{}, runErr
+		return CellResult{}, runErr
 	}
-	if sinkErr != nil {
-		return Summary{}, sinkErr
+	if err := errors.Join(sinkErr, startErr); err != nil {
+		return CellResult{}, err
 	}
 	end, err := em.Stats()
 	if err != nil {
-		return Summary{}, err
+		return CellResult{}, err
 	}
-	if snapErr != nil {
-		return Summary{}, snapErr
+	res := CellResult{Records: records, WindowStart: start, Links: map[string]emu.LinkStats{}, Release: end.Lateness}
+	for _, l := range end.Links {
+		before, _ := atStart.Link(l.Name)
+		res.Links[l.Name] = emu.LinkStats{Name: l.Name, Up: l.Up.Sub(before.Up), Down: l.Down.Sub(before.Down)}
 	}
-	s := Summary{
-		Cell: spec.ID, Profile: spec.Profile, Protocol: spec.Protocol, Workload: "periodic", Rep: spec.Rep, Params: spec.Params,
-		IntervalMs: msOf(w.Interval), ReqSize: w.ReqSize, RespSize: w.RespSize, Seed: spec.Seed,
-		RTTMs:      msOf(spec.Link.BaseRTT()),
-		TLSVersion: settings.TLSVersion, KeyExchange: settings.KeyExchange, Congestion: settings.Congestion,
-		Resumption: settings.Resumption, ZeroRTT: settings.ZeroRTT,
-		EmuReleaseP50Us: end.Lateness.P50, EmuReleaseP99Us: end.Lateness.P99,
+	window := res.Links[measured.Name]
+	if !upIsAtoB {
+		window.Up, window.Down = window.Down, window.Up
 	}
-	window := end.Links[0]
-	window.Up = window.Up.Sub(atWarmupEnd.Links[0].Up)
-	window.Down = window.Down.Sub(atWarmupEnd.Links[0].Down)
-	summarize(&s, records, window, client.Connections()-connsAtWarmupEnd, spec.RemoveOutliers)
+	facts["emu_release_p50_us"], facts["emu_release_p99_us"] = end.Lateness.P50, end.Lateness.P99
+	res.Summary, err = summarize(spec, info, records, window, measured.Config, facts)
+	return res, err
+}
+
+// measuredLink returns the link the host of the workload's first role
+// sends on, and whether its up direction (A to B) is that host's sending
+// direction.
+func measuredLink(t testbed.Topology, host string) (testbed.Link, bool, error) {
+	for _, l := range t.Links {
+		if slices.Contains(l.A, host) {
+			return l, true, nil
+		}
+		if slices.Contains(l.B, host) {
+			return l, false, nil
+		}
+	}
+	return testbed.Link{}, false, fmt.Errorf("host %s is on no link", host)
+}
+
+// summarize makes the cell's row: identity, the workload's key, the
+// measured link's RTT, the workload's metrics, the settings and the
+// emulator's own figures.
+func summarize(spec CellSpec, info workload.Info, records []results.Record, window emu.LinkStats, link emu.LinkConfig, facts map[string]float64) (results.Summary, error) {
+	c := spec.Cell
+	s := results.Summary{Cell: c.ID, Profile: c.Profile, Protocol: c.Protocol, Workload: info.Type, Rep: c.Rep, Seed: c.Seed, Params: c.Params}
+	s.Fields = append(s.Fields, c.Key...)
+	s.Set("rtt_ms", float64(link.BaseRTT().Nanoseconds())/1e6)
+	var measured []results.Record
+	for _, r := range records {
+		if !r.Warmup {
+			measured = append(measured, r)
+		}
+	}
+	slices.SortFunc(measured, func(a, b results.Record) int { return a.Seq - b.Seq })
+	in := &metrics.Input{Records: measured, Facts: facts, RemoveOutliers: spec.RemoveOutliers,
+		Up: counters(window.Up), Down: counters(window.Down)}
+	fields, err := metrics.Default.Compute(info.Metrics, in)
+	if err != nil {
+		return s, err
+	}
+	s.Fields = append(s.Fields, fields...)
+	st := spec.Settings
+	s.Set("tls_version", st.TLSVersion)
+	s.Set("key_exchange", st.KeyExchange)
+	s.Set("resumption", st.Resumption)
+	s.Set("zero_rtt", st.ZeroRTT)
+	s.Set("tcp_congestion", st.Congestion)
+	s.Set("emu_release_p50_us", facts["emu_release_p50_us"])
+	s.Set("emu_release_p99_us", facts["emu_release_p99_us"])
 	return s, nil
+}
+
+func counters(d emu.DirectionStats) metrics.Counters {
+	return metrics.Counters{RxPackets: d.RxPackets, RxBytes: d.RxBytes, TxPackets: d.TxPackets, TxBytes: d.TxBytes, Drops: d.Drops()}
 }

@@ -4,60 +4,77 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"tlab/internal/proto"
+	"tlab/internal/results"
+	"tlab/internal/scenario"
 	"tlab/internal/testbed/tbtest"
-	"tlab/internal/workload"
 )
 
 func TestMain(m *testing.M) { tbtest.Main(m) }
 
 func requireRoot(t *testing.T) { tbtest.RequirePrivileges(t) }
 
-func comparison(protocols []string, link string, interval time.Duration, count int) Comparison {
-	return Comparison{
-		Profiles:  []string{"ethernet"},
-		Link:      link,
-		Protocols: protocols,
-		Workload:  workload.Periodic{Interval: interval, ReqSize: 256, RespSize: 256, Count: count, Warmup: 0},
-		Settings:  proto.DefaultSettings(),
-		Seed:      1,
+// sweep runs an in-memory scenario through the one runner into a fresh
+// directory and returns its rows; extra is YAML appended to the scenario.
+func sweep(t *testing.T, dir string, protocols []string, link string, interval time.Duration, count int, extra string, onRow func(results.Summary)) ([]results.Summary, string) {
+	t.Helper()
+	src := fmt.Sprintf("name: t\nprofiles: [ethernet]\nprotocols: [%s]\nworkload: {type: periodic, interval: %v, payload: 256}\ncount: %d\nwarmup: 0s\n",
+		strings.Join(protocols, ", "), interval, count)
+	if link != "" {
+		k, v, _ := strings.Cut(link, "=")
+		src += fmt.Sprintf("link: {%s: %s}\n", k, v)
 	}
+	sc, err := scenario.Parse("test.yaml", []byte(src+extra))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir == "" {
+		dir = filepath.Join(t.TempDir(), "run")
+	}
+	rows, err := Sweep{Scenario: sc, Dir: dir, SkipCalibration: true, OnRow: onRow}.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows, dir
+}
+
+func byProtocol(rows []results.Summary) map[string]results.Summary {
+	by := map[string]results.Summary{}
+	for _, r := range rows {
+		by[r.Protocol] = r
+	}
+	return by
 }
 
 // TestEveryProtocolThroughTheLink: each protocol completes its requests and
 // no delay beats the link's RTT.
 func TestEveryProtocolThroughTheLink(t *testing.T) {
 	requireRoot(t)
-	c := comparison(proto.Names(), "rtt=10ms", 20*time.Millisecond, 25)
-	rows, err := c.Run(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows, _ := sweep(t, "", proto.Names(), "rtt=10ms", 20*time.Millisecond, 25, "", nil)
 	for _, r := range rows {
-		if r.Requests != 25 || r.Errors != 0 || r.Unsent != 0 {
-			t.Errorf("%s: %d requests, %d errors, %d unsent", r.Protocol, r.Requests, r.Errors, r.Unsent)
+		if r.Int("requests") != 25 || r.Int("errors") != 0 || r.Int("unsent") != 0 {
+			t.Errorf("%s: %d requests, %d errors, %d unsent", r.Protocol, r.Int("requests"), r.Int("errors"), r.Int("unsent"))
 		}
-		if r.DelayP5 < 10 {
-			t.Errorf("%s: p5 delay %.3f ms is below the 10 ms RTT", r.Protocol, r.DelayP5)
+		if p5 := r.Float("delay_p5_ms"); !(p5 >= 10) {
+			t.Errorf("%s: p5 delay %.3f ms is below the 10 ms RTT", r.Protocol, p5)
 		}
 		// Data volume: at least the payload and the framing/headers.
-		if r.BytesPerRequest < 256+54 || r.BytesPerResponse < 256+54 {
-			t.Errorf("%s: %.0f B per request, %.0f per response: less than payload and headers", r.Protocol, r.BytesPerRequest, r.BytesPerResponse)
+		if !(r.Float("bytes_per_request") >= 256+54 && r.Float("bytes_per_response") >= 256+54) {
+			t.Errorf("%s: %.0f B per request, %.0f per response: less than payload and headers", r.Protocol, r.Float("bytes_per_request"), r.Float("bytes_per_response"))
 		}
 	}
-	by := map[string]Summary{}
-	for _, r := range rows {
-		by[r.Protocol] = r
-	}
+	by := byProtocol(rows)
+	b := func(p string) float64 { return by[p].Float("bytes_per_request") }
 	// A stack that does more per request puts more bytes on the wire.
-	if !(by["h1s"].BytesPerRequest > by["tls"].BytesPerRequest && by["tls"].BytesPerRequest > by["tcp"].BytesPerRequest) {
-		t.Errorf("bytes per request: tcp %.0f, tls %.0f, h1s %.0f; want tcp < tls < h1s",
-			by["tcp"].BytesPerRequest, by["tls"].BytesPerRequest, by["h1s"].BytesPerRequest)
+	if !(b("h1s") > b("tls") && b("tls") > b("tcp")) {
+		t.Errorf("bytes per request: tcp %.0f, tls %.0f, h1s %.0f; want tcp < tls < h1s", b("tcp"), b("tls"), b("h1s"))
 	}
 }
 
@@ -75,13 +92,9 @@ func TestHTTP1OpensConnectionsOnlyWhenRequestsOverlap(t *testing.T) {
 		// request (3 RTT), which would otherwise overlap the second.
 		{100 * time.Millisecond, 1, 1},
 	} {
-		c := comparison([]string{"h1s"}, "rtt=20ms", tc.interval, 30)
-		rows, err := c.Run(context.Background(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rows, _ := sweep(t, "", []string{"h1s"}, "rtt=20ms", tc.interval, 30, "", nil)
 		// No warm-up: the window holds every connection of the run.
-		conns := rows[0].ConnsPer1000 * 30 / 1000
+		conns := rows[0].Float("conns_per_1000") * 30 / 1000
 		if conns < tc.atLeast-0.01 || conns > tc.atMost+0.01 {
 			t.Errorf("interval %v: %.0f connections for 30 requests, want %.0f..%.0f", tc.interval, conns, tc.atLeast, tc.atMost)
 		}
@@ -92,28 +105,22 @@ func TestHTTP1OpensConnectionsOnlyWhenRequestsOverlap(t *testing.T) {
 // requests, so with d below the RTT its sends fall behind schedule.
 func TestNonMultiplexingProtocolIsLateBelowRTT(t *testing.T) {
 	requireRoot(t)
-	c := comparison([]string{"tcp", "quic-streams"}, "rtt=20ms", 10*time.Millisecond, 30)
-	rows, err := c.Run(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
+	rows, _ := sweep(t, "", []string{"tcp", "quic-streams"}, "rtt=20ms", 10*time.Millisecond, 30, "", nil)
+	if rows[0].Int("late_sends") < 10 || rows[0].Int("unsent") == 0 {
+		t.Errorf("tcp at d=10ms, RTT 20ms: %d late, %d unsent; want many late and some never sent", rows[0].Int("late_sends"), rows[0].Int("unsent"))
 	}
-	if rows[0].LateSends < 10 || rows[0].Unsent == 0 {
-		t.Errorf("tcp at d=10ms, RTT 20ms: %d late, %d unsent; want many late and some never sent", rows[0].LateSends, rows[0].Unsent)
-	}
-	if rows[1].LateSends > 3 {
-		t.Errorf("quic-streams multiplexes, yet %d sends were late", rows[1].LateSends)
+	if rows[1].Int("late_sends") > 3 {
+		t.Errorf("quic-streams multiplexes, yet %d sends were late", rows[1].Int("late_sends"))
 	}
 }
 
 // TestOutputsAreTidyAndWrittenAsTheyCome checks records.csv and
-// summary.json, and that pcap, key log and qlog appear with --capture.
+// summary.json, and that pcap, key log and qlog appear with capture.
 func TestOutputsAreTidyAndWrittenAsTheyCome(t *testing.T) {
 	requireRoot(t)
-	dir := t.TempDir()
-	c := comparison([]string{"tcp", "h3"}, "", 10*time.Millisecond, 20)
-	c.OutDir, c.Capture = dir, true
 	var seen int
-	_, err := c.Run(context.Background(), func(Summary) {
+	dir := filepath.Join(t.TempDir(), "run")
+	sweep(t, dir, []string{"tcp", "h3"}, "", 10*time.Millisecond, 20, "capture: true\n", func(results.Summary) {
 		// After each cell the summary on disk holds every row so far.
 		var rows []map[string]any
 		b, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
@@ -123,17 +130,15 @@ func TestOutputsAreTidyAndWrittenAsTheyCome(t *testing.T) {
 			t.Errorf("summary.json holds %d rows after %d cells", len(rows), seen)
 		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	f, _ := os.Open(filepath.Join(dir, "records.csv"))
 	defer f.Close()
 	all, err := csv.NewReader(f).ReadAll()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(all) != 41 || len(all[0]) != len(RecordColumns) {
-		t.Fatalf("records.csv: %d rows of %d columns, want 41 of %d", len(all), len(all[0]), len(RecordColumns))
+	wantCols := len(results.CellColumns) + 3 + 1 + len(results.RecordColumns) // cell, key (interval, sizes), seed, record
+	if len(all) != 41 || len(all[0]) != wantCols {
+		t.Fatalf("records.csv: %d rows of %d columns, want 41 of %d", len(all), len(all[0]), wantCols)
 	}
 	var rows []map[string]any
 	b, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
@@ -146,7 +151,11 @@ func TestOutputsAreTidyAndWrittenAsTheyCome(t *testing.T) {
 			t.Errorf("summary row lacks %q", k)
 		}
 	}
-	h3 := filepath.Join(dir, "captures", "02-ethernet-h3")
+	h3s, _ := filepath.Glob(filepath.Join(dir, "cells", "*_h3_*", "captures"))
+	if len(h3s) != 1 {
+		t.Fatalf("want one h3 capture directory, found %v", h3s)
+	}
+	h3 := h3s[0]
 	for _, p := range []string{"client-eth0.pcap", "server-eth0.pcap", "keys.log"} {
 		if st, err := os.Stat(filepath.Join(h3, p)); err != nil || st.Size() == 0 {
 			t.Errorf("capture %s missing or empty (%v)", p, err)
@@ -165,30 +174,34 @@ func TestTLSSettingsReachTheWire(t *testing.T) {
 	requireRoot(t)
 	perReq := map[string]float64{}
 	for _, kex := range []string{"x25519", "x25519mlkem768"} {
-		c := comparison([]string{"tls"}, "", 10*time.Millisecond, 10)
-		c.Settings.KeyExchange = kex
-		rows, err := c.Run(context.Background(), nil)
-		if err != nil {
-			t.Fatal(err)
+		rows, _ := sweep(t, "", []string{"tls"}, "", 10*time.Millisecond, 10, "settings: {key_exchange: "+kex+"}\n", nil)
+		if got := rows[0].Label("key_exchange"); got != kex {
+			t.Errorf("row records key exchange %q, want %q", got, kex)
 		}
-		if rows[0].KeyExchange != kex {
-			t.Errorf("row records key exchange %q, want %q", rows[0].KeyExchange, kex)
-		}
-		perReq[kex] = rows[0].BytesPerRequest
+		perReq[kex] = rows[0].Float("bytes_per_request")
 	}
 	// ML-KEM-768's share is 1184 bytes: over 10 requests, > 100 B each.
 	if d := perReq["x25519mlkem768"] - perReq["x25519"]; d < 100 {
 		t.Errorf("hybrid key exchange added %.0f B per request over 10 requests, want > 100", d)
 	}
-	c := comparison([]string{"tls", "h1s", "h2"}, "", 10*time.Millisecond, 5)
-	c.Settings.TLSVersion = "1.2"
-	rows, err := c.Run(context.Background(), nil)
+	rows, _ := sweep(t, "", []string{"tls", "h1s", "h2"}, "", 10*time.Millisecond, 5, "settings: {tls_version: \"1.2\"}\n", nil)
+	for _, r := range rows {
+		if r.Int("requests") != 5 || r.Label("tls_version") != "1.2" {
+			t.Errorf("%s over TLS 1.2: %d requests, recorded version %s", r.Protocol, r.Int("requests"), r.Label("tls_version"))
+		}
+	}
+}
+
+func readCSV(t *testing.T, path string) [][]string {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range rows {
-		if r.Requests != 5 || r.TLSVersion != "1.2" {
-			t.Errorf("%s over TLS 1.2: %d requests, recorded version %s", r.Protocol, r.Requests, r.TLSVersion)
-		}
+	defer f.Close()
+	all, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
 	}
+	return all
 }

@@ -6,17 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
 
 	"tlab/internal/emu"
 	"tlab/internal/flowsim"
 	"tlab/internal/proto"
 	"tlab/internal/qlogflow"
+	"tlab/internal/results"
 	"tlab/internal/testbed"
 	"tlab/internal/units"
 	"tlab/internal/workload"
@@ -80,7 +79,7 @@ type FlowControlRun struct {
 	// updates from the client's qlog.
 	Result flowsim.Result
 	// Records has one row per stream.
-	Records []workload.Record
+	Records []results.Record
 	// StreamUpdates and ConnUpdates count the MAX_STREAM_DATA and MAX_DATA
 	// frames the client sent; Blocked the STREAM_DATA_BLOCKED and
 	// DATA_BLOCKED frames the server sent.
@@ -92,11 +91,12 @@ type FlowControlRun struct {
 	EmuReleaseP99Us float64
 }
 
-// RunFlowControl runs one transfer on a fresh testbed. So that its times
-// line up with the simulator's, whose sender starts at time zero, the
-// result's time zero is when the requests reach the server: the client
-// sends them (after the handshake) one one-way delay earlier. The records
-// keep the application's own clock, from the sending of the requests.
+// RunFlowControl runs one transfer through RunCell: the bulk workload over
+// quic-streams on a fresh client-server testbed. So that its times line up
+// with the simulator's, whose sender starts at time zero, the result's
+// time zero is when the requests reach the server: the client sends them
+// (after the handshake) one one-way delay earlier. The records keep the
+// application's own clock, from the sending of the requests.
 func RunFlowControl(ctx context.Context, spec FlowControlSpec) (FlowControlRun, error) {
 	cfg := spec.Config
 	if err := cfg.Validate(); err != nil {
@@ -106,7 +106,7 @@ func RunFlowControl(ctx context.Context, spec FlowControlSpec) (FlowControlRun, 
 		return FlowControlRun{}, errors.New("flow control run: no output directory")
 	}
 	settings := spec.Settings()
-	qlogDir := filepath.Join(spec.Dir, "qlog", sanitize(cfg.Name+"-"+spec.Name()))
+	qlogDir := filepath.Join(spec.Dir, "qlog", results.SafeName(cfg.Name+"-"+spec.Name()))
 	if err := os.RemoveAll(qlogDir); err != nil {
 		return FlowControlRun{}, err
 	}
@@ -114,58 +114,17 @@ func RunFlowControl(ctx context.Context, spec FlowControlSpec) (FlowControlRun, 
 	if err := settings.Validate(); err != nil {
 		return FlowControlRun{}, err
 	}
-	tb, err := testbed.Build(testbed.ClientServer(spec.Link()), testbed.Options{Seed: spec.Seed, Mode: spec.EmulatorMode})
+	w := workload.Bulk{Streams: cfg.Streams, Bytes: int(cfg.BytesPerStream)}
+	cell := CellSpec{
+		Cell:     results.Cell{ID: results.SafeName(cfg.Name + "-" + spec.Name()), Profile: "flowsim", Protocol: "quic-streams", Workload: "bulk", Rep: 1, Seed: spec.Seed, Key: w.Info().Key},
+		Topology: testbed.ClientServer(spec.Link()), Roles: map[string]string{"client": "client", "server": "server"},
+		Workload: w, Settings: settings, EmulatorMode: spec.EmulatorMode,
+	}
+	res, err := RunCell(ctx, cell, nil, nil)
 	if err != nil {
 		return FlowControlRun{}, err
 	}
-	defer tb.Close()
-	ip, _ := tb.Addr("client", "server")
-	if settings.Certs, err = proto.NewCertificates(ip); err != nil {
-		return FlowControlRun{}, err
-	}
-	p, err := proto.Lookup("quic-streams")
-	if err != nil {
-		return FlowControlRun{}, err
-	}
-	srv, err := p.Serve(tb.Host("server"), serverPort, settings)
-	if err != nil {
-		return FlowControlRun{}, fmt.Errorf("server: %w", err)
-	}
-	defer srv.Close()
-	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	client, err := p.NewClient(dctx, tb.Host("client"), net.JoinHostPort(ip.String(), strconv.Itoa(serverPort)), settings)
-	cancel()
-	if err != nil {
-		return FlowControlRun{}, fmt.Errorf("client: %w", err)
-	}
-	// Closed early on success (that completes its qlog), on return otherwise.
-	closeClient := sync.OnceValue(client.Close)
-	defer closeClient()
-
-	em := tb.Emulator()
-	var start time.Time
-	var atStart emu.EngineStats
-	var statsErr error
-	w := workload.Bulk{Streams: cfg.Streams, Bytes: int(cfg.BytesPerStream), OnStart: func() {
-		atStart, statsErr = em.Stats()
-		em.ResetLateness()
-		start = time.Now()
-	}}
-	run := FlowControlRun{}
-	if err := w.Run(ctx, client, func(r workload.Record) { run.Records = append(run.Records, r) }); err != nil {
-		return run, err
-	}
-	end, err := em.Stats()
-	if err = errors.Join(err, statsErr); err != nil {
-		return run, err
-	}
-	run.Link = end.Links[0]
-	run.Link.Up, run.Link.Down = run.Link.Up.Sub(atStart.Links[0].Up), run.Link.Down.Sub(atStart.Links[0].Down)
-	run.EmuReleaseP99Us = end.Lateness.P99
-	// Closing the client completes its qlog file.
-	if err := closeClient(); err != nil {
-		return run, fmt.Errorf("client close: %w", err)
-	}
+	run := FlowControlRun{Records: res.Records, Link: res.Links["path"], EmuReleaseP99Us: res.Release.P99}
 	files, err := filepath.Glob(filepath.Join(qlogDir, "*_client.sqlog"))
 	if err != nil || len(files) != 1 {
 		return run, fmt.Errorf("client qlog in %s: found %d files (%v)", qlogDir, len(files), err)
@@ -176,7 +135,7 @@ func RunFlowControl(ctx context.Context, spec FlowControlSpec) (FlowControlRun, 
 	}
 	recv := trace.Receiver()
 	run.StreamUpdates, run.ConnUpdates, run.Blocked = recv.StreamUpdates, recv.ConnUpdates, recv.Blocked
-	run.Result = measuredResult(spec, run.Records, recv, trace.Reference.Sub(start)-cfg.OneWay)
+	run.Result = measuredResult(spec, run.Records, recv, trace.Reference.Sub(res.WindowStart)-cfg.OneWay)
 	// The data direction's drops (loss model and full queue) are the
 	// packets quic-go had to send again.
 	run.Result.Retransmits = int(run.Link.Down.DropLoss + run.Link.Down.DropQueue)
@@ -186,7 +145,7 @@ func RunFlowControl(ctx context.Context, spec FlowControlSpec) (FlowControlRun, 
 // measuredResult fills the simulator's result fields from what the real
 // transfer measured; shift places the qlog's reference time on the
 // transfer's clock.
-func measuredResult(spec FlowControlSpec, records []workload.Record, recv qlogflow.Receiver, shift time.Duration) flowsim.Result {
+func measuredResult(spec FlowControlSpec, records []results.Record, recv qlogflow.Receiver, shift time.Duration) flowsim.Result {
 	cfg := spec.Config
 	res := flowsim.Result{Allowance: spec.Name(), Scenario: cfg.Name, Source: "quic-go",
 		WindowUpdates: recv.StreamUpdates + recv.ConnUpdates,
@@ -228,9 +187,11 @@ var StreamColumns = []string{"scenario", "setting", "stream", "bytes", "completi
 // CSV. Completion counts from the request's sending, as the application
 // saw it.
 func WriteStreams(path string, runs []FlowControlRun) error {
-	return writeAtomicFunc(path, func(w io.Writer) error {
+	return results.WriteAtomic(path, func(w io.Writer) error {
 		cw := csv.NewWriter(w)
-		cw.Write(StreamColumns)
+		if err := cw.Write(StreamColumns); err != nil {
+			return err
+		}
 		for _, run := range runs {
 			for _, r := range run.Records {
 				row := []string{run.Result.Scenario, run.Result.Allowance, strconv.Itoa(r.Seq), strconv.Itoa(r.RespBytes), "", "", r.Error}
@@ -238,7 +199,9 @@ func WriteStreams(path string, runs []FlowControlRun) error {
 					row[4] = strconv.FormatFloat(r.DelayMs, 'f', 3, 64)
 					row[5] = strconv.FormatFloat(float64(r.RespBytes)*8/r.DelayMs/1e3, 'f', 3, 64)
 				}
-				cw.Write(row)
+				if err := cw.Write(row); err != nil {
+					return err
+				}
 			}
 		}
 		cw.Flush()

@@ -1,7 +1,6 @@
 package experiment
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -10,26 +9,12 @@ import (
 	"path/filepath"
 	"time"
 
+	"tlab/internal/results"
 	"tlab/internal/scenario"
-	"tlab/internal/workload"
 )
 
-// Layout of a run directory:
-//
-//	scenario.yaml         the scenario as run (overrides applied)
-//	manifest.json         tool, machine, sysctls, seeds, calibration
-//	cells/ID/records.csv  the cell's records, appended and flushed as they come
-//	cells/ID/summary.json the cell's summary row
-//	cells/ID/DONE         written last: the cell is whole
-//	summary.json, .csv    every finished cell, rewritten after each one
-//	records.csv           every finished cell's records, joined at the end
-const (
-	scenarioFile = "scenario.yaml"
-	cellsDir     = "cells"
-	doneFile     = "DONE"
-)
-
-// Sweep runs a scenario's cells into a run directory.
+// Sweep runs a scenario's cells into a run directory (see package results
+// for its layout).
 type Sweep struct {
 	Scenario *scenario.Scenario
 	Dir      string
@@ -39,6 +24,8 @@ type Sweep struct {
 	// SkipCalibration leaves the calibration out of the manifest.
 	SkipCalibration bool
 	Progress        func(Progress)
+	// OnRow, when set, hears each cell's row as soon as the cell ends.
+	OnRow func(results.Summary)
 	// Log, when set, hears about steps (calibration, resumed cells).
 	Log io.Writer
 }
@@ -49,7 +36,10 @@ var ErrRunExists = errors.New("the directory already holds a run")
 
 // OpenResume loads the scenario a run directory was started with.
 func OpenResume(dir string) (*scenario.Scenario, error) {
-	s, err := scenario.Load(filepath.Join(dir, scenarioFile))
+	if _, err := results.ReadManifest(dir); err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("resume %s: %w", dir, err)
+	}
+	s, err := scenario.Load(filepath.Join(dir, results.ScenarioFile))
 	if err != nil {
 		return nil, fmt.Errorf("resume %s: %w", dir, err)
 	}
@@ -63,61 +53,61 @@ func (sw Sweep) logf(format string, args ...any) {
 }
 
 // Run executes every cell not yet done and returns every row of the run.
-func (sw Sweep) Run(ctx context.Context) ([]Summary, error) {
+func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 	sc := sw.Scenario
 	cells, err := sc.Cells()
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(filepath.Join(sw.Dir, scenarioFile)); err == nil && !sw.Resume {
+	if _, err := os.Stat(filepath.Join(sw.Dir, results.ScenarioFile)); err == nil && !sw.Resume {
 		return nil, fmt.Errorf("%s: %w; continue it with --resume %s or choose another --out", sw.Dir, ErrRunExists, sw.Dir)
 	}
-	if err := os.MkdirAll(filepath.Join(sw.Dir, cellsDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(sw.Dir, results.CellsDir), 0o755); err != nil {
 		return nil, err
 	}
-	m, err := ReadManifest(sw.Dir)
-	if err != nil || !sw.Resume {
-		m = newManifest()
-		m.Scenario, m.ScenarioFile, m.Seed, m.Cells = sc.Name, sc.File(), sc.Seed, len(cells)
-		y, err := sc.YAML()
-		if err != nil {
-			return nil, err
-		}
-		if err := writeAtomic(filepath.Join(sw.Dir, scenarioFile), y); err != nil {
-			return nil, err
-		}
-	} else {
-		m.Resumed = append(m.Resumed, time.Now())
-		m.Finished = nil
-	}
-	if !sw.SkipCalibration {
-		sw.logf("calibrating the emulator (tlab calibrate --quick)...")
-		if err := m.calibrateInto(ctx, sc.Emulator.Mode); err != nil {
-			return nil, fmt.Errorf("calibration: %w", err)
-		}
-	}
-	if err := m.save(sw.Dir); err != nil {
-		return nil, err
-	}
-
 	var params []string
 	if len(cells) > 0 {
 		for _, p := range cells[0].Params {
 			params = append(params, p.Key)
 		}
 	}
-	var rows []Summary
+	m, err := results.ReadManifest(sw.Dir)
+	if err != nil || !sw.Resume {
+		m = newManifest()
+		m.Scenario, m.Description, m.ScenarioFile, m.Seed, m.Cells = sc.Name, sc.Description, sc.File(), sc.Seed, len(cells)
+		m.Workload, m.Params, m.Plots = sc.WorkloadSpec().Info().Type, params, sc.PlotsOrDefault()
+		y, err := sc.YAML()
+		if err != nil {
+			return nil, err
+		}
+		if err := results.WriteFileAtomic(filepath.Join(sw.Dir, results.ScenarioFile), y); err != nil {
+			return nil, err
+		}
+	} else {
+		m.Resumed = append(m.Resumed, time.Now())
+		m.Finished = nil
+		m.Params = params
+	}
+	if !sw.SkipCalibration {
+		sw.logf("calibrating the emulator (tlab calibrate --quick)...")
+		if err := calibrateInto(ctx, m, sc.Emulator.Mode); err != nil {
+			return nil, fmt.Errorf("calibration: %w", err)
+		}
+	}
+	if err := m.Save(sw.Dir); err != nil {
+		return nil, err
+	}
+
+	var rows []results.Summary
 	done := 0
 	for _, cell := range cells {
 		if err := ctx.Err(); err != nil {
 			return rows, err
 		}
-		dir := filepath.Join(sw.Dir, cellsDir, cell.ID)
-		if _, err := os.Stat(filepath.Join(dir, doneFile)); err == nil {
-			prev, err := ReadSummaries(filepath.Join(dir, "summary.json"))
-			if err == nil && len(prev) == 1 {
-				prev[0].Params = toParams(cell.Params)
-				rows = append(rows, prev[0])
+		dir := results.CellDir(sw.Dir, cell.ID)
+		if results.CellDone(dir) {
+			if prev, err := results.ReadCellSummary(dir, params); err == nil {
+				rows = append(rows, prev)
 				done++
 				continue
 			}
@@ -129,130 +119,78 @@ func (sw Sweep) Run(ctx context.Context) ([]Summary, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return rows, err
 		}
-		row, err := sw.runCell(ctx, cell, len(cells), dir, params)
+		row, err := sw.runCell(ctx, cell, len(cells), dir)
 		if err != nil {
-			return rows, fmt.Errorf("cell %s: %w", cell.ID, err)
+			return rows, fmt.Errorf("cell %s (%s over %s): %w", cell.ID, cell.Protocol, cell.Profile, err)
 		}
 		rows = append(rows, row)
-		if err := WriteSummaries(sw.Dir, rows); err != nil {
+		if err := results.WriteSummaries(sw.Dir, rows); err != nil {
 			return rows, err
+		}
+		if sw.OnRow != nil {
+			sw.OnRow(row)
 		}
 	}
 	if done > 0 {
 		sw.logf("resumed: %d of %d cells were already complete", done, len(cells))
 	}
-	if err := JoinRecords(sw.Dir); err != nil {
+	if err := results.WriteSummaries(sw.Dir, rows); err != nil {
+		return rows, err
+	}
+	if err := results.JoinRecords(sw.Dir); err != nil {
 		return rows, err
 	}
 	now := time.Now()
 	m.Finished = &now
-	return rows, m.save(sw.Dir)
-}
-
-func toParams(ps []scenario.Param) []Param {
-	out := make([]Param, len(ps))
-	for i, p := range ps {
-		out[i] = Param{Key: p.Key, Value: p.Value}
-	}
-	return out
+	return rows, m.Save(sw.Dir)
 }
 
 // SpecFor turns a scenario cell into a cell spec.
 func SpecFor(cell scenario.Cell, total int) (CellSpec, error) {
 	s := cell.Scenario
-	link, err := s.LinkFor(cell.Profile)
+	topo, err := s.TestbedTopology(cell.Profile)
 	if err != nil {
 		return CellSpec{}, err
 	}
-	w := workload.Periodic{
-		Interval: s.Workload.Interval.D(), ReqSize: int(s.Workload.Payload), RespSize: s.Workload.ResponseBytes(),
-		Duration: s.Duration.D(), Count: s.Count, Warmup: s.Warmup.D(),
-	}
-	if s.Count > 0 {
-		w.Duration = 0
+	w := s.WorkloadSpec()
+	info := w.Info()
+	roles := map[string]string{}
+	for _, r := range info.Roles {
+		if roles[r], err = s.TopologySpec().HostFor(r); err != nil {
+			return CellSpec{}, err
+		}
 	}
 	return CellSpec{
-		ID: cell.ID, Index: cell.Index, Total: total, Profile: cell.Profile, Link: link, Protocol: cell.Protocol,
-		Workload: w, Settings: s.ProtoSettings(), Seed: s.Seed, Rep: cell.Rep, Params: toParams(cell.Params),
+		Cell: results.Cell{ID: cell.ID, Profile: cell.Profile, Protocol: cell.Protocol, Workload: info.Type, Rep: cell.Rep,
+			Seed: s.Seed, Key: info.Key, Params: cell.Params},
+		Index: cell.Index, Total: total, Topology: topo, Roles: roles, Workload: w, Settings: s.ProtoSettings(),
 		EmulatorMode: s.Emulator.Mode, RemoveOutliers: s.Metrics.RemoveOutliers,
 	}, nil
 }
 
-func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir string, params []string) (Summary, error) {
+func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir string) (results.Summary, error) {
 	spec, err := SpecFor(cell, total)
 	if err != nil {
-		return Summary{}, err
+		return results.Summary{}, err
 	}
 	if cell.Scenario.Capture {
 		spec.CaptureDir = filepath.Join(dir, "captures")
 	}
-	rec, err := createRecords(filepath.Join(dir, "records.csv"), params)
+	rec, err := results.CreateRecords(filepath.Join(dir, results.RecordsFile), spec.Cell, spec.Workload.Info().Columns)
 	if err != nil {
-		return Summary{}, err
+		return results.Summary{}, err
 	}
 	defer rec.Close()
-	// Flush every 100 records: an interruption loses at most those, and
-	// the cell is run again anyway.
-	n := 0
-	row, err := RunCell(ctx, spec, func(r workload.Record) error {
-		if err := rec.write(spec, r); err != nil {
-			return err
-		}
-		if n++; n%100 == 0 {
-			return rec.flush()
-		}
-		return nil
-	}, sw.Progress)
+	res, err := RunCell(ctx, spec, rec.Write, sw.Progress)
 	if err != nil {
-		return Summary{}, err
+		return results.Summary{}, err
 	}
 	if err := rec.Close(); err != nil {
-		return Summary{}, err
+		return results.Summary{}, err
 	}
-	if err := WriteSummaries(dir, []Summary{row}); err != nil {
-		return Summary{}, err
+	if err := results.WriteSummaries(dir, []results.Summary{res.Summary}); err != nil {
+		return results.Summary{}, err
 	}
 	// Last: the cell is whole.
-	return row, writeAtomic(filepath.Join(dir, doneFile), []byte(time.Now().Format(time.RFC3339)+"\n"))
-}
-
-// JoinRecords writes DIR/records.csv from the records of every complete
-// cell, in cell order.
-func JoinRecords(dir string) error {
-	entries, err := os.ReadDir(filepath.Join(dir, cellsDir))
-	if err != nil {
-		return err
-	}
-	return writeAtomicFunc(filepath.Join(dir, "records.csv"), func(w io.Writer) error {
-		header := true
-		for _, e := range entries {
-			cdir := filepath.Join(dir, cellsDir, e.Name())
-			if _, err := os.Stat(filepath.Join(cdir, doneFile)); err != nil {
-				continue
-			}
-			f, err := os.Open(filepath.Join(cdir, "records.csv"))
-			if err != nil {
-				return err
-			}
-			err = copyCSV(w, f, header)
-			f.Close()
-			if err != nil {
-				return err
-			}
-			header = false
-		}
-		return nil
-	})
-}
-
-// copyCSV streams a CSV file, without its header line unless withHeader.
-func copyCSV(w io.Writer, r io.Reader, withHeader bool) error {
-	br := bufio.NewReaderSize(r, 1<<20)
-	if !withHeader {
-		if _, err := br.ReadBytes('\n'); err != nil && err != io.EOF {
-			return err
-		}
-	}
-	_, err := io.Copy(w, br)
-	return err
+	return res.Summary, results.MarkDone(dir)
 }

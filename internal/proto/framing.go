@@ -20,7 +20,7 @@ const (
 	responseHeader = 4
 	// maxMessage bounds a message so a corrupted header cannot make a
 	// server allocate without limit.
-	maxMessage = 64 << 20
+	maxMessage = MaxMessage
 )
 
 // payloadPool holds zero-filled buffers for payloads.

@@ -94,3 +94,8 @@ func Lookup(name string) (Protocol, error) {
 	}
 	return f(), nil
 }
+
+// MaxMessage is the largest request or response payload tlab's framing
+// carries (and its servers accept): 64 MiB. A workload must refuse larger
+// sizes when it is configured, not fail every exchange at run time.
+const MaxMessage = 64 << 20

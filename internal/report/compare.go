@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"tlab/internal/experiment"
+	"tlab/internal/results"
 )
 
 // Compare puts several runs side by side: their rows, each tagged with its
@@ -27,7 +27,7 @@ func Compare(dirs []string, out string) (string, error) {
 		}
 		names = append(names, name)
 		for _, row := range r.Rows {
-			row.Params = append([]experiment.Param{{Key: "run", Value: name}}, row.Params...)
+			row.Params = append([]results.Param{{Key: "run", Value: name}}, row.Params...)
 			row.Cell = name + "/" + row.Cell
 			merged.Rows = append(merged.Rows, row)
 		}
@@ -36,7 +36,7 @@ func Compare(dirs []string, out string) (string, error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return "", err
 	}
-	if err := experiment.WriteSummaries(out, merged.Rows); err != nil {
+	if err := results.WriteSummaries(out, merged.Rows); err != nil {
 		return "", err
 	}
 	return Build(merged)

@@ -18,21 +18,21 @@ import (
 	"time"
 
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
 
-	"tlab/internal/experiment"
+	"gopkg.in/yaml.v3"
+
 	"tlab/internal/metrics"
-	"tlab/internal/scenario"
+	"tlab/internal/results"
 )
 
-// Run is one run directory's results.
+// Run is one run directory's results, as the report needs them.
 type Run struct {
 	Dir         string
 	Name        string
 	Description string
 	Plots       []string
-	Rows        []experiment.Summary
-	Manifest    *experiment.Manifest
+	Rows        []results.Summary
+	Manifest    *results.Manifest
 	cells       map[string]*cellSeries
 }
 
@@ -46,20 +46,41 @@ type cellSeries struct {
 // maxSeriesPoints thins time series so that an hour-long cell stays light.
 const maxSeriesPoints = 1500
 
-// Load reads a run directory (a scenario run or a tlab run --out).
+// Load reads a run directory through package results: the manifest says
+// the run's name, description, swept fields and plots (older directories,
+// whose manifest lacks them, are read with every plot their rows support).
 func Load(dir string) (*Run, error) {
-	rows, err := experiment.ReadSummaries(filepath.Join(dir, "summary.json"))
+	rr, err := results.Open(dir)
 	if err != nil {
-		return nil, fmt.Errorf("report: %w (is %s a tlab results directory?)", err, dir)
+		return nil, fmt.Errorf("report: %w", err)
 	}
-	r := &Run{Dir: dir, Name: filepath.Base(filepath.Clean(dir)), Rows: rows, Plots: scenario.PlotKinds}
-	if sc, err := scenario.Load(filepath.Join(dir, "scenario.yaml")); err == nil {
-		r.Name, r.Description, r.Plots = sc.Name, sc.Description, sc.Plots
+	r := &Run{Dir: dir, Name: filepath.Base(filepath.Clean(dir)), Rows: rr.Rows, Manifest: rr.Manifest}
+	if m := rr.Manifest; m != nil {
+		if m.Scenario != "" {
+			r.Name = m.Scenario
+		}
+		r.Description, r.Plots = m.Description, m.Plots
 	}
-	if m, err := experiment.ReadManifest(dir); err == nil {
-		r.Manifest = m
+	if r.Manifest == nil || r.Manifest.Format < 2 {
+		// Format 1 kept the name, description and plots only in the
+		// scenario file: read those three fields, leniently, since the
+		// file need not be valid for today's tlab.
+		var legacy struct {
+			Name        string   `yaml:"name"`
+			Description string   `yaml:"description"`
+			Plots       []string `yaml:"plots"`
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, results.ScenarioFile)); err == nil && yaml.Unmarshal(b, &legacy) == nil {
+			if legacy.Name != "" {
+				r.Name = legacy.Name
+			}
+			r.Description, r.Plots = legacy.Description, legacy.Plots
+		}
 	}
-	if err := r.loadRecords(filepath.Join(dir, "records.csv")); err != nil && !os.IsNotExist(err) {
+	if len(r.Plots) == 0 {
+		r.Plots = Supported(r.Rows)
+	}
+	if err := r.loadRecords(filepath.Join(dir, results.RecordsFile)); err != nil && !os.IsNotExist(err) {
 		return nil, err
 	}
 	return r, nil
@@ -148,7 +169,7 @@ func reduce(delays []float64, pts plotter.XYs) *cellSeries {
 }
 
 // cellSeriesOf finds a row's reduced records.
-func (r *Run) cellSeriesOf(row experiment.Summary) *cellSeries {
+func (r *Run) cellSeriesOf(row results.Summary) *cellSeries {
 	if cs, ok := r.cells[row.Cell]; ok {
 		return cs
 	}
@@ -157,7 +178,7 @@ func (r *Run) cellSeriesOf(row experiment.Summary) *cellSeries {
 
 // comboLabel names a row's swept values ("5ms / 128"), or "" without a
 // matrix.
-func comboLabel(row experiment.Summary) string {
+func comboLabel(row results.Summary) string {
 	var vals []string
 	for _, p := range row.Params {
 		vals = append(vals, p.Value)
@@ -165,7 +186,7 @@ func comboLabel(row experiment.Summary) string {
 	return strings.Join(vals, " / ")
 }
 
-func comboAxis(rows []experiment.Summary) string {
+func comboAxis(rows []results.Summary) string {
 	if len(rows) == 0 || len(rows[0].Params) == 0 {
 		return ""
 	}
@@ -177,7 +198,7 @@ func comboAxis(rows []experiment.Summary) string {
 }
 
 // ordered returns the distinct values of f over rows, in first-seen order.
-func ordered(rows []experiment.Summary, f func(experiment.Summary) string) []string {
+func ordered(rows []results.Summary, f func(results.Summary) string) []string {
 	var out []string
 	for _, r := range rows {
 		if v := f(r); !slices.Contains(out, v) {
@@ -194,220 +215,53 @@ func Build(r *Run) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	figs, err := r.figures(dir)
+	figs, notes, err := r.figures(dir)
 	if err != nil {
 		return "", err
 	}
 	path := filepath.Join(r.Dir, "report.html")
-	f, err := os.Create(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	if err := writeHTML(f, r, figs); err != nil {
-		return "", err
-	}
-	return path, f.Close()
+	return path, results.WriteAtomic(path, func(w io.Writer) error { return writeHTML(w, r, figs, notes) })
 }
 
-// figures makes every plot the run asked for.
-func (r *Run) figures(dir string) ([]Figure, error) {
+// figures makes every plot the run asked for, kind by kind, each for every
+// profile (network) of the run. A kind the registry does not know, or
+// whose fields the rows lack, is skipped with a note in the report.
+func (r *Run) figures(dir string) ([]Figure, []string, error) {
 	var figs []Figure
-	profiles := ordered(r.Rows, func(s experiment.Summary) string { return s.Profile })
+	var notes []string
+	profiles := ordered(r.Rows, func(s results.Summary) string { return s.Profile })
 	axis := comboAxis(r.Rows)
-	xLabel := axis
-	if xLabel == "" {
-		xLabel = "protocol"
-	}
-	const w, h = 8 * vg.Inch, 4 * vg.Inch
 	for _, kind := range r.Plots {
+		k, ok := plotKinds[kind]
+		if !ok {
+			notes = append(notes, fmt.Sprintf("plot %q: this tlab does not know it", kind))
+			continue
+		}
+		if missing := k.missing(r.Rows); len(missing) > 0 {
+			notes = append(notes, fmt.Sprintf("plot %q: the rows lack %s", kind, strings.Join(missing, ", ")))
+			continue
+		}
 		for pi, profile := range profiles {
-			var rows []experiment.Summary
+			var rows []results.Summary
 			for _, row := range r.Rows {
 				if row.Profile == profile {
 					rows = append(rows, row)
 				}
 			}
-			cats := ordered(rows, comboLabel)
-			protos := ordered(rows, func(s experiment.Summary) string { return s.Protocol })
-			stem := fmt.Sprintf("%s-%d-%s", kind, pi+1, safe(profile))
-			switch kind {
-			case "delay_box":
-				stats := map[string]map[string]boxStat{}
-				n := map[string]map[string]float64{}
-				for _, row := range rows {
-					if stats[row.Protocol] == nil {
-						stats[row.Protocol], n[row.Protocol] = map[string]boxStat{}, map[string]float64{}
-					}
-					c := comboLabel(row)
-					b := stats[row.Protocol][c]
-					k := n[row.Protocol][c]
-					// Repetitions: the mean of each quantile.
-					avg := func(old, v float64) float64 { return (old*k + v) / (k + 1) }
-					b.P5, b.P25, b.P50, b.P75, b.P95 = avg(b.P5, row.DelayP5), avg(b.P25, row.DelayP25), avg(b.P50, row.DelayP50), avg(b.P75, row.DelayP75), avg(b.P95, row.DelayP95)
-					stats[row.Protocol][c], n[row.Protocol][c] = b, k+1
-				}
-				p := groupedBoxes(cats, protos, stats, xLabel, "response delay (ms)")
-				fig, err := render(p, dir, stem, "Response delay, "+profile, "Boxes from the 25th to the 75th percentile with the median; whiskers at the 5th and 95th percentiles (study A's box plots).", w, h)
-				if err != nil {
-					return nil, err
-				}
-				figs = append(figs, fig)
-			case "jitter_bars", "bytes_bars":
-				field := func(s experiment.Summary) float64 { return s.JitterPct }
-				ylabel, title, caption := "jitter (% of mean delay)", "Jitter, "+profile, "Mean absolute difference between consecutive delays, as a percentage of the mean delay (RFC 4689, study A)."
-				if kind == "bytes_bars" {
-					field = func(s experiment.Summary) float64 { return s.BytesPerRequest }
-					ylabel, title, caption = "bytes on the wire per request", "Data volume per request, "+profile, "All bytes the client sent (Ethernet frames: headers, handshakes, ACKs and control frames included) divided by the requests."
-				}
-				vals := meanBy(rows, field, comboLabel)
-				p, err := groupedBars(cats, protos, vals, xLabel, ylabel)
-				if err != nil {
-					return nil, err
-				}
-				fig, err := render(p, dir, stem, title, caption, w, h)
-				if err != nil {
-					return nil, err
-				}
-				figs = append(figs, fig)
-			case "conns_heatmap":
-				for _, proto := range protos {
-					if proto != "h1" && proto != "h1s" {
-						continue
-					}
-					fig, err := connsHeatmap(rows, proto, profile, dir, stem+"-"+proto)
-					if err != nil {
-						return nil, err
-					}
-					if fig != nil {
-						figs = append(figs, *fig)
-					}
-				}
-			case "delay_cdf", "timeseries":
-				for ci, cat := range cats {
-					if ci >= 6 {
-						break // enough to read; the records hold the rest
-					}
-					pts := map[string]plotter.XYs{}
-					for _, row := range rows {
-						if comboLabel(row) != cat || row.Rep > 1 {
-							continue
-						}
-						if cs := r.cellSeriesOf(row); cs != nil {
-							if kind == "delay_cdf" {
-								pts[row.Protocol] = cs.cdf
-							} else {
-								pts[row.Protocol] = cs.series
-							}
-						}
-					}
-					if len(pts) == 0 {
-						continue
-					}
-					label := profile
-					if cat != "" {
-						label += ", " + axis + " " + cat
-					}
-					var p interface {
-						Save(vg.Length, vg.Length, string) error
-					}
-					_ = p
-					var fig Figure
-					var err error
-					if kind == "delay_cdf" {
-						pl, lerr := lines(protos, pts, "response delay (ms)", "fraction of requests")
-						if lerr != nil {
-							return nil, lerr
-						}
-						fig, err = render(pl, dir, fmt.Sprintf("%s-%d", stem, ci+1), "Delay CDF, "+label, "Empirical distribution of the response delay (first repetition).", w, h)
-					} else {
-						pl, lerr := lines(protos, pts, "time since the cell started (s)", "response delay (ms)")
-						if lerr != nil {
-							return nil, lerr
-						}
-						fig, err = render(pl, dir, fmt.Sprintf("%s-%d", stem, ci+1), "Delay over time, "+label, "Response delay of each request by the time it was sent (first repetition; long cells thinned).", w, h)
-					}
-					if err != nil {
-						return nil, err
-					}
-					figs = append(figs, fig)
-				}
+			pn := panel{
+				run: r, dir: dir, profile: profile, rows: rows, axis: axis,
+				cats:   ordered(rows, comboLabel),
+				protos: ordered(rows, func(s results.Summary) string { return s.Protocol }),
+				stem:   fmt.Sprintf("%s-%d-%s", kind, pi+1, safe(profile)),
 			}
-		}
-	}
-	return figs, nil
-}
-
-// meanBy averages a value per protocol and category over repetitions.
-func meanBy(rows []experiment.Summary, v func(experiment.Summary) float64, cat func(experiment.Summary) string) map[string]map[string]float64 {
-	sum := map[string]map[string]float64{}
-	n := map[string]map[string]float64{}
-	for _, r := range rows {
-		if sum[r.Protocol] == nil {
-			sum[r.Protocol], n[r.Protocol] = map[string]float64{}, map[string]float64{}
-		}
-		x := v(r)
-		if math.IsNaN(x) {
-			continue
-		}
-		sum[r.Protocol][cat(r)] += x
-		n[r.Protocol][cat(r)]++
-	}
-	for p, m := range sum {
-		for c := range m {
-			m[c] /= n[p][c]
-		}
-	}
-	return sum
-}
-
-// connsHeatmap plots HTTP/1.1 connections per 1000 requests by interval
-// (columns) and payload (rows), as study A does.
-func connsHeatmap(rows []experiment.Summary, proto, profile, dir, stem string) (*Figure, error) {
-	var ivs, pls []float64
-	val := map[[2]float64][]float64{}
-	for _, r := range rows {
-		if r.Protocol != proto || math.IsNaN(r.ConnsPer1000) {
-			continue
-		}
-		if !slices.Contains(ivs, r.IntervalMs) {
-			ivs = append(ivs, r.IntervalMs)
-		}
-		if !slices.Contains(pls, float64(r.ReqSize)) {
-			pls = append(pls, float64(r.ReqSize))
-		}
-		k := [2]float64{r.IntervalMs, float64(r.ReqSize)}
-		val[k] = append(val[k], r.ConnsPer1000)
-	}
-	if len(ivs) == 0 {
-		return nil, nil
-	}
-	slices.Sort(ivs)
-	slices.Sort(pls)
-	g := grid{cols: ivs, rows: pls, values: make([][]float64, len(pls))}
-	var colNames, rowNames []string
-	for _, iv := range ivs {
-		colNames = append(colNames, strconv.FormatFloat(iv, 'f', -1, 64)+" ms")
-	}
-	for ri, pl := range pls {
-		rowNames = append(rowNames, strconv.FormatFloat(pl, 'f', -1, 64)+" B")
-		g.values[ri] = make([]float64, len(ivs))
-		for ci, iv := range ivs {
-			vs := val[[2]float64{iv, pl}]
-			if len(vs) == 0 {
-				g.values[ri][ci] = math.NaN()
-				continue
+			fs, err := k.Draw(pn)
+			if err != nil {
+				return nil, nil, fmt.Errorf("plot %s, %s: %w", kind, profile, err)
 			}
-			g.values[ri][ci] = metrics.Describe(vs).Mean
+			figs = append(figs, fs...)
 		}
 	}
-	p, err := heatmap(g, "request interval", "payload", colNames, rowNames)
-	if err != nil {
-		return nil, err
-	}
-	fig, err := render(p, dir, stem, "Connections per 1000 requests, "+proto+", "+profile,
-		"Transport connections the HTTP/1.1 client established per 1000 requests, by interval and payload (study A).", 6*vg.Inch, 4*vg.Inch)
-	return &fig, err
+	return figs, notes, nil
 }
 
 func safe(s string) string {
@@ -446,6 +300,7 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 		return strconv.FormatFloat(v, 'f', prec, 64)
 	},
 	"img":   imgURL,
+	"cell":  func(row results.Summary, name string) string { return metrics.Default.Format(name, row.Float(name)) },
 	"combo": comboLabel,
 	"when":  func(t time.Time) string { return t.Format("2006-01-02 15:04 MST") },
 	"style": func() template.CSS { return pageStyle },
@@ -478,18 +333,37 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 {{end}}
 <h2>Every cell</h2>
 <div class="wide"><table>
-<tr><th class="l">profile</th><th class="l">protocol</th><th class="l">swept</th><th>rep</th><th>requests</th><th>p5</th><th>p25</th><th>p50</th><th>p75</th><th>p95</th><th>p99</th><th>mean</th><th>std</th><th>jitter %</th><th>B/req</th><th>B/resp</th><th>conn/1000</th><th>late</th><th>errors</th><th>unsent</th><th>emu p99 µs</th></tr>
-{{range .Run.Rows}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Protocol}}</td><td class="l">{{combo .}}</td><td>{{.Rep}}</td><td>{{.Requests}}</td>
-<td>{{num .DelayP5 2}}</td><td>{{num .DelayP25 2}}</td><td>{{num .DelayP50 2}}</td><td>{{num .DelayP75 2}}</td><td>{{num .DelayP95 2}}</td><td>{{num .DelayP99 2}}</td><td>{{num .DelayMean 2}}</td><td>{{num .DelayStd 2}}</td>
-<td>{{num .JitterPct 1}}</td><td>{{num .BytesPerRequest 0}}</td><td>{{num .BytesPerResponse 0}}</td><td>{{num .ConnsPer1000 1}}</td><td>{{.LateSends}}</td><td>{{.Errors}}</td><td>{{.Unsent}}</td><td>{{num .EmuReleaseP99Us 0}}</td></tr>
+<tr><th class="l">profile</th><th class="l">protocol</th><th class="l">swept</th><th>rep</th>{{range .Columns}}<th title="{{.Definition}}">{{.Header}}</th>{{end}}</tr>
+{{range $row := .Run.Rows}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Protocol}}</td><td class="l">{{combo .}}</td><td>{{.Rep}}</td>{{range $.Columns}}<td>{{cell $row .Name}}</td>{{end}}</tr>
 {{end}}</table></div>
-<p>Delays in milliseconds. Column definitions: docs/metrics.md. Data: summary.json, summary.csv, records.csv beside this file.</p>
+{{range .Notes}}<p class="fail">{{.}}</p>{{end}}
+<p>Delays in milliseconds. Column definitions: docs/metrics.md (or hover a column's title). Data: summary.json, summary.csv, records.csv beside this file.</p>
 </body></html>
 `))
 
-func writeHTML(w io.Writer, r *Run, figs []Figure) error {
+// tableColumns are the measured and instrument columns the rows have, in
+// the registry's order: the "every cell" table.
+func tableColumns(rows []results.Summary) []metrics.Metric {
+	have := map[string]bool{}
+	for _, r := range rows {
+		for _, f := range r.Fields {
+			have[f.Name] = true
+		}
+	}
+	var cols []metrics.Metric
+	for _, m := range metrics.All() {
+		if have[m.Name] && (m.Kind == metrics.Measured || m.Kind == metrics.Instrument) {
+			cols = append(cols, m)
+		}
+	}
+	return cols
+}
+
+func writeHTML(w io.Writer, r *Run, figs []Figure, notes []string) error {
 	return page.Execute(w, struct {
 		Run     *Run
 		Figures []Figure
-	}{r, figs})
+		Columns []metrics.Metric
+		Notes   []string
+	}{r, figs, tableColumns(r.Rows), notes})
 }

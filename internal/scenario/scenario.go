@@ -7,6 +7,7 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -18,8 +19,10 @@ import (
 
 	"tlab/internal/emu"
 	"tlab/internal/proto"
+	"tlab/internal/results"
 	"tlab/internal/strictyaml"
 	"tlab/internal/units"
+	"tlab/internal/workload"
 )
 
 // Scenario is one experiment.
@@ -28,15 +31,19 @@ type Scenario struct {
 	Description string `yaml:"description"`
 	// Study names the published study the scenario reproduces, if any.
 	Study string `yaml:"study"`
-	// Topology is "client-server" (the only one the periodic workload
-	// uses so far).
-	Topology string `yaml:"topology"`
+	// Topology names the hosts and links (see Topology); a plain name
+	// ("client-server") is the short form.
+	Topology yaml.Node `yaml:"topology"`
 	// Profiles are link profile stacks ("5g", "wifi+loss-ge-b"); each is
-	// a network of the experiment. Link applies field overrides to each.
+	// a network of the experiment, applied to every link the topology
+	// does not give a profile of its own. Link applies field overrides to
+	// each.
 	Profiles  []string  `yaml:"profiles"`
 	Link      yaml.Node `yaml:"link"`
 	Protocols []string  `yaml:"protocols"`
-	Workload  Workload  `yaml:"workload"`
+	// Workload is the traffic pattern: a type (see tlab workloads) and
+	// the type's own parameters, decoded by the type itself.
+	Workload yaml.Node `yaml:"workload"`
 	// Duration (or Count) is the measured part of each cell, after
 	// Warmup.
 	Duration    units.Duration `yaml:"duration"`
@@ -56,17 +63,12 @@ type Scenario struct {
 	Capture  bool      `yaml:"capture"`
 	Emulator Emulator  `yaml:"emulator"`
 
-	file string
-	root *yaml.Node
-}
-
-// Workload is the traffic pattern.
-type Workload struct {
-	Type     string         `yaml:"type"`
-	Interval units.Duration `yaml:"interval"`
-	Payload  units.Size     `yaml:"payload"`
-	// ResponseSize defaults to Payload.
-	ResponseSize *units.Size `yaml:"response_size"`
+	file     string
+	root     *yaml.Node
+	workload workload.Workload
+	topology Topology
+	// plotKinds are the plots the workload offers (nil: not checked).
+	plotKinds []string
 }
 
 // Settings are the protocol settings (see proto.Settings).
@@ -78,6 +80,12 @@ type Settings struct {
 	Congestion  string         `yaml:"tcp_congestion"`
 	IdleTimeout units.Duration `yaml:"idle_timeout"`
 	H1MaxIdle   int            `yaml:"h1_max_idle"`
+	// QUIC receive windows (quic-go's flow control): initial sizes and the
+	// maxima auto-tuning may reach; equal values make a static window.
+	QUICStreamWindow    units.Size `yaml:"quic_stream_window"`
+	QUICStreamWindowMax units.Size `yaml:"quic_stream_window_max"`
+	QUICConnWindow      units.Size `yaml:"quic_conn_window"`
+	QUICConnWindowMax   units.Size `yaml:"quic_conn_window_max"`
 }
 
 // Metrics choose optional statistics.
@@ -89,9 +97,6 @@ type Metrics struct {
 type Emulator struct {
 	Mode string `yaml:"mode"`
 }
-
-// Plot kinds a scenario may ask for.
-var PlotKinds = []string{"delay_box", "jitter_bars", "bytes_bars", "conns_heatmap", "delay_cdf", "timeseries"}
 
 // Load reads and validates a scenario file, with overrides ("key=value",
 // dotted paths) applied on top.
@@ -143,12 +148,6 @@ func decode(file string, root *yaml.Node) (*Scenario, error) {
 }
 
 func (s *Scenario) defaults() {
-	if s.Topology == "" {
-		s.Topology = "client-server"
-	}
-	if s.Workload.Type == "" {
-		s.Workload.Type = "periodic"
-	}
 	if s.Repetitions == 0 {
 		s.Repetitions = 1
 	}
@@ -157,9 +156,6 @@ func (s *Scenario) defaults() {
 	}
 	if s.Seed == 0 {
 		s.Seed = 1
-	}
-	if len(s.Plots) == 0 {
-		s.Plots = PlotKinds
 	}
 }
 
@@ -177,9 +173,6 @@ func (s *Scenario) validate() error {
 	if s.Name == "" {
 		return s.errAt(nil, "a scenario needs a name")
 	}
-	if s.Topology != "client-server" {
-		return s.errAt([]any{"topology"}, "topology %q: the periodic workload runs on client-server", s.Topology)
-	}
 	if len(s.Profiles) == 0 {
 		return s.errAt(nil, "profiles: give at least one link profile (see tlab profiles)")
 	}
@@ -196,24 +189,30 @@ func (s *Scenario) validate() error {
 			return s.errAt([]any{"protocols", i}, "%v", err)
 		}
 	}
-	if s.Workload.Type != "periodic" {
-		return s.errAt([]any{"workload", "type"}, "workload type %q: want periodic", s.Workload.Type)
+	switch {
+	case s.Duration < 0:
+		return s.errAt([]any{"duration"}, "duration %v is negative", s.Duration)
+	case s.Count < 0:
+		return s.errAt([]any{"count"}, "count %d is negative", s.Count)
+	case s.Warmup < 0:
+		return s.errAt([]any{"warmup"}, "warmup %v is negative", s.Warmup)
+	case s.Repetitions < 1:
+		return s.errAt([]any{"repetitions"}, "repetitions must be at least 1")
+	case s.Duration > 0 && s.Count > 0:
+		return s.errAt([]any{"count"}, "give duration or count, not both (duration %v, count %d)", s.Duration, s.Count)
 	}
-	if s.Workload.Interval <= 0 {
-		return s.errAt([]any{"workload"}, "workload.interval must be a positive duration, such as 25ms")
+	if err := s.decodeWorkload(); err != nil {
+		return err
 	}
-	if s.Duration <= 0 && s.Count <= 0 {
-		return s.errAt(nil, "give duration (such as 60s) or count (requests per cell)")
-	}
-	if s.Count < 0 || s.Repetitions < 1 {
-		return s.errAt(nil, "count must not be negative and repetitions at least 1")
+	if err := s.decodeTopology(); err != nil {
+		return err
 	}
 	if s.Order != "fixed" && s.Order != "random" {
 		return s.errAt([]any{"order"}, "order %q: want fixed or random", s.Order)
 	}
 	for i, p := range s.Plots {
-		if !slices.Contains(PlotKinds, p) {
-			return s.errAt([]any{"plots", i}, "plot %q: want one of %s", p, strings.Join(PlotKinds, ", "))
+		if !slices.Contains(s.plotKinds, p) && s.plotKinds != nil {
+			return s.errAt([]any{"plots", i}, "plot %q: want one of %s", p, strings.Join(s.plotKinds, ", "))
 		}
 	}
 	if m := s.Emulator.Mode; m != "" && m != emu.ModeBusy && m != emu.ModeSleep {
@@ -259,15 +258,62 @@ func (s *Scenario) ProtoSettings() proto.Settings {
 	if st.H1MaxIdle > 0 {
 		ps.MaxIdle = st.H1MaxIdle
 	}
+	ps.StreamWindow, ps.StreamWindowMax = int64(st.QUICStreamWindow), int64(st.QUICStreamWindowMax)
+	ps.ConnWindow, ps.ConnWindowMax = int64(st.QUICConnWindow), int64(st.QUICConnWindowMax)
 	return ps
 }
 
-// ResponseSize is the response payload, defaulting to the request's.
-func (w Workload) ResponseBytes() int {
-	if w.ResponseSize != nil {
-		return int(*w.ResponseSize)
+// decodeWorkload has the workload's type decode its section.
+func (s *Scenario) decodeWorkload() error {
+	node := &s.Workload
+	if node.Kind == 0 {
+		node = &yaml.Node{Kind: yaml.MappingNode, Line: 1}
 	}
-	return int(w.Payload)
+	if node.Kind != yaml.MappingNode {
+		return s.errAt([]any{"workload"}, "workload: want a mapping with a type (%s) and its parameters", strings.Join(workload.Names(), ", "))
+	}
+	typeName := "periodic"
+	params := &yaml.Node{Kind: yaml.MappingNode, Line: node.Line}
+	for i := 0; i+1 < len(node.Content); i += 2 {
+		if node.Content[i].Value == "type" {
+			typeName = node.Content[i+1].Value
+			continue
+		}
+		params.Content = append(params.Content, node.Content[i], node.Content[i+1])
+	}
+	t, err := workload.Lookup(typeName)
+	if err != nil {
+		return s.errAt([]any{"workload", "type"}, "%v", err)
+	}
+	w, err := t.Decode(s.file, params, workload.Common{Duration: s.Duration.D(), Count: s.Count, Warmup: s.Warmup.D()})
+	if err != nil {
+		var se *strictyaml.Error
+		if errors.As(err, &se) {
+			if se.Line == 0 && params.Line > 0 {
+				se.Line = params.Line
+			}
+			return se
+		}
+		return s.errAt([]any{"workload"}, "workload: %v", err)
+	}
+	s.workload = w
+	s.plotKinds = w.Info().Plots
+	return nil
+}
+
+// WorkloadSpec returns the scenario's configured workload.
+func (s *Scenario) WorkloadSpec() workload.Workload { return s.workload }
+
+// TopologySpec returns the scenario's topology.
+func (s *Scenario) TopologySpec() Topology { return s.topology }
+
+// PlotsOrDefault returns the plots the scenario asked for, or every plot
+// its workload offers.
+func (s *Scenario) PlotsOrDefault() []string {
+	if len(s.Plots) > 0 {
+		return s.Plots
+	}
+	return s.plotKinds
 }
 
 // File is where the scenario was read from.
@@ -275,12 +321,6 @@ func (s *Scenario) File() string { return s.file }
 
 // YAML returns the scenario's resolved YAML (overrides applied).
 func (s *Scenario) YAML() ([]byte, error) { return strictyaml.Encode(s.root) }
-
-// Param is one swept field's value in a cell.
-type Param struct {
-	Key   string `json:"key"`
-	Value string `json:"value"`
-}
 
 // Cell is one run of the experiment: a profile, a protocol, one value of
 // each matrix key and a repetition.
@@ -290,7 +330,7 @@ type Cell struct {
 	Profile  string
 	Protocol string
 	Rep      int
-	Params   []Param
+	Params   []results.Param
 	// Scenario is this cell's scenario, matrix values applied.
 	Scenario *Scenario
 }
@@ -367,9 +407,9 @@ func (s *Scenario) Cells() ([]Cell, error) {
 			if err != nil {
 				return nil, err
 			}
-			var params []Param
+			var params []results.Param
 			for i, k := range keys {
-				params = append(params, Param{Key: k, Value: combo[i].Value})
+				params = append(params, results.Param{Key: k, Value: combo[i].Value})
 			}
 			for _, protocol := range s.Protocols {
 				for rep := 1; rep <= s.Repetitions; rep++ {
@@ -390,17 +430,7 @@ func (s *Scenario) Cells() ([]Cell, error) {
 			parts = append(parts, p.Key[strings.LastIndex(p.Key, ".")+1:]+"="+p.Value)
 		}
 		parts = append(parts, "r"+strconv.Itoa(c.Rep))
-		c.ID = sanitize(strings.Join(parts, "_"))
+		c.ID = results.SafeName(strings.Join(parts, "_"))
 	}
 	return cells, nil
-}
-
-func sanitize(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-', r == '=', r == '.':
-			return r
-		}
-		return '-'
-	}, s)
 }

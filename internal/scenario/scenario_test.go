@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"tlab/internal/workload"
 	"tlab/scenarios"
 )
 
@@ -58,12 +59,12 @@ func TestMatrixExpansion(t *testing.T) {
 		}
 		seen[c.ID] = true
 		iv, pl := c.Params[0].Value, c.Params[1].Value
-		if got := c.Scenario.Workload.Interval.String(); got != map[string]string{"5ms": "5ms", "50ms": "50ms"}[iv] {
+		if got := c.Scenario.WorkloadSpec().(workload.Periodic).Interval.String(); got != map[string]string{"5ms": "5ms", "50ms": "50ms"}[iv] {
 			t.Errorf("cell %s: interval %s, want %s", c.ID, got, iv)
 		}
 		want := map[string]int64{"128": 128, "1024": 1024, "4KiB": 4096}[pl]
-		if int64(c.Scenario.Workload.Payload) != want {
-			t.Errorf("cell %s: payload %d, want %d", c.ID, c.Scenario.Workload.Payload, want)
+		if int64(c.Scenario.WorkloadSpec().(workload.Periodic).ReqSize) != want {
+			t.Errorf("cell %s: payload %d, want %d", c.ID, c.Scenario.WorkloadSpec().(workload.Periodic).ReqSize, want)
 		}
 	}
 	// The same seed gives the same random order; another seed another.
@@ -104,8 +105,8 @@ func TestAnyFieldCanBeSweptAndOverridden(t *testing.T) {
 		if c.Scenario.ProtoSettings().TLSVersion != c.Params[1].Value {
 			t.Errorf("cell %s: TLS %s", c.ID, c.Scenario.ProtoSettings().TLSVersion)
 		}
-		if c.Scenario.Duration.String() != "3s" || c.Scenario.Workload.Payload != 512 {
-			t.Errorf("overrides lost: %v %v", c.Scenario.Duration, c.Scenario.Workload.Payload)
+		if c.Scenario.Duration.String() != "3s" || c.Scenario.WorkloadSpec().(workload.Periodic).ReqSize != 512 {
+			t.Errorf("overrides lost: %v %v", c.Scenario.Duration, c.Scenario.WorkloadSpec().(workload.Periodic).ReqSize)
 		}
 	}
 }

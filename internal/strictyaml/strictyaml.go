@@ -229,3 +229,19 @@ func Encode(v any) ([]byte, error) {
 	}
 	return buf.Bytes(), enc.Close()
 }
+
+// ErrorAt makes an error at the line of key's value in the mapping node
+// (or at the node itself when key is absent or empty), so that a value
+// that is well-formed but impossible is reported where it stands.
+func ErrorAt(file string, node *yaml.Node, key, format string, args ...any) error {
+	line := 0
+	if node != nil {
+		line = node.Line
+		for i := 0; key != "" && node.Kind == yaml.MappingNode && i+1 < len(node.Content); i += 2 {
+			if node.Content[i].Value == key {
+				line = node.Content[i+1].Line
+			}
+		}
+	}
+	return &Error{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
+}

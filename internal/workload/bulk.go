@@ -4,11 +4,87 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
+	"tlab/internal/metrics"
 	"tlab/internal/proto"
+	"tlab/internal/results"
+	"tlab/internal/strictyaml"
+	"tlab/internal/units"
 )
+
+func init() {
+	Register(Type{
+		Name:    "bulk",
+		Summary: "study C's bulk download: streams downloads of bytes each, all at once, read as data arrive",
+		Params: []Param{
+			{"streams", "1", "parallel downloads on one connection (more than one needs a protocol that multiplexes)"},
+			{"bytes", "1MiB", "bytes per stream"},
+			{"request_size", "0", "request payload bytes"},
+			{"timeout", "5m", "bound on the whole transfer"},
+		},
+		Decode: decodeBulk,
+	})
+	metrics.Register(metrics.Metric{Name: "transfer_ms", Kind: metrics.Measured, Unit: "ms", Header: "TRANSFER ms", Precision: 1,
+		Definition: "From sending the requests to the last byte of the last stream (bulk).",
+		Compute: func(in *metrics.Input) float64 {
+			last := -1.0
+			for _, r := range in.Records {
+				if r.OK() {
+					last = max(last, r.DoneMs)
+				}
+			}
+			if last < 0 {
+				return math.NaN()
+			}
+			return last
+		}})
+	metrics.Register(metrics.Metric{Name: "goodput_mbps", Kind: metrics.Measured, Unit: "Mbit/s", Header: "GOODPUT Mbit/s", Precision: 2,
+		Definition: "Payload bytes of every completed stream × 8 over `transfer_ms` (bulk).",
+		Compute: func(in *metrics.Input) float64 {
+			var bytes, last float64
+			for _, r := range in.Records {
+				if r.OK() {
+					bytes += float64(r.RespBytes)
+					last = max(last, r.DoneMs)
+				}
+			}
+			if last <= 0 {
+				return math.NaN()
+			}
+			return bytes * 8 / last / 1e3
+		}})
+}
+
+type bulkParams struct {
+	Streams     int            `yaml:"streams"`
+	Bytes       units.Size     `yaml:"bytes"`
+	RequestSize units.Size     `yaml:"request_size"`
+	Timeout     units.Duration `yaml:"timeout"`
+}
+
+func decodeBulk(file string, node *yaml.Node, _ Common) (Workload, error) {
+	prm := bulkParams{Streams: 1, Bytes: 1 << 20, Timeout: units.Duration(5 * time.Minute)}
+	if err := strictyaml.Decode(file, node, &prm); err != nil {
+		return nil, err
+	}
+	b := Bulk{Streams: prm.Streams, Bytes: int(prm.Bytes), ReqSize: int(prm.RequestSize), Timeout: prm.Timeout.D()}
+	switch {
+	case b.Streams < 1 || b.Streams > 1000:
+		return nil, strictyaml.ErrorAt(file, node, "streams", "workload.streams %d: want 1 to 1000", b.Streams)
+	case b.Bytes < 1:
+		return nil, strictyaml.ErrorAt(file, node, "bytes", "workload.bytes must be positive")
+	case b.ReqSize < 0 || b.ReqSize > proto.MaxMessage:
+		return nil, strictyaml.ErrorAt(file, node, "request_size", "workload.request_size %d B: want 0 to %d B", b.ReqSize, proto.MaxMessage)
+	case b.Timeout <= 0:
+		return nil, strictyaml.ErrorAt(file, node, "timeout", "workload.timeout must be positive")
+	}
+	return b, nil
+}
 
 // Bulk is a bulk download, the pattern of study C: the client asks on each
 // of Streams streams at once for Bytes bytes, and reads each as fast as it
@@ -29,6 +105,45 @@ type Bulk struct {
 	OnStart func()
 }
 
+// Info describes the configured transfer. Its plan is a guess: a transfer
+// lasts as long as the link needs.
+func (b Bulk) Info() Info {
+	return Info{
+		Type:    "bulk",
+		Planned: 5 * time.Second,
+		Key: []results.Field{
+			{Name: "streams", Value: float64(b.Streams)},
+			{Name: "bytes_per_stream", Value: float64(b.Bytes)},
+		},
+		Roles:    ClientServerRoles,
+		Metrics:  []string{"requests", "errors", "transfer_ms", "goodput_mbps", "delay_p50_ms", "delay_p95_ms", "bytes_per_response"},
+		Table:    []string{"requests", "errors", "transfer_ms", "goodput_mbps", "delay_p50_ms", "delay_p95_ms"},
+		Plots:    []string{"goodput_bars", "delay_cdf"},
+		Describe: fmt.Sprintf("Bulk download: %d stream(s) of %d B at once; a record per stream, its delay the stream's completion", b.Streams, b.Bytes),
+	}
+}
+
+// Run runs the transfer on a client-server cell; the measured window
+// starts when the requests are sent. The client is closed before Run
+// returns, which completes its qlog.
+func (b Bulk) Run(ctx context.Context, env *Env) error {
+	stopServer, err := StartServer(env)
+	if err != nil {
+		return err
+	}
+	defer stopServer()
+	client, err := NewClient(ctx, env)
+	if err != nil {
+		return err
+	}
+	b.OnStart = env.StartWindow
+	err = b.Drive(ctx, client, env.Emit)
+	if cerr := client.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("client close: %w", cerr)
+	}
+	return err
+}
+
 // Validate reports impossible parameters.
 func (b Bulk) Validate() error {
 	switch {
@@ -42,10 +157,10 @@ func (b Bulk) Validate() error {
 	return nil
 }
 
-// Run sends the requests together and emits each stream's record when it
-// completes. It returns the first stream's error, if any, after all have
-// ended.
-func (b Bulk) Run(ctx context.Context, c proto.Client, emit func(Record)) error {
+// Drive sends the requests together on client c and emits each stream's
+// record when it completes. It returns the first stream's error, if any,
+// after all have ended.
+func (b Bulk) Drive(ctx context.Context, c proto.Client, emit func(results.Record)) error {
 	if err := b.Validate(); err != nil {
 		return err
 	}

@@ -10,9 +10,69 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"gopkg.in/yaml.v3"
 
 	"tlab/internal/proto"
+	"tlab/internal/results"
+	"tlab/internal/strictyaml"
+	"tlab/internal/units"
 )
+
+func init() {
+	Register(Type{
+		Name:    "periodic",
+		Summary: "study A's cloud control loop: a request every interval, open loop, answered by a response",
+		Params: []Param{
+			{"interval", "25ms", "time between requests (on schedule whether or not earlier responses arrived)"},
+			{"payload", "256", "request payload bytes"},
+			{"response_size", "= payload", "response payload bytes"},
+			{"timeout", "10s", "bound on one exchange; a request not answered by then is an error"},
+		},
+		Decode: decodePeriodic,
+	})
+}
+
+// periodicParams are the scenario's workload section for periodic.
+type periodicParams struct {
+	Interval     units.Duration `yaml:"interval"`
+	Payload      units.Size     `yaml:"payload"`
+	ResponseSize *units.Size    `yaml:"response_size"`
+	Timeout      units.Duration `yaml:"timeout"`
+}
+
+// minInterval is the shortest interval the scheduler keeps: it wakes on
+// clock_nanosleep with ~0.1 ms of lateness, so a shorter period would be
+// a burst, not a schedule.
+const minInterval = time.Millisecond
+
+func decodePeriodic(file string, node *yaml.Node, c Common) (Workload, error) {
+	prm := periodicParams{Interval: units.Duration(25 * time.Millisecond), Payload: 256, Timeout: units.Duration(10 * time.Second)}
+	if err := strictyaml.Decode(file, node, &prm); err != nil {
+		return nil, err
+	}
+	p := Periodic{Interval: prm.Interval.D(), ReqSize: int(prm.Payload), RespSize: int(prm.Payload),
+		Duration: c.Duration, Count: c.Count, Warmup: c.Warmup, Timeout: prm.Timeout.D()}
+	if prm.ResponseSize != nil {
+		p.RespSize = int(*prm.ResponseSize)
+	}
+	if p.Count > 0 {
+		p.Duration = 0
+	}
+	switch {
+	case p.Interval < minInterval:
+		return nil, strictyaml.ErrorAt(file, node, "interval", "workload.interval %v: the scheduler keeps intervals of %v or more", p.Interval, minInterval)
+	case p.ReqSize < 0 || p.ReqSize > proto.MaxMessage:
+		return nil, strictyaml.ErrorAt(file, node, "payload", "workload.payload %d B: want 0 to %d B (64 MiB, the framing's limit)", p.ReqSize, proto.MaxMessage)
+	case p.RespSize < 0 || p.RespSize > proto.MaxMessage:
+		return nil, strictyaml.ErrorAt(file, node, "response_size", "workload.response_size %d B: want 0 to %d B (64 MiB, the framing's limit)", p.RespSize, proto.MaxMessage)
+	case p.Timeout <= 0:
+		return nil, strictyaml.ErrorAt(file, node, "timeout", "workload.timeout must be positive")
+	}
+	if err := p.Validate(); err != nil {
+		return nil, strictyaml.ErrorAt(file, node, "", "workload: %v", err)
+	}
+	return p, nil
+}
 
 // Periodic is study A's cloud-control pattern: every Interval the client
 // sends a request of ReqSize bytes and the server answers with RespSize
@@ -39,6 +99,54 @@ type Periodic struct {
 	OnWarmupEnd func()
 }
 
+// Info describes the configured pattern.
+func (p Periodic) Info() Info {
+	return Info{
+		Type:    "periodic",
+		Planned: p.Warmup + time.Duration(p.slots()-int(p.Warmup/p.Interval))*p.Interval,
+		Key: []results.Field{
+			{Name: "interval_ms", Value: ms(p.Interval)},
+			{Name: "req_size", Value: float64(p.ReqSize)},
+			{Name: "resp_size", Value: float64(p.RespSize)},
+		},
+		Roles: ClientServerRoles,
+		Metrics: []string{"requests", "errors", "unsent", "delay_p5_ms", "delay_p25_ms", "delay_p50_ms", "delay_p75_ms", "delay_p95_ms", "delay_p99_ms",
+			"delay_mean_ms", "delay_std_ms", "jitter_ms", "jitter_pct", "bytes_per_request", "bytes_per_response", "conns_per_1000",
+			"late_sends", "lateness_p99_ms", "outliers_removed"},
+		Table: []string{"requests", "delay_p5_ms", "delay_p50_ms", "delay_p95_ms", "delay_p99_ms", "delay_mean_ms", "jitter_pct",
+			"bytes_per_request", "bytes_per_response", "conns_per_1000", "late_sends", "errors", "unsent"},
+		Plots:    []string{"delay_box", "jitter_bars", "bytes_bars", "conns_heatmap", "delay_cdf", "timeseries"},
+		Describe: fmt.Sprintf("Periodic requests every %v, %d B up, %d B down", p.Interval, p.ReqSize, p.RespSize),
+	}
+}
+
+// Run runs the pattern on a client-server cell. Without a warm-up the
+// measured window starts before the client connects, so that it holds the
+// handshakes; with one, half an interval before the first measured request.
+func (p Periodic) Run(ctx context.Context, env *Env) error {
+	stopServer, err := StartServer(env)
+	if err != nil {
+		return err
+	}
+	defer stopServer()
+	var client proto.Client
+	var connsAtStart atomic.Int64
+	if p.Warmup < p.Interval {
+		env.StartWindow()
+	}
+	if client, err = NewClient(ctx, env); err != nil {
+		return err
+	}
+	defer client.Close()
+	p.OnWarmupEnd = func() {
+		connsAtStart.Store(int64(client.Connections()))
+		env.StartWindow()
+	}
+	err = p.Drive(ctx, client, env.Emit)
+	env.Note("conns_opened", float64(int64(client.Connections())-connsAtStart.Load()))
+	return err
+}
+
 // Validate reports impossible parameters.
 func (p Periodic) Validate() error {
 	switch {
@@ -63,11 +171,11 @@ func (p Periodic) slots() int {
 	return warm + int(p.Duration/p.Interval)
 }
 
-// Run executes the schedule and emits a record per request, in completion
-// order. It returns when every request has completed or timed out. A
+// Drive executes the schedule with client c and emits a record per
+// request, in completion order. It returns when every request has completed or timed out. A
 // protocol that cannot multiplex gets until one interval after the last
 // slot; requests it had not sent by then are emitted with ErrUnsent.
-func (p Periodic) Run(ctx context.Context, c proto.Client, emit func(Record)) error {
+func (p Periodic) Drive(ctx context.Context, c proto.Client, emit func(results.Record)) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
@@ -82,7 +190,7 @@ func (p Periodic) Run(ctx context.Context, c proto.Client, emit func(Record)) er
 		return err
 	}
 	var mu sync.Mutex
-	emitLocked := func(r Record) { mu.Lock(); emit(r); mu.Unlock() }
+	emitLocked := func(r results.Record) { mu.Lock(); emit(r); mu.Unlock() }
 
 	exchange := func(seq int, scheduled time.Duration) {
 		sent := clock.since()
@@ -107,7 +215,7 @@ func (p Periodic) Run(ctx context.Context, c proto.Client, emit func(Record)) er
 			for seq := range serial {
 				scheduled := time.Duration(seq) * p.Interval
 				if ended.Load() || ctx.Err() != nil {
-					emitLocked(Record{Seq: seq, Warmup: seq < warm, ScheduledMs: ms(scheduled), ReqBytes: p.ReqSize, Error: ErrUnsent.Error()})
+					emitLocked(results.Record{Seq: seq, Warmup: seq < warm, ScheduledMs: ms(scheduled), ReqBytes: p.ReqSize, Error: ErrUnsent.Error(), Unsent: true})
 					continue
 				}
 				exchange(seq, scheduled)
@@ -180,8 +288,8 @@ func (c *clock) at(t time.Time) time.Duration { return t.Sub(c.base) }
 
 // record turns what a client observed of an exchange sent at sent into a
 // record.
-func (c *clock) record(seq int, sent time.Duration, reqSize int, ex proto.Exchange, err error) Record {
-	r := Record{
+func (c *clock) record(seq int, sent time.Duration, reqSize int, ex proto.Exchange, err error) results.Record {
+	r := results.Record{
 		Seq: seq, SentMs: ms(sent), ReqBytes: reqSize, RespBytes: ex.RespBytes,
 		ConnID: ex.ConnID, NewConn: ex.NewConn, ConnectMs: ms(ex.Connect), HandshakeMs: ms(ex.Handshake),
 		Resumed: ex.Resumed, EarlyData: ex.EarlyData,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"tlab/internal/proto"
+	"tlab/internal/results"
 )
 
 // slowClient answers every exchange after a fixed service time. It stands
@@ -43,10 +44,10 @@ func (c *slowClient) Multiplexes() bool { return c.multiplexes }
 func (c *slowClient) Connections() int  { return 1 }
 func (c *slowClient) Close() error      { return nil }
 
-func run(t *testing.T, p Periodic, c proto.Client) []Record {
+func run(t *testing.T, p Periodic, c proto.Client) []results.Record {
 	t.Helper()
-	var recs []Record
-	if err := p.Run(context.Background(), c, func(r Record) { recs = append(recs, r) }); err != nil {
+	var recs []results.Record
+	if err := p.Drive(context.Background(), c, func(r results.Record) { recs = append(recs, r) }); err != nil {
 		t.Fatal(err)
 	}
 	return recs

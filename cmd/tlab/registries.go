@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"tlab/internal/metrics"
+	"tlab/internal/report"
+	"tlab/internal/workload"
+)
+
+func runWorkloads(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("workloads", "workloads [--json]\n\nList the workload types, with their parameters and defaults (a scenario's workload: section).", stderr)
+	asJSON := fs.Bool("json", false, "print the list as JSON")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if *asJSON {
+		return writeJSON(stdout, workload.Types())
+	}
+	for _, t := range workload.Types() {
+		fmt.Fprintf(stdout, "%s: %s\n", t.Name, t.Summary)
+		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+		for _, p := range t.Params {
+			fmt.Fprintf(tw, "  workload.%s\t%s\t%s\n", p.Name, p.Default, p.Doc)
+		}
+		tw.Flush()
+		fmt.Fprintln(stdout)
+	}
+	return exitOK
+}
+
+func runMetrics(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("metrics", "metrics [--json | --markdown]\n\nList every summary column: name, kind, unit and definition. --markdown prints docs/metrics.md.", stderr)
+	asJSON := fs.Bool("json", false, "print the list as JSON")
+	md := fs.Bool("markdown", false, "print docs/metrics.md, generated from the registries")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	switch {
+	case *md:
+		if err := metrics.Default.WriteMarkdown(stdout); err != nil {
+			return errorExit(stderr, err)
+		}
+		return exitOK
+	case *asJSON:
+		type row struct {
+			Name, Kind, Unit, Definition string
+		}
+		var rows []row
+		for _, m := range metrics.All() {
+			rows = append(rows, row{m.Name, string(m.Kind), m.Unit, m.Definition})
+		}
+		return writeJSON(stdout, rows)
+	}
+	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tKIND\tUNIT\tDEFINITION")
+	for _, m := range metrics.All() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, m.Kind, m.Unit, firstSentence(m.Definition))
+	}
+	tw.Flush()
+	return exitOK
+}
+
+func runPlots(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("plots", "plots\n\nList the plot kinds a scenario's plots: list may name, with the fields each needs.", stderr)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KIND\tNEEDS\tWHAT")
+	for _, k := range report.PlotKinds() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", k.Name, strings.Join(k.Needs, ","), k.Doc)
+	}
+	tw.Flush()
+	return exitOK
+}

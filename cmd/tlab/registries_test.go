@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"tlab/internal/metrics"
+	"tlab/internal/report"
+	"tlab/internal/workload"
+)
+
+// TestMetricsDocIsCurrent fails when docs/metrics.md differs from what the
+// registries generate: regenerate it with
+//
+//	go run ./cmd/tlab metrics --markdown > docs/metrics.md
+func TestMetricsDocIsCurrent(t *testing.T) {
+	var b bytes.Buffer
+	if err := metrics.Default.WriteMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("../../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(doc, b.Bytes()) {
+		t.Error("docs/metrics.md is stale: run go run ./cmd/tlab metrics --markdown > docs/metrics.md")
+	}
+	for _, m := range metrics.All() {
+		if !strings.Contains(string(doc), "`"+m.Name+"`") {
+			t.Errorf("docs/metrics.md lacks %s", m.Name)
+		}
+	}
+}
+
+// TestRegistriesAgree: every workload type decodes with its defaults, and
+// what it declares (metrics, table columns, plots) is registered.
+func TestRegistriesAgree(t *testing.T) {
+	for _, typ := range workload.Types() {
+		if strings.HasPrefix(typ.Name, "toy") {
+			continue
+		}
+		code, out, errs := run("validate", "--set", "workload={type: "+typ.Name+"}", "--set", "plots=[]", "quick")
+		if code != exitOK {
+			t.Errorf("%s with its defaults does not validate: %s %s", typ.Name, out, errs)
+			continue
+		}
+		sc, err := loadScenario("quick", []string{"workload={type: " + typ.Name + "}", "plots=[]"})
+		if err != nil {
+			t.Fatalf("%s: %v", typ.Name, err)
+		}
+		info := sc.WorkloadSpec().Info()
+		if err := metrics.Default.Check(append(slices.Clone(info.Metrics), info.Table...)); err != nil {
+			t.Errorf("%s: %v", typ.Name, err)
+		}
+		for _, p := range info.Plots {
+			if _, ok := report.LookupPlot(p); !ok {
+				t.Errorf("%s offers plot %q, which the report does not know", typ.Name, p)
+			}
+		}
+		if info.Type != typ.Name || len(info.Roles) == 0 || info.Describe == "" {
+			t.Errorf("%s: incomplete info %+v", typ.Name, info)
+		}
+	}
+}

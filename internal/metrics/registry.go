@@ -1,0 +1,214 @@
+package metrics
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"tlab/internal/results"
+)
+
+// Kind says where a summary column comes from.
+type Kind string
+
+const (
+	// Parameter columns identify the cell (the workload's key parameters,
+	// the link's RTT); the runner sets them.
+	Parameter Kind = "parameter"
+	// Measured columns are computed from the cell's records and counters.
+	Measured Kind = "measured"
+	// Setting columns say which protocol settings the row ran with.
+	Setting Kind = "setting"
+	// Instrument columns are the emulator's own figures during the cell.
+	Instrument Kind = "instrument"
+)
+
+// Metric is one summary column: its stable name, unit, definition and how
+// it is computed. Registering a metric is all it takes for summary.json,
+// summary.csv, the terminal and HTML tables and docs/metrics.md to know it;
+// a workload lists the metrics it produces.
+type Metric struct {
+	Name string
+	Kind Kind
+	// Unit is the unit of the value ("ms", "B", "%", "" for counts).
+	Unit string
+	// Header is the short column title in tables ("P50 ms").
+	Header string
+	// Precision is the number of decimals shown in tables.
+	Precision int
+	// Definition is one or two sentences for docs/metrics.md.
+	Definition string
+	// Compute returns the value from a cell's input; nil for parameters
+	// and settings, which the runner sets, and for facts (then the value
+	// is Input.Facts[Name]).
+	Compute func(*Input) float64
+}
+
+// Registry holds metrics in registration order. The zero value is empty
+// and usable; Default is the registry tlab's packages register into.
+type Registry struct {
+	list   []Metric
+	byName map[string]int
+}
+
+// Default is the registry every workload registers its metrics in, at
+// init, as protocols and workloads register themselves.
+var Default = &Registry{}
+
+// Register adds m; a second metric of the same name is a programming error.
+func (r *Registry) Register(m Metric) {
+	if m.Name == "" || m.Kind == "" || m.Definition == "" {
+		panic(fmt.Sprintf("metrics: %q needs a name, a kind and a definition", m.Name))
+	}
+	if r.byName == nil {
+		r.byName = map[string]int{}
+	}
+	if _, dup := r.byName[m.Name]; dup {
+		panic("metrics: " + m.Name + " registered twice")
+	}
+	if m.Header == "" {
+		m.Header = m.Name
+	}
+	r.byName[m.Name] = len(r.list)
+	r.list = append(r.list, m)
+}
+
+// Register adds m to the default registry.
+func Register(m Metric) { Default.Register(m) }
+
+// Lookup returns the named metric.
+func (r *Registry) Lookup(name string) (Metric, bool) {
+	i, ok := r.byName[name]
+	if !ok {
+		return Metric{}, false
+	}
+	return r.list[i], true
+}
+
+// Lookup returns the named metric of the default registry.
+func Lookup(name string) (Metric, bool) { return Default.Lookup(name) }
+
+// All returns every metric in registration order.
+func (r *Registry) All() []Metric { return slices.Clone(r.list) }
+
+// All returns the default registry's metrics.
+func All() []Metric { return Default.All() }
+
+// Check reports names that are not registered.
+func (r *Registry) Check(names []string) error {
+	var unknown []string
+	for _, n := range names {
+		if _, ok := r.Lookup(n); !ok {
+			unknown = append(unknown, n)
+		}
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("unregistered metrics: %s", strings.Join(unknown, ", "))
+	}
+	return nil
+}
+
+// Format renders a value for a table with the metric's precision; "-" for
+// a value that could not be measured. An unregistered name gets two
+// decimals.
+func (r *Registry) Format(name string, v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-"
+	}
+	prec := 2
+	if m, ok := r.Lookup(name); ok {
+		prec = m.Precision
+	}
+	return fmt.Sprintf("%.*f", prec, v)
+}
+
+// Counters are what the emulator counted on one direction of a link
+// during the measured window.
+type Counters struct {
+	RxPackets, RxBytes uint64 // frames that entered the link
+	TxPackets, TxBytes uint64 // frames the link delivered
+	Drops              uint64
+}
+
+// Input is what a cell's metrics are computed from.
+type Input struct {
+	// Records are the measured records (warm-up excluded), by Seq.
+	Records []results.Record
+	// Up and Down are the counters of the link the workload measures, up
+	// being from the workload's first role (the client) outward.
+	Up, Down Counters
+	// Facts are figures the runner and the workload noted (rtt_ms,
+	// conns_opened, emu_release_p99_us, ...).
+	Facts map[string]float64
+	// RemoveOutliers applies the 3-scaled-MAD rule to delays.
+	RemoveOutliers bool
+
+	delays   []float64
+	sorted   []float64
+	dist     *Distribution
+	removed  int
+	computed bool
+}
+
+// DelayDistribution describes Delays, computed once.
+func (in *Input) DelayDistribution() Distribution {
+	if in.dist == nil {
+		d := Describe(in.Delays())
+		in.dist = &d
+	}
+	return *in.dist
+}
+
+func (in *Input) sortedDelays() []float64 {
+	if in.sorted == nil {
+		in.sorted = slices.Clone(in.Delays())
+		slices.Sort(in.sorted)
+	}
+	return in.sorted
+}
+
+// Fact returns a noted figure, NaN when it was not noted.
+func (in *Input) Fact(name string) float64 {
+	if v, ok := in.Facts[name]; ok {
+		return v
+	}
+	return math.NaN()
+}
+
+// Delays returns the delays of the completed records in Seq order, after
+// the outlier rule when asked for, computed once.
+func (in *Input) Delays() []float64 {
+	if !in.computed {
+		for _, r := range in.Records {
+			if r.OK() {
+				in.delays = append(in.delays, r.DelayMs)
+			}
+		}
+		if in.RemoveOutliers {
+			in.delays, in.removed = RemoveOutliers(in.delays, 3)
+		}
+		in.computed = true
+	}
+	return in.delays
+}
+
+// Compute returns the values of the named metrics for in, in order, as
+// summary fields. A fact-type metric without Compute takes its value from
+// in.Facts; parameters and settings are skipped (the runner sets them).
+func (r *Registry) Compute(names []string, in *Input) ([]results.Field, error) {
+	var out []results.Field
+	for _, n := range names {
+		m, ok := r.Lookup(n)
+		if !ok {
+			return nil, fmt.Errorf("metric %q is not registered", n)
+		}
+		switch {
+		case m.Compute != nil:
+			out = append(out, results.Field{Name: n, Value: m.Compute(in)})
+		case m.Kind == Measured || m.Kind == Instrument:
+			out = append(out, results.Field{Name: n, Value: in.Fact(n)})
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,135 @@
+package metrics
+
+import (
+	"math"
+
+	"tlab/internal/results"
+)
+
+// The metrics of request/response workloads (study A's periodic requests,
+// and any workload whose records carry a delay), and the columns every
+// cell has. Their names are stable: docs/metrics.md is generated from them.
+
+// LateThresholdMs is how late a send must be, against its schedule, to
+// count as late: the scheduler itself keeps sends within ~0.1 ms.
+const LateThresholdMs = 1.0
+
+// Unsent tells whether a record is a request that was never sent.
+func Unsent(r results.Record) bool { return r.Unsent }
+
+// sent counts the measured records that were sent (failed or not).
+func sent(in *Input) float64 {
+	n := 0
+	for _, r := range in.Records {
+		if !Unsent(r) {
+			n++
+		}
+	}
+	return float64(n)
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return a / b
+}
+
+func delayQuantile(q float64) func(*Input) float64 {
+	return func(in *Input) float64 { return Quantile(in.sortedDelays(), q) }
+}
+
+func init() {
+	for _, m := range []Metric{
+		{Name: "rtt_ms", Kind: Parameter, Unit: "ms", Header: "RTT ms", Precision: 2,
+			Definition: "The link's configured base RTT (both directions' delays)."},
+		{Name: "requests", Kind: Measured, Header: "REQUESTS",
+			Definition: "Measured requests (after the warm-up) that completed.",
+			Compute:    func(in *Input) float64 { return float64(len(in.Delays()) + in.removed) }},
+		{Name: "errors", Kind: Measured, Header: "ERRORS",
+			Definition: "Measured requests that were sent and failed (timeout, reset, refused).",
+			Compute: func(in *Input) float64 {
+				n := 0
+				for _, r := range in.Records {
+					if !r.OK() && !Unsent(r) {
+						n++
+					}
+				}
+				return float64(n)
+			}},
+		{Name: "unsent", Kind: Measured, Header: "UNSENT",
+			Definition: "Measured requests a protocol that cannot multiplex never got to send before the schedule ended.",
+			Compute: func(in *Input) float64 {
+				n := 0
+				for _, r := range in.Records {
+					if Unsent(r) {
+						n++
+					}
+				}
+				return float64(n)
+			}},
+		{Name: "delay_p5_ms", Kind: Measured, Unit: "ms", Header: "P5 ms", Precision: 2,
+			Definition: "5th percentile of the response delay, by linear interpolation between order statistics (type 7: numpy's, pandas' and R's default).",
+			Compute:    delayQuantile(0.05)},
+		{Name: "delay_p25_ms", Kind: Measured, Unit: "ms", Header: "P25 ms", Precision: 2, Definition: "25th percentile of the response delay (type 7).", Compute: delayQuantile(0.25)},
+		{Name: "delay_p50_ms", Kind: Measured, Unit: "ms", Header: "P50 ms", Precision: 2, Definition: "Median response delay (type 7).", Compute: delayQuantile(0.50)},
+		{Name: "delay_p75_ms", Kind: Measured, Unit: "ms", Header: "P75 ms", Precision: 2, Definition: "75th percentile of the response delay (type 7).", Compute: delayQuantile(0.75)},
+		{Name: "delay_p95_ms", Kind: Measured, Unit: "ms", Header: "P95 ms", Precision: 2, Definition: "95th percentile of the response delay (type 7).", Compute: delayQuantile(0.95)},
+		{Name: "delay_p99_ms", Kind: Measured, Unit: "ms", Header: "P99 ms", Precision: 2, Definition: "99th percentile of the response delay (type 7).", Compute: delayQuantile(0.99)},
+		{Name: "delay_mean_ms", Kind: Measured, Unit: "ms", Header: "MEAN ms", Precision: 2, Definition: "Mean response delay.",
+			Compute: func(in *Input) float64 { return in.DelayDistribution().Mean }},
+		{Name: "delay_std_ms", Kind: Measured, Unit: "ms", Header: "STD ms", Precision: 2, Definition: "Sample standard deviation (n−1) of the response delay.",
+			Compute: func(in *Input) float64 { return in.DelayDistribution().Std }},
+		{Name: "jitter_ms", Kind: Measured, Unit: "ms", Header: "JITTER ms", Precision: 2,
+			Definition: "RFC 4689 jitter as study A defines it: the mean absolute difference between the delays of consecutive requests, in send order.",
+			Compute:    func(in *Input) float64 { return Jitter(in.Delays()) }},
+		{Name: "jitter_pct", Kind: Measured, Unit: "%", Header: "JITTER %", Precision: 1,
+			Definition: "`jitter_ms / delay_mean_ms × 100`.",
+			Compute:    func(in *Input) float64 { return Jitter(in.Delays()) / in.DelayDistribution().Mean * 100 }},
+		{Name: "bytes_per_request", Kind: Measured, Unit: "B", Header: "B/REQ", Precision: 0,
+			Definition: "All bytes the client sent during the measured window (every Ethernet frame it put on the link: headers, handshakes, ACKs and control frames included) divided by the requests it sent.",
+			Compute:    func(in *Input) float64 { return ratio(float64(in.Up.RxBytes), sent(in)) }},
+		{Name: "bytes_per_response", Kind: Measured, Unit: "B", Header: "B/RESP", Precision: 0,
+			Definition: "All bytes delivered to the client during the window divided by the responses it received.",
+			Compute:    func(in *Input) float64 { return ratio(float64(in.Down.TxBytes), float64(len(in.Delays())+in.removed)) }},
+		{Name: "conns_per_1000", Kind: Measured, Header: "CONN/1000", Precision: 1,
+			Definition: "Transport connections the client established during the window per 1000 requests sent.",
+			Compute:    func(in *Input) float64 { return ratio(in.Fact("conns_opened")*1000, sent(in)) }},
+		{Name: "late_sends", Kind: Measured, Header: "LATE",
+			Definition: "Requests sent more than 1 ms after their schedule.",
+			Compute: func(in *Input) float64 {
+				n := 0
+				for _, r := range in.Records {
+					if !Unsent(r) && r.LatenessMs > LateThresholdMs {
+						n++
+					}
+				}
+				return float64(n)
+			}},
+		{Name: "lateness_p99_ms", Kind: Measured, Unit: "ms", Header: "LATE p99 ms", Precision: 2,
+			Definition: "99th percentile of the lateness of the requests that were sent.",
+			Compute: func(in *Input) float64 {
+				var l []float64
+				for _, r := range in.Records {
+					if !Unsent(r) {
+						l = append(l, r.LatenessMs)
+					}
+				}
+				return Describe(l).P99
+			}},
+		{Name: "outliers_removed", Kind: Measured, Header: "OUTLIERS",
+			Definition: "Delays dropped by the 3-scaled-MAD rule (`metrics.remove_outliers`, study B's rule; 0 when not asked for).",
+			Compute:    func(in *Input) float64 { in.Delays(); return float64(in.removed) }},
+		{Name: "tls_version", Kind: Setting, Definition: "TLS version over TCP the row was measured with (QUIC always uses 1.3)."},
+		{Name: "key_exchange", Kind: Setting, Definition: "TLS key exchange the row was measured with."},
+		{Name: "resumption", Kind: Setting, Definition: "Whether new TLS and QUIC connections could resume a session."},
+		{Name: "zero_rtt", Kind: Setting, Definition: "Whether resumed QUIC connections could send 0-RTT data."},
+		{Name: "tcp_congestion", Kind: Setting, Definition: "TCP congestion control the row was measured with."},
+		{Name: "emu_release_p50_us", Kind: Instrument, Unit: "µs", Header: "EMU p50 us", Precision: 0,
+			Definition: "The emulator's own release error (when a frame was handed to the kernel minus when it was due), median over the cell's measured window: the instrument's accuracy beside the result."},
+		{Name: "emu_release_p99_us", Kind: Instrument, Unit: "µs", Header: "EMU p99 us", Precision: 0,
+			Definition: "99th percentile of the emulator's release error over the cell's measured window."},
+	} {
+		Register(m)
+	}
+}

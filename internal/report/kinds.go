@@ -1,0 +1,294 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"tlab/internal/metrics"
+	"tlab/internal/results"
+)
+
+// PlotKind is one kind of plot, looked up by name (as flent looks up its
+// plotters): the summary fields it needs, and how it draws one network's
+// rows. Adding a plot is one registration.
+type PlotKind struct {
+	Name string
+	Doc  string
+	// Needs are the summary fields the plot reads; "records" means it
+	// reads the per-record delays of records.csv.
+	Needs []string
+	Draw  func(p panel) ([]Figure, error)
+}
+
+// panel is one network's (profile's) share of a run, for one plot kind.
+type panel struct {
+	run     *Run
+	dir     string
+	profile string
+	rows    []results.Summary
+	// cats are the swept values' combinations (x categories), protos the
+	// protocols (series), both in first-seen order.
+	cats, protos []string
+	axis         string
+	stem         string
+}
+
+func (p panel) xLabel() string {
+	if p.axis == "" {
+		return "protocol"
+	}
+	return p.axis
+}
+
+const figW, figH = 8 * vg.Inch, 4 * vg.Inch
+
+var plotKinds = map[string]PlotKind{}
+
+func registerPlot(k PlotKind) {
+	if _, dup := plotKinds[k.Name]; dup {
+		panic("report: plot " + k.Name + " registered twice")
+	}
+	plotKinds[k.Name] = k
+}
+
+// PlotKinds lists the registered plot kinds, sorted by name.
+func PlotKinds() []PlotKind {
+	var out []PlotKind
+	for _, k := range plotKinds {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// LookupPlot returns the named plot kind.
+func LookupPlot(name string) (PlotKind, bool) {
+	k, ok := plotKinds[name]
+	return k, ok
+}
+
+// missing returns the fields of k.Needs that no row has.
+func (k PlotKind) missing(rows []results.Summary) []string {
+	var out []string
+	for _, n := range k.Needs {
+		if n == "records" {
+			continue
+		}
+		found := false
+		for _, r := range rows {
+			if _, ok := r.Get(n); ok {
+				found = true
+				break
+			}
+		}
+		if !found {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Supported lists the plot kinds whose fields rows have, sorted.
+func Supported(rows []results.Summary) []string {
+	var out []string
+	for _, k := range PlotKinds() {
+		if len(k.missing(rows)) == 0 {
+			out = append(out, k.Name)
+		}
+	}
+	return out
+}
+
+func init() {
+	registerPlot(PlotKind{Name: "delay_box", Doc: "response delay per protocol and swept values: boxes p25-p75 with the median, whiskers at p5 and p95 (study A)",
+		Needs: []string{"delay_p5_ms", "delay_p25_ms", "delay_p50_ms", "delay_p75_ms", "delay_p95_ms"}, Draw: drawDelayBox})
+	registerPlot(barKind("jitter_bars", "jitter_pct", "jitter (% of mean delay)", "Jitter",
+		"Mean absolute difference between consecutive delays, as a percentage of the mean delay (RFC 4689, study A)."))
+	registerPlot(barKind("bytes_bars", "bytes_per_request", "bytes on the wire per request", "Data volume per request",
+		"All bytes the client sent (Ethernet frames: headers, handshakes, ACKs and control frames included) divided by the requests."))
+	registerPlot(barKind("goodput_bars", "goodput_mbps", "goodput (Mbit/s)", "Goodput",
+		"Payload bytes of every completed stream over the transfer time (mean over repetitions)."))
+	registerPlot(PlotKind{Name: "conns_heatmap", Doc: "HTTP/1.1 connections per 1000 requests by interval and payload (study A)",
+		Needs: []string{"conns_per_1000", "interval_ms", "req_size"}, Draw: drawConnsHeatmap})
+	registerPlot(PlotKind{Name: "delay_cdf", Doc: "empirical distribution of the delay per protocol (first repetition)",
+		Needs: []string{"records"}, Draw: func(p panel) ([]Figure, error) { return drawRecordLines(p, true) }})
+	registerPlot(PlotKind{Name: "timeseries", Doc: "delay of each record by the time it was sent (first repetition, long cells thinned)",
+		Needs: []string{"records"}, Draw: func(p panel) ([]Figure, error) { return drawRecordLines(p, false) }})
+}
+
+func drawDelayBox(p panel) ([]Figure, error) {
+	stats := map[string]map[string]boxStat{}
+	n := map[string]map[string]float64{}
+	for _, row := range p.rows {
+		if stats[row.Protocol] == nil {
+			stats[row.Protocol], n[row.Protocol] = map[string]boxStat{}, map[string]float64{}
+		}
+		c := comboLabel(row)
+		b := stats[row.Protocol][c]
+		k := n[row.Protocol][c]
+		// Repetitions: the mean of each quantile.
+		avg := func(old float64, name string) float64 { return (old*k + row.Float(name)) / (k + 1) }
+		b.P5, b.P25, b.P50, b.P75, b.P95 = avg(b.P5, "delay_p5_ms"), avg(b.P25, "delay_p25_ms"), avg(b.P50, "delay_p50_ms"), avg(b.P75, "delay_p75_ms"), avg(b.P95, "delay_p95_ms")
+		stats[row.Protocol][c], n[row.Protocol][c] = b, k+1
+	}
+	pl := groupedBoxes(p.cats, p.protos, stats, p.xLabel(), "response delay (ms)")
+	fig, err := render(pl, p.dir, p.stem, "Response delay, "+p.profile, "Boxes from the 25th to the 75th percentile with the median; whiskers at the 5th and 95th percentiles (study A's box plots).", figW, figH)
+	return []Figure{fig}, err
+}
+
+// barKind is a bar chart of one summary field per protocol and swept
+// values, averaged over repetitions.
+func barKind(name, field, ylabel, title, caption string) PlotKind {
+	doc := fmt.Sprintf("%s (%s) per protocol and swept values", title, field)
+	return PlotKind{Name: name, Doc: doc, Needs: []string{field}, Draw: func(p panel) ([]Figure, error) {
+		vals := meanBy(p.rows, func(s results.Summary) float64 { return s.Float(field) }, comboLabel)
+		pl, err := groupedBars(p.cats, p.protos, vals, p.xLabel(), ylabel)
+		if err != nil {
+			return nil, err
+		}
+		fig, err := render(pl, p.dir, p.stem, title+", "+p.profile, caption, figW, figH)
+		return []Figure{fig}, err
+	}}
+}
+
+// meanBy averages a value per protocol and category over repetitions.
+func meanBy(rows []results.Summary, v func(results.Summary) float64, cat func(results.Summary) string) map[string]map[string]float64 {
+	sum := map[string]map[string]float64{}
+	n := map[string]map[string]float64{}
+	for _, r := range rows {
+		if sum[r.Protocol] == nil {
+			sum[r.Protocol], n[r.Protocol] = map[string]float64{}, map[string]float64{}
+		}
+		x := v(r)
+		if math.IsNaN(x) {
+			continue
+		}
+		sum[r.Protocol][cat(r)] += x
+		n[r.Protocol][cat(r)]++
+	}
+	for p, m := range sum {
+		for c := range m {
+			m[c] /= n[p][c]
+		}
+	}
+	return sum
+}
+
+// drawConnsHeatmap plots HTTP/1.1 connections per 1000 requests by
+// interval (columns) and payload (rows), as study A does.
+func drawConnsHeatmap(p panel) ([]Figure, error) {
+	var figs []Figure
+	for _, proto := range p.protos {
+		if proto != "h1" && proto != "h1s" {
+			continue
+		}
+		var ivs, pls []float64
+		val := map[[2]float64][]float64{}
+		for _, r := range p.rows {
+			c := r.Float("conns_per_1000")
+			if r.Protocol != proto || math.IsNaN(c) {
+				continue
+			}
+			iv, pl := r.Float("interval_ms"), r.Float("req_size")
+			if !slices.Contains(ivs, iv) {
+				ivs = append(ivs, iv)
+			}
+			if !slices.Contains(pls, pl) {
+				pls = append(pls, pl)
+			}
+			k := [2]float64{iv, pl}
+			val[k] = append(val[k], c)
+		}
+		if len(ivs) == 0 {
+			continue
+		}
+		slices.Sort(ivs)
+		slices.Sort(pls)
+		g := grid{cols: ivs, rows: pls, values: make([][]float64, len(pls))}
+		var colNames, rowNames []string
+		for _, iv := range ivs {
+			colNames = append(colNames, strconv.FormatFloat(iv, 'f', -1, 64)+" ms")
+		}
+		for ri, pl := range pls {
+			rowNames = append(rowNames, strconv.FormatFloat(pl, 'f', -1, 64)+" B")
+			g.values[ri] = make([]float64, len(ivs))
+			for ci, iv := range ivs {
+				vs := val[[2]float64{iv, pl}]
+				if len(vs) == 0 {
+					g.values[ri][ci] = math.NaN()
+					continue
+				}
+				g.values[ri][ci] = metrics.Describe(vs).Mean
+			}
+		}
+		pl, err := heatmap(g, "request interval", "payload", colNames, rowNames)
+		if err != nil {
+			return nil, err
+		}
+		fig, err := render(pl, p.dir, p.stem+"-"+proto, "Connections per 1000 requests, "+proto+", "+p.profile,
+			"Transport connections the HTTP/1.1 client established per 1000 requests, by interval and payload (study A).", 6*vg.Inch, 4*vg.Inch)
+		if err != nil {
+			return nil, err
+		}
+		figs = append(figs, fig)
+	}
+	return figs, nil
+}
+
+// drawRecordLines draws, per swept combination (at most six), one line per
+// protocol from the records: the delay CDF or the delay over time.
+func drawRecordLines(p panel, cdf bool) ([]Figure, error) {
+	var figs []Figure
+	for ci, cat := range p.cats {
+		if ci >= 6 {
+			break // enough to read; the records hold the rest
+		}
+		pts := map[string]plotter.XYs{}
+		for _, row := range p.rows {
+			if comboLabel(row) != cat || row.Rep > 1 {
+				continue
+			}
+			if cs := p.run.cellSeriesOf(row); cs != nil {
+				if cdf {
+					pts[row.Protocol] = cs.cdf
+				} else {
+					pts[row.Protocol] = cs.series
+				}
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		label := p.profile
+		if cat != "" {
+			label += ", " + p.axis + " " + cat
+		}
+		stem := fmt.Sprintf("%s-%d", p.stem, ci+1)
+		var fig Figure
+		if cdf {
+			pl, err := lines(p.protos, pts, "response delay (ms)", "fraction of requests")
+			if err != nil {
+				return nil, err
+			}
+			if fig, err = render(pl, p.dir, stem, "Delay CDF, "+label, "Empirical distribution of the response delay (first repetition).", figW, figH); err != nil {
+				return nil, err
+			}
+		} else {
+			pl, err := lines(p.protos, pts, "time since the cell started (s)", "response delay (ms)")
+			if err != nil {
+				return nil, err
+			}
+			if fig, err = render(pl, p.dir, stem, "Delay over time, "+label, "Response delay of each request by the time it was sent (first repetition; long cells thinned).", figW, figH); err != nil {
+				return nil, err
+			}
+		}
+		figs = append(figs, fig)
+	}
+	return figs, nil
+}

@@ -1,0 +1,163 @@
+package results
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Check is one figure of a calibration beside its target.
+type Check struct {
+	Name   string  `json:"name"`
+	Value  float64 `json:"value"`
+	Unit   string  `json:"unit"`
+	Target string  `json:"target"`
+	Pass   bool    `json:"pass"`
+	// Detail says how the figure was obtained or what surrounds it.
+	Detail string `json:"detail,omitempty"`
+}
+
+// Machine describes where something ran.
+type Machine struct {
+	Hostname string `json:"hostname"`
+	Kernel   string `json:"kernel"`
+	CPU      string `json:"cpu"`
+	Cores    int    `json:"cores"`
+	Go       string `json:"go"`
+	TCPCC    string `json:"tcp_congestion_control"`
+}
+
+// Calibration is a tlab calibrate report: the emulator measured on this
+// machine, each figure beside its target.
+type Calibration struct {
+	Tool     string    `json:"tool"`
+	Machine  Machine   `json:"machine"`
+	Mode     string    `json:"emulator_mode"`
+	Started  time.Time `json:"started"`
+	Duration float64   `json:"duration_s"`
+	Checks   []Check   `json:"checks"`
+	// Info holds figures reported for context, without a target.
+	Info []Check `json:"info"`
+	// Warnings say what may have disturbed the figures.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Pass is true when every check passed.
+func (c *Calibration) Pass() bool {
+	for _, ch := range c.Checks {
+		if !ch.Pass {
+			return false
+		}
+	}
+	return len(c.Checks) > 0
+}
+
+// Manifest records what a run needs to be understood and repeated: the
+// tool and its dependencies, the machine, the kernel's network settings,
+// the resolved scenario and its seeds, and the emulator's calibration taken
+// when the run started (and at every resume that took one).
+type Manifest struct {
+	// Format is the run directory's format version (FormatVersion when
+	// written by this tlab; 0 in directories of format 1).
+	Format       int               `json:"format"`
+	Tool         string            `json:"tool"`
+	Commit       string            `json:"commit,omitempty"`
+	Modified     bool              `json:"modified,omitempty"`
+	Go           string            `json:"go"`
+	Dependencies map[string]string `json:"dependencies"`
+	Hostname     string            `json:"hostname"`
+	Kernel       string            `json:"kernel"`
+	CPU          string            `json:"cpu"`
+	Cores        int               `json:"cores"`
+	Sysctls      map[string]string `json:"sysctls"`
+
+	Scenario     string `json:"scenario"`
+	Description  string `json:"description,omitempty"`
+	ScenarioFile string `json:"scenario_file"`
+	Workload     string `json:"workload,omitempty"`
+	Seed         uint64 `json:"seed"`
+	Cells        int    `json:"cells"`
+	// Params are the swept fields' keys, in the scenario's order.
+	Params []string `json:"params"`
+	// Plots are the plot kinds the scenario asked for.
+	Plots []string `json:"plots,omitempty"`
+
+	Started  time.Time   `json:"started"`
+	Resumed  []time.Time `json:"resumed,omitempty"`
+	Finished *time.Time  `json:"finished,omitempty"`
+	// Calibrations are tlab calibrate --quick reports, one per start (and
+	// per resume that took one); empty only when asked.
+	Calibrations []*Calibration `json:"calibrations"`
+}
+
+// ErrFormat is returned for a run directory written by a newer tlab.
+var ErrFormat = errors.New("unsupported results format")
+
+// Save writes the manifest atomically.
+func (m *Manifest) Save(dir string) error {
+	m.Format = FormatVersion
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(filepath.Join(dir, ManifestFile), append(b, '\n'))
+}
+
+// ReadManifest reads a run's manifest. A manifest of a newer format than
+// this tlab reads is refused with ErrFormat, naming both versions.
+func ReadManifest(dir string) (*Manifest, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ManifestFile), err)
+	}
+	if m.Format > FormatVersion {
+		return nil, fmt.Errorf("%s: %w: written in format %d, this tlab reads formats 1 to %d (upgrade tlab)", dir, ErrFormat, m.Format, FormatVersion)
+	}
+	return &m, nil
+}
+
+// Run is a results directory as read back.
+type Run struct {
+	Dir string
+	// Manifest is nil for a directory without one (an ad-hoc --out of
+	// format 1).
+	Manifest *Manifest
+	// Format is the directory's format version (1 when unrecorded).
+	Format int
+	Rows   []Summary
+}
+
+// Open reads a results directory: its manifest, if any, and its summary
+// rows. It refuses a newer format than it reads, and says so.
+func Open(dir string) (*Run, error) {
+	r := &Run{Dir: dir, Format: 1}
+	m, err := ReadManifest(dir)
+	switch {
+	case err == nil:
+		r.Manifest = m
+		r.Format = max(m.Format, 1)
+	case errors.Is(err, ErrFormat):
+		return nil, err
+	case !os.IsNotExist(err):
+		return nil, err
+	}
+	var params []string
+	if r.Manifest != nil && r.Manifest.Format >= 2 {
+		params = r.Manifest.Params
+		if params == nil {
+			params = []string{}
+		}
+	}
+	r.Rows, err = ReadSummaries(filepath.Join(dir, SummaryJSON), params)
+	if err != nil {
+		return nil, fmt.Errorf("%w (is %s a tlab results directory?)", err, dir)
+	}
+	return r, nil
+}

@@ -1,0 +1,129 @@
+package results
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func sampleRows() []Summary {
+	return []Summary{
+		{Cell: "c1", Profile: "5g", Protocol: "tcp", Workload: "periodic", Rep: 1, Seed: 7,
+			Fields: []Field{{"interval_ms", 25.0}, {"requests", 480.0}, {"delay_p50_ms", 11.25}, {"jitter_pct", math.NaN()}, {"tls_version", "1.3"}, {"resumption", true}},
+			Params: []Param{{"workload.interval", "25ms"}, {"settings.tls_version", "1.3"}}},
+		{Cell: "c2", Profile: "5g", Protocol: "h3", Workload: "periodic", Rep: 1, Seed: 7,
+			Fields: []Field{{"interval_ms", 25.0}, {"requests", 479.0}, {"delay_p50_ms", 12.5}, {"jitter_pct", 3.5}, {"tls_version", "1.3"}, {"resumption", true}},
+			Params: []Param{{"workload.interval", "25ms"}, {"settings.tls_version", "1.3"}}},
+	}
+}
+
+// TestSummariesRoundTrip: what WriteSummaries writes, ReadSummaries reads
+// back the same, column order, types and undefined values included.
+func TestSummariesRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	rows := sampleRows()
+	if err := WriteSummaries(dir, rows); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadSummaries(filepath.Join(dir, SummaryJSON), []string{"workload.interval", "settings.tls_version"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back) != 2 {
+		t.Fatalf("%d rows", len(back))
+	}
+	for i := range rows {
+		if got, want := strings.Join(back[i].Columns(), ","), strings.Join(rows[i].Columns(), ","); got != want {
+			t.Errorf("row %d columns:\n got %s\nwant %s", i, got, want)
+		}
+		for _, f := range rows[i].Fields {
+			got, _ := back[i].Get(f.Name)
+			if x, ok := f.Value.(float64); ok && math.IsNaN(x) {
+				if !math.IsNaN(back[i].Float(f.Name)) {
+					t.Errorf("row %d %s: NaN came back as %v", i, f.Name, got)
+				}
+				continue
+			}
+			if got != f.Value {
+				t.Errorf("row %d %s: %v (%T), want %v (%T)", i, f.Name, got, got, f.Value, f.Value)
+			}
+		}
+		if back[i].Param("workload.interval") != "25ms" || back[i].Seed != 7 || back[i].Rep != 1 {
+			t.Errorf("row %d identity or params lost: %+v", i, back[i])
+		}
+	}
+	// NaN is null in JSON and empty in CSV.
+	var generic []map[string]any
+	b, _ := os.ReadFile(filepath.Join(dir, SummaryJSON))
+	if err := json.Unmarshal(b, &generic); err != nil || generic[0]["jitter_pct"] != nil {
+		t.Errorf("NaN in JSON: %v %v", err, generic[0]["jitter_pct"])
+	}
+	csv, _ := os.ReadFile(filepath.Join(dir, SummaryCSV))
+	lines := strings.Split(strings.TrimSpace(string(csv)), "\n")
+	if lines[0] != "cell,profile,protocol,workload,rep,seed,interval_ms,requests,delay_p50_ms,jitter_pct,tls_version,resumption,workload.interval,settings.tls_version" ||
+		!strings.Contains(lines[1], ",11.25,,1.3,true,") {
+		t.Errorf("summary.csv:\n%s", csv)
+	}
+}
+
+// TestFormatVersions: a directory of format 1 (no format, no params in the
+// manifest) opens with its dotted keys as swept fields; a newer format is
+// refused with both versions named.
+func TestFormatVersions(t *testing.T) {
+	dir := t.TempDir()
+	if err := WriteSummaries(dir, sampleRows()); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, ManifestFile), []byte(`{"tool":"tlab","scenario":"old"}`), 0o644)
+	r, err := Open(dir)
+	if err != nil || r.Format != 1 || len(r.Rows) != 2 || r.Rows[0].Param("workload.interval") != "25ms" {
+		t.Fatalf("format 1: %v %+v", err, r)
+	}
+	os.WriteFile(filepath.Join(dir, ManifestFile), []byte(`{"format": 99}`), 0o644)
+	_, err = Open(dir)
+	if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "format 99") || !strings.Contains(err.Error(), "1 to 2") {
+		t.Errorf("newer format: %v", err)
+	}
+	m := &Manifest{Scenario: "new", Params: []string{"workload.interval", "settings.tls_version"}}
+	if err := m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := Open(dir); err != nil || r.Format != FormatVersion || len(r.Rows[0].Params) != 2 {
+		t.Errorf("current format: %v %+v", err, r)
+	}
+}
+
+// TestRecordsAreNAWhenFailed: a failed record has empty completion cells,
+// the workload's extra columns follow the record's own, NaN is empty.
+func TestRecordsAreNAWhenFailed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.csv")
+	w, err := CreateRecords(path, Cell{ID: "c", Profile: "p", Protocol: "tcp", Rep: 1, Seed: 1, Key: []Field{{"interval_ms", 5.0}}}, []string{"x_ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(Record{Seq: 0, SentMs: 1, DoneMs: 3, DelayMs: 2, Extra: map[string]float64{"x_ms": 1.5}})
+	w.Write(Record{Seq: 1, SentMs: 5, DoneMs: 0, DelayMs: 0, Error: "timeout"})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if !strings.HasPrefix(lines[0], "cell,profile,protocol,rep,interval_ms,seed,seq,") || !strings.HasSuffix(lines[0], ",error,x_ms") {
+		t.Errorf("header %s", lines[0])
+	}
+	if !strings.HasSuffix(lines[1], ",1.5000") || !strings.Contains(lines[2], ",5.0000,0.0000,,,,") || !strings.HasSuffix(lines[2], ",timeout,") {
+		t.Errorf("rows:\n%s", b)
+	}
+}
+
+func TestSafeName(t *testing.T) {
+	for in, want := range map[string]string{"wifi+loss-ge-b": "wifi-loss-ge-b", "a/b c": "a-b-c", "..": "-", "x=1.5ms": "x=1.5ms"} {
+		if got := SafeName(in); got != want {
+			t.Errorf("SafeName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,188 @@
+package scenario
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"tlab/internal/emu"
+	"tlab/internal/strictyaml"
+	"tlab/internal/testbed"
+)
+
+// Topology is the scenario's hosts and links, as data. Three shapes:
+//
+//	topology: client-server            # hosts client and server, link "path"
+//
+//	topology:
+//	  type: chain                      # hosts in a line; link "a-b" joins a and b
+//	  hosts: [publisher, broker, subscriber]
+//	  links: {broker-subscriber: ethernet}
+//
+//	topology:
+//	  type: shared-access              # stations share one access link to a server
+//	  stations: 3                      # hosts publisher1..3
+//	  station: publisher
+//	  server: broker
+//	  then: [subscriber]               # hosts chained after the server
+//	  links: {access: wifi+loss-ge-b}
+//
+// Links maps link names to profile stacks; a link without one gets the
+// cell's profile (from the scenario's profiles list).
+type Topology struct {
+	Type     string            `yaml:"type"`
+	Hosts    []string          `yaml:"hosts"`
+	Stations int               `yaml:"stations"`
+	Station  string            `yaml:"station"`
+	Server   string            `yaml:"server"`
+	Then     []string          `yaml:"then"`
+	Links    map[string]string `yaml:"links"`
+}
+
+// TopologyTypes are the shapes a scenario may name.
+var TopologyTypes = []string{"client-server", "chain", "shared-access"}
+
+func (s *Scenario) decodeTopology() error {
+	t := Topology{Type: "client-server"}
+	n := &s.Topology
+	switch {
+	case n.Kind == 0:
+	case n.Kind == yaml.ScalarNode:
+		t.Type = n.Value
+	default:
+		if err := strictyaml.Decode(s.file, n, &t); err != nil {
+			return err
+		}
+	}
+	at := func(key, format string, args ...any) error {
+		if n.Kind == yaml.MappingNode {
+			return strictyaml.ErrorAt(s.file, n, key, format, args...)
+		}
+		return s.errAt([]any{"topology"}, format, args...)
+	}
+	switch t.Type {
+	case "client-server":
+		t.Hosts = []string{"client", "server"}
+	case "chain":
+		if len(t.Hosts) < 2 {
+			return at("hosts", "topology: a chain needs at least two hosts, such as [publisher, broker, subscriber]")
+		}
+	case "shared-access":
+		if t.Stations < 1 || t.Stations > testbed.MaxHostsPerLink-1 {
+			return at("stations", "topology: stations %d: want 1 to %d", t.Stations, testbed.MaxHostsPerLink-1)
+		}
+		if t.Station == "" {
+			t.Station = "client"
+		}
+		if t.Server == "" {
+			t.Server = "server"
+		}
+		t.Hosts = nil
+		for i := 1; i <= t.Stations; i++ {
+			t.Hosts = append(t.Hosts, t.Station+strconv.Itoa(i))
+		}
+		t.Hosts = append(append(t.Hosts, t.Server), t.Then...)
+	default:
+		return at("type", "topology %q: want one of %s", t.Type, strings.Join(TopologyTypes, ", "))
+	}
+	s.topology = t
+	// Build once with a placeholder profile: names, links and the
+	// workload's roles are checked before any cell runs.
+	topo, err := s.topology.build(func(string) (emu.LinkConfig, error) { return emu.LinkConfig{}, nil })
+	if err != nil {
+		return at("", "topology: %v", err)
+	}
+	if err := topo.Validate(); err != nil {
+		return at("", "%v", err)
+	}
+	var names []string
+	for _, l := range topo.Links {
+		names = append(names, l.Name)
+	}
+	for name, profile := range t.Links {
+		if !slices.Contains(names, name) {
+			return at("links", "topology: no link %q; the links are %s", name, strings.Join(names, ", "))
+		}
+		if _, err := s.LinkFor(profile); err != nil {
+			return at("links", "topology link %s: %v", name, err)
+		}
+	}
+	for _, role := range s.workload.Info().Roles {
+		if _, err := s.topology.HostFor(role); err != nil {
+			return at("", "workload %s: %v", s.workload.Info().Type, err)
+		}
+	}
+	return nil
+}
+
+// HostFor returns the host that plays role: the host of that name, or the
+// first station when role is the stations' name.
+func (t Topology) HostFor(role string) (string, error) {
+	if slices.Contains(t.Hosts, role) {
+		return role, nil
+	}
+	if t.Type == "shared-access" && role == t.Station {
+		return t.Station + "1", nil
+	}
+	return "", fmt.Errorf("needs a host %q; the topology has %s", role, strings.Join(t.Hosts, ", "))
+}
+
+// build makes the testbed topology, resolving each link's profile with
+// linkFor.
+func (t Topology) build(linkFor func(link string) (emu.LinkConfig, error)) (testbed.Topology, error) {
+	var topo testbed.Topology
+	var err error
+	switch t.Type {
+	case "client-server":
+		var cfg emu.LinkConfig
+		if cfg, err = linkFor("path"); err != nil {
+			return topo, err
+		}
+		topo = testbed.ClientServer(cfg)
+	case "chain":
+		cfgs := make([]emu.LinkConfig, len(t.Hosts)-1)
+		for i := range cfgs {
+			if cfgs[i], err = linkFor(t.Hosts[i] + "-" + t.Hosts[i+1]); err != nil {
+				return topo, err
+			}
+		}
+		return testbed.Chain(t.Hosts, cfgs)
+	case "shared-access":
+		cfg, err := linkFor("access")
+		if err != nil {
+			return topo, err
+		}
+		stations := t.Hosts[:t.Stations]
+		topo = testbed.SharedAccess(stations, t.Server, cfg)
+		prev := t.Server
+		for _, h := range t.Then {
+			cfg, err := linkFor(prev + "-" + h)
+			if err != nil {
+				return topo, err
+			}
+			topo.Hosts = append(topo.Hosts, h)
+			topo.Links = append(topo.Links, testbed.Link{Name: prev + "-" + h, A: []string{prev}, B: []string{h}, Config: cfg})
+			prev = h
+		}
+	}
+	return topo, nil
+}
+
+// TestbedTopology returns the cell's testbed: every link gets its own
+// profile from topology.links, or the cell's profile.
+func (s *Scenario) TestbedTopology(profile string) (testbed.Topology, error) {
+	return s.topology.build(func(link string) (emu.LinkConfig, error) {
+		p := profile
+		if own, ok := s.topology.Links[link]; ok {
+			p = own
+		}
+		cfg, err := s.LinkFor(p)
+		if err != nil {
+			return cfg, fmt.Errorf("link %s: %w", link, err)
+		}
+		return cfg, nil
+	})
+}

@@ -1,0 +1,188 @@
+// Package workload drives protocols with the traffic patterns of real
+// applications and turns what the application observes into records.
+//
+// A workload type registers itself by name (Register) from its own file: it
+// decodes its parameters strictly from the scenario, says how long it plans
+// to run, which hosts (roles) it needs, which parameters identify a cell and
+// which metrics it produces, and runs against an Env. Adding a workload is
+// one new file.
+package workload
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"tlab/internal/proto"
+	"tlab/internal/results"
+)
+
+// Workload is one configured traffic pattern.
+type Workload interface {
+	// Info describes the configured workload; it does not change.
+	Info() Info
+	// Run drives the pattern on env until it ends, the context is
+	// cancelled, or it cannot go on. Records go to env.Emit as they come;
+	// a failed event is a record with its error, not a returned error.
+	// Run returns an error only when the cell as a whole failed (a server
+	// that would not start, a cancelled context).
+	Run(ctx context.Context, env *Env) error
+}
+
+// Info is what the runner, the tables and the report need to know of a
+// configured workload.
+type Info struct {
+	// Type is the registered type name ("periodic").
+	Type string
+	// Planned is how long Run is expected to take, for progress bars and
+	// estimates (not a limit).
+	Planned time.Duration
+	// Key are the parameters that identify a cell in records and
+	// summaries (interval_ms, req_size, ...), in column order.
+	Key []results.Field
+	// Roles are the hosts the workload needs, by role name. The first
+	// role's link is the one whose counters the metrics read.
+	Roles []string
+	// Metrics are the registered metrics the workload's summaries have,
+	// in column order; Table is the subset for the terminal table.
+	Metrics, Table []string
+	// Columns are the workload's own record columns (Record.Extra).
+	Columns []string
+	// Plots are the plot kinds (see tlab plots) that suit the workload's
+	// records and summaries, in the order a report shows them.
+	Plots []string
+	// Describe is one line for the top of the terminal table.
+	Describe string
+}
+
+// Env is what a workload runs against: the cell's hosts, the protocol and
+// its settings, and the hooks through which it reports.
+type Env struct {
+	Protocol proto.Protocol
+	Settings proto.Settings
+	Hosts    Hosts
+	// Emit passes one record on. It is safe for concurrent use.
+	Emit func(results.Record)
+	// StartWindow marks the start of the measured window: the runner
+	// reads the link counters and resets the emulator's release
+	// statistics. A workload calls it once; one that never calls it is
+	// measured from before it started.
+	StartWindow func()
+	// Note records a figure a metric needs (for example conns_opened).
+	Note func(name string, v float64)
+}
+
+// Hosts gives a workload the hosts of its cell by role.
+type Hosts interface {
+	// Net returns the host playing role.
+	Net(role string) proto.Net
+	// Addr returns the address at which host from reaches host to.
+	Addr(from, to string) (net.IP, error)
+}
+
+// Common are the scenario fields every workload shares: how long the
+// measured part lasts (or how many events it holds) and the warm-up.
+type Common struct {
+	Duration time.Duration
+	Count    int
+	Warmup   time.Duration
+}
+
+// Param documents one parameter of a workload type for `tlab workloads`.
+type Param struct {
+	Name    string `json:"name"`
+	Default string `json:"default"`
+	Doc     string `json:"doc"`
+}
+
+// Type is a registered workload type.
+type Type struct {
+	Name    string  `json:"name"`
+	Summary string  `json:"summary"`
+	Params  []Param `json:"params"`
+	// Decode makes a workload from its scenario section (the mapping
+	// under workload:, without its type key), strictly: an unknown key or
+	// an impossible value is an error naming the file and line.
+	Decode func(file string, node *yaml.Node, c Common) (Workload, error) `json:"-"`
+}
+
+// types holds the registered workload types.
+var types = map[string]Type{}
+
+// Register adds a workload type; it is called from the type's own file at
+// init. A second type of the same name is a programming error.
+func Register(t Type) {
+	if _, dup := types[t.Name]; dup {
+		panic("workload: " + t.Name + " registered twice")
+	}
+	types[t.Name] = t
+}
+
+// Lookup returns the named workload type.
+func Lookup(name string) (Type, error) {
+	t, ok := types[name]
+	if !ok {
+		return Type{}, fmt.Errorf("unknown workload type %q: want one of %s", name, strings.Join(Names(), ", "))
+	}
+	return t, nil
+}
+
+// Names lists the registered workload types, sorted.
+func Names() []string {
+	names := make([]string, 0, len(types))
+	for n := range types {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Types returns every registered type, sorted by name.
+func Types() []Type {
+	var out []Type
+	for _, n := range Names() {
+		out = append(out, types[n])
+	}
+	return out
+}
+
+// ServerPort is where a client-server workload's server listens.
+const ServerPort = 4433
+
+// ClientServerRoles are the roles of a request/response workload.
+var ClientServerRoles = []string{"client", "server"}
+
+// StartServer starts the protocol's server on the host playing role
+// server; the returned function stops it.
+func StartServer(env *Env) (stop func() error, err error) {
+	srv, err := env.Protocol.Serve(env.Hosts.Net("server"), ServerPort, env.Settings)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	return srv.Close, nil
+}
+
+// NewClient makes the protocol's client on the host playing client,
+// towards the server. Connecting may take a handshake over a slow link, so
+// it gets 30 s.
+func NewClient(ctx context.Context, env *Env) (proto.Client, error) {
+	ip, err := env.Hosts.Addr("client", "server")
+	if err != nil {
+		return nil, err
+	}
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	c, err := env.Protocol.NewClient(dctx, env.Hosts.Net("client"), net.JoinHostPort(ip.String(), strconv.Itoa(ServerPort)), env.Settings)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	return c, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
