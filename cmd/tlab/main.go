@@ -50,6 +50,7 @@ func commands() map[string]command {
 		"flowsim":   {"simulate study C's QUIC flow-control allowances", runFlowsim},
 		"profiles":  {"list the built-in link profiles, or show one", runProfiles},
 		"workloads": {"list the workload types with their parameters", runWorkloads},
+		"protocols": {"list the protocols and the settings each honours", runProtocols},
 		"metrics":   {"list every summary column and its definition", runMetrics},
 		"plots":     {"list the plot kinds a scenario can ask for", runPlots},
 		"version":   {"print the version", runVersion},

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"tlab/internal/metrics"
+	"tlab/internal/proto"
 	"tlab/internal/report"
 	"tlab/internal/workload"
 )
@@ -76,5 +77,30 @@ func runPlots(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", k.Name, strings.Join(k.Needs, ","), k.Doc)
 	}
 	tw.Flush()
+	return exitOK
+}
+
+func runProtocols(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("protocols", "protocols [--json]\n\nList the protocols and the settings (a scenario's settings: section) each honours.", stderr)
+	asJSON := fs.Bool("json", false, "print the list as JSON")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if *asJSON {
+		out := map[string][]string{}
+		for _, n := range proto.Names() {
+			out[n] = proto.Options(n)
+		}
+		return writeJSON(stdout, out)
+	}
+	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROTOCOL\tSETTINGS IT HONOURS")
+	for _, n := range proto.Names() {
+		fmt.Fprintf(tw, "%s\t%s\n", n, strings.Join(proto.Options(n), ", "))
+	}
+	tw.Flush()
+	d := proto.DefaultSettings()
+	fmt.Fprintf(stdout, "\nDefaults: tls_version %s, key_exchange %s, resumption %v, zero_rtt %v, tcp_congestion %s, idle_timeout %v, h1_max_idle %d;\nquic windows 0 (quic-go's own). A setting none of a scenario's protocols honours is refused.\n",
+		d.TLSVersion, d.KeyExchange, d.Resumption, d.ZeroRTT, d.Congestion, d.IdleTimeout, d.MaxIdle)
 	return exitOK
 }

@@ -51,10 +51,10 @@ func (s FlowControlSpec) Name() string {
 func (s FlowControlSpec) Settings() proto.Settings {
 	set := proto.DefaultSettings()
 	c := s.Config
-	set.StreamWindow, set.StreamWindowMax = c.StreamWindow, c.StreamUpper
-	set.ConnWindow, set.ConnWindowMax = c.ConnWindow, c.ConnUpper
+	set.StreamWindow, set.StreamWindowMax = units.Size(c.StreamWindow), units.Size(c.StreamUpper)
+	set.ConnWindow, set.ConnWindowMax = units.Size(c.ConnWindow), units.Size(c.ConnUpper)
 	if s.Static {
-		set.StreamWindowMax, set.ConnWindowMax = c.StreamWindow, c.ConnWindow
+		set.StreamWindowMax, set.ConnWindowMax = set.StreamWindow, set.ConnWindow
 	}
 	return set
 }

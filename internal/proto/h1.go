@@ -16,8 +16,8 @@ import (
 )
 
 func init() {
-	register("h1", func() Protocol { return h1Proto{} })
-	register("h1s", func() Protocol { return h1Proto{tls: true} })
+	register("h1", func() Protocol { return h1Proto{} }, "tcp_congestion", "idle_timeout", "h1_max_idle")
+	register("h1s", func() Protocol { return h1Proto{tls: true} }, "tls_version", "key_exchange", "resumption", "tcp_congestion", "idle_timeout", "h1_max_idle")
 }
 
 // h1Proto is HTTP/1.1 in clear (h1) or over TLS (h1s). Requests and
@@ -48,7 +48,7 @@ func (p h1Proto) NewClient(_ context.Context, n Net, addr string, s Settings) (C
 	if p.tls {
 		scheme = "https"
 	}
-	c := &h1Client{n: n, addr: addr, url: scheme + "://" + addr + "/exchange", settings: s, idleTimeout: s.IdleTimeout, maxIdle: max(s.MaxIdle, 1)}
+	c := &h1Client{n: n, addr: addr, url: scheme + "://" + addr + "/exchange", settings: s, idleTimeout: s.IdleTimeout.D(), maxIdle: max(s.MaxIdle, 1)}
 	if p.tls {
 		c.tlsConf = s.clientTLS("http/1.1")
 	}

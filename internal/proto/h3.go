@@ -16,7 +16,9 @@ import (
 	"github.com/quic-go/quic-go/http3"
 )
 
-func init() { register("h3", func() Protocol { return h3Proto{} }) }
+func init() {
+	register("h3", func() Protocol { return h3Proto{} }, "key_exchange", "resumption", "zero_rtt", "quic_stream_window", "quic_stream_window_max", "quic_conn_window", "quic_conn_window_max")
+}
 
 // h3Proto is HTTP/3 with quic-go's http3 at both ends: one QUIC connection,
 // one client-initiated bidirectional stream per request.

@@ -17,7 +17,7 @@ import (
 )
 
 func init() {
-	register("h2", func() Protocol { return httpProto{name: "h2", tls: true, h2: true} })
+	register("h2", func() Protocol { return httpProto{name: "h2", tls: true, h2: true} }, "tls_version", "key_exchange", "resumption", "tcp_congestion", "idle_timeout")
 }
 
 // responseSizeHeader asks the server for a response body of that many bytes.
@@ -151,7 +151,7 @@ func (p httpProto) NewClient(_ context.Context, n Net, addr string, s Settings) 
 		},
 		Protocols:           p.protocols(),
 		MaxIdleConnsPerHost: 1,
-		IdleConnTimeout:     s.IdleTimeout,
+		IdleConnTimeout:     s.IdleTimeout.D(),
 		DisableCompression:  true,
 		ForceAttemptHTTP2:   p.h2,
 	}

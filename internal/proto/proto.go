@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -71,10 +72,27 @@ type Exchange struct {
 	RespBytes int
 }
 
-// constructors holds every protocol, registered by its own file at init.
-var constructors = map[string]func() Protocol{}
+// constructors holds every protocol, registered by its own file at init,
+// and options the settings (by yaml name) each honours.
+var (
+	constructors = map[string]func() Protocol{}
+	options      = map[string][]string{}
+)
 
-func register(name string, f func() Protocol) { constructors[name] = f }
+// register adds a protocol with the settings it honours. An option that
+// is not a setting is a programming error.
+func register(name string, f func() Protocol, opts ...string) {
+	known := SettingNames()
+	for _, o := range opts {
+		if !slices.Contains(known, o) {
+			panic("proto: " + name + " declares unknown option " + o)
+		}
+	}
+	constructors[name], options[name] = f, opts
+}
+
+// Options returns the settings the named protocol honours.
+func Options(name string) []string { return slices.Clone(options[name]) }
 
 // Names lists the registered protocols, sorted.
 func Names() []string {

@@ -20,8 +20,8 @@ import (
 )
 
 func init() {
-	register("quic", func() Protocol { return quicProto{perRequest: false} })
-	register("quic-streams", func() Protocol { return quicProto{perRequest: true} })
+	register("quic", func() Protocol { return quicProto{perRequest: false} }, "key_exchange", "resumption", "zero_rtt", "quic_stream_window", "quic_stream_window_max", "quic_conn_window", "quic_conn_window_max")
+	register("quic-streams", func() Protocol { return quicProto{perRequest: true} }, "key_exchange", "resumption", "zero_rtt", "quic_stream_window", "quic_stream_window_max", "quic_conn_window", "quic_conn_window_max")
 }
 
 // quicProto is QUIC with length-prefixed messages, either on one stream for

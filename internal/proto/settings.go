@@ -6,57 +6,119 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+	"gopkg.in/yaml.v3"
+
+	"tlab/internal/strictyaml"
+	"tlab/internal/units"
 )
 
-// Settings are the knobs shared by the protocols. They are explicit and are
-// recorded with every result.
+// SettingNames lists the settings' yaml names, in declaration order.
+func SettingNames() []string {
+	var names []string
+	t := reflect.TypeOf(Settings{})
+	for i := 0; i < t.NumField(); i++ {
+		if n, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); n != "" && n != "-" {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// DecodeSettings decodes a settings: section strictly on top of the
+// defaults, checks the result, and returns the names the section set. An
+// empty node gives the defaults.
+func DecodeSettings(file string, node *yaml.Node) (Settings, []string, error) {
+	s := DefaultSettings()
+	if node == nil || node.Kind == 0 {
+		return s, nil, nil
+	}
+	if err := strictyaml.Decode(file, node, &s); err != nil {
+		return s, nil, err
+	}
+	var set []string
+	for i := 0; node.Kind == yaml.MappingNode && i+1 < len(node.Content); i += 2 {
+		set = append(set, node.Content[i].Value)
+	}
+	if err := s.Validate(); err != nil {
+		return s, set, strictyaml.ErrorAt(file, node, "", "settings: %v", err)
+	}
+	return s, set, nil
+}
+
+// CheckOptions reports a setting that was set but that none of protocols
+// honours, so that a setting that would silently change nothing is refused.
+func CheckOptions(set, protocols []string) error {
+	for _, name := range set {
+		var users []string
+		for _, p := range Names() {
+			if slices.Contains(options[p], name) {
+				users = append(users, p)
+			}
+		}
+		used := false
+		for _, p := range protocols {
+			used = used || slices.Contains(options[p], name)
+		}
+		if !used {
+			return fmt.Errorf("settings.%s: none of %s uses it (it applies to %s)", name, strings.Join(protocols, ", "), strings.Join(users, ", "))
+		}
+	}
+	return nil
+}
+
+// Settings are the knobs of the protocols. They are explicit and are
+// recorded with every result. A scenario's settings: section decodes into
+// them directly (DecodeSettings), by the yaml names; each protocol declares
+// at registration which of them it honours (Options).
 type Settings struct {
 	// TLSVersion is "1.3" (default) or "1.2". QUIC always uses 1.3.
-	TLSVersion string `json:"tls_version"`
+	TLSVersion string `json:"tls_version" yaml:"tls_version"`
 	// KeyExchange names the TLS key exchange: "x25519" (default, the
 	// classic one), "x25519mlkem768" (Go's hybrid post-quantum default,
 	// which enlarges the handshake by about 1.1 KB each way) or "p256".
-	KeyExchange string `json:"key_exchange"`
+	KeyExchange string `json:"key_exchange" yaml:"key_exchange"`
 	// Resumption lets new TLS connections resume a session (TLS tickets,
 	// QUIC resumption).
-	Resumption bool `json:"resumption"`
+	Resumption bool `json:"resumption" yaml:"resumption"`
 	// ZeroRTT lets QUIC send early data on resumed connections.
-	ZeroRTT bool `json:"zero_rtt"`
+	ZeroRTT bool `json:"zero_rtt" yaml:"zero_rtt"`
 	// Congestion is the TCP congestion control ("cubic" by default); the
 	// kernel must offer it.
-	Congestion string `json:"tcp_congestion"`
+	Congestion string `json:"tcp_congestion" yaml:"tcp_congestion"`
 	// IdleTimeout closes an HTTP/1.1 client connection idle for this long.
-	IdleTimeout time.Duration `json:"idle_timeout"`
+	IdleTimeout units.Duration `json:"idle_timeout" yaml:"idle_timeout"`
 	// MaxIdle is how many idle HTTP/1.1 connections the client keeps: 1
 	// (default) is study A's client, with its one persistent connection;
 	// a connection that finds the set full is closed at once.
-	MaxIdle int `json:"h1_max_idle"`
+	MaxIdle int `json:"h1_max_idle" yaml:"h1_max_idle"`
 	// QUIC receive windows (quic-go's flow control), per stream and per
 	// connection: the initial window and the maximum its auto-tuning may
 	// reach. An initial window equal to its maximum is a static window.
 	// 0 keeps quic-go's defaults (512 KiB growing to 6 MiB per stream,
 	// 768 KiB to 15 MiB per connection).
-	StreamWindow    int64 `json:"quic_stream_window,omitempty"`
-	StreamWindowMax int64 `json:"quic_stream_window_max,omitempty"`
-	ConnWindow      int64 `json:"quic_conn_window,omitempty"`
-	ConnWindowMax   int64 `json:"quic_conn_window_max,omitempty"`
+	StreamWindow    units.Size `json:"quic_stream_window,omitempty" yaml:"quic_stream_window"`
+	StreamWindowMax units.Size `json:"quic_stream_window_max,omitempty" yaml:"quic_stream_window_max"`
+	ConnWindow      units.Size `json:"quic_conn_window,omitempty" yaml:"quic_conn_window"`
+	ConnWindowMax   units.Size `json:"quic_conn_window_max,omitempty" yaml:"quic_conn_window_max"`
 
 	// KeyLog receives TLS secrets for Wireshark when set.
-	KeyLog io.Writer `json:"-"`
+	KeyLog io.Writer `json:"-" yaml:"-"`
 	// QlogDir receives one qlog file per QUIC connection when set.
-	QlogDir string `json:"-"`
+	QlogDir string `json:"-" yaml:"-"`
 	// Certs is the run's PKI; servers need it, clients trust its roots.
-	Certs *Certificates `json:"-"`
+	Certs *Certificates `json:"-" yaml:"-"`
 }
 
 // DefaultSettings are tlab's defaults.
 func DefaultSettings() Settings {
-	return Settings{TLSVersion: "1.3", KeyExchange: "x25519", Resumption: true, Congestion: "cubic", IdleTimeout: 5 * time.Second, MaxIdle: 1}
+	return Settings{TLSVersion: "1.3", KeyExchange: "x25519", Resumption: true, Congestion: "cubic", IdleTimeout: units.Duration(5 * time.Second), MaxIdle: 1}
 }
 
 var keyExchanges = map[string]tls.CurveID{
@@ -87,7 +149,7 @@ func (s Settings) Validate() error {
 	}
 	for _, w := range []struct {
 		name         string
-		initial, max int64
+		initial, max units.Size
 	}{{"stream", s.StreamWindow, s.StreamWindowMax}, {"connection", s.ConnWindow, s.ConnWindowMax}} {
 		if w.initial < 0 || w.max < 0 {
 			return fmt.Errorf("quic %s window must not be negative", w.name)

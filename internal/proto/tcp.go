@@ -6,7 +6,7 @@ import (
 	"net"
 )
 
-func init() { register("tcp", func() Protocol { return tcpProto{} }) }
+func init() { register("tcp", func() Protocol { return tcpProto{} }, "tcp_congestion") }
 
 // tcpProto is plain TCP with length-prefixed messages and no TLS: one
 // persistent connection, one exchange at a time.

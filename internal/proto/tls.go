@@ -8,7 +8,9 @@ import (
 	"time"
 )
 
-func init() { register("tls", func() Protocol { return tlsProto{} }) }
+func init() {
+	register("tls", func() Protocol { return tlsProto{} }, "tls_version", "key_exchange", "resumption", "tcp_congestion")
+}
 
 // tlsProto is TLS (1.3 by default, 1.2 selectable) over TCP with
 // length-prefixed messages: one persistent connection, one exchange at a

@@ -1,0 +1,79 @@
+package proto
+
+import (
+	"bufio"
+	"encoding/binary"
+	"net"
+	"strings"
+	"testing"
+)
+
+// TestFramingOverPipe exercises tlab's framing without a namespace: a
+// server on one end of a net.Pipe answers requests of several sizes (small,
+// one buffer, many buffers, empty), and the client reads each response
+// whole, in order, with its first byte no later than its last.
+func TestFramingOverPipe(t *testing.T) {
+	client, server := net.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- serveStream(server); server.Close() }()
+	br := bufio.NewReader(client)
+	for _, c := range []struct{ req, resp int }{{256, 256}, {0, 0}, {10, 64 << 10}, {1, 300 << 10}, {100 << 10, 3}} {
+		go func() {
+			if err := writeRequest(client, c.req, c.resp); err != nil {
+				t.Errorf("write %d: %v", c.req, err)
+			}
+		}()
+		first, last, n, err := readResponse(br)
+		if err != nil || n != c.resp || last.Before(first) {
+			t.Fatalf("request %d/%d: got %d bytes, first %v last %v, %v", c.req, c.resp, n, first, last, err)
+		}
+	}
+	client.Close()
+	if err := <-done; err != nil {
+		t.Errorf("server: %v", err)
+	}
+}
+
+// TestFramingRefusesOversizedMessages: a header asking for more than
+// MaxMessage ends the stream with an error instead of an allocation.
+func TestFramingRefusesOversizedMessages(t *testing.T) {
+	client, server := net.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- serveStream(server); server.Close() }()
+	var hdr [requestHeader]byte
+	binary.BigEndian.PutUint32(hdr[0:4], 0)
+	binary.BigEndian.PutUint32(hdr[4:8], MaxMessage+1)
+	go client.Write(hdr[:])
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "over") {
+		t.Errorf("oversized request: %v", err)
+	}
+	client.Close()
+
+	c2, s2 := net.Pipe()
+	go func() {
+		var h [responseHeader]byte
+		binary.BigEndian.PutUint32(h[:], MaxMessage+1)
+		s2.Write(h[:])
+	}()
+	if _, _, _, err := readResponse(bufio.NewReader(c2)); err == nil || !strings.Contains(err.Error(), "exceeds") {
+		t.Errorf("oversized response: %v", err)
+	}
+	c2.Close()
+	s2.Close()
+}
+
+// TestEveryProtocolDeclaresKnownOptions: every registered protocol names
+// only real settings, and the TLS and QUIC stacks declare what they use.
+func TestEveryProtocolDeclaresKnownOptions(t *testing.T) {
+	for _, name := range Names() {
+		if len(Options(name)) == 0 {
+			t.Errorf("%s declares no option", name)
+		}
+	}
+	if err := CheckOptions([]string{"zero_rtt"}, []string{"tcp", "h3"}); err != nil {
+		t.Errorf("h3 uses zero_rtt: %v", err)
+	}
+	if err := CheckOptions([]string{"zero_rtt"}, []string{"tcp", "h1s"}); err == nil || !strings.Contains(err.Error(), "applies to h3, quic, quic-streams") {
+		t.Errorf("zero_rtt on tcp and h1s: %v", err)
+	}
+}
