@@ -56,8 +56,11 @@ type Scenario struct {
 	Order string `yaml:"order"`
 	// Matrix maps dotted paths of this file's fields to lists of values,
 	// for example workload.interval: [5ms, 25ms, 100ms].
-	Matrix   yaml.Node `yaml:"matrix"`
-	Settings Settings  `yaml:"settings"`
+	Matrix yaml.Node `yaml:"matrix"`
+	// Settings are the protocols' settings, decoded strictly into
+	// proto.Settings by their names there (tlab protocols lists which
+	// protocol honours which).
+	Settings yaml.Node `yaml:"settings"`
 	Metrics  Metrics   `yaml:"metrics"`
 	Plots    []string  `yaml:"plots"`
 	Capture  bool      `yaml:"capture"`
@@ -69,23 +72,7 @@ type Scenario struct {
 	topology Topology
 	// plotKinds are the plots the workload offers (nil: not checked).
 	plotKinds []string
-}
-
-// Settings are the protocol settings (see proto.Settings).
-type Settings struct {
-	TLSVersion  string         `yaml:"tls_version"`
-	KeyExchange string         `yaml:"key_exchange"`
-	Resumption  *bool          `yaml:"resumption"`
-	ZeroRTT     bool           `yaml:"zero_rtt"`
-	Congestion  string         `yaml:"tcp_congestion"`
-	IdleTimeout units.Duration `yaml:"idle_timeout"`
-	H1MaxIdle   int            `yaml:"h1_max_idle"`
-	// QUIC receive windows (quic-go's flow control): initial sizes and the
-	// maxima auto-tuning may reach; equal values make a static window.
-	QUICStreamWindow    units.Size `yaml:"quic_stream_window"`
-	QUICStreamWindowMax units.Size `yaml:"quic_stream_window_max"`
-	QUICConnWindow      units.Size `yaml:"quic_conn_window"`
-	QUICConnWindowMax   units.Size `yaml:"quic_conn_window_max"`
+	settings  proto.Settings
 }
 
 // Metrics choose optional statistics.
@@ -180,6 +167,9 @@ func (s *Scenario) validate() error {
 		if _, err := s.LinkFor(p); err != nil {
 			return s.errAt([]any{"profiles", i}, "%v", err)
 		}
+		if slices.Index(s.Profiles, p) < i {
+			return s.errAt([]any{"profiles", i}, "profile %q is listed twice", p)
+		}
 	}
 	if len(s.Protocols) == 0 {
 		return s.errAt(nil, "protocols: give at least one of %s", strings.Join(proto.Names(), ", "))
@@ -187,6 +177,9 @@ func (s *Scenario) validate() error {
 	for i, p := range s.Protocols {
 		if _, err := proto.Lookup(p); err != nil {
 			return s.errAt([]any{"protocols", i}, "%v", err)
+		}
+		if slices.Index(s.Protocols, p) < i {
+			return s.errAt([]any{"protocols", i}, "protocol %q is listed twice; use repetitions to run it again", p)
 		}
 	}
 	switch {
@@ -204,6 +197,13 @@ func (s *Scenario) validate() error {
 	if err := s.decodeWorkload(); err != nil {
 		return err
 	}
+	if n := s.workload.Info().Records; n > workload.MaxRecordsPerCell {
+		key := "duration"
+		if s.Count > 0 {
+			key = "count"
+		}
+		return s.errAt([]any{key}, "a cell would hold %d records, more than tlab's budget of %d (about 150 MB of records.csv): shorten %s or lengthen the interval", n, workload.MaxRecordsPerCell, key)
+	}
 	if err := s.decodeTopology(); err != nil {
 		return err
 	}
@@ -218,9 +218,16 @@ func (s *Scenario) validate() error {
 	if m := s.Emulator.Mode; m != "" && m != emu.ModeBusy && m != emu.ModeSleep {
 		return s.errAt([]any{"emulator", "mode"}, "emulator mode %q: want busy or sleep", m)
 	}
-	if err := s.ProtoSettings().Validate(); err != nil {
-		return s.errAt([]any{"settings"}, "settings: %v", err)
+	settings, set, err := proto.DecodeSettings(s.file, &s.Settings)
+	if err != nil {
+		return err
 	}
+	for _, name := range set {
+		if err := proto.CheckOptions([]string{name}, s.Protocols); err != nil {
+			return strictyaml.ErrorAt(s.file, &s.Settings, name, "%v", err)
+		}
+	}
+	s.settings = settings
 	return s.validateMatrix()
 }
 
@@ -234,34 +241,9 @@ func (s *Scenario) LinkFor(profile string) (emu.LinkConfig, error) {
 	return link, err
 }
 
-// ProtoSettings returns the protocol settings with tlab's defaults where
-// the scenario is silent.
-func (s *Scenario) ProtoSettings() proto.Settings {
-	ps := proto.DefaultSettings()
-	st := s.Settings
-	if st.TLSVersion != "" {
-		ps.TLSVersion = st.TLSVersion
-	}
-	if st.KeyExchange != "" {
-		ps.KeyExchange = st.KeyExchange
-	}
-	if st.Resumption != nil {
-		ps.Resumption = *st.Resumption
-	}
-	ps.ZeroRTT = st.ZeroRTT
-	if st.Congestion != "" {
-		ps.Congestion = st.Congestion
-	}
-	if st.IdleTimeout > 0 {
-		ps.IdleTimeout = st.IdleTimeout.D()
-	}
-	if st.H1MaxIdle > 0 {
-		ps.MaxIdle = st.H1MaxIdle
-	}
-	ps.StreamWindow, ps.StreamWindowMax = int64(st.QUICStreamWindow), int64(st.QUICStreamWindowMax)
-	ps.ConnWindow, ps.ConnWindowMax = int64(st.QUICConnWindow), int64(st.QUICConnWindowMax)
-	return ps
-}
+// ProtoSettings returns the protocol settings: tlab's defaults where the
+// scenario is silent.
+func (s *Scenario) ProtoSettings() proto.Settings { return s.settings }
 
 // decodeWorkload has the workload's type decode its section.
 func (s *Scenario) decodeWorkload() error {

@@ -84,7 +84,8 @@ func TestMatrixExpansion(t *testing.T) {
 }
 
 func TestAnyFieldCanBeSweptAndOverridden(t *testing.T) {
-	src := base + "matrix:\n  link.loss: [0%, 5%]\n  settings.tls_version: [\"1.2\", \"1.3\"]\n"
+	// tls_version must reach a protocol that uses it: h1s does.
+	src := strings.Replace(base, "[tcp, h3]", "[tcp, h1s]", 1) + "matrix:\n  link.loss: [0%, 5%]\n  settings.tls_version: [\"1.2\", \"1.3\"]\n"
 	s, err := Parse("m.yaml", []byte(src), "duration=3s", "workload.payload=512")
 	if err != nil {
 		t.Fatal(err)
@@ -124,8 +125,17 @@ func TestValidationErrorsSayWhereAndWhat(t *testing.T) {
 		{base + "matrix:\n  workload.interval: 5ms\n", "bad.yaml:10: matrix workload.interval: want a non-empty list"},
 		{base + "matrix:\n  workload.interval: [5ms, -3ms]\n", "bad.yaml:10"},
 		{base + "settings:\n  tls_version: \"1.1\"\n", "bad.yaml:10: settings: tls version"},
+		{base + "settings:\n  tls_version: \"1.2\"\n", "bad.yaml:10: settings.tls_version: none of tcp, h3 uses it (it applies to h1s, h2, tls)"},
+		{base + "settings:\n  tls_versoin: \"1.2\"\n", `bad.yaml:10: unknown key "tls_versoin"`},
 		{base + "plots: [pie]\n", `bad.yaml:9: plot "pie"`},
 		{"name: t\n", "profiles: give at least one"},
+		{strings.Replace(base, "[tcp, h3]", "[tcp, h3, tcp]", 1), `bad.yaml:3: protocol "tcp" is listed twice`},
+		{strings.Replace(base, "[ethernet, 5g]", "[5g, 5g]", 1), `bad.yaml:2: profile "5g" is listed twice`},
+		{strings.Replace(base, "interval: 25ms", "interval: 0ms", 1), "bad.yaml:6: workload.interval 0s"},
+		{strings.Replace(base, "payload: 256", "payload: 100000000", 1), "bad.yaml:7: workload.payload 100000000 B: want 0 to 67108864 B"},
+		{strings.Replace(base, "duration: 2s", "duration: -5s", 1), `bad.yaml:8: duration "-5s" is negative`},
+		{base + "count: 5\n", "give duration or count, not both"},
+		{strings.Replace(base, "duration: 2s", "duration: 10h", 1), "bad.yaml:8: a cell would hold 1440000 records"},
 	}
 	for _, c := range cases {
 		_, err := Parse("bad.yaml", []byte(c.src))

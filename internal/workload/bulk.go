@@ -111,6 +111,7 @@ func (b Bulk) Info() Info {
 	return Info{
 		Type:    "bulk",
 		Planned: 5 * time.Second,
+		Records: b.Streams,
 		Key: []results.Field{
 			{Name: "streams", Value: float64(b.Streams)},
 			{Name: "bytes_per_stream", Value: float64(b.Bytes)},

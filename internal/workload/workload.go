@@ -43,6 +43,9 @@ type Info struct {
 	// Planned is how long Run is expected to take, for progress bars and
 	// estimates (not a limit).
 	Planned time.Duration
+	// Records is how many records a cell is expected to emit (0: not
+	// known in advance); a scenario refuses more than MaxRecordsPerCell.
+	Records int
 	// Key are the parameters that identify a cell in records and
 	// summaries (interval_ms, req_size, ...), in column order.
 	Key []results.Field
@@ -151,6 +154,10 @@ func Types() []Type {
 	}
 	return out
 }
+
+// MaxRecordsPerCell bounds a cell's records: about 150 MB of records.csv
+// and as much memory. Study A's longest cell (an hour at 5 ms) has 720 000.
+const MaxRecordsPerCell = 1_000_000
 
 // ServerPort is where a client-server workload's server listens.
 const ServerPort = 4433
