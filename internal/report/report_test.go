@@ -1,0 +1,58 @@
+package report
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tlab/internal/results"
+)
+
+// TestReportFromSyntheticRows builds a report from rows written by package
+// results alone (no namespace, no run): every asked-for plot that the rows
+// support is drawn and inlined, and a plot the rows cannot support is
+// named in a note instead of breaking the report.
+func TestReportFromSyntheticRows(t *testing.T) {
+	dir := t.TempDir()
+	var rows []results.Summary
+	for i, proto := range []string{"tcp", "h3"} {
+		for _, iv := range []string{"5ms", "25ms"} {
+			rows = append(rows, results.Summary{Cell: proto + iv, Profile: "5g", Protocol: proto, Workload: "periodic", Rep: 1, Seed: 1,
+				Fields: []results.Field{{Name: "delay_p5_ms", Value: 10.0 + float64(i)}, {Name: "delay_p25_ms", Value: 11.0}, {Name: "delay_p50_ms", Value: 12.0},
+					{Name: "delay_p75_ms", Value: 13.0}, {Name: "delay_p95_ms", Value: 15.0}, {Name: "jitter_pct", Value: 3.0}, {Name: "tcp_congestion", Value: "cubic"}, {Name: "emu_release_p99_us", Value: 12.0}},
+				Params: []results.Param{{Key: "workload.interval", Value: iv}}})
+		}
+	}
+	if err := results.WriteSummaries(dir, rows); err != nil {
+		t.Fatal(err)
+	}
+	m := &results.Manifest{Sysctls: map[string]string{"net.ipv4.tcp_congestion_control": "bbr"}, Scenario: "synthetic", Description: "rows made by a test", Params: []string{"workload.interval"}, Plots: []string{"delay_box", "jitter_bars", "bytes_bars"}}
+	if err := m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := Build(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html, _ := os.ReadFile(path)
+	page := string(html)
+	for _, want := range []string{`<figure id="delay_box-1-5g">`, `<figure id="jitter_bars-1-5g">`, `plot &#34;bytes_bars&#34;: the rows lack bytes_per_request`, "synthetic", "rows made by a test", "EMU p99 us",
+		"cubic in every row (kernel default: bbr)"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if n := strings.Count(page, `src="data:image/svg`); n != 2 {
+		t.Errorf("%d inlined figures, want 2", n)
+	}
+	for _, f := range []string{"delay_box-1-5g.svg", "delay_box-1-5g.png", "jitter_bars-1-5g.png"} {
+		if _, err := os.Stat(filepath.Join(dir, "plots", f)); err != nil {
+			t.Errorf("plot file %s: %v", f, err)
+		}
+	}
+}
