@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +42,7 @@ func TestUnprivilegedUserRunsInUserNamespace(t *testing.T) {
 		t.Skip("user namespaces are disabled on this kernel")
 	}
 	bin := buildTlab(t)
+	cleanUserRegistries(t, 65534)
 	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", bin, "calibrate", "--quick", "--json")
 	cmd.Dir = "/"
 	out, err := cmd.Output()
@@ -54,6 +56,131 @@ func TestUnprivilegedUserRunsInUserNamespace(t *testing.T) {
 	if err := json.Unmarshal(out, &r); err != nil || len(r.Checks) < 10 {
 		t.Fatalf("unprivileged calibrate printed %q (%v)", out, err)
 	}
+}
+
+// unprivileged reports whether this machine can run tlab as another user
+// in a user namespace, and skips the test otherwise.
+func unprivileged(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to switch to another user")
+	}
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skip("setpriv not installed")
+	}
+	if b, _ := os.ReadFile("/proc/sys/user/max_user_namespaces"); strings.TrimSpace(string(b)) == "0" {
+		t.Skip("user namespaces are disabled on this kernel")
+	}
+}
+
+// cleanUserRegistries removes, when the test ends, the run registries the
+// given users' runs create (they are the users', not root's, to keep).
+func cleanUserRegistries(t *testing.T, uids ...int) {
+	for _, uid := range uids {
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("tlab-runs-%d", uid))
+		_, err := os.Stat(dir)
+		existed := err == nil
+		t.Cleanup(func() {
+			if !existed {
+				os.RemoveAll(dir)
+			}
+		})
+	}
+}
+
+// asUser runs tlab as uid, from /, and returns its exit error and output.
+func asUser(bin string, uid int, args ...string) *exec.Cmd {
+	id := fmt.Sprint(uid)
+	cmd := exec.Command("setpriv", append([]string{"--reuid=" + id, "--regid=" + id, "--clear-groups", bin}, args...)...)
+	cmd.Dir = "/"
+	return cmd
+}
+
+// TestTwoUnprivilegedUsers: two users, one after the other, each in its own
+// user namespace (where both are uid 0) keep their run registries apart.
+func TestTwoUnprivilegedUsers(t *testing.T) {
+	unprivileged(t)
+	bin := buildTlab(t)
+	cleanUserRegistries(t, 65533, 65532)
+	for _, uid := range []int{65533, 65532} {
+		out, err := asUser(bin, uid, "run", "--protocols", "tcp", "--profile", "ethernet", "--count", "5", "--warmup", "0s", "--interval", "5ms").CombinedOutput()
+		if err != nil {
+			t.Fatalf("user %d: %v\n%s", uid, err, out)
+		}
+		st, err := os.Stat(filepath.Join(os.TempDir(), fmt.Sprintf("tlab-runs-%d", uid)))
+		if err != nil {
+			t.Errorf("user %d: no registry of its own: %v", uid, err)
+		} else if owner := st.Sys().(*syscall.Stat_t).Uid; owner != uint32(uid) {
+			t.Errorf("user %d's registry is owned by %d", uid, owner)
+		}
+	}
+}
+
+// TestKilledParentTakesItsUserNamespaceChild: kill -9 of an unprivileged
+// tlab must not leave its re-executed child (in the user namespace)
+// running.
+func TestKilledParentTakesItsUserNamespaceChild(t *testing.T) {
+	unprivileged(t)
+	bin := buildTlab(t)
+	cleanUserRegistries(t, 65531)
+	cmd := asUser(bin, 65531, "run", "--protocols", "tcp", "--profile", "ethernet", "--duration", "60s", "--warmup", "0s")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// setpriv execs tlab, so cmd's process is the parent tlab; wait for
+	// its child (the same binary) to appear.
+	child := 0
+	for deadline := time.Now().Add(10 * time.Second); child == 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		child = childRunning(bin, cmd.Process.Pid)
+	}
+	if child == 0 {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal("no re-executed child appeared")
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if !processRuns(bin) {
+			return
+		}
+	}
+	t.Errorf("5 s after kill -9 of the parent, a process still runs %s", bin)
+	for _, p := range runningPIDs(bin) {
+		syscall.Kill(p, syscall.SIGKILL)
+	}
+}
+
+// runningPIDs lists the processes whose executable is bin.
+func runningPIDs(bin string) []int {
+	var pids []int
+	procs, _ := filepath.Glob("/proc/[0-9]*/exe")
+	for _, p := range procs {
+		if target, err := os.Readlink(p); err == nil && target == bin {
+			var pid int
+			fmt.Sscanf(p, "/proc/%d/exe", &pid)
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func processRuns(bin string) bool { return len(runningPIDs(bin)) > 0 }
+
+// childRunning returns a process running bin whose parent is ppid, or 0.
+func childRunning(bin string, ppid int) int {
+	for _, pid := range runningPIDs(bin) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// The parent is the 4th field, after the ")" that ends the name.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) > 1 && f[1] == fmt.Sprint(ppid) {
+			return pid
+		}
+	}
+	return 0
 }
 
 // TestInterruptRemovesEverything sends SIGINT in the middle of a

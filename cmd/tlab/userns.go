@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"tlab/internal/testbed"
@@ -52,7 +53,15 @@ func reexecInUserNamespace(args []string) (int, error) {
 		UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
 		GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
 		GidMappingsEnableSetgroups: false,
+		// Nothing may outlive tlab: when this process dies, even by
+		// SIGKILL, the kernel kills the child (whose own children, the
+		// emulators, die with it in turn).
+		Pdeathsig: syscall.SIGKILL,
 	}
+	// Pdeathsig fires when the thread that started the child exits: keep
+	// it on one thread until the child is gone.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("cannot create a user namespace: %w", err)
 	}

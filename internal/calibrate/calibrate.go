@@ -78,7 +78,11 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			return r, err
 		}
 		if others := testbed.OtherLiveRuns(); len(others) > 0 {
-			w := fmt.Sprintf("other tlab runs were live during %q (%s): they share the CPUs and disturb timing", s.name, strings.Join(others, ", "))
+			var names []string
+			for _, o := range others {
+				names = append(names, o.String())
+			}
+			w := fmt.Sprintf("other tlab runs were live during %q (%s): they share the CPUs and disturb timing", s.name, strings.Join(names, ", "))
 			r.Warnings = append(r.Warnings, w)
 		}
 		if opts.Progress != nil {

@@ -153,3 +153,20 @@ func TestCleanupLeavesLiveRunsAlone(t *testing.T) {
 		t.Fatalf("live run's temp dir: %v", err)
 	}
 }
+
+func TestHostIDMapsThroughUserNamespaces(t *testing.T) {
+	for _, c := range []struct {
+		uidMap  string
+		id, out int
+	}{
+		{"         0          0 4294967295\n", 0, 0},
+		{"         0       1000          1\n", 0, 1000},
+		{"         0      65534          1\n", 0, 65534},
+		{"         0     100000      65536\n", 5, 100005},
+		{"", 7, 7},
+	} {
+		if got := hostID(c.uidMap, c.id); got != c.out {
+			t.Errorf("hostID(%q, %d) = %d, want %d", c.uidMap, c.id, got, c.out)
+		}
+	}
+}

@@ -20,12 +20,45 @@ import (
 // userRegistryDir instead.
 const RegistryDir = "/run/tlab"
 
-// userRegistryDir is the fallback registry of the current user.
+// userRegistryDir is the fallback registry of the current user, named by
+// the user's uid outside any user namespace: inside the one tlab makes for
+// an unprivileged user every user is uid 0, and two users would otherwise
+// share (and fight over) one directory.
 func userRegistryDir() string {
 	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
 		return filepath.Join(d, "tlab")
 	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("tlab-runs-%d", os.Getuid()))
+	return filepath.Join(os.TempDir(), fmt.Sprintf("tlab-runs-%d", HostUID()))
+}
+
+// HostUID returns the calling user's uid in the initial user namespace:
+// os.Getuid() mapped back through /proc/self/uid_map (whose lines read
+// "inside outside count"). Outside a user namespace the map is the
+// identity and the two agree.
+func HostUID() int {
+	uid := os.Getuid()
+	b, err := os.ReadFile("/proc/self/uid_map")
+	if err != nil {
+		return uid
+	}
+	return hostID(string(b), uid)
+}
+
+// hostID maps id through a uid_map's text.
+func hostID(uidMap string, id int) int {
+	for _, line := range strings.Split(uidMap, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			continue
+		}
+		in, err1 := strconv.Atoi(f[0])
+		out, err2 := strconv.Atoi(f[1])
+		n, err3 := strconv.ParseInt(f[2], 10, 64)
+		if err1 == nil && err2 == nil && err3 == nil && id >= in && int64(id-in) < n {
+			return out + (id - in)
+		}
+	}
+	return id
 }
 
 // registryDirs lists where run records may be, preferred first.
@@ -65,6 +98,7 @@ type runRecord struct {
 	Owner   proc      `json:"owner"`
 	Started time.Time `json:"started"`
 	TempDir string    `json:"temp_dir"`
+	Label   string    `json:"label,omitempty"`
 	// Children are processes started in the run's namespaces (the
 	// emulator, servers) that must not outlive it.
 	Children []proc `json:"children"`
@@ -80,7 +114,7 @@ func newRunID() string {
 }
 
 // register records a new run and creates its temp directory.
-func register(id string) (*runRecord, error) {
+func register(id, label string) (*runRecord, error) {
 	dir, err := writableRegistry()
 	if err != nil {
 		return nil, err
@@ -93,7 +127,7 @@ func register(id string) (*runRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runRecord{ID: id, Owner: self, Started: time.Now(), TempDir: tmp, path: filepath.Join(dir, id+".json")}
+	r := &runRecord{ID: id, Owner: self, Started: time.Now(), TempDir: tmp, Label: label, path: filepath.Join(dir, id+".json")}
 	return r, r.save()
 }
 
@@ -240,10 +274,24 @@ func cleanupDir(dir string, dryRun bool) ([]CleanupAction, error) {
 	return actions, nil
 }
 
-// OtherLiveRuns returns the ids of live runs other than this process's:
-// runs that share the machine's CPUs and disturb each other's timing.
-func OtherLiveRuns() []string {
-	var ids []string
+// LiveRun is another process's live testbed, as the run registry has it.
+type LiveRun struct {
+	ID    string `json:"id"`
+	PID   int    `json:"pid"`
+	Label string `json:"label,omitempty"`
+}
+
+func (r LiveRun) String() string {
+	if r.Label != "" {
+		return fmt.Sprintf("pid %d (%s)", r.PID, r.Label)
+	}
+	return fmt.Sprintf("pid %d (testbed %s)", r.PID, r.ID)
+}
+
+// OtherLiveRuns returns the live testbeds of processes other than this
+// one: they share the CPUs with this run and disturb its timing.
+func OtherLiveRuns() []LiveRun {
+	var out []LiveRun
 	self := os.Getpid()
 	for _, dir := range registryDirs() {
 		entries, _ := os.ReadDir(dir)
@@ -257,9 +305,9 @@ func OtherLiveRuns() []string {
 			}
 			var r runRecord
 			if json.Unmarshal(b, &r) == nil && r.Owner.PID != self && r.Owner.alive() {
-				ids = append(ids, r.ID)
+				out = append(out, LiveRun{ID: r.ID, PID: r.Owner.PID, Label: r.Label})
 			}
 		}
 	}
-	return ids
+	return out
 }

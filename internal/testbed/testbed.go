@@ -42,6 +42,10 @@ type Options struct {
 	Direct bool
 	// CaptureDir, when set, receives a pcap file per host interface.
 	CaptureDir string
+	// Label says, in the run registry, what this testbed is for (for
+	// example the results directory of the run), so that a concurrent
+	// run can name it in its warnings.
+	Label string
 }
 
 // DefaultSpin is how long before a release the sleeping engine starts to
@@ -158,7 +162,7 @@ func Build(topo Topology, opts Options) (tb *Testbed, err error) {
 			tb = nil
 		}
 	}()
-	if tb.run, err = register(tb.ID); err != nil {
+	if tb.run, err = register(tb.ID, opts.Label); err != nil {
 		return tb, err
 	}
 	tb.TempDir = tb.run.TempDir
