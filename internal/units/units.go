@@ -91,8 +91,11 @@ func ParseBitrate(s string) (Bitrate, error) {
 		mult, s = 1e3, strings.TrimSuffix(s, "k")
 	}
 	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
 		return 0, fmt.Errorf("%q is not a bit rate: want a number with a unit such as 20Mbit, 1.5Mbit/s or 500kbit", orig)
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("bit rate %q is negative", strings.TrimSpace(orig))
 	}
 	if v != 0 && !strings.ContainsAny(strings.ToLower(orig), "kmgbp") {
 		return 0, fmt.Errorf("%q is not a bit rate: the unit is missing (20Mbit, 500kbit, 1Gbit)", orig)
@@ -145,8 +148,11 @@ func ParseSize(s string) (Size, error) {
 		}
 	}
 	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
 		return 0, fmt.Errorf("%q is not a size: want bytes such as 1500, 64KB, 64KiB or 1MiB", orig)
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("size %q is negative", strings.TrimSpace(orig))
 	}
 	return Size(math.Round(v * float64(mult))), nil
 }

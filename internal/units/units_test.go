@@ -21,6 +21,13 @@ func TestParseBitrate(t *testing.T) {
 			t.Errorf("ParseBitrate(%q) accepted", in)
 		}
 	}
+	// A negative rate has a unit: say what is wrong with it.
+	if _, err := ParseBitrate("-5Mbit"); err == nil || !strings.Contains(err.Error(), "negative") || strings.Contains(err.Error(), "unit") {
+		t.Errorf("ParseBitrate(-5Mbit): %v", err)
+	}
+	if _, err := ParseSize("-3KB"); err == nil || !strings.Contains(err.Error(), "negative") {
+		t.Errorf("ParseSize(-3KB): %v", err)
+	}
 }
 
 func TestParseSizeAndRatio(t *testing.T) {
