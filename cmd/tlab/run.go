@@ -131,6 +131,11 @@ func adhocScenario(fs *flag.FlagSet, given, sets []string) (*scenario.Scenario, 
 	for _, name := range given {
 		v := fs.Lookup(name).Value.String()
 		path := adhocFlags[name]
+		// A number that must not be negative is named by its flag, not
+		// by the scenario field it sets.
+		if strings.HasPrefix(strings.TrimSpace(v), "-") {
+			return nil, fmt.Errorf("--%s %s: must not be negative", name, v)
+		}
 		switch name {
 		case "protocols", "profile":
 			doc[path] = splitList(v)
@@ -210,6 +215,15 @@ func clearProgress(w io.Writer) {
 // the workload's table columns, then the emulator's own release error.
 func printRows(w io.Writer, rows []results.Summary, info workload.Info) {
 	cols := append(slices.Clone(info.Table), "emu_release_p99_us")
+	disturbed := 0
+	for _, r := range rows {
+		if r.Float("overlapping_runs") > 0 {
+			disturbed++
+		}
+	}
+	if disturbed > 0 {
+		cols = append(cols, "overlapping_runs")
+	}
 	header := []string{"PROFILE", "PROTOCOL", "SWEPT"}
 	for _, c := range cols {
 		m, _ := metrics.Lookup(c)
@@ -239,4 +253,7 @@ func printRows(w io.Writer, rows []results.Summary, info workload.Info) {
 		fmt.Fprintln(w, "stalled the sender (then EMU p99 is high too). UNSENT: requests still waiting when the schedule ended.")
 	}
 	fmt.Fprintln(w, "EMU p99 us: the emulator's own release error during the cell.")
+	if disturbed > 0 {
+		fmt.Fprintf(w, "OTHER RUNS: %d of %d cells ran beside other tlab runs, which shared the CPUs: their timings are disturbed (the run's warnings name them).\n", disturbed, len(rows))
+	}
 }

@@ -128,19 +128,38 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 			return exitError
 		}
 	}
+	code := exitOK
 	if o.asJSON {
 		if rows == nil {
 			rows = []results.Summary{}
 		}
-		return writeJSON(stdout, rows)
+		code = writeJSON(stdout, rows)
+	} else {
+		info := sc.WorkloadSpec().Info()
+		fmt.Fprintf(stdout, "%s; seed %d\n\n", info.Describe, sc.Seed)
+		printRows(stdout, rows, info)
+		if !temporary {
+			fmt.Fprintf(stdout, "\nResults in %s: report.html, summary.csv, summary.json, records.csv, manifest.json\n", o.out)
+		}
 	}
-	info := sc.WorkloadSpec().Info()
-	fmt.Fprintf(stdout, "%s; seed %d\n\n", info.Describe, sc.Seed)
-	printRows(stdout, rows, info)
-	if !temporary {
-		fmt.Fprintf(stdout, "\nResults in %s: report.html, summary.csv, summary.json, records.csv, manifest.json\n", o.out)
+	// A run whose cell measured nothing did not answer its question,
+	// whatever else went well: say so, and fail.
+	if empty := emptyCells(rows); len(empty) > 0 {
+		fmt.Fprintf(stderr, "tlab run: %d of %d cells completed no request (%s): see the error column of their records.csv\n", len(empty), len(rows), strings.Join(empty, ", "))
+		return exitFailure
 	}
-	return exitOK
+	return code
+}
+
+// emptyCells lists the cells whose rows count requests and have none.
+func emptyCells(rows []results.Summary) []string {
+	var out []string
+	for _, r := range rows {
+		if _, ok := r.Get("requests"); ok && r.Int("requests") == 0 {
+			out = append(out, r.Cell)
+		}
+	}
+	return out
 }
 
 func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int {

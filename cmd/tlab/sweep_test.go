@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -81,6 +82,17 @@ func TestSweepResumesAfterKill(t *testing.T) {
 	if !strings.Contains(stderr.String(), "already complete") {
 		t.Errorf("resume did not report the kept cells: %s", stderr.String())
 	}
+	defer func() {
+		// Resuming a finished run runs nothing and takes no calibration.
+		again := exec.Command(bin, "run", "--resume", out)
+		msg, err := again.CombinedOutput()
+		m, _ := os.ReadFile(filepath.Join(out, "manifest.json"))
+		var man struct{ Calibrations []any }
+		json.Unmarshal(m, &man)
+		if err != nil || !strings.Contains(string(msg), "nothing to run") || len(man.Calibrations) != 0 {
+			t.Errorf("resuming a finished run: %v, %d calibrations, %s", err, len(man.Calibrations), msg)
+		}
+	}()
 	// Complete cells were kept, not run again.
 	for d, mt := range keep {
 		st, err := os.Stat(filepath.Join(d, "DONE"))
@@ -176,6 +188,92 @@ func TestSweepResumesAfterKill(t *testing.T) {
 	b, _ = os.ReadFile(filepath.Join(cmpDir, "summary.json"))
 	if json.Unmarshal(b, &merged); len(merged) != 12 {
 		t.Errorf("comparison of two 6-cell runs has %d rows", len(merged))
+	}
+}
+
+// TestConcurrentRunsAreNamed: a run that shares the machine with another
+// one says so for each cell that overlapped, naming the other run's
+// process and directory, on the terminal, in the summary and in the report.
+func TestConcurrentRunsAreNamed(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	bin := buildTlab(t)
+	dir := t.TempDir()
+	first := exec.Command(bin, "run", "--protocols", "tcp", "--profile", "ethernet", "--duration", "20s", "--warmup", "0s", "--no-calibration", "--out", filepath.Join(dir, "first"))
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { first.Process.Signal(syscall.SIGINT); first.Wait() }()
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if m, _ := filepath.Glob(filepath.Join(dir, "first", "cells", "*", "records.csv")); len(m) > 0 {
+			break
+		}
+	}
+	second := filepath.Join(dir, "second")
+	cmd := exec.Command(bin, "run", "--protocols", "tcp", "--profile", "ethernet", "--count", "20", "--interval", "10ms", "--warmup", "0s", "--no-calibration", "--out", second)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("second run: %v\n%s", err, stderr.String())
+	}
+	want := fmt.Sprintf("pid %d (tlab run adhoc into %s)", first.Process.Pid, filepath.Join(dir, "first"))
+	if !strings.Contains(stderr.String(), "warning: cell") || !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr does not name the other run (%s):\n%s", want, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "OTHER RUNS") {
+		t.Errorf("the table does not show the overlap:\n%s", stdout.String())
+	}
+	b, _ := os.ReadFile(filepath.Join(second, "summary.json"))
+	var rows []map[string]any
+	if json.Unmarshal(b, &rows); len(rows) != 1 || rows[0]["overlapping_runs"] != 1.0 {
+		t.Errorf("summary: %v", rows)
+	}
+	html, _ := os.ReadFile(filepath.Join(second, "report.html"))
+	if !strings.Contains(string(html), "Warning: cell") || !strings.Contains(string(html), fmt.Sprint(first.Process.Pid)) {
+		t.Error("report.html does not warn about the overlap")
+	}
+}
+
+// TestRunWithNoSuccessfulRequestFails: a run whose measured requests all
+// failed (an outage covers the whole measured window) exits 1 and says
+// which cell, instead of succeeding on nothing.
+func TestRunWithNoSuccessfulRequestFails(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	code, _, errs := run("run", "--protocols", "tcp", "--profile", "ethernet", "--count", "3", "--interval", "200ms", "--warmup", "200ms",
+		"--set", "link.outages=[{at: 150ms, for: 10s}]", "--set", "workload.timeout=300ms")
+	if code != exitFailure || !strings.Contains(errs, "completed no request") {
+		t.Errorf("exit %d, stderr %s", code, errs)
+	}
+}
+
+// TestAdhocFlagErrorsSayWhatIsWrong: each bad ad-hoc input is refused
+// before anything is built, with a message that names the problem.
+func TestAdhocFlagErrorsSayWhatIsWrong(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--duration", "-5s"}, "--duration -5s: must not be negative"},
+		{[]string{"--link", "rate=-5Mbit"}, `bit rate "-5Mbit" is negative`},
+		{[]string{"--protocols", "tcp,tcp"}, `protocol "tcp" is listed twice`},
+		{[]string{"--duration", "1s", "--count", "5"}, "--duration and --count: give one, not both"},
+		{[]string{"--payload", "100000000"}, "workload.payload 100000000 B: want 0 to 67108864 B"},
+		{[]string{"--interval", "1us"}, "the scheduler keeps intervals of 1ms or more"},
+		{[]string{"--interval", "1ms", "--duration", "2h"}, "a cell would hold 7202000 records"},
+		{[]string{"--protocols", "tcp", "--0rtt"}, "settings.zero_rtt: none of tcp uses it"},
+		{[]string{"--set", "workload.intervall=5ms"}, `unknown key "intervall"`},
+	} {
+		code, _, errs := run(append([]string{"run"}, c.args...)...)
+		if code != exitUsage || !strings.Contains(errs, c.want) {
+			t.Errorf("tlab run %v: exit %d, stderr %q; want exit 2 and %q", c.args, code, errs, c.want)
+		}
+	}
+	_, _, help := run("run", "--help")
+	if strings.Contains(help, "(default -1)") || !strings.Contains(help, "-workload") {
+		t.Errorf("run --help:\n%s", help)
 	}
 }
 

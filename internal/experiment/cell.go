@@ -42,6 +42,9 @@ type CellSpec struct {
 	// CaptureDir, when set, receives pcap per host interface, the TLS key
 	// log and qlog files.
 	CaptureDir string
+	// Label names the run in the run registry, so that a concurrent run
+	// can say which run disturbed it.
+	Label string
 }
 
 // Progress is a snapshot of a running cell.
@@ -67,6 +70,9 @@ type CellResult struct {
 	Links map[string]emu.LinkStats
 	// Release is the emulator's release error over the measured window.
 	Release emu.LatencySummary
+	// Overlaps are other tlab testbeds seen live on this machine while
+	// the cell ran: they shared the CPUs and disturbed its timing.
+	Overlaps []testbed.LiveRun
 }
 
 // hosts gives a workload its hosts by role.
@@ -100,7 +106,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	if err != nil {
 		return CellResult{}, err
 	}
-	opts := testbed.Options{Seed: spec.Cell.Seed, Mode: spec.EmulatorMode}
+	opts := testbed.Options{Seed: spec.Cell.Seed, Mode: spec.EmulatorMode, Label: spec.Label}
 	settings := spec.Settings
 	if spec.CaptureDir != "" {
 		opts.CaptureDir = spec.CaptureDir
@@ -181,6 +187,16 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 			mu.Unlock()
 		},
 	}
+	// Other runs are sampled at the start, every second and at the end.
+	var overlaps []testbed.LiveRun
+	sampleOthers := func() {
+		for _, o := range testbed.OtherLiveRuns() {
+			if !slices.ContainsFunc(overlaps, func(x testbed.LiveRun) bool { return x.ID == o.ID }) {
+				overlaps = append(overlaps, o)
+			}
+		}
+	}
+	sampleOthers()
 	began := time.Now()
 	stopProgress := make(chan struct{})
 	progressDone := make(chan struct{})
@@ -188,11 +204,14 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 		defer close(progressDone)
 		t := time.NewTicker(250 * time.Millisecond)
 		defer t.Stop()
-		for {
+		for tick := 1; ; tick++ {
 			select {
 			case <-stopProgress:
 				return
 			case <-t.C:
+				if tick%4 == 0 {
+					sampleOthers()
+				}
 				if progress != nil {
 					mu.Lock()
 					n, last := len(records), lastDelay
@@ -206,6 +225,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	runErr := spec.Workload.Run(ctx, env)
 	close(stopProgress)
 	<-progressDone
+	sampleOthers()
 	if runErr != nil {
 		return CellResult{}, runErr
 	}
@@ -216,7 +236,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	if err != nil {
 		return CellResult{}, err
 	}
-	res := CellResult{Records: records, WindowStart: start, Links: map[string]emu.LinkStats{}, Release: end.Lateness}
+	res := CellResult{Records: records, WindowStart: start, Links: map[string]emu.LinkStats{}, Release: end.Lateness, Overlaps: overlaps}
 	for _, l := range end.Links {
 		before, _ := atStart.Link(l.Name)
 		res.Links[l.Name] = emu.LinkStats{Name: l.Name, Up: l.Up.Sub(before.Up), Down: l.Down.Sub(before.Down)}
@@ -226,6 +246,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 		window.Up, window.Down = window.Down, window.Up
 	}
 	facts["emu_release_p50_us"], facts["emu_release_p99_us"] = end.Lateness.P50, end.Lateness.P99
+	facts["overlapping_runs"] = float64(len(overlaps))
 	res.Summary, err = summarize(spec, info, records, window, measured.Config, facts)
 	return res, err
 }
@@ -275,6 +296,7 @@ func summarize(spec CellSpec, info workload.Info, records []results.Record, wind
 	s.Set("tcp_congestion", st.Congestion)
 	s.Set("emu_release_p50_us", facts["emu_release_p50_us"])
 	s.Set("emu_release_p99_us", facts["emu_release_p99_us"])
+	s.Set("overlapping_runs", facts["overlapping_runs"])
 	return s, nil
 }
 

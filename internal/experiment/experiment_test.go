@@ -136,7 +136,7 @@ func TestOutputsAreTidyAndWrittenAsTheyCome(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantCols := len(results.CellColumns) + 3 + 1 + len(results.RecordColumns) // cell, key (interval, sizes), seed, record
+	wantCols := len(results.CellColumns) + 3 + 1 + len(results.RecordColumns) + 1 // cell, key (interval, sizes), seed, record, sched_delay_ms
 	if len(all) != 41 || len(all[0]) != wantCols {
 		t.Fatalf("records.csv: %d rows of %d columns, want 41 of %d", len(all), len(all[0]), wantCols)
 	}

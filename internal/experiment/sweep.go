@@ -7,10 +7,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"tlab/internal/results"
 	"tlab/internal/scenario"
+	"tlab/internal/testbed"
 )
 
 // Sweep runs a scenario's cells into a run directory (see package results
@@ -75,7 +77,8 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 	if err != nil || !sw.Resume {
 		m = newManifest()
 		m.Scenario, m.Description, m.ScenarioFile, m.Seed, m.Cells = sc.Name, sc.Description, sc.File(), sc.Seed, len(cells)
-		m.Workload, m.Params, m.Plots = sc.WorkloadSpec().Info().Type, params, sc.PlotsOrDefault()
+		info := sc.WorkloadSpec().Info()
+		m.Workload, m.Params, m.Plots, m.Table = info.Type, params, sc.PlotsOrDefault(), info.Table
 		y, err := sc.YAML()
 		if err != nil {
 			return nil, err
@@ -88,7 +91,16 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 		m.Finished = nil
 		m.Params = params
 	}
-	if !sw.SkipCalibration {
+	pending := 0
+	for _, c := range cells {
+		if !results.CellDone(results.CellDir(sw.Dir, c.ID)) {
+			pending++
+		}
+	}
+	if pending == 0 {
+		sw.logf("every cell is complete: nothing to run, no calibration taken")
+	}
+	if !sw.SkipCalibration && pending > 0 {
 		sw.logf("calibrating the emulator (tlab calibrate --quick)...")
 		if err := calibrateInto(ctx, m, sc.Emulator.Mode); err != nil {
 			return nil, fmt.Errorf("calibration: %w", err)
@@ -119,9 +131,21 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return rows, err
 		}
-		row, err := sw.runCell(ctx, cell, len(cells), dir)
+		row, overlaps, err := sw.runCell(ctx, cell, len(cells), dir)
 		if err != nil {
 			return rows, fmt.Errorf("cell %s (%s over %s): %w", cell.ID, cell.Protocol, cell.Profile, err)
+		}
+		if len(overlaps) > 0 {
+			var names []string
+			for _, o := range overlaps {
+				names = append(names, o.String())
+			}
+			w := fmt.Sprintf("cell %s ran while other tlab runs were live (%s): they share the CPUs, its timings are disturbed", cell.ID, strings.Join(names, ", "))
+			sw.logf("warning: %s", w)
+			m.Warnings = append(m.Warnings, w)
+			if err := m.Save(sw.Dir); err != nil {
+				return rows, err
+			}
 		}
 		rows = append(rows, row)
 		if err := results.WriteSummaries(sw.Dir, rows); err != nil {
@@ -168,29 +192,30 @@ func SpecFor(cell scenario.Cell, total int) (CellSpec, error) {
 	}, nil
 }
 
-func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir string) (results.Summary, error) {
+func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir string) (results.Summary, []testbed.LiveRun, error) {
 	spec, err := SpecFor(cell, total)
 	if err != nil {
-		return results.Summary{}, err
+		return results.Summary{}, nil, err
 	}
+	spec.Label = "tlab run " + cell.Scenario.Name + " into " + sw.Dir
 	if cell.Scenario.Capture {
 		spec.CaptureDir = filepath.Join(dir, "captures")
 	}
 	rec, err := results.CreateRecords(filepath.Join(dir, results.RecordsFile), spec.Cell, spec.Workload.Info().Columns)
 	if err != nil {
-		return results.Summary{}, err
+		return results.Summary{}, nil, err
 	}
 	defer rec.Close()
 	res, err := RunCell(ctx, spec, rec.Write, sw.Progress)
 	if err != nil {
-		return results.Summary{}, err
+		return results.Summary{}, nil, err
 	}
 	if err := rec.Close(); err != nil {
-		return results.Summary{}, err
+		return results.Summary{}, nil, err
 	}
 	if err := results.WriteSummaries(dir, []results.Summary{res.Summary}); err != nil {
-		return results.Summary{}, err
+		return results.Summary{}, nil, err
 	}
 	// Last: the cell is whole.
-	return res.Summary, results.MarkDone(dir)
+	return res.Summary, res.Overlaps, results.MarkDone(dir)
 }

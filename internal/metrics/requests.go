@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"math"
+	"slices"
 
 	"tlab/internal/results"
 )
@@ -33,6 +34,22 @@ func ratio(a, b float64) float64 {
 		return math.NaN()
 	}
 	return a / b
+}
+
+// schedDelayQuantile is a quantile of the delay from the schedule: from
+// when a request was due to when its response was whole, for the requests
+// that completed.
+func schedDelayQuantile(q float64) func(*Input) float64 {
+	return func(in *Input) float64 {
+		var d []float64
+		for _, r := range in.Records {
+			if r.OK() {
+				d = append(d, r.DoneMs-r.ScheduledMs)
+			}
+		}
+		slices.Sort(d)
+		return Quantile(d, q)
+	}
 }
 
 func delayQuantile(q float64) func(*Input) float64 {
@@ -76,6 +93,11 @@ func init() {
 		{Name: "delay_p75_ms", Kind: Measured, Unit: "ms", Header: "P75 ms", Precision: 2, Definition: "75th percentile of the response delay (type 7).", Compute: delayQuantile(0.75)},
 		{Name: "delay_p95_ms", Kind: Measured, Unit: "ms", Header: "P95 ms", Precision: 2, Definition: "95th percentile of the response delay (type 7).", Compute: delayQuantile(0.95)},
 		{Name: "delay_p99_ms", Kind: Measured, Unit: "ms", Header: "P99 ms", Precision: 2, Definition: "99th percentile of the response delay (type 7).", Compute: delayQuantile(0.99)},
+		{Name: "sched_delay_p50_ms", Kind: Measured, Unit: "ms", Header: "SCHED P50 ms", Precision: 2,
+			Definition: "Median delay from the schedule: from when a request was due to when its whole response had arrived (`done_ms − scheduled_ms`), what a control loop waits, including the time a request waited to be sent (no coordinated omission). Requests never sent are counted in `unsent`, not here.",
+			Compute:    schedDelayQuantile(0.50)},
+		{Name: "sched_delay_p95_ms", Kind: Measured, Unit: "ms", Header: "SCHED P95 ms", Precision: 2, Definition: "95th percentile of the delay from the schedule.", Compute: schedDelayQuantile(0.95)},
+		{Name: "sched_delay_p99_ms", Kind: Measured, Unit: "ms", Header: "SCHED P99 ms", Precision: 2, Definition: "99th percentile of the delay from the schedule.", Compute: schedDelayQuantile(0.99)},
 		{Name: "delay_mean_ms", Kind: Measured, Unit: "ms", Header: "MEAN ms", Precision: 2, Definition: "Mean response delay.",
 			Compute: func(in *Input) float64 { return in.DelayDistribution().Mean }},
 		{Name: "delay_std_ms", Kind: Measured, Unit: "ms", Header: "STD ms", Precision: 2, Definition: "Sample standard deviation (n−1) of the response delay.",
@@ -129,6 +151,8 @@ func init() {
 			Definition: "The emulator's own release error (when a frame was handed to the kernel minus when it was due), median over the cell's measured window: the instrument's accuracy beside the result."},
 		{Name: "emu_release_p99_us", Kind: Instrument, Unit: "µs", Header: "EMU p99 us", Precision: 0,
 			Definition: "99th percentile of the emulator's release error over the cell's measured window."},
+		{Name: "overlapping_runs", Kind: Instrument, Header: "OTHER RUNS",
+			Definition: "Other tlab testbeds seen live on this machine while the cell ran (sampled every second): they share the CPUs, so a non-zero value marks the cell's timings as disturbed. The run's warnings name them."},
 	} {
 		Register(m)
 	}

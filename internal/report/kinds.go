@@ -122,14 +122,25 @@ func init() {
 		Needs: []string{"records"}, Draw: func(p panel) ([]Figure, error) { return drawRecordLines(p, false) }})
 }
 
+// category returns the function that places a row on the x axis: its
+// swept values, or its protocol when nothing is swept (then each protocol
+// has its own labelled position instead of one unlabelled group).
+func (p panel) category() (func(results.Summary) string, []string) {
+	if p.axis == "" {
+		return func(s results.Summary) string { return s.Protocol }, p.protos
+	}
+	return comboLabel, p.cats
+}
+
 func drawDelayBox(p panel) ([]Figure, error) {
+	catOf, cats := p.category()
 	stats := map[string]map[string]boxStat{}
 	n := map[string]map[string]float64{}
 	for _, row := range p.rows {
 		if stats[row.Protocol] == nil {
 			stats[row.Protocol], n[row.Protocol] = map[string]boxStat{}, map[string]float64{}
 		}
-		c := comboLabel(row)
+		c := catOf(row)
 		b := stats[row.Protocol][c]
 		k := n[row.Protocol][c]
 		// Repetitions: the mean of each quantile.
@@ -137,7 +148,7 @@ func drawDelayBox(p panel) ([]Figure, error) {
 		b.P5, b.P25, b.P50, b.P75, b.P95 = avg(b.P5, "delay_p5_ms"), avg(b.P25, "delay_p25_ms"), avg(b.P50, "delay_p50_ms"), avg(b.P75, "delay_p75_ms"), avg(b.P95, "delay_p95_ms")
 		stats[row.Protocol][c], n[row.Protocol][c] = b, k+1
 	}
-	pl := groupedBoxes(p.cats, p.protos, stats, p.xLabel(), "response delay (ms)")
+	pl := groupedBoxes(cats, p.protos, stats, p.xLabel(), "response delay (ms)")
 	fig, err := render(pl, p.dir, p.stem, "Response delay, "+p.profile, "Boxes from the 25th to the 75th percentile with the median; whiskers at the 5th and 95th percentiles (study A's box plots).", figW, figH)
 	return []Figure{fig}, err
 }
@@ -147,8 +158,9 @@ func drawDelayBox(p panel) ([]Figure, error) {
 func barKind(name, field, ylabel, title, caption string) PlotKind {
 	doc := fmt.Sprintf("%s (%s) per protocol and swept values", title, field)
 	return PlotKind{Name: name, Doc: doc, Needs: []string{field}, Draw: func(p panel) ([]Figure, error) {
-		vals := meanBy(p.rows, func(s results.Summary) float64 { return s.Float(field) }, comboLabel)
-		pl, err := groupedBars(p.cats, p.protos, vals, p.xLabel(), ylabel)
+		catOf, cats := p.category()
+		vals := meanBy(p.rows, func(s results.Summary) float64 { return s.Float(field) }, catOf)
+		pl, err := groupedBars(cats, p.protos, vals, p.xLabel(), ylabel)
 		if err != nil {
 			return nil, err
 		}
@@ -276,6 +288,10 @@ func drawRecordLines(p panel, cdf bool) ([]Figure, error) {
 			if err != nil {
 				return nil, err
 			}
+			// A distribution ends at 1; the legend goes where a CDF has
+			// no data (bottom right).
+			pl.Y.Min, pl.Y.Max = 0, 1
+			pl.Legend.Top = false
 			if fig, err = render(pl, p.dir, stem, "Delay CDF, "+label, "Empirical distribution of the response delay (first repetition).", figW, figH); err != nil {
 				return nil, err
 			}
@@ -284,7 +300,7 @@ func drawRecordLines(p panel, cdf bool) ([]Figure, error) {
 			if err != nil {
 				return nil, err
 			}
-			if fig, err = render(pl, p.dir, stem, "Delay over time, "+label, "Response delay of each request by the time it was sent (first repetition; long cells thinned).", figW, figH); err != nil {
+			if fig, err = render(pl, p.dir, stem, "Delay over time, "+label, fmt.Sprintf("Median response delay of the requests sent in each of %d time bins (first repetition).", seriesBins), figW, figH); err != nil {
 				return nil, err
 			}
 		}

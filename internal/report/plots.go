@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -153,6 +154,12 @@ func newPlot(xLabel, yLabel string) *plot.Plot {
 func groupedBoxes(categories, series []string, stats map[string]map[string]boxStat, xLabel, yLabel string) *plot.Plot {
 	p := newPlot(xLabel, yLabel)
 	n := float64(len(series))
+	// One series per category (the categories are the series): each box
+	// stands at its label, and the labels make a legend unneeded.
+	own := slices.Equal(categories, series)
+	if own {
+		n = 1
+	}
 	width := vg.Length(math.Max(4, math.Min(18, 420/(n*float64(len(categories))))))
 	for si, s := range series {
 		var boxes []boxStat
@@ -161,12 +168,17 @@ func groupedBoxes(categories, series []string, stats map[string]map[string]boxSt
 			if !ok {
 				continue
 			}
-			st.X = float64(ci) + (float64(si)-(n-1)/2)*0.8/n
+			st.X = float64(ci)
+			if !own {
+				st.X += (float64(si) - (n-1)/2) * 0.8 / n
+			}
 			boxes = append(boxes, st)
 		}
 		b := &quantileBoxes{Boxes: boxes, Width: width, Color: colorOf(s, si)}
 		p.Add(b)
-		p.Legend.Add(s, b)
+		if !own {
+			p.Legend.Add(s, b)
+		}
 	}
 	p.NominalX(categories...)
 	p.X.Min, p.X.Max = -0.6, float64(len(categories))-0.4
@@ -178,6 +190,10 @@ func groupedBoxes(categories, series []string, stats map[string]map[string]boxSt
 func groupedBars(categories, series []string, values map[string]map[string]float64, xLabel, yLabel string) (*plot.Plot, error) {
 	p := newPlot(xLabel, yLabel)
 	n := float64(len(series))
+	own := slices.Equal(categories, series)
+	if own {
+		n = 1
+	}
 	width := vg.Length(math.Max(3, math.Min(20, 420/(n*float64(len(categories))))))
 	for si, s := range series {
 		vals := make(plotter.Values, len(categories))
@@ -194,9 +210,11 @@ func groupedBars(categories, series []string, values map[string]map[string]float
 		}
 		bars.Color = colorOf(s, si)
 		bars.LineStyle.Width = 0
-		bars.Offset = vg.Length(float64(si)-(n-1)/2) * width
+		if !own {
+			bars.Offset = vg.Length(float64(si)-(n-1)/2) * width
+			p.Legend.Add(s, bars)
+		}
 		p.Add(bars)
-		p.Legend.Add(s, bars)
 	}
 	p.NominalX(categories...)
 	legendRoom(p)

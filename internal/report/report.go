@@ -43,8 +43,11 @@ type cellSeries struct {
 	series plotter.XYs
 }
 
-// maxSeriesPoints thins time series so that an hour-long cell stays light.
-const maxSeriesPoints = 1500
+// seriesBins is how many time bins a cell's delay-over-time line has: each
+// point is the median delay of the requests sent in its bin, so that four
+// protocols' lines stay apart and readable (raw points of several
+// protocols drawn over one another were not).
+const seriesBins = 120
 
 // Load reads a run directory through package results: the manifest says
 // the run's name, description, swept fields and plots (older directories,
@@ -161,10 +164,29 @@ func reduce(delays []float64, pts plotter.XYs) *cellSeries {
 		cs.cdf = append(cs.cdf, plotter.XY{X: metrics.Quantile(s, q), Y: q})
 	}
 	slices.SortFunc(pts, func(a, b plotter.XY) int { return int(math.Copysign(1, a.X-b.X)) })
-	step := max(1, len(pts)/maxSeriesPoints)
-	for i := 0; i < len(pts); i += step {
-		cs.series = append(cs.series, pts[i])
+	if len(pts) == 0 {
+		return cs
 	}
+	t0, t1 := pts[0].X, pts[len(pts)-1].X
+	width := math.Max((t1-t0)/seriesBins, 1e-9)
+	var bin []float64
+	flush := func(x float64) {
+		if len(bin) > 0 {
+			slices.Sort(bin)
+			cs.series = append(cs.series, plotter.XY{X: x, Y: metrics.Quantile(bin, 0.5)})
+			bin = bin[:0]
+		}
+	}
+	cur := 0
+	for _, p := range pts {
+		b := min(int((p.X-t0)/width), seriesBins-1)
+		if b != cur {
+			flush(t0 + (float64(cur)+0.5)*width)
+			cur = b
+		}
+		bin = append(bin, p.Y)
+	}
+	flush(t0 + (float64(cur)+0.5)*width)
 	return cs
 }
 
@@ -252,7 +274,7 @@ func (r *Run) figures(dir string) ([]Figure, []string, error) {
 				run: r, dir: dir, profile: profile, rows: rows, axis: axis,
 				cats:   ordered(rows, comboLabel),
 				protos: ordered(rows, func(s results.Summary) string { return s.Protocol }),
-				stem:   fmt.Sprintf("%s-%d-%s", kind, pi+1, safe(profile)),
+				stem:   fmt.Sprintf("%s-%d-%s", kind, pi+1, results.SafeName(profile)),
 			}
 			fs, err := k.Draw(pn)
 			if err != nil {
@@ -262,15 +284,6 @@ func (r *Run) figures(dir string) ([]Figure, []string, error) {
 		}
 	}
 	return figs, notes, nil
-}
-
-func safe(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
-			return r
-		}
-		return '_'
-	}, strings.ToLower(s))
 }
 
 // pageStyle is the CSS of every tlab HTML page: inline, so that a report
@@ -299,7 +312,14 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 		}
 		return strconv.FormatFloat(v, 'f', prec, 64)
 	},
-	"img":   imgURL,
+	"img": imgURL,
+	"congestion": func(r *Run) string {
+		used := ordered(r.Rows, func(s results.Summary) string { return s.Label("tcp_congestion") })
+		if len(used) == 1 {
+			return used[0] + " in every row"
+		}
+		return strings.Join(used, ", ") + " (see each row)"
+	},
 	"cell":  func(row results.Summary, name string) string { return metrics.Default.Format(name, row.Float(name)) },
 	"combo": comboLabel,
 	"when":  func(t time.Time) string { return t.Format("2006-01-02 15:04 MST") },
@@ -310,6 +330,8 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 <style>{{style}}</style></head><body>
 <h1>{{.Run.Name}}</h1>
 {{if .Run.Description}}<p>{{.Run.Description}}</p>{{end}}
+{{with .Run.Manifest}}{{range .Warnings}}<p class="fail">Warning: {{.}}</p>
+{{end}}{{end}}
 <h2>Run</h2>
 <table class="meta">
 {{with .Run.Manifest}}
@@ -317,7 +339,7 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 <tr><th class="l">machine</th><td>{{.Hostname}}: {{.CPU}}, {{.Cores}} cores, kernel {{.Kernel}}</td></tr>
 <tr><th class="l">started</th><td>{{when .Started}}{{range .Resumed}}; resumed {{when .}}{{end}}{{with .Finished}}; finished {{when .}}{{end}}</td></tr>
 <tr><th class="l">scenario</th><td>{{.Scenario}} ({{.ScenarioFile}}), {{.Cells}} cells, seed {{.Seed}}</td></tr>
-<tr><th class="l">TCP congestion control</th><td>{{index .Sysctls "net.ipv4.tcp_congestion_control"}} (kernel default; each result row records the one it used)</td></tr>
+<tr><th class="l">TCP congestion control</th><td>{{congestion $.Run}} (kernel default: {{index .Sysctls "net.ipv4.tcp_congestion_control"}})</td></tr>
 {{end}}
 <tr><th class="l">cells reported</th><td>{{len .Run.Rows}}</td></tr>
 </table>
@@ -337,13 +359,15 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 {{range $row := .Run.Rows}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Protocol}}</td><td class="l">{{combo .}}</td><td>{{.Rep}}</td>{{range $.Columns}}<td>{{cell $row .Name}}</td>{{end}}</tr>
 {{end}}</table></div>
 {{range .Notes}}<p class="fail">{{.}}</p>{{end}}
-<p>Delays in milliseconds. Column definitions: docs/metrics.md (or hover a column's title). Data: summary.json, summary.csv, records.csv beside this file.</p>
+<p>Delays in milliseconds. Column definitions: docs/metrics.md (or hover a column's title); every column is in summary.csv. Data: summary.json, summary.csv, records.csv beside this file.</p>
 </body></html>
 `))
 
-// tableColumns are the measured and instrument columns the rows have, in
-// the registry's order: the "every cell" table.
-func tableColumns(rows []results.Summary) []metrics.Metric {
+// tableColumns are the "every cell" table's columns: the workload's table
+// columns as the manifest lists them (the terminal's, so that the page fits
+// without scrolling; summary.csv has every column), and the emulator's
+// figures; without such a list, every measured column the rows have.
+func tableColumns(rows []results.Summary, m *results.Manifest) []metrics.Metric {
 	have := map[string]bool{}
 	for _, r := range rows {
 		for _, f := range r.Fields {
@@ -351,9 +375,17 @@ func tableColumns(rows []results.Summary) []metrics.Metric {
 		}
 	}
 	var cols []metrics.Metric
-	for _, m := range metrics.All() {
-		if have[m.Name] && (m.Kind == metrics.Measured || m.Kind == metrics.Instrument) {
-			cols = append(cols, m)
+	if m != nil && len(m.Table) > 0 {
+		for _, name := range append(slices.Clone(m.Table), "emu_release_p99_us", "overlapping_runs") {
+			if mt, ok := metrics.Lookup(name); ok && have[name] {
+				cols = append(cols, mt)
+			}
+		}
+		return cols
+	}
+	for _, mt := range metrics.All() {
+		if have[mt.Name] && (mt.Kind == metrics.Measured || mt.Kind == metrics.Instrument) {
+			cols = append(cols, mt)
 		}
 	}
 	return cols
@@ -365,5 +397,5 @@ func writeHTML(w io.Writer, r *Run, figs []Figure, notes []string) error {
 		Figures []Figure
 		Columns []metrics.Metric
 		Notes   []string
-	}{r, figs, tableColumns(r.Rows), notes})
+	}{r, figs, tableColumns(r.Rows, r.Manifest), notes})
 }

@@ -19,6 +19,7 @@ var RecordColumnDocs = [][2]string{
 	{"handshake_ms", "for a new connection: the TLS handshake, or QUIC's whole handshake"},
 	{"resumed, early_data", "the new connection resumed a session; it sent 0-RTT data"},
 	{"error", "why the event failed; `not sent: …` for requests a non-multiplexing protocol never got to send before the schedule ended"},
+	{"sched_delay_ms", "periodic: the **delay from the schedule**, `done_ms − scheduled_ms`: what a control loop waits since the request was due, including any wait to be sent"},
 	{"(the workload's own columns)", "columns a workload adds (see `tlab workloads`)"},
 	{"(swept fields)", "one column per swept field, named by its path (`workload.interval`)"},
 }

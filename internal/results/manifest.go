@@ -82,8 +82,10 @@ type Manifest struct {
 	Cells        int    `json:"cells"`
 	// Params are the swept fields' keys, in the scenario's order.
 	Params []string `json:"params"`
-	// Plots are the plot kinds the scenario asked for.
+	// Plots are the plot kinds the scenario asked for; Table the
+	// workload's table columns (the terminal's and the report's).
 	Plots []string `json:"plots,omitempty"`
+	Table []string `json:"table,omitempty"`
 
 	Started  time.Time   `json:"started"`
 	Resumed  []time.Time `json:"resumed,omitempty"`
@@ -91,6 +93,9 @@ type Manifest struct {
 	// Calibrations are tlab calibrate --quick reports, one per start (and
 	// per resume that took one); empty only when asked.
 	Calibrations []*Calibration `json:"calibrations"`
+	// Warnings say what disturbed the run (other runs on the machine
+	// during a cell, ...), one line each, as they happened.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ErrFormat is returned for a run directory written by a newer tlab.

@@ -104,6 +104,7 @@ func (p Periodic) Info() Info {
 	return Info{
 		Type:    "periodic",
 		Planned: p.Warmup + time.Duration(p.slots()-int(p.Warmup/p.Interval))*p.Interval,
+		Records: p.slots(),
 		Key: []results.Field{
 			{Name: "interval_ms", Value: ms(p.Interval)},
 			{Name: "req_size", Value: float64(p.ReqSize)},
@@ -111,10 +112,11 @@ func (p Periodic) Info() Info {
 		},
 		Roles: ClientServerRoles,
 		Metrics: []string{"requests", "errors", "unsent", "delay_p5_ms", "delay_p25_ms", "delay_p50_ms", "delay_p75_ms", "delay_p95_ms", "delay_p99_ms",
-			"delay_mean_ms", "delay_std_ms", "jitter_ms", "jitter_pct", "bytes_per_request", "bytes_per_response", "conns_per_1000",
+			"sched_delay_p50_ms", "sched_delay_p95_ms", "sched_delay_p99_ms", "delay_mean_ms", "delay_std_ms", "jitter_ms", "jitter_pct", "bytes_per_request", "bytes_per_response", "conns_per_1000",
 			"late_sends", "lateness_p99_ms", "outliers_removed"},
-		Table: []string{"requests", "delay_p5_ms", "delay_p50_ms", "delay_p95_ms", "delay_p99_ms", "delay_mean_ms", "jitter_pct",
+		Table: []string{"requests", "delay_p5_ms", "delay_p50_ms", "delay_p95_ms", "delay_p99_ms", "sched_delay_p99_ms", "delay_mean_ms", "jitter_pct",
 			"bytes_per_request", "bytes_per_response", "conns_per_1000", "late_sends", "errors", "unsent"},
+		Columns:  []string{"sched_delay_ms"},
 		Plots:    []string{"delay_box", "jitter_bars", "bytes_bars", "conns_heatmap", "delay_cdf", "timeseries"},
 		Describe: fmt.Sprintf("Periodic requests every %v, %d B up, %d B down", p.Interval, p.ReqSize, p.RespSize),
 	}
@@ -199,6 +201,11 @@ func (p Periodic) Drive(ctx context.Context, c proto.Client, emit func(results.R
 		cancel()
 		r := clock.record(seq, sent, p.ReqSize, ex, err)
 		r.Warmup, r.ScheduledMs, r.LatenessMs = seq < warm, ms(scheduled), ms(max(sent-scheduled, 0))
+		if r.OK() {
+			// The delay from the schedule: what the application waited
+			// since the request was due.
+			r.Extra = map[string]float64{"sched_delay_ms": r.DoneMs - r.ScheduledMs}
+		}
 		emitLocked(r)
 	}
 
