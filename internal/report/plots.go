@@ -141,18 +141,29 @@ func legendRoom(p *plot.Plot) {
 
 // newPlot makes a plot with tlab's common style.
 func newPlot(xLabel, yLabel string) *plot.Plot {
+	return newPlotGrid(xLabel, yLabel, true)
+}
+
+// newPlotGrid makes a plot whose grid has vertical lines only when the x
+// axis is a scale: on a category axis they would run through the middle
+// of each category's group of boxes or bars.
+func newPlotGrid(xLabel, yLabel string, vertical bool) *plot.Plot {
 	p := plot.New()
 	p.X.Label.Text, p.Y.Label.Text = xLabel, yLabel
 	p.Legend.Top = true
 	p.Legend.Left = false
-	p.Add(plotter.NewGrid())
+	g := plotter.NewGrid()
+	if !vertical {
+		g.Vertical.Color = nil
+	}
+	p.Add(g)
 	return p
 }
 
 // groupedBoxes draws one box per (category, series) with whiskers at p5
 // and p95; stats[series][category].
 func groupedBoxes(categories, series []string, stats map[string]map[string]boxStat, xLabel, yLabel string) *plot.Plot {
-	p := newPlot(xLabel, yLabel)
+	p := newPlotGrid(xLabel, yLabel, false)
 	n := float64(len(series))
 	// One series per category (the categories are the series): each box
 	// stands at its label, and the labels make a legend unneeded.
@@ -188,7 +199,7 @@ func groupedBoxes(categories, series []string, stats map[string]map[string]boxSt
 
 // groupedBars draws one bar per (category, series); values[series][category].
 func groupedBars(categories, series []string, values map[string]map[string]float64, xLabel, yLabel string) (*plot.Plot, error) {
-	p := newPlot(xLabel, yLabel)
+	p := newPlotGrid(xLabel, yLabel, false)
 	n := float64(len(series))
 	own := slices.Equal(categories, series)
 	if own {
@@ -217,6 +228,9 @@ func groupedBars(categories, series []string, values map[string]map[string]float
 		p.Add(bars)
 	}
 	p.NominalX(categories...)
+	// Room beside the outer categories, so their bars are not cut by the
+	// plot's edge.
+	p.X.Min, p.X.Max = -0.6, float64(len(categories))-0.4
 	legendRoom(p)
 	return p, nil
 }

@@ -47,7 +47,7 @@ type cellSeries struct {
 // point is the median delay of the requests sent in its bin, so that four
 // protocols' lines stay apart and readable (raw points of several
 // protocols drawn over one another were not).
-const seriesBins = 120
+const seriesBins = 40
 
 // Load reads a run directory through package results: the manifest says
 // the run's name, description, swept fields and plots (older directories,
@@ -291,7 +291,7 @@ func (r *Run) figures(dir string) ([]Figure, []string, error) {
 const pageStyle template.CSS = `body{font:15px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222}
 h1{margin-bottom:.2em} h2{margin-top:2em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;font-size:13px;margin:.5em 0}
-th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:right}
+th,td{padding:3px 5px;border-bottom:1px solid #eee;text-align:right}
 th{background:#f6f6f6;position:sticky;top:0} td.l,th.l{text-align:left}
 .pass{color:#1a7f37}.fail{color:#cf222e;font-weight:bold}
 figure{margin:1.5em 0} figure img{width:100%;height:auto;border:1px solid #eee}
@@ -335,7 +335,7 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 <h2>Run</h2>
 <table class="meta">
 {{with .Run.Manifest}}
-<tr><th class="l">tool</th><td>{{.Tool}} {{.Commit}}{{if .Modified}} (modified){{end}}, {{.Go}}</td></tr>
+<tr><th class="l">tool</th><td>{{.Tool}}{{with .Commit}} {{.}}{{end}}{{if .Modified}} (modified){{end}}, {{.Go}}</td></tr>
 <tr><th class="l">machine</th><td>{{.Hostname}}: {{.CPU}}, {{.Cores}} cores, kernel {{.Kernel}}</td></tr>
 <tr><th class="l">started</th><td>{{when .Started}}{{range .Resumed}}; resumed {{when .}}{{end}}{{with .Finished}}; finished {{when .}}{{end}}</td></tr>
 <tr><th class="l">scenario</th><td>{{.Scenario}} ({{.ScenarioFile}}), {{.Cells}} cells, seed {{.Seed}}</td></tr>
@@ -355,8 +355,8 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 {{end}}
 <h2>Every cell</h2>
 <div class="wide"><table>
-<tr><th class="l">profile</th><th class="l">protocol</th><th class="l">swept</th><th>rep</th>{{range .Columns}}<th title="{{.Definition}}">{{.Header}}</th>{{end}}</tr>
-{{range $row := .Run.Rows}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Protocol}}</td><td class="l">{{combo .}}</td><td>{{.Rep}}</td>{{range $.Columns}}<td>{{cell $row .Name}}</td>{{end}}</tr>
+<tr><th class="l">profile</th><th class="l">protocol</th>{{if .Swept}}<th class="l">swept</th>{{end}}{{if .Reps}}<th>rep</th>{{end}}{{range .Columns}}<th title="{{.Definition}}">{{.Header}}</th>{{end}}</tr>
+{{range $row := .Run.Rows}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Protocol}}</td>{{if $.Swept}}<td class="l">{{combo .}}</td>{{end}}{{if $.Reps}}<td>{{.Rep}}</td>{{end}}{{range $.Columns}}<td>{{cell $row .Name}}</td>{{end}}</tr>
 {{end}}</table></div>
 {{range .Notes}}<p class="fail">{{.}}</p>{{end}}
 <p>Delays in milliseconds. Column definitions: docs/metrics.md (or hover a column's title); every column is in summary.csv. Data: summary.json, summary.csv, records.csv beside this file.</p>
@@ -392,10 +392,18 @@ func tableColumns(rows []results.Summary, m *results.Manifest) []metrics.Metric 
 }
 
 func writeHTML(w io.Writer, r *Run, figs []Figure, notes []string) error {
+	// Columns that say nothing (no swept field, one repetition) are left
+	// out, so that the table fits the page.
+	swept, reps := false, false
+	for _, row := range r.Rows {
+		swept = swept || len(row.Params) > 0
+		reps = reps || row.Rep > 1
+	}
 	return page.Execute(w, struct {
-		Run     *Run
-		Figures []Figure
-		Columns []metrics.Metric
-		Notes   []string
-	}{r, figs, tableColumns(r.Rows, r.Manifest), notes})
+		Run         *Run
+		Figures     []Figure
+		Columns     []metrics.Metric
+		Notes       []string
+		Swept, Reps bool
+	}{r, figs, tableColumns(r.Rows, r.Manifest), notes, swept, reps})
 }
