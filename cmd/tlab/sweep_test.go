@@ -224,6 +224,13 @@ func TestConcurrentRunsAreNamed(t *testing.T) {
 	if !strings.Contains(stdout.String(), "OTHER RUNS") {
 		t.Errorf("the table does not show the overlap:\n%s", stdout.String())
 	}
+	// Failed and never-sent requests are separate columns, and the LATE
+	// legend does not blame the protocol alone.
+	for _, want := range []string{"ERRORS", "UNSENT", "SCHED P99 ms", "or the host"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, stdout.String())
+		}
+	}
 	b, _ := os.ReadFile(filepath.Join(second, "summary.json"))
 	var rows []map[string]any
 	if json.Unmarshal(b, &rows); len(rows) != 1 || rows[0]["overlapping_runs"] != 1.0 {

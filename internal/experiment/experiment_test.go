@@ -112,6 +112,14 @@ func TestNonMultiplexingProtocolIsLateBelowRTT(t *testing.T) {
 	if rows[1].Int("late_sends") > 3 {
 		t.Errorf("quic-streams multiplexes, yet %d sends were late", rows[1].Int("late_sends"))
 	}
+	// What the control loop waits (from the schedule) includes the wait to
+	// be sent: for tcp far more than the delay from the send.
+	if s, d := rows[0].Float("sched_delay_p99_ms"), rows[0].Float("delay_p99_ms"); !(s > d+10) {
+		t.Errorf("tcp: delay from the schedule p99 %.1f ms, from the send %.1f ms; want the schedule's larger by the waits", s, d)
+	}
+	if s, d := rows[1].Float("sched_delay_p99_ms"), rows[1].Float("delay_p99_ms"); !(s >= d && s < d+3) {
+		t.Errorf("quic-streams: delay from the schedule p99 %.1f ms, from the send %.1f ms; want them close", s, d)
+	}
 }
 
 // TestOutputsAreTidyAndWrittenAsTheyCome checks records.csv and
