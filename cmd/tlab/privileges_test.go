@@ -32,20 +32,10 @@ func buildTlab(t *testing.T) string {
 // TestUnprivilegedUserRunsInUserNamespace runs tlab as nobody: it must
 // re-execute itself in a user namespace and build its testbeds there.
 func TestUnprivilegedUserRunsInUserNamespace(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to switch to another user")
-	}
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		t.Skip("setpriv not installed")
-	}
-	if b, _ := os.ReadFile("/proc/sys/user/max_user_namespaces"); strings.TrimSpace(string(b)) == "0" {
-		t.Skip("user namespaces are disabled on this kernel")
-	}
+	unprivileged(t)
 	bin := buildTlab(t)
 	cleanUserRegistries(t, 65534)
-	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", bin, "calibrate", "--quick", "--json")
-	cmd.Dir = "/"
-	out, err := cmd.Output()
+	out, err := asUser(bin, 65534, "calibrate", "--quick", "--json").Output()
 	var ee *exec.ExitError
 	if err != nil && !(errorsAs(err, &ee) && ee.ExitCode() == exitFailure) {
 		t.Fatalf("unprivileged calibrate: %v\n%s", err, out)
