@@ -308,3 +308,118 @@ func drawRecordLines(p panel, cdf bool) ([]Figure, error) {
 	}
 	return figs, nil
 }
+
+func init() {
+	registerPlot(PlotKind{Name: "rt_e2e_bars", Doc: "study B's table as a picture: response time and end-to-end delay per protocol (means after the 3-MAD rule, error bars ±1 standard deviation)",
+		Needs: []string{"response_time_mean_ms", "response_time_std_ms", "e2e_mean_ms", "e2e_std_ms"}, Draw: drawRTE2EBars})
+	registerPlot(PlotKind{Name: "e2e_hist", Doc: "histogram of the end-to-end delay per protocol (study B), from each cell's records",
+		Needs: []string{"records"}, Draw: drawDelayHist})
+}
+
+// drawRTE2EBars draws two grouped bar charts, response time and
+// end-to-end delay, each bar a mean with ±1 std error bars.
+func drawRTE2EBars(p panel) ([]Figure, error) {
+	var figs []Figure
+	catOf, cats := p.category()
+	for _, f := range []struct{ mean, std, title, stem string }{
+		{"response_time_mean_ms", "response_time_std_ms", "Response time", "rt"},
+		{"e2e_mean_ms", "e2e_std_ms", "End-to-end delay", "e2e"},
+	} {
+		means := meanBy(p.rows, func(s results.Summary) float64 { return s.Float(f.mean) }, catOf)
+		stds := meanBy(p.rows, func(s results.Summary) float64 { return s.Float(f.std) }, catOf)
+		pl, err := groupedBars(cats, p.protos, means, p.xLabel(), f.title+" (ms)")
+		if err != nil {
+			return nil, err
+		}
+		if err := addErrorBars(pl, cats, p.protos, means, stds); err != nil {
+			return nil, err
+		}
+		fig, err := render(pl, p.dir, p.stem+"-"+f.stem, f.title+", "+p.profile,
+			"Mean after removing values beyond 3 scaled MADs from the median, with ±1 standard deviation (study B's statistics); response time = starttransfer − namelookup, end-to-end = total − namelookup.", figW, figH)
+		if err != nil {
+			return nil, err
+		}
+		figs = append(figs, fig)
+	}
+	return figs, nil
+}
+
+// drawDelayHist draws, per swept combination (at most six), the
+// distribution of each protocol's delay as a frequency polygon: the
+// fraction of requests in each of 40 bins between the smallest 0.5th and
+// the largest 99th percentile (the tails are in the CDF).
+func drawDelayHist(p panel) ([]Figure, error) {
+	var figs []Figure
+	for ci, cat := range p.cats {
+		if ci >= 6 {
+			break
+		}
+		cdfs := map[string]plotter.XYs{}
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, row := range p.rows {
+			if comboLabel(row) != cat || row.Rep > 1 {
+				continue
+			}
+			cs := p.run.cellSeriesOf(row)
+			if cs == nil || len(cs.cdf) < 2 {
+				continue
+			}
+			cdfs[row.Protocol] = cs.cdf
+			lo, hi = math.Min(lo, cdfAt(cs.cdf, 0.005)), math.Max(hi, cdfAt(cs.cdf, 0.99))
+		}
+		if len(cdfs) == 0 || !(hi > lo) {
+			continue
+		}
+		const bins = 40
+		width := (hi - lo) / bins
+		pts := map[string]plotter.XYs{}
+		for proto, cdf := range cdfs {
+			for b := 0; b < bins; b++ {
+				x0, x1 := lo+float64(b)*width, lo+float64(b+1)*width
+				pts[proto] = append(pts[proto], plotter.XY{X: (x0 + x1) / 2, Y: fractionBelow(cdf, x1) - fractionBelow(cdf, x0)})
+			}
+		}
+		pl, err := lines(p.protos, pts, "end-to-end delay (ms)", "fraction of requests per bin")
+		if err != nil {
+			return nil, err
+		}
+		label := p.profile
+		if cat != "" {
+			label += ", " + p.axis + " " + cat
+		}
+		fig, err := render(pl, p.dir, fmt.Sprintf("%s-%d", p.stem, ci+1), "End-to-end delay histogram, "+label,
+			fmt.Sprintf("Fraction of requests in each of %d bins of %.2f ms (first repetition); the tails beyond the 0.5th and 99th percentiles are in the CDF.", bins, width), figW, figH)
+		if err != nil {
+			return nil, err
+		}
+		figs = append(figs, fig)
+	}
+	return figs, nil
+}
+
+// cdfAt returns the q-quantile from a CDF given as (value, fraction) points.
+func cdfAt(cdf plotter.XYs, q float64) float64 {
+	for i := 1; i < len(cdf); i++ {
+		if cdf[i].Y >= q {
+			return cdf[i-1].X + (cdf[i].X-cdf[i-1].X)*(q-cdf[i-1].Y)/math.Max(cdf[i].Y-cdf[i-1].Y, 1e-12)
+		}
+	}
+	return cdf[len(cdf)-1].X
+}
+
+// fractionBelow returns the fraction of values at or below x, interpolated
+// in the CDF.
+func fractionBelow(cdf plotter.XYs, x float64) float64 {
+	if x < cdf[0].X {
+		return 0
+	}
+	for i := 1; i < len(cdf); i++ {
+		if cdf[i].X >= x {
+			if cdf[i].X == cdf[i-1].X {
+				return cdf[i].Y
+			}
+			return cdf[i-1].Y + (cdf[i].Y-cdf[i-1].Y)*(x-cdf[i-1].X)/(cdf[i].X-cdf[i-1].X)
+		}
+	}
+	return 1
+}

@@ -316,3 +316,59 @@ func heatmap(g grid, xLabel, yLabel string, colNames, rowNames []string) (*plot.
 	p.Legend = plot.NewLegend()
 	return p, nil
 }
+
+// addErrorBars draws ±err bars on the bars groupedBars drew for the same
+// categories and series, offset on the canvas exactly as the bars are.
+func addErrorBars(p *plot.Plot, categories, series []string, values, errs map[string]map[string]float64) error {
+	n := float64(len(series))
+	own := slices.Equal(categories, series)
+	if own {
+		n = 1
+	}
+	width := vg.Length(math.Max(3, math.Min(20, 420/(n*float64(len(categories))))))
+	for si, s := range series {
+		eb := &errorBars{}
+		if !own {
+			eb.offset = vg.Length(float64(si)-(n-1)/2) * width
+		}
+		for ci, c := range categories {
+			v, ok := values[s][c]
+			e := errs[s][c]
+			if !ok || math.IsNaN(v) || math.IsNaN(e) {
+				continue
+			}
+			eb.x, eb.y, eb.err = append(eb.x, float64(ci)), append(eb.y, v), append(eb.err, e)
+		}
+		if len(eb.x) > 0 {
+			p.Add(eb)
+		}
+	}
+	return nil
+}
+
+// errorBars draws vertical ±err bars at category positions, shifted by a
+// canvas offset (as bar charts shift their series).
+type errorBars struct {
+	x, y, err []float64
+	offset    vg.Length
+}
+
+func (e *errorBars) Plot(c draw.Canvas, plt *plot.Plot) {
+	trX, trY := plt.Transforms(&c)
+	line := draw.LineStyle{Color: color.Black, Width: vg.Points(1)}
+	for i := range e.x {
+		x := trX(e.x[i]) + e.offset
+		lo, hi := trY(e.y[i]-e.err[i]), trY(e.y[i]+e.err[i])
+		c.StrokeLines(line, []vg.Point{{X: x, Y: lo}, {X: x, Y: hi}},
+			[]vg.Point{{X: x - 3, Y: lo}, {X: x + 3, Y: lo}}, []vg.Point{{X: x - 3, Y: hi}, {X: x + 3, Y: hi}})
+	}
+}
+
+func (e *errorBars) DataRange() (xmin, xmax, ymin, ymax float64) {
+	xmin, xmax, ymin, ymax = math.Inf(1), math.Inf(-1), 0, math.Inf(-1)
+	for i := range e.x {
+		xmin, xmax = math.Min(xmin, e.x[i]), math.Max(xmax, e.x[i])
+		ymin, ymax = math.Min(ymin, e.y[i]-e.err[i]), math.Max(ymax, e.y[i]+e.err[i])
+	}
+	return
+}

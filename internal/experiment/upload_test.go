@@ -1,0 +1,126 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tlab/internal/results"
+	"tlab/internal/scenario"
+)
+
+// runUpload runs study B's workload on a 10 ms-RTT link and returns the
+// rows and every record of the run, by protocol.
+func runUpload(t *testing.T, protocols, link, wl string, count int, extra string) ([]results.Summary, map[string][][]string, []string) {
+	t.Helper()
+	src := fmt.Sprintf("name: b\nprofiles: [ethernet]\nlink: {%s}\nprotocols: [%s]\nworkload: {type: upload, %s}\ncount: %d\n%s", link, protocols, wl, count, extra)
+	sc, err := scenario.Parse("b.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	rows, err := Sweep{Scenario: sc, Dir: dir, SkipCalibration: true}.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := readCSV(t, filepath.Join(dir, "records.csv"))
+	by := map[string][][]string{}
+	for _, r := range all[1:] {
+		by[r[2]] = append(by[r[2]], r)
+	}
+	return rows, by, all[0]
+}
+
+func column(t *testing.T, header []string, rec []string, name string) float64 {
+	t.Helper()
+	for i, h := range header {
+		if h == name {
+			if rec[i] == "" {
+				return math.NaN()
+			}
+			var v float64
+			if _, err := fmt.Sscan(rec[i], &v); err != nil {
+				t.Fatalf("%s = %q", name, rec[i])
+			}
+			return v
+		}
+	}
+	t.Fatalf("no column %s in %v", name, header)
+	return 0
+}
+
+// TestUploadPhasesTakeTheRoundTripsEachStackNeeds: on every protocol the
+// phases are ordered, the name lookup crosses the link (one RTT), and the
+// handshakes before the request take what the protocol needs: TCP alone 1
+// RTT, TCP + TLS 1.3 2, TCP + TLS 1.2 3, QUIC 1.
+func TestUploadPhasesTakeTheRoundTripsEachStackNeeds(t *testing.T) {
+	requireRoot(t)
+	const rtt = 10.0
+	want := map[string]float64{"h1": 1, "h1s": 2, "h3": 1, "h2": 3}
+	rows13, recs, header := runUpload(t, "h1, h1s, h3", "rtt: 10ms", "size: 3.5KB", 6, "")
+	rows12, recs12, _ := runUpload(t, "h2", "rtt: 10ms", "size: 3.5KB", 6, "settings: {tls_version: \"1.2\"}\n")
+	recs["h2"] = recs12["h2"]
+	for _, r := range append(rows13, rows12...) {
+		if r.Int("requests") != 6 || r.Int("errors") != 0 {
+			t.Errorf("%s: %d requests, %d errors", r.Protocol, r.Int("requests"), r.Int("errors"))
+		}
+	}
+	for proto, rs := range recs {
+		for _, rec := range rs {
+			ph := map[string]float64{}
+			for _, n := range []string{"time_namelookup_ms", "time_connect_ms", "time_appconnect_ms", "time_pretransfer_ms", "time_starttransfer_ms", "time_total_ms"} {
+				ph[n] = column(t, header, rec, n)
+			}
+			order := []float64{ph["time_namelookup_ms"], ph["time_connect_ms"], ph["time_appconnect_ms"], ph["time_pretransfer_ms"], ph["time_starttransfer_ms"], ph["time_total_ms"]}
+			prev := 0.0
+			for i, v := range order {
+				if math.IsNaN(v) && i == 2 && proto == "h1" {
+					continue // no TLS: curl reports no appconnect either
+				}
+				if !(v >= prev) {
+					t.Errorf("%s: phases out of order: %v", proto, order)
+					break
+				}
+				prev = v
+			}
+			if l := ph["time_namelookup_ms"]; l < rtt || l > rtt*1.5 {
+				t.Errorf("%s: name lookup %.2f ms, want about one RTT (%v ms) across the link", proto, l, rtt)
+			}
+			hs := (ph["time_pretransfer_ms"] - ph["time_namelookup_ms"]) / rtt
+			if math.Abs(hs-want[proto]) > 0.5 {
+				t.Errorf("%s: %.2f RTT from the lookup to the request, want %.0f", proto, hs, want[proto])
+			}
+		}
+	}
+}
+
+// TestUploadFailuresAreRecords: a request that cannot connect is a record
+// with its error and the phase it reached, never a zero, and the cell goes
+// on to its other requests.
+func TestUploadFailuresAreRecords(t *testing.T) {
+	requireRoot(t)
+	rows, recs, header := runUpload(t, "h1", "rtt: 10ms, up: {loss: 100%}", "resolve: static, timeout: 300ms", 3, "")
+	if len(rows) != 1 || rows[0].Int("requests") != 0 || rows[0].Int("errors") != 3 {
+		t.Fatalf("rows %+v", rows)
+	}
+	for _, rec := range recs["h1"] {
+		errCol := -1
+		for i, h := range header {
+			if h == "error" {
+				errCol = i
+			}
+		}
+		if !strings.HasPrefix(rec[errCol], "reached namelookup: ") {
+			t.Errorf("error %q does not say the phase it reached", rec[errCol])
+		}
+		if d := column(t, header, rec, "delay_ms"); !math.IsNaN(d) {
+			t.Errorf("a failed request has delay %v, want NA", d)
+		}
+		if v := column(t, header, rec, "time_connect_ms"); !math.IsNaN(v) {
+			t.Errorf("a request that never connected has time_connect %v", v)
+		}
+	}
+}
