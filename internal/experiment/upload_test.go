@@ -68,7 +68,12 @@ func TestUploadPhasesTakeTheRoundTripsEachStackNeeds(t *testing.T) {
 			t.Errorf("%s: %d requests, %d errors", r.Protocol, r.Int("requests"), r.Int("errors"))
 		}
 	}
+	// Timing is asserted as a busy host cannot break it: every request
+	// takes at least the round trips the protocol needs (the link's delay
+	// is physics), and the fastest of six comes within half an RTT of them
+	// (a host's stalls only ever add time).
 	for proto, rs := range recs {
+		minLookup, minHandshake := math.Inf(1), math.Inf(1)
 		for _, rec := range rs {
 			ph := map[string]float64{}
 			for _, n := range []string{"time_namelookup_ms", "time_connect_ms", "time_appconnect_ms", "time_pretransfer_ms", "time_starttransfer_ms", "time_total_ms"} {
@@ -86,13 +91,15 @@ func TestUploadPhasesTakeTheRoundTripsEachStackNeeds(t *testing.T) {
 				}
 				prev = v
 			}
-			if l := ph["time_namelookup_ms"]; l < rtt || l > rtt*1.5 {
-				t.Errorf("%s: name lookup %.2f ms, want about one RTT (%v ms) across the link", proto, l, rtt)
+			lookup := ph["time_namelookup_ms"]
+			hs := (ph["time_pretransfer_ms"] - lookup) / rtt
+			if lookup < 0.95*rtt || hs < want[proto]-0.05 {
+				t.Errorf("%s: lookup %.2f ms, %.2f RTT to the request: faster than the link allows (%.0f RTT after one for the lookup)", proto, lookup, hs, want[proto])
 			}
-			hs := (ph["time_pretransfer_ms"] - ph["time_namelookup_ms"]) / rtt
-			if math.Abs(hs-want[proto]) > 0.5 {
-				t.Errorf("%s: %.2f RTT from the lookup to the request, want %.0f", proto, hs, want[proto])
-			}
+			minLookup, minHandshake = math.Min(minLookup, lookup), math.Min(minHandshake, hs)
+		}
+		if minLookup > 1.5*rtt || minHandshake > want[proto]+0.5 {
+			t.Errorf("%s: fastest lookup %.2f ms, fastest %.2f RTT to the request; want about 1 RTT and %.0f RTT", proto, minLookup, minHandshake, want[proto])
 		}
 	}
 }

@@ -29,8 +29,8 @@ const ServerName = "tlab-server"
 // (total). A phase not reached is 0; Reached names the last one reached.
 type Phases struct {
 	NameLookup, Connect, AppConnect, PreTransfer, StartTransfer, Total time.Duration
-	Reached                                                          string
-	RespBytes                                                        int
+	Reached                                                            string
+	RespBytes                                                          int
 }
 
 // Target is where a one-shot request goes: a name (or an address) and a

@@ -239,7 +239,9 @@ func (u Upload) Target(client proto.Net, serverIP net.IP) proto.Target {
 	t := proto.Target{Host: serverIP.String(), Port: ServerPort}
 	if u.Resolve == "dns" {
 		t.Host = proto.ServerName
-		t.Resolve = func(ctx context.Context, host string) (net.IP, error) { return proto.LookupA(ctx, client, serverIP, host) }
+		t.Resolve = func(ctx context.Context, host string) (net.IP, error) {
+			return proto.LookupA(ctx, client, serverIP, host)
+		}
 	}
 	return t
 }
