@@ -40,20 +40,21 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"calibrate": {"measure the emulator's own accuracy on this machine", runCalibrate},
-		"cleanup":   {"remove what killed runs left behind", runCleanup},
-		"run":       {"run a scenario or preset, resume one, or compare protocols ad hoc", runRun},
-		"validate":  {"check a scenario file without running it", runValidate},
-		"report":    {"regenerate the report of a results directory", runReport},
-		"compare":   {"put several runs side by side in one report", runCompare},
-		"presets":   {"list the built-in scenarios (one per study)", runPresets},
-		"flowsim":   {"simulate study C's QUIC flow-control allowances", runFlowsim},
-		"profiles":  {"list the built-in link profiles, or show one", runProfiles},
-		"workloads": {"list the workload types with their parameters", runWorkloads},
-		"protocols": {"list the protocols and the settings each honours", runProtocols},
-		"metrics":   {"list every summary column and its definition", runMetrics},
-		"plots":     {"list the plot kinds a scenario can ask for", runPlots},
-		"version":   {"print the version", runVersion},
+		"calibrate":  {"measure the emulator's own accuracy on this machine", runCalibrate},
+		"crosscheck": {"does tlab agree with curl? study B's phases, tlab against real clients", runCrossCheck},
+		"cleanup":    {"remove what killed runs left behind", runCleanup},
+		"run":        {"run a scenario or preset, resume one, or compare protocols ad hoc", runRun},
+		"validate":   {"check a scenario file without running it", runValidate},
+		"report":     {"regenerate the report of a results directory", runReport},
+		"compare":    {"put several runs side by side in one report", runCompare},
+		"presets":    {"list the built-in scenarios (one per study)", runPresets},
+		"flowsim":    {"simulate study C's QUIC flow-control allowances", runFlowsim},
+		"profiles":   {"list the built-in link profiles, or show one", runProfiles},
+		"workloads":  {"list the workload types with their parameters", runWorkloads},
+		"protocols":  {"list the protocols and the settings each honours", runProtocols},
+		"metrics":    {"list every summary column and its definition", runMetrics},
+		"plots":      {"list the plot kinds a scenario can ask for", runPlots},
+		"version":    {"print the version", runVersion},
 	}
 }
 

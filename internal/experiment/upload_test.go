@@ -4,12 +4,18 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"tlab/internal/emu"
+	"tlab/internal/proto"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
+	"tlab/internal/units"
 )
 
 // runUpload runs study B's workload on a 10 ms-RTT link and returns the
@@ -34,7 +40,7 @@ func runUpload(t *testing.T, protocols, link, wl string, count int, extra string
 	return rows, by, all[0]
 }
 
-func column(t *testing.T, header []string, rec []string, name string) float64 {
+func recColumn(t *testing.T, header []string, rec []string, name string) float64 {
 	t.Helper()
 	for i, h := range header {
 		if h == name {
@@ -77,7 +83,7 @@ func TestUploadPhasesTakeTheRoundTripsEachStackNeeds(t *testing.T) {
 		for _, rec := range rs {
 			ph := map[string]float64{}
 			for _, n := range []string{"time_namelookup_ms", "time_connect_ms", "time_appconnect_ms", "time_pretransfer_ms", "time_starttransfer_ms", "time_total_ms"} {
-				ph[n] = column(t, header, rec, n)
+				ph[n] = recColumn(t, header, rec, n)
 			}
 			order := []float64{ph["time_namelookup_ms"], ph["time_connect_ms"], ph["time_appconnect_ms"], ph["time_pretransfer_ms"], ph["time_starttransfer_ms"], ph["time_total_ms"]}
 			prev := 0.0
@@ -123,11 +129,47 @@ func TestUploadFailuresAreRecords(t *testing.T) {
 		if !strings.HasPrefix(rec[errCol], "reached namelookup: ") {
 			t.Errorf("error %q does not say the phase it reached", rec[errCol])
 		}
-		if d := column(t, header, rec, "delay_ms"); !math.IsNaN(d) {
+		if d := recColumn(t, header, rec, "delay_ms"); !math.IsNaN(d) {
 			t.Errorf("a failed request has delay %v, want NA", d)
 		}
-		if v := column(t, header, rec, "time_connect_ms"); !math.IsNaN(v) {
+		if v := recColumn(t, header, rec, "time_connect_ms"); !math.IsNaN(v) {
 			t.Errorf("a request that never connected has time_connect %v", v)
 		}
 	}
+}
+
+// TestCrossCheckAgreesWithCurl: on a clean 10 ms link, tlab's phases agree
+// with Debian's curl (h1, h1s) and libcurl 8 (h2, h3) within the stated
+// tolerance. On CI the real clients must be there (scripts/setup installs
+// them); elsewhere their absence skips the test.
+func TestCrossCheckAgreesWithCurl(t *testing.T) {
+	requireRoot(t)
+	if _, err := exec.LookPath("curl"); err != nil {
+		missingClient(t, "curl")
+	}
+	if exec.Command("python3", "-c", "import curl_cffi").Run() != nil {
+		missingClient(t, "python3 with curl_cffi")
+	}
+	link := emu.DirectionConfig{Delay: units.Duration(5 * time.Millisecond)}
+	checks, err := CrossCheck{Protocols: []string{"h1", "h1s", "h2", "h3"}, Link: emu.LinkConfig{Up: link, Down: link},
+		Count: 9, Size: 3500, Settings: proto.DefaultSettings(), Seed: 1}.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(checks) != 5+6+6+6 {
+		t.Errorf("%d phase checks, want 23", len(checks))
+	}
+	for _, c := range checks {
+		if !c.Pass {
+			t.Errorf("%s %s: tlab %.2f ms, %s %.2f ms, beyond the %.2f ms tolerance", c.Protocol, c.Phase, c.TlabMs, c.Client, c.ExternalMs, c.ToleranceMs)
+		}
+	}
+}
+
+func missingClient(t *testing.T, what string) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s is missing on CI: scripts/setup installs it", what)
+	}
+	t.Skipf("%s is not installed (scripts/setup installs it)", what)
 }

@@ -19,6 +19,9 @@ import (
 type Certificates struct {
 	Server tls.Certificate
 	Roots  *x509.CertPool
+	// CA is the run's CA certificate, for external clients (curl's
+	// --cacert) that must trust the servers.
+	CA *x509.Certificate
 }
 
 // NewCertificates makes an ECDSA P-256 CA and a server certificate for ips
@@ -63,5 +66,5 @@ func NewCertificates(ips ...net.IP) (*Certificates, error) {
 	}
 	roots := x509.NewCertPool()
 	roots.AddCert(ca)
-	return &Certificates{Server: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, Roots: roots}, nil
+	return &Certificates{Server: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, Roots: roots, CA: ca}, nil
 }

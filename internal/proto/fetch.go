@@ -23,8 +23,9 @@ const ServerName = "tlab-server"
 // Phases are the times of one request made on a connection of its own, as
 // one curl invocation makes it, each from the request's start and defined
 // as curl's -w variables are: name resolved (namelookup), transport
-// connected (connect: TCP; for QUIC, the handshake, as curl reports it),
-// TLS or QUIC handshake done (appconnect; 0 without TLS, as in curl), about
+// connected (connect: the TCP handshake; for QUIC the UDP socket, ready at
+// once, as libcurl reports it), TLS or QUIC handshake done (appconnect; 0
+// without TLS, as in curl), about
 // to send (pretransfer), first response byte (starttransfer), all done
 // (total). A phase not reached is 0; Reached names the last one reached.
 type Phases struct {
@@ -121,8 +122,8 @@ func fetchHTTP(ctx context.Context, n Net, t Target, s Settings, useTLS, h2 bool
 }
 
 // fetchH3 makes one POST over HTTP/3 on a QUIC connection of its own.
-// curl reports a QUIC connection as connected when its handshake is done,
-// so connect and appconnect are the same instant.
+// libcurl reports a QUIC connection's connect when its UDP socket is ready
+// (no round trip) and its appconnect when the handshake is done.
 func fetchH3(ctx context.Context, n Net, t Target, s Settings, reqSize, respSize int) (Phases, error) {
 	start := time.Now()
 	var ph Phases
@@ -134,13 +135,17 @@ func fetchH3(ctx context.Context, n Net, t Target, s Settings, reqSize, respSize
 	c.ClientSessionCache = nil
 	qc, qlogs := quicConfig(s)
 	defer qlogs.Wait()
-	conn, udp, err := dialQUIC(ctx, n, net.JoinHostPort(ip.String(), strconv.Itoa(t.Port)), c, qc, false)
+	udp, err := n.ListenUDP(&net.UDPAddr{})
 	if err != nil {
 		return ph, err
 	}
 	defer udp.Close()
-	ph.Connect = time.Since(start)
-	ph.AppConnect, ph.Reached = ph.Connect, "appconnect"
+	ph.Connect, ph.Reached = time.Since(start), "connect"
+	conn, err := quic.Dial(ctx, udp, &net.UDPAddr{IP: ip, Port: t.Port}, c, qc)
+	if err != nil {
+		return ph, err
+	}
+	ph.AppConnect, ph.Reached = time.Since(start), "appconnect"
 	tr := &http3.Transport{TLSClientConfig: c, QUICConfig: qc,
 		Dial: func(context.Context, string, *tls.Config, *quic.Config) (*quic.Conn, error) { return conn, nil }}
 	defer tr.Close()

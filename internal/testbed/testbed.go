@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -449,5 +451,31 @@ func (h *Host) AddNeighbour(ifname string, ip net.IP, mac net.HardwareAddr) erro
 			return err
 		}
 		return netlink.NeighAdd(&netlink.Neigh{LinkIndex: link.Attrs().Index, IP: ip, HardwareAddr: mac, State: netlink.NUD_PERMANENT, Family: netlink.FAMILY_V4})
+	})
+}
+
+// Run runs an external command in the host's network namespace and waits
+// for it. With resolvConf set, the command sees that file as
+// /etc/resolv.conf (bind-mounted in a private mount namespace, so the
+// machine's own is untouched): its resolver then asks the name server the
+// file names, as a real client on that host would. The command dies with
+// tlab (Pdeathsig).
+func (h *Host) Run(cmd *exec.Cmd, resolvConf string) error {
+	if resolvConf != "" {
+		args := append([]string{"--mount", "--propagation", "private", "sh", "-c", `mount --bind "$0" /etc/resolv.conf && exec "$@"`, resolvConf}, cmd.Args...)
+		path, err := exec.LookPath("unshare")
+		if err != nil {
+			return fmt.Errorf("running %s with its own resolv.conf: %w", cmd.Args[0], err)
+		}
+		cmd.Path, cmd.Args = path, append([]string{"unshare"}, args...)
+	}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	return h.Do(func() error {
+		// The child inherits this thread's namespace; Pdeathsig fires
+		// when this (locked) thread exits, after the command has.
+		return cmd.Run()
 	})
 }

@@ -271,11 +271,9 @@ func uploadRecord(seq int, sent, done time.Duration, size int, ph proto.Phases, 
 		r.ConnectMs = ms(ph.Connect - ph.NameLookup)
 	}
 	if ph.AppConnect > 0 {
+		// TLS after TCP; for QUIC (whose connect is its socket) the
+		// whole handshake.
 		r.HandshakeMs = ms(ph.AppConnect - max(ph.Connect, ph.NameLookup))
-		if ph.AppConnect == ph.Connect {
-			// QUIC: the whole handshake, from the lookup on.
-			r.HandshakeMs, r.ConnectMs = ms(ph.AppConnect-ph.NameLookup), 0
-		}
 	}
 	r.Extra["response_time_ms"] = r.FirstByteMs
 	r.Extra["e2e_ms"] = r.DelayMs
