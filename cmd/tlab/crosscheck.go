@@ -90,4 +90,3 @@ func crossCheck(ctx context.Context, cc experiment.CrossCheck, asJSON bool, args
 	}
 	return exitOK
 }
-
