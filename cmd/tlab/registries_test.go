@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"tlab/internal/metrics"
+	"tlab/internal/proto"
 	"tlab/internal/report"
 	"tlab/internal/workload"
 )
@@ -42,12 +43,20 @@ func TestRegistriesAgree(t *testing.T) {
 		if strings.HasPrefix(typ.Name, "toy") {
 			continue
 		}
-		code, out, errs := run("validate", "--set", "workload={type: "+typ.Name+"}", "--set", "plots=[]", "quick")
+		// The first protocol the workload accepts.
+		sets := []string{"workload={type: " + typ.Name + "}", "plots=[]"}
+		for _, p := range proto.Names() {
+			if _, err := loadScenario("quick", append(sets, "protocols=["+p+"]")); err == nil {
+				sets = append(sets, "protocols=["+p+"]")
+				break
+			}
+		}
+		code, out, errs := run("validate", "--set", sets[0], "--set", sets[1], "--set", sets[len(sets)-1], "quick")
 		if code != exitOK {
-			t.Errorf("%s with its defaults does not validate: %s %s", typ.Name, out, errs)
+			t.Errorf("%s with its defaults does not validate over any protocol: %s %s", typ.Name, out, errs)
 			continue
 		}
-		sc, err := loadScenario("quick", []string{"workload={type: " + typ.Name + "}", "plots=[]"})
+		sc, err := loadScenario("quick", sets)
 		if err != nil {
 			t.Fatalf("%s: %v", typ.Name, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -138,7 +139,9 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 		if len(overlaps) > 0 {
 			var names []string
 			for _, o := range overlaps {
-				names = append(names, o.String())
+				if n := o.String(); !slices.Contains(names, n) {
+					names = append(names, n)
+				}
 			}
 			w := fmt.Sprintf("cell %s ran while other tlab runs were live (%s): they share the CPUs, its timings are disturbed", cell.ID, strings.Join(names, ", "))
 			sw.logf("warning: %s", w)

@@ -423,3 +423,46 @@ func fractionBelow(cdf plotter.XYs, x float64) float64 {
 	}
 	return 1
 }
+
+func init() {
+	registerPlot(bySizeKind("rtt_by_size", "frame_rtt_p50_ms", "frame round trip, median (ms)", "Frame round trip by frame size",
+		"Median time from a frame's first byte sent to its result received (study E's RTT), by frame size; one line per protocol."))
+	registerPlot(bySizeKind("jitter_by_size", "jitter_rfc3550_ms", "jitter (ms)", "Jitter by frame size",
+		"RFC 3550 interarrival jitter of the client-to-server datagrams (frames for tcp and quic-streams), by frame size."))
+	registerPlot(bySizeKind("throughput_by_size", "throughput_mbps", "throughput (Mbit/s)", "Client-to-server throughput by frame size",
+		"Bytes the link delivered towards the server per second over the measured window, by frame size."))
+}
+
+// bySizeKind draws a summary field against the frame size, one line per
+// protocol (study E's figures), per network, averaging repetitions.
+func bySizeKind(name, field, ylabel, title, caption string) PlotKind {
+	return PlotKind{Name: name, Doc: title + " (" + field + ") per network", Needs: []string{field, "frame_bytes"},
+		Draw: func(p panel) ([]Figure, error) {
+			pts := map[string]plotter.XYs{}
+			for _, proto := range p.protos {
+				sum, n := map[float64]float64{}, map[float64]float64{}
+				for _, r := range p.rows {
+					v, x := r.Float(field), r.Float("frame_bytes")/1000
+					if r.Protocol != proto || math.IsNaN(v) || math.IsNaN(x) {
+						continue
+					}
+					sum[x] += v
+					n[x]++
+				}
+				var xs []float64
+				for x := range sum {
+					xs = append(xs, x)
+				}
+				slices.Sort(xs)
+				for _, x := range xs {
+					pts[proto] = append(pts[proto], plotter.XY{X: x, Y: sum[x] / n[x]})
+				}
+			}
+			pl, err := lines(p.protos, pts, "frame size (kB)", ylabel)
+			if err != nil {
+				return nil, err
+			}
+			fig, err := render(pl, p.dir, p.stem, title+", "+p.profile, caption, figW, figH)
+			return []Figure{fig}, err
+		}}
+}

@@ -197,6 +197,13 @@ func (s *Scenario) validate() error {
 	if err := s.decodeWorkload(); err != nil {
 		return err
 	}
+	if accepts := s.workload.Info().Accepts; accepts != nil {
+		for i, p := range s.Protocols {
+			if err := accepts(p); err != nil {
+				return s.errAt([]any{"protocols", i}, "%v", err)
+			}
+		}
+	}
 	if n := s.workload.Info().Records; n > workload.MaxRecordsPerCell {
 		key := "duration"
 		if s.Count > 0 {

@@ -172,6 +172,16 @@ func (u Upload) Info() Info {
 			{Name: "upload_size", Value: float64(u.Size)},
 		},
 		Roles: ClientServerRoles,
+		Accepts: func(protocol string) error {
+			p, err := proto.Lookup(protocol)
+			if err != nil {
+				return err
+			}
+			if _, ok := p.(proto.Fetcher); !ok {
+				return fmt.Errorf("upload makes one request per connection as curl does: %s cannot (use h1, h1s, h2 or h3)", protocol)
+			}
+			return nil
+		},
 		Metrics: []string{"requests", "errors", "response_time_mean_ms", "response_time_std_ms", "response_time_p50_ms",
 			"e2e_mean_ms", "e2e_std_ms", "e2e_p50_ms", "e2e_p95_ms", "e2e_outliers",
 			"time_namelookup_mean_ms", "time_connect_mean_ms", "time_appconnect_mean_ms", "time_pretransfer_mean_ms", "time_starttransfer_mean_ms", "time_total_mean_ms",

@@ -60,6 +60,10 @@ type Info struct {
 	// Plots are the plot kinds (see tlab plots) that suit the workload's
 	// records and summaries, in the order a report shows them.
 	Plots []string
+	// Accepts says whether the workload can run over the named protocol
+	// (nil: any request/response protocol); the scenario refuses the
+	// others where they are listed.
+	Accepts func(protocol string) error
 	// Describe is one line for the top of the terminal table.
 	Describe string
 }
@@ -158,6 +162,15 @@ func Types() []Type {
 // MaxRecordsPerCell bounds a cell's records: about 150 MB of records.csv
 // and as much memory. Study A's longest cell (an hour at 5 ms) has 720 000.
 const MaxRecordsPerCell = 1_000_000
+
+// RequestResponse accepts the protocols that exchange requests and
+// responses (not those that only carry frames).
+func RequestResponse(protocol string) error {
+	if proto.FramesOnly(protocol) {
+		return fmt.Errorf("%s only carries frames (workload frames)", protocol)
+	}
+	return nil
+}
 
 // ServerPort is where a client-server workload's server listens.
 const ServerPort = 4433

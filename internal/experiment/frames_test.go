@@ -1,0 +1,90 @@
+package experiment
+
+import (
+	"math"
+	"testing"
+
+	"tlab/internal/results"
+)
+
+var frameTransports = []string{"udp", "tcp", "rtp", "mpegts", "quic-streams", "quic-dgram"}
+
+func framesRun(t *testing.T, link, wl string, count int) map[string]results.Summary {
+	t.Helper()
+	rows, _ := sweep(t, "", frameTransports, link, 0, 0, "", nil, withWorkload("{type: frames, "+wl+"}", count))
+	return byProtocol(rows)
+}
+
+// TestEveryTransportDeliversEveryFrame: on a clean 10 ms-RTT link every
+// frame of every transport gets its result, no round trip beats the RTT,
+// and the one-way delay is at least the link's 5 ms and below the round
+// trip (quic-go paces a frame's packets over part of an RTT, so its last
+// byte arrives a few milliseconds after the link's delay).
+func TestEveryTransportDeliversEveryFrame(t *testing.T) {
+	requireRoot(t)
+	by := framesRun(t, "rtt=10ms", "size: 20KB", 30)
+	for _, p := range frameTransports {
+		r, ok := by[p]
+		if !ok {
+			t.Errorf("%s: no row", p)
+			continue
+		}
+		if r.Int("frames") != 30 || r.Float("frames_lost_pct") != 0 {
+			t.Errorf("%s: %d frames, %.1f %% lost", p, r.Int("frames"), r.Float("frames_lost_pct"))
+		}
+		if rtt := r.Float("frame_rtt_p50_ms"); !(rtt >= 10) {
+			t.Errorf("%s: round trip p50 %.2f ms beats the 10 ms RTT", p, rtt)
+		}
+		if owd := r.Float("owd_p50_ms"); !(owd >= 5 && owd < r.Float("frame_rtt_p50_ms")) {
+			t.Errorf("%s: one-way delay p50 %.2f ms, want at least 5 ms and below the round trip %.2f ms", p, owd, r.Float("frame_rtt_p50_ms"))
+		}
+	}
+}
+
+// TestLossLosesDatagramFramesOnly: with 5 % loss towards the server, a
+// 20 KB frame (14 datagrams) loses a fragment about half the time: udp,
+// rtp, mpegts and quic-dgram lose frames; tcp and quic-streams retransmit
+// and lose none.
+func TestLossLosesDatagramFramesOnly(t *testing.T) {
+	requireRoot(t)
+	by := framesRun(t, "rtt=10ms,up.loss=5%", "size: 20KB, reassembly_timeout: 300ms", 40)
+	for _, p := range frameTransports {
+		lost := by[p].Float("frames_lost_pct")
+		switch p {
+		case "tcp", "quic-streams":
+			if lost != 0 {
+				t.Errorf("%s retransmits, yet lost %.1f %% of frames", p, lost)
+			}
+		default:
+			// P(a 14-datagram frame is whole) = 0.95^14 = 49 %: over 40
+			// frames, fewer than 10 % lost is a 5-sigma event.
+			if !(lost > 10) {
+				t.Errorf("%s lost %.1f %% of frames at 5 %% datagram loss; want many", p, lost)
+			}
+			if pl := by[p].Float("packets_lost_pct"); !(pl > 1 && pl < 12) {
+				t.Errorf("%s: %.2f %% of datagrams lost, configured 5 %%", p, pl)
+			}
+		}
+	}
+}
+
+// TestJitterAndThroughputOnAKnownLink: through a 50 Mbit/s limiter a 20 KB
+// frame's 14 datagrams queue behind each other, each one transmission time
+// (1514 B at 50 Mbit/s: 0.242 ms) later than the one before, and the next
+// frame starts afresh. RFC 3550's estimator then settles, at a frame's end,
+// at 1.545 transmission times (0.374 ms); throughput is the frames' bytes
+// on the wire, 30 per second.
+func TestJitterAndThroughputOnAKnownLink(t *testing.T) {
+	requireRoot(t)
+	by := framesRun(t, "rtt=10ms,rate=50Mbit", "size: 20KB", 60)
+	r := by["udp"]
+	if j := r.Float("jitter_rfc3550_ms"); math.Abs(j-0.374) > 0.1 {
+		t.Errorf("udp jitter %.3f ms, want 0.374 ± 0.1 ms", j)
+	}
+	// 20000 B in 14 datagrams of 12 B header each, plus 42 B of
+	// Ethernet, IP and UDP headers each, 30 times a second.
+	want := (20000.0 + 14*(12+42)) * 8 * 30 / 1e6
+	if tp := r.Float("throughput_mbps"); math.Abs(tp-want)/want > 0.03 {
+		t.Errorf("udp throughput %.3f Mbit/s, want %.3f ± 3 %%", tp, want)
+	}
+}

@@ -1,0 +1,269 @@
+package proto
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/quic-go/quic-go"
+)
+
+func init() {
+	register("udp", func() Protocol { return udpFrames{} })
+	register("quic-dgram", func() Protocol { return quicDgramFrames{} }, "key_exchange", "resumption")
+}
+
+// udpFrames carries each frame as datagrams under the path MTU with a small
+// header (frame id, fragment index and count), reassembled at the server
+// with a timeout: a frame missing a fragment is lost. No retransmission.
+type udpFrames struct{ framesOnly }
+
+func (udpFrames) Name() string { return "udp" }
+
+// datagramConn is what udp and quic-dgram send and receive datagrams on.
+type datagramConn interface {
+	send([]byte) error
+	receive() ([]byte, error)
+	close() error
+}
+
+// serveDatagrams runs a frame server on one datagram conversation (a UDP
+// socket with a reply address, or a QUIC connection).
+func serveDatagrams(c datagramConn, o FrameOptions, onFrame func(FrameArrival) int) func() error {
+	re := newReassembler(o.ReassemblyTimeout, func(a FrameArrival) {
+		if size := onFrame(a); size > 0 && a.Complete {
+			c.send(resultDatagram(a.ID, size))
+		}
+	})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			d, err := c.receive()
+			if err != nil {
+				return
+			}
+			at := time.Now()
+			magic, id, idx, count, ok := parseFragHeader(d)
+			if !ok || magic != fragMagic {
+				continue
+			}
+			re.add(id, idx, len(d)-fragHeader, Packet{Hash: HashBytes(d), At: at, Size: len(d)}, func(pieces, _ int) bool { return pieces == count })
+		}
+	}()
+	return func() error {
+		err := c.close()
+		<-done
+		re.close()
+		return err
+	}
+}
+
+// datagramClient sends fragments and reads results on a datagram conn.
+type datagramClient struct {
+	c       datagramConn
+	chunk   int
+	results chan FrameResult
+	done    chan struct{}
+	once    sync.Once
+}
+
+func newDatagramClient(c datagramConn, chunk int) *datagramClient {
+	dc := &datagramClient{c: c, chunk: chunk, results: make(chan FrameResult, 4096), done: make(chan struct{})}
+	go func() {
+		defer close(dc.done)
+		defer close(dc.results)
+		for {
+			d, err := c.receive()
+			if err != nil {
+				return
+			}
+			at := time.Now()
+			if magic, id, _, _, ok := parseFragHeader(d); ok && magic == resultMagic {
+				select {
+				case dc.results <- FrameResult{ID: id, At: at}:
+				default: // a reader that fell behind loses results, not the sender
+				}
+			}
+		}
+	}()
+	return dc
+}
+
+func (dc *datagramClient) Send(id uint32, payload []byte) ([]Packet, error) {
+	var sent []Packet
+	for _, d := range fragment(id, payload, dc.chunk) {
+		h := HashBytes(d)
+		at := time.Now()
+		if err := dc.c.send(d); err != nil {
+			return sent, err
+		}
+		sent = append(sent, Packet{Hash: h, At: at, Size: len(d)})
+	}
+	return sent, nil
+}
+
+func (dc *datagramClient) Results() <-chan FrameResult { return dc.results }
+
+func (dc *datagramClient) Close() error {
+	var err error
+	dc.once.Do(func() { err = dc.c.close(); <-dc.done })
+	return err
+}
+
+// udpServerConn answers the address the frames came from.
+type udpServerConn struct {
+	udp  *net.UDPConn
+	mu   sync.Mutex
+	peer *net.UDPAddr
+}
+
+func (u *udpServerConn) receive() ([]byte, error) {
+	buf := make([]byte, 65536)
+	n, from, err := u.udp.ReadFromUDP(buf)
+	if err != nil {
+		return nil, err
+	}
+	u.mu.Lock()
+	u.peer = from
+	u.mu.Unlock()
+	return buf[:n], nil
+}
+
+func (u *udpServerConn) send(d []byte) error {
+	u.mu.Lock()
+	peer := u.peer
+	u.mu.Unlock()
+	if peer == nil {
+		return errors.New("no client yet")
+	}
+	_, err := u.udp.WriteToUDP(d, peer)
+	return err
+}
+
+func (u *udpServerConn) close() error { return u.udp.Close() }
+
+// udpClientConn is a client's UDP socket towards the server.
+type udpClientConn struct {
+	udp    *net.UDPConn
+	server *net.UDPAddr
+}
+
+func (u udpClientConn) receive() ([]byte, error) {
+	buf := make([]byte, 65536)
+	n, _, err := u.udp.ReadFromUDP(buf)
+	return buf[:n], err
+}
+
+func (u udpClientConn) send(d []byte) error { _, err := u.udp.WriteToUDP(d, u.server); return err }
+func (u udpClientConn) close() error        { return u.udp.Close() }
+
+func (udpFrames) ServeFrames(n Net, port int, _ Settings, o FrameOptions, onFrame func(FrameArrival) int) (io.Closer, error) {
+	udp, err := n.ListenUDP(&net.UDPAddr{Port: port})
+	if err != nil {
+		return nil, err
+	}
+	return closerFunc(serveDatagrams(&udpServerConn{udp: udp}, o, onFrame)), nil
+}
+
+func (udpFrames) DialFrames(_ context.Context, n Net, addr string, _ Settings, _ FrameOptions) (FrameClient, error) {
+	server, err := net.ResolveUDPAddr("udp4", addr)
+	if err != nil {
+		return nil, err
+	}
+	udp, err := n.ListenUDP(&net.UDPAddr{})
+	if err != nil {
+		return nil, err
+	}
+	return newDatagramClient(udpClientConn{udp: udp, server: server}, udpMaxChunk), nil
+}
+
+// quicDgramFrames carries frames as QUIC datagrams (RFC 9221), fragmented
+// as udp's: unreliable, but encrypted and congestion controlled.
+type quicDgramFrames struct{ framesOnly }
+
+func (quicDgramFrames) Name() string { return "quic-dgram" }
+
+const alpnFrames = "tlab-frames"
+
+// quicDatagrams is one QUIC connection's datagrams.
+type quicDatagrams struct {
+	conn *quic.Conn
+	udp  *net.UDPConn
+}
+
+func (q quicDatagrams) receive() ([]byte, error) { return q.conn.ReceiveDatagram(context.Background()) }
+func (q quicDatagrams) send(d []byte) error      { return q.conn.SendDatagram(d) }
+func (q quicDatagrams) close() error {
+	err := q.conn.CloseWithError(0, "")
+	if q.udp != nil {
+		q.udp.Close()
+	}
+	return err
+}
+
+func (quicDgramFrames) ServeFrames(n Net, port int, s Settings, o FrameOptions, onFrame func(FrameArrival) int) (io.Closer, error) {
+	udp, err := n.ListenUDP(&net.UDPAddr{Port: port})
+	if err != nil {
+		return nil, err
+	}
+	qc, qlogs := quicConfig(s)
+	qc.EnableDatagrams = true
+	ln, err := quic.Listen(udp, quicTLS(s.serverTLS(alpnFrames)), qc)
+	if err != nil {
+		udp.Close()
+		return nil, err
+	}
+	var mu sync.Mutex
+	var stops []func() error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			conn, err := ln.Accept(context.Background())
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			stops = append(stops, serveDatagrams(quicDatagrams{conn: conn}, o, onFrame))
+			mu.Unlock()
+		}
+	}()
+	return closerFunc(func() error {
+		err := ln.Close()
+		<-done
+		mu.Lock()
+		for _, stop := range stops {
+			stop()
+		}
+		mu.Unlock()
+		udp.Close()
+		qlogs.Wait()
+		return err
+	}), nil
+}
+
+func (quicDgramFrames) DialFrames(ctx context.Context, n Net, addr string, s Settings, _ FrameOptions) (FrameClient, error) {
+	qc, _ := quicConfig(s)
+	qc.EnableDatagrams = true
+	c := s.clientTLS(alpnFrames)
+	conn, udp, err := dialQUIC(ctx, n, addr, quicTLS(c), qc, false)
+	if err != nil {
+		return nil, err
+	}
+	if !conn.ConnectionState().SupportsDatagrams.Remote {
+		conn.CloseWithError(0, "")
+		udp.Close()
+		return nil, fmt.Errorf("quic-dgram: the server does not accept datagrams")
+	}
+	return newDatagramClient(quicDatagrams{conn: conn, udp: udp}, quicMaxChunk), nil
+}
+
+// closerFunc adapts a function to io.Closer.
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }

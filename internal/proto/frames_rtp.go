@@ -1,0 +1,310 @@
+package proto
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"math"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/pion/rtcp"
+	"github.com/pion/rtp"
+)
+
+func init() {
+	register("rtp", func() Protocol { return rtpFrames{} })
+}
+
+// rtpFrames carries frames as RTP over UDP (RFC 3550), packetised by pion:
+// 90 kHz timestamps, one timestamp per frame, the marker bit on a frame's
+// last packet, dynamic payload type 96. RTCP runs beside it on the next
+// port: the client sends sender reports every second, the server answers
+// with receiver reports (loss, interarrival jitter). Results go back to the
+// client's RTP port as small application datagrams.
+//
+// Every packet carries its frame's id and length in an RFC 8285 one-byte
+// header extension (id 1), so the server can tell which frame a packet
+// belongs to and when the frame is whole, whichever packets are lost; a
+// frame whose packets do not all arrive within the reassembly timeout is
+// lost.
+type rtpFrames struct{ framesOnly }
+
+func (rtpFrames) Name() string { return "rtp" }
+
+const (
+	rtpPayloadType = 96
+	rtpClockRate   = 90000
+	rtpMTU         = 1472 // UDP payload under a 1500-byte MTU
+	rtpSSRC        = 0x746c6162
+	rtpFrameExtID  = 1
+)
+
+// rawPayloader splits a frame into chunks of at most mtu bytes: the frame
+// is opaque camera data, not a codec's bitstream.
+type rawPayloader struct{}
+
+func (rawPayloader) Payload(mtu uint16, payload []byte) [][]byte {
+	var out [][]byte
+	for len(payload) > int(mtu) {
+		out = append(out, payload[:mtu])
+		payload = payload[mtu:]
+	}
+	return append(out, payload)
+}
+
+type rtpServer struct {
+	udp, rtcpConn *net.UDPConn
+	re            *reassembler
+	done          chan struct{}
+
+	mu        sync.Mutex
+	peer      *net.UDPAddr
+	received  uint32
+	highest   uint16
+	started   bool
+	jitter    float64 // RFC 3550 interarrival jitter, timestamp units
+	lastTrans float64
+	base      time.Time
+}
+
+func (rtpFrames) ServeFrames(n Net, port int, _ Settings, o FrameOptions, onFrame func(FrameArrival) int) (io.Closer, error) {
+	udp, err := n.ListenUDP(&net.UDPAddr{Port: port})
+	if err != nil {
+		return nil, err
+	}
+	rc, err := n.ListenUDP(&net.UDPAddr{Port: port + 1})
+	if err != nil {
+		udp.Close()
+		return nil, err
+	}
+	s := &rtpServer{udp: udp, rtcpConn: rc, done: make(chan struct{}), base: time.Now()}
+	s.re = newReassembler(o.ReassemblyTimeout, func(a FrameArrival) {
+		if size := onFrame(a); size > 0 && a.Complete {
+			s.mu.Lock()
+			peer := s.peer
+			s.mu.Unlock()
+			if peer != nil {
+				udp.WriteToUDP(resultDatagram(a.ID, size), peer)
+			}
+		}
+	})
+	go s.serveRTP()
+	go s.serveRTCP()
+	return closerFunc(func() error {
+		err := udp.Close()
+		rc.Close()
+		<-s.done
+		s.re.close()
+		return err
+	}), nil
+}
+
+func (s *rtpServer) serveRTP() {
+	defer close(s.done)
+	buf := make([]byte, 65536)
+	for {
+		n, from, err := s.udp.ReadFromUDP(buf)
+		if err != nil {
+			return
+		}
+		at := time.Now()
+		d := append([]byte(nil), buf[:n]...)
+		var p rtp.Packet
+		if p.Unmarshal(d) != nil {
+			continue
+		}
+		s.mu.Lock()
+		s.peer = from
+		s.account(p, at)
+		s.mu.Unlock()
+		ext := p.GetExtension(rtpFrameExtID)
+		if len(ext) != 8 {
+			continue
+		}
+		id, length := binary.BigEndian.Uint32(ext[0:4]), int(binary.BigEndian.Uint32(ext[4:8]))
+		s.re.add(id, int(p.SequenceNumber), len(p.Payload), Packet{Hash: HashBytes(d), At: at, Size: n},
+			func(_, bytes int) bool { return bytes >= length })
+	}
+}
+
+// account keeps RFC 3550's receiver statistics.
+func (s *rtpServer) account(p rtp.Packet, at time.Time) {
+	s.received++
+	if !s.started || int16(p.SequenceNumber-s.highest) > 0 {
+		s.highest = p.SequenceNumber
+	}
+	transit := at.Sub(s.base).Seconds()*rtpClockRate - float64(p.Timestamp)
+	if s.started {
+		s.jitter += (math.Abs(transit-s.lastTrans) - s.jitter) / 16
+	}
+	s.lastTrans, s.started = transit, true
+}
+
+// serveRTCP answers each sender report with a receiver report.
+func (s *rtpServer) serveRTCP() {
+	buf := make([]byte, 1500)
+	for {
+		n, from, err := s.rtcpConn.ReadFromUDP(buf)
+		if err != nil {
+			return
+		}
+		pkts, err := rtcp.Unmarshal(buf[:n])
+		if err != nil {
+			continue
+		}
+		for _, p := range pkts {
+			sr, ok := p.(*rtcp.SenderReport)
+			if !ok {
+				continue
+			}
+			s.mu.Lock()
+			lost := int64(sr.PacketCount) - int64(s.received)
+			rr := &rtcp.ReceiverReport{SSRC: rtpSSRC + 1, Reports: []rtcp.ReceptionReport{{
+				SSRC: sr.SSRC, TotalLost: uint32(max(lost, 0)), LastSequenceNumber: uint32(s.highest),
+				Jitter: uint32(s.jitter), LastSenderReport: uint32(sr.NTPTime >> 16),
+			}}}
+			if sr.PacketCount > 0 && lost > 0 {
+				rr.Reports[0].FractionLost = uint8(min(255, lost*256/int64(sr.PacketCount)))
+			}
+			s.mu.Unlock()
+			if b, err := rr.Marshal(); err == nil {
+				s.rtcpConn.WriteToUDP(b, from)
+			}
+		}
+	}
+}
+
+type rtpClient struct {
+	udp, rtcpConn *net.UDPConn
+	server, rtcpS *net.UDPAddr
+	pk            rtp.Packetizer
+	samples       uint32
+	results       chan FrameResult
+	done          chan struct{}
+	stop          chan struct{}
+
+	mu             sync.Mutex
+	packets, bytes uint32
+	lastTS         uint32
+}
+
+func (rtpFrames) DialFrames(_ context.Context, n Net, addr string, _ Settings, o FrameOptions) (FrameClient, error) {
+	server, err := net.ResolveUDPAddr("udp4", addr)
+	if err != nil {
+		return nil, err
+	}
+	udp, err := n.ListenUDP(&net.UDPAddr{})
+	if err != nil {
+		return nil, err
+	}
+	rc, err := n.ListenUDP(&net.UDPAddr{})
+	if err != nil {
+		udp.Close()
+		return nil, err
+	}
+	fps := o.FPS
+	if fps <= 0 {
+		fps = 30
+	}
+	c := &rtpClient{udp: udp, rtcpConn: rc, server: server, rtcpS: &net.UDPAddr{IP: server.IP, Port: server.Port + 1},
+		// The extension takes 12 bytes of each packet's room.
+		pk:      rtp.NewPacketizer(rtpMTU-12, rtpPayloadType, rtpSSRC, rawPayloader{}, rtp.NewFixedSequencer(0), rtpClockRate),
+		samples: uint32(math.Round(rtpClockRate / fps)), results: make(chan FrameResult, 4096), done: make(chan struct{}), stop: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		defer close(c.results)
+		buf := make([]byte, 65536)
+		for {
+			n, _, err := udp.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			at := time.Now()
+			if magic, id, _, _, ok := parseFragHeader(buf[:n]); ok && magic == resultMagic {
+				select {
+				case c.results <- FrameResult{ID: id, At: at}:
+				default:
+				}
+			}
+		}
+	}()
+	go c.senderReports()
+	go func() { // receiver reports: read and drop (the server's view)
+		buf := make([]byte, 1500)
+		for {
+			if _, _, err := rc.ReadFromUDP(buf); err != nil {
+				return
+			}
+		}
+	}()
+	return c, nil
+}
+
+// senderReports sends an RTCP sender report every second.
+func (c *rtpClient) senderReports() {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case now := <-t.C:
+			c.mu.Lock()
+			sr := &rtcp.SenderReport{SSRC: rtpSSRC, NTPTime: ntpTime(now), RTPTime: c.lastTS, PacketCount: c.packets, OctetCount: c.bytes}
+			c.mu.Unlock()
+			if b, err := sr.Marshal(); err == nil {
+				c.rtcpConn.WriteToUDP(b, c.rtcpS)
+			}
+		}
+	}
+}
+
+// ntpTime is t in NTP's 64-bit fixed point (seconds since 1900).
+func ntpTime(t time.Time) uint64 {
+	const offset = 2208988800
+	secs := uint64(t.Unix()) + offset
+	frac := uint64(t.Nanosecond()) << 32 / 1e9
+	return secs<<32 | frac
+}
+
+func (c *rtpClient) Send(id uint32, payload []byte) ([]Packet, error) {
+	var ext [8]byte
+	binary.BigEndian.PutUint32(ext[0:4], id)
+	binary.BigEndian.PutUint32(ext[4:8], uint32(len(payload)))
+	c.mu.Lock()
+	pkts := c.pk.Packetize(payload, c.samples)
+	c.mu.Unlock()
+	var sent []Packet
+	for _, p := range pkts {
+		if err := p.SetExtension(rtpFrameExtID, ext[:]); err != nil {
+			return sent, err
+		}
+		b, err := p.Marshal()
+		if err != nil {
+			return sent, err
+		}
+		h, at := HashBytes(b), time.Now()
+		if _, err := c.udp.WriteToUDP(b, c.server); err != nil {
+			return sent, err
+		}
+		sent = append(sent, Packet{Hash: h, At: at, Size: len(b)})
+		c.mu.Lock()
+		c.packets++
+		c.bytes += uint32(len(p.Payload))
+		c.lastTS = p.Timestamp
+		c.mu.Unlock()
+	}
+	return sent, nil
+}
+
+func (c *rtpClient) Results() <-chan FrameResult { return c.results }
+
+func (c *rtpClient) Close() error {
+	close(c.stop)
+	err := c.udp.Close()
+	c.rtcpConn.Close()
+	<-c.done
+	return err
+}

@@ -1,0 +1,440 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"tlab/internal/metrics"
+	"tlab/internal/proto"
+	"tlab/internal/results"
+	"tlab/internal/strictyaml"
+	"tlab/internal/units"
+)
+
+// Frames is study E's mobile AR offload: a camera frame every 1/FPS s from
+// client to server, open loop, each answered by a small result (a few
+// bounding boxes) after an optional processing time. A frame is Size bytes
+// (an 8-bit grayscale image). One record per frame: its round trip (first
+// byte sent to result received), one-way delay and whether it was lost or
+// missed its deadline (the result arrived after the next frame was due).
+// Packet-level figures (one-way delay and RFC 3550 jitter of every
+// datagram, datagram loss) are computed from both ends' views: client and
+// server share one clock in the testbed, so one-way delay is exact, which
+// a real deployment cannot measure.
+type Frames struct {
+	FPS        float64
+	Size       int
+	ResultSize int
+	Processing time.Duration
+	Reassembly time.Duration
+	Count      int
+	Duration   time.Duration
+	Warmup     time.Duration
+}
+
+func init() {
+	Register(Type{
+		Name:    "frames",
+		Summary: "study E's AR offload: a camera frame every 1/fps s, open loop, each answered by a small result",
+		Params: []Param{
+			{"fps", "30", "frames per second"},
+			{"size", "36.9KB", "frame bytes; or give resolution"},
+			{"resolution", "", "WxH of an 8-bit grayscale frame (e.g. 256x144): the size follows"},
+			{"result_size", "150", "result bytes (a few bounding boxes)"},
+			{"processing", "0s", "the server's time per frame before it answers (serial, as one detector)"},
+			{"reassembly_timeout", "500ms", "how long a datagram transport's server waits for a frame's missing fragments"},
+		},
+		Decode: decodeFrames,
+	})
+	for _, m := range []metrics.Metric{
+		{Name: "frames", Kind: metrics.Measured, Header: "FRAMES", Definition: "Measured frames sent (after the warm-up).",
+			Compute: func(in *metrics.Input) float64 { return float64(len(in.Records)) }},
+		{Name: "frames_lost_pct", Kind: metrics.Measured, Unit: "%", Header: "LOST %", Precision: 1,
+			Definition: "Frames whose result never came (lost on the way, or given up by the server's reassembly), per frame sent.",
+			Compute: func(in *metrics.Input) float64 {
+				lost := 0
+				for _, r := range in.Records {
+					if !r.OK() {
+						lost++
+					}
+				}
+				return ratioPct(lost, len(in.Records))
+			}},
+		{Name: "frame_rtt_p50_ms", Kind: metrics.Measured, Unit: "ms", Header: "RTT P50 ms", Precision: 2,
+			Definition: "Median frame round trip: from the frame's first byte sent to its result received (study E's RTT).", Compute: delayQ(0.5)},
+		{Name: "frame_rtt_p95_ms", Kind: metrics.Measured, Unit: "ms", Header: "RTT P95 ms", Precision: 2, Definition: "95th percentile of the frame round trip.", Compute: delayQ(0.95)},
+		{Name: "frame_rtt_p99_ms", Kind: metrics.Measured, Unit: "ms", Header: "RTT P99 ms", Precision: 2, Definition: "99th percentile of the frame round trip.", Compute: delayQ(0.99)},
+		{Name: "frame_rtt_mean_ms", Kind: metrics.Measured, Unit: "ms", Header: "RTT MEAN ms", Precision: 2, Definition: "Mean frame round trip.",
+			Compute: func(in *metrics.Input) float64 { return in.DelayDistribution().Mean }},
+		{Name: "deadline_miss_pct", Kind: metrics.Measured, Unit: "%", Header: "MISSED %", Precision: 1,
+			Definition: "Frames whose result arrived after the next frame was due (or never), per frame sent: what an AR user sees as lag.",
+			Compute: func(in *metrics.Input) float64 {
+				miss := 0
+				for _, r := range in.Records {
+					if !r.OK() || r.Extra["deadline_miss"] == 1 {
+						miss++
+					}
+				}
+				return ratioPct(miss, len(in.Records))
+			}},
+		{Name: "owd_p50_ms", Kind: metrics.Measured, Unit: "ms", Header: "OWD P50 ms", Precision: 2,
+			Definition: "Median one-way delay client to server of every datagram that arrived (for tcp and quic-streams, of every frame: first byte sent to last byte read); exact, on the testbed's one clock."},
+		{Name: "owd_p99_ms", Kind: metrics.Measured, Unit: "ms", Header: "OWD P99 ms", Precision: 2, Definition: "99th percentile of that one-way delay."},
+		{Name: "jitter_rfc3550_ms", Kind: metrics.Measured, Unit: "ms", Header: "JITTER ms", Precision: 3,
+			Definition: "RFC 3550's interarrival jitter client to server, J += (|D| − J)/16 over the datagrams in arrival order, D the difference of consecutive one-way delays (frames for stream transports); its final value."},
+		{Name: "packets_lost_pct", Kind: metrics.Measured, Unit: "%", Header: "PKT LOST %", Precision: 2,
+			Definition: "Datagrams sent that never reached the server, per datagram sent (0 for stream transports, which retransmit)."},
+		{Name: "throughput_mbps", Kind: metrics.Measured, Unit: "Mbit/s", Header: "Mbit/s", Precision: 2,
+			Definition: "Client-to-server throughput: every byte the link delivered towards the server over the measured window (Ethernet frames), per second.",
+			Compute: func(in *metrics.Input) float64 {
+				s := in.Fact("window_s")
+				if !(s > 0) {
+					return math.NaN()
+				}
+				return float64(in.Up.TxBytes) * 8 / s / 1e6
+			}},
+	} {
+		metrics.Register(m)
+	}
+}
+
+func delayQ(q float64) func(*metrics.Input) float64 {
+	return func(in *metrics.Input) float64 { return quantile(in.Delays(), q) }
+}
+
+func ratioPct(n, of int) float64 {
+	if of == 0 {
+		return math.NaN()
+	}
+	return float64(n) * 100 / float64(of)
+}
+
+type framesParams struct {
+	FPS        float64        `yaml:"fps"`
+	Size       units.Size     `yaml:"size"`
+	Resolution string         `yaml:"resolution"`
+	ResultSize units.Size     `yaml:"result_size"`
+	Processing units.Duration `yaml:"processing"`
+	Reassembly units.Duration `yaml:"reassembly_timeout"`
+}
+
+func decodeFrames(file string, node *yaml.Node, c Common) (Workload, error) {
+	prm := framesParams{FPS: 30, Size: 36864, ResultSize: 150, Reassembly: units.Duration(500 * time.Millisecond)}
+	if err := strictyaml.Decode(file, node, &prm); err != nil {
+		return nil, err
+	}
+	f := Frames{FPS: prm.FPS, Size: int(prm.Size), ResultSize: int(prm.ResultSize), Processing: prm.Processing.D(), Reassembly: prm.Reassembly.D(),
+		Count: c.Count, Duration: c.Duration, Warmup: c.Warmup}
+	if prm.Resolution != "" {
+		w, h, ok := strings.Cut(strings.ToLower(prm.Resolution), "x")
+		wi, err1 := strconv.Atoi(w)
+		hi, err2 := strconv.Atoi(h)
+		if !ok || err1 != nil || err2 != nil || wi < 1 || hi < 1 {
+			return nil, strictyaml.ErrorAt(file, node, "resolution", "workload.resolution %q: want WxH, such as 256x144", prm.Resolution)
+		}
+		f.Size = wi * hi
+	}
+	switch {
+	case f.FPS <= 0 || f.FPS > 1000:
+		return nil, strictyaml.ErrorAt(file, node, "fps", "workload.fps %g: want more than 0 and at most 1000", f.FPS)
+	case f.Size < 8 || f.Size > 16<<20:
+		return nil, strictyaml.ErrorAt(file, node, "size", "workload.size %d B: want 8 B to 16 MiB", f.Size)
+	case f.ResultSize < 12 || f.ResultSize > 1400:
+		return nil, strictyaml.ErrorAt(file, node, "result_size", "workload.result_size %d B: want 12 to 1400 B (one datagram)", f.ResultSize)
+	case f.Reassembly <= 0:
+		return nil, strictyaml.ErrorAt(file, node, "reassembly_timeout", "workload.reassembly_timeout must be positive")
+	case f.Count <= 0 && f.Duration <= 0:
+		return nil, strictyaml.ErrorAt(file, node, "", "frames: give count (frames per cell) or duration")
+	}
+	return f, nil
+}
+
+func (f Frames) interval() time.Duration { return time.Duration(float64(time.Second) / f.FPS) }
+
+func (f Frames) slots() (warm, total int) {
+	warm = int(f.Warmup / f.interval())
+	if f.Count > 0 {
+		return warm, warm + f.Count
+	}
+	return warm, warm + int(f.Duration/f.interval())
+}
+
+// grace is how long after the last frame the cell waits for results.
+func (f Frames) grace() time.Duration { return max(2*time.Second, 2*f.Reassembly) }
+
+// Info describes the configured stream.
+func (f Frames) Info() Info {
+	_, n := f.slots()
+	return Info{
+		Type:    "frames",
+		Planned: time.Duration(n)*f.interval() + f.grace(),
+		Records: n,
+		Key:     []results.Field{{Name: "frame_bytes", Value: float64(f.Size)}, {Name: "fps", Value: f.FPS}},
+		Roles:   ClientServerRoles,
+		Accepts: func(protocol string) error {
+			p, err := proto.Lookup(protocol)
+			if err != nil {
+				return err
+			}
+			if _, ok := p.(proto.FrameTransport); !ok {
+				return fmt.Errorf("%s does not carry frames (udp, tcp, rtp, mpegts, quic-streams, quic-dgram)", protocol)
+			}
+			return nil
+		},
+		Metrics: []string{"frames", "frames_lost_pct", "frame_rtt_p50_ms", "frame_rtt_p95_ms", "frame_rtt_p99_ms", "frame_rtt_mean_ms",
+			"deadline_miss_pct", "owd_p50_ms", "owd_p99_ms", "jitter_rfc3550_ms", "packets_lost_pct", "throughput_mbps", "late_sends"},
+		Table:    []string{"frames", "frames_lost_pct", "frame_rtt_p50_ms", "frame_rtt_p99_ms", "deadline_miss_pct", "owd_p50_ms", "jitter_rfc3550_ms", "packets_lost_pct", "throughput_mbps"},
+		Columns:  []string{"owd_ms", "packets_sent", "packets_arrived", "deadline_miss"},
+		Plots:    []string{"rtt_by_size", "jitter_by_size", "throughput_by_size", "delay_cdf"},
+		Describe: fmt.Sprintf("Frames of %d B at %g Hz, open loop, a %d B result each", f.Size, f.FPS, f.ResultSize),
+	}
+}
+
+// frameLedger joins what the client sent and the server received, by
+// frame and by datagram hash, on the one clock of the testbed.
+type frameLedger struct {
+	mu       sync.Mutex
+	sent     map[uint64]time.Time // datagram hash -> send time
+	frameOf  map[uint64]uint32
+	arrivals []proto.Packet // in arrival order
+	server   map[uint32]proto.FrameArrival
+}
+
+// Run streams the frames on a client-server cell.
+func (f Frames) Run(ctx context.Context, env *Env) error {
+	ft, ok := env.Protocol.(proto.FrameTransport)
+	if !ok {
+		return fmt.Errorf("frames: %s does not carry frames", env.Protocol.Name())
+	}
+	opts := proto.FrameOptions{FPS: f.FPS, ReassemblyTimeout: f.Reassembly}
+	led := &frameLedger{sent: map[uint64]time.Time{}, frameOf: map[uint64]uint32{}, server: map[uint32]proto.FrameArrival{}}
+	var procMu sync.Mutex
+	srv, err := ft.ServeFrames(env.Hosts.Net("server"), ServerPort, env.Settings, opts, func(a proto.FrameArrival) int {
+		led.mu.Lock()
+		led.server[a.ID] = a
+		led.arrivals = append(led.arrivals, a.Packets...)
+		led.mu.Unlock()
+		if !a.Complete {
+			return 0
+		}
+		if f.Processing > 0 {
+			procMu.Lock()
+			time.Sleep(f.Processing)
+			procMu.Unlock()
+		}
+		return f.ResultSize
+	})
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	closeServer := sync.OnceValue(srv.Close)
+	defer closeServer()
+	ip, err := env.Hosts.Addr("client", "server")
+	if err != nil {
+		return err
+	}
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	client, err := ft.DialFrames(dctx, env.Hosts.Net("client"), net.JoinHostPort(ip.String(), strconv.Itoa(ServerPort)), env.Settings, opts)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	closeClient := sync.OnceValue(client.Close)
+	defer closeClient()
+
+	warm, n := f.slots()
+	if warm == 0 {
+		env.StartWindow()
+	}
+	clock, err := newClock()
+	if err != nil {
+		return err
+	}
+	windowStart := time.Now() // when the measured window began
+	type sentFrame struct {
+		scheduled, sent time.Duration
+		packets         int
+		err             error
+	}
+	sentFrames := make([]sentFrame, n)
+	resultAt := map[uint32]time.Duration{}
+	var resMu sync.Mutex
+	resultsDone := make(chan struct{})
+	go func() {
+		defer close(resultsDone)
+		for r := range client.Results() {
+			resMu.Lock()
+			if _, dup := resultAt[r.ID]; !dup {
+				resultAt[r.ID] = clock.at(r.At)
+			}
+			resMu.Unlock()
+		}
+	}()
+	// The schedule runs on the precise clock; a sender goroutine sends, so
+	// that a transport that blocks (TCP's back-pressure) delays its own
+	// frames (recorded as lateness), never the schedule.
+	due := make(chan int, n)
+	var sendWG sync.WaitGroup
+	sendWG.Add(1)
+	go func() {
+		defer sendWG.Done()
+		for id := range due {
+			payload := framePayload(uint32(id), f.Size)
+			sf := &sentFrames[id]
+			sf.sent = clock.since()
+			pkts, err := client.Send(uint32(id), payload)
+			sf.err, sf.packets = err, len(pkts)
+			led.mu.Lock()
+			for _, p := range pkts {
+				led.sent[p.Hash] = p.At
+				led.frameOf[p.Hash] = uint32(id)
+			}
+			led.mu.Unlock()
+		}
+	}()
+	schedErr := clock.run(func() error {
+		for id := 0; id < n; id++ {
+			if id == warm && warm > 0 {
+				if err := clock.sleepUntil(ctx, time.Duration(id)*f.interval()-f.interval()/2); err != nil {
+					return err
+				}
+				env.StartWindow()
+				windowStart = time.Now()
+			}
+			if err := clock.sleepUntil(ctx, time.Duration(id)*f.interval()); err != nil {
+				return err
+			}
+			sentFrames[id].scheduled = time.Duration(id) * f.interval()
+			due <- id
+		}
+		return nil
+	})
+	close(due)
+	sendWG.Wait()
+	if schedErr != nil && !errors.Is(schedErr, context.Canceled) {
+		return schedErr
+	}
+	// Results still on their way get a grace period, then the cell ends.
+	deadline := time.Now().Add(f.grace())
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		resMu.Lock()
+		got := len(resultAt)
+		resMu.Unlock()
+		if got >= n {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	window := time.Since(windowStart)
+	// Stop the transports so that no late packet races the accounting.
+	closeServer()
+	closeClient()
+	<-resultsDone
+
+	led.mu.Lock()
+	defer led.mu.Unlock()
+	owds := map[uint32][]float64{}
+	var measuredOWD []float64
+	var jitter, lastTransit float64
+	first := true
+	arrived := map[uint64]bool{}
+	for _, p := range led.arrivals {
+		sentAt, ok := led.sent[p.Hash]
+		if !ok || arrived[p.Hash] {
+			continue
+		}
+		arrived[p.Hash] = true
+		id := led.frameOf[p.Hash]
+		transit := ms(p.At.Sub(sentAt))
+		owds[id] = append(owds[id], transit)
+		if int(id) < warm {
+			continue
+		}
+		measuredOWD = append(measuredOWD, transit)
+		if !first {
+			jitter += (math.Abs(transit-lastTransit) - jitter) / 16
+		}
+		lastTransit, first = transit, false
+	}
+	sentPkts, lostPkts := 0, 0
+	for h, id := range led.frameOf {
+		if int(id) >= warm {
+			sentPkts++
+			if !arrived[h] {
+				lostPkts++
+			}
+		}
+	}
+	for id := 0; id < n; id++ {
+		sf := sentFrames[id]
+		r := results.Record{Seq: id, Warmup: id < warm, ScheduledMs: ms(sf.scheduled), SentMs: ms(sf.sent),
+			LatenessMs: ms(max(sf.sent-sf.scheduled, 0)), ReqBytes: f.Size, ConnID: 1,
+			Extra: map[string]float64{"packets_sent": float64(sf.packets), "packets_arrived": float64(len(owds[uint32(id)]))}}
+		if o := owds[uint32(id)]; len(o) > 0 {
+			r.Extra["owd_ms"] = slices.Max(o)
+		}
+		at, got := resultAt[uint32(id)]
+		switch {
+		case sf.err != nil:
+			r.Error = "not sent: " + sf.err.Error()
+		case !got:
+			a, reached := led.server[uint32(id)]
+			switch {
+			case !reached:
+				r.Error = "lost: no packet of the frame reached the server"
+			case !a.Complete:
+				r.Error = fmt.Sprintf("lost: the server got %d of %d bytes before its reassembly timeout", a.Bytes, f.Size)
+			default:
+				r.Error = "lost: the result did not come back"
+			}
+		default:
+			r.DoneMs, r.RespBytes = ms(at), f.ResultSize
+			r.DelayMs = ms(at - sf.sent)
+			miss := 0.0
+			if at > sf.scheduled+f.interval() {
+				miss = 1
+			}
+			r.Extra["deadline_miss"] = miss
+		}
+		env.Emit(r)
+	}
+	slices.Sort(measuredOWD)
+	env.Note("owd_p50_ms", metrics.Quantile(measuredOWD, 0.5))
+	env.Note("owd_p99_ms", metrics.Quantile(measuredOWD, 0.99))
+	env.Note("jitter_rfc3550_ms", jitter)
+	env.Note("packets_lost_pct", ratioPct(lostPkts, sentPkts))
+	// Throughput is over the schedule (the frames sent in the measured
+	// window, one interval each), not the grace period after it.
+	_ = window
+	env.Note("window_s", (time.Duration(n-warm) * f.interval()).Seconds())
+	return ctx.Err()
+}
+
+// framePayload is frame id's content: pseudo-random bytes seeded by the
+// id, so that no two datagrams of a run are alike (they are told apart by
+// their hash) and the content is the same for every protocol.
+func framePayload(id uint32, size int) []byte {
+	r := rand.New(rand.NewPCG(uint64(id), 0x6672616d65))
+	b := make([]byte, size)
+	for i := 0; i+8 <= size; i += 8 {
+		v := r.Uint64()
+		for k := range 8 {
+			b[i+k] = byte(v >> (8 * k))
+		}
+	}
+	for i := size &^ 7; i < size; i++ {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
