@@ -35,7 +35,9 @@ func sweep(t *testing.T, dir string, protocols []string, link string, interval t
 		wl = o(wl)
 	}
 	src := fmt.Sprintf("name: t\nprofiles: [ethernet]\nprotocols: [%s]\n%swarmup: 0s\n", strings.Join(protocols, ", "), wl)
-	if link != "" {
+	if strings.HasPrefix(link, "{") {
+		src += "link: " + link + "\n"
+	} else if link != "" {
 		var kv []string
 		for _, f := range strings.Split(link, ",") {
 			k, v, _ := strings.Cut(f, "=")

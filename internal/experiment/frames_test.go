@@ -2,7 +2,11 @@ package experiment
 
 import (
 	"math"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"tlab/internal/results"
 )
@@ -86,5 +90,45 @@ func TestJitterAndThroughputOnAKnownLink(t *testing.T) {
 	want := (20000.0 + 14*(12+42)) * 8 * 30 / 1e6
 	if tp := r.Float("throughput_mbps"); math.Abs(tp-want)/want > 0.03 {
 		t.Errorf("udp throughput %.3f Mbit/s, want %.3f ± 3 %%", tp, want)
+	}
+}
+
+// TestFramesEndOnTimeWhateverTheLinkDoes: frames far larger than a QUIC
+// datagram are fragmented and delivered; a receiver slower than the frame
+// rate makes frames miss their deadline; an outage that takes the link
+// away for good loses the frames after it on every transport, and the
+// cell still ends on time, each frame a record that says what happened.
+func TestFramesEndOnTimeWhateverTheLinkDoes(t *testing.T) {
+	requireRoot(t)
+	// 137 datagrams per frame: quic-go paces them, and may drop one from
+	// its bounded send queue; most frames arrive, and a lost one says so.
+	bigRows, bigDir := sweep(t, "", []string{"quic-dgram"}, "rtt=10ms", 0, 0, "", nil, withWorkload("{type: frames, size: 150KB}", 15))
+	if lost := bigRows[0].Float("frames_lost_pct"); !(lost <= 20) {
+		t.Errorf("150 KB frames over QUIC datagrams: %.1f %% lost", lost)
+	}
+	recs := readCSV(t, filepath.Join(bigDir, "records.csv"))
+	errCol := slices.Index(recs[0], "error")
+	for _, r := range recs[1:] {
+		if e := r[errCol]; e != "" && !strings.HasPrefix(e, "lost: ") && !strings.HasPrefix(e, "not sent: ") {
+			t.Errorf("a frame's error does not say what happened: %q", e)
+		}
+	}
+	rows, _ := sweep(t, "", []string{"udp"}, "rtt=10ms", 0, 0, "", nil, withWorkload("{type: frames, size: 4KB, processing: 50ms}", 30))
+	if miss := rows[0].Float("deadline_miss_pct"); !(miss > 50) {
+		t.Errorf("a server taking 50 ms per 33 ms frame: %.1f %% deadline misses, want most", miss)
+	}
+	start := time.Now()
+	by := framesRun(t, "{rtt: 10ms, outages: [{at: 1500ms, for: 1h}]}", "size: 20KB", 60)
+	// Six cells of 2 s of frames and 2 s of grace each, with set-up.
+	if took := time.Since(start); took > 45*time.Second {
+		t.Errorf("six cells with an outage took %v: something waited for the link", took)
+	}
+	for _, p := range frameTransports {
+		// Frames without a result: lost, or never sent by a stream
+		// blocked behind the outage.
+		lost := by[p].Float("frames_lost_pct")
+		if !(lost > 20 && lost < 80) {
+			t.Errorf("%s: %.1f %% of frames lost or unsent with the link gone for the second half", p, lost)
+		}
 	}
 }

@@ -61,7 +61,7 @@ func init() {
 		{Name: "frames", Kind: metrics.Measured, Header: "FRAMES", Definition: "Measured frames sent (after the warm-up).",
 			Compute: func(in *metrics.Input) float64 { return float64(len(in.Records)) }},
 		{Name: "frames_lost_pct", Kind: metrics.Measured, Unit: "%", Header: "LOST %", Precision: 1,
-			Definition: "Frames whose result never came (lost on the way, or given up by the server's reassembly), per frame sent.",
+			Definition: "Frames whose result never came (lost on the way, given up by the server's reassembly, or never sent by a stream still blocked when the cell ended), per frame of the schedule.",
 			Compute: func(in *metrics.Input) float64 {
 				lost := 0
 				for _, r := range in.Records {
@@ -321,11 +321,16 @@ func (f Frames) Run(ctx context.Context, env *Env) error {
 		return nil
 	})
 	close(due)
-	sendWG.Wait()
 	if schedErr != nil && !errors.Is(schedErr, context.Canceled) {
+		closeServer()
+		closeClient()
+		sendWG.Wait()
 		return schedErr
 	}
-	// Results still on their way get a grace period, then the cell ends.
+	// Results still on their way get a grace period, then the cell ends on
+	// time whatever the link does: closing the transports unblocks a send
+	// stuck behind a full socket buffer (a stream during an outage), and
+	// the frames it had not sent are recorded as such.
 	deadline := time.Now().Add(f.grace())
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		resMu.Lock()
@@ -340,6 +345,7 @@ func (f Frames) Run(ctx context.Context, env *Env) error {
 	// Stop the transports so that no late packet races the accounting.
 	closeServer()
 	closeClient()
+	sendWG.Wait()
 	<-resultsDone
 
 	led.mu.Lock()
@@ -386,8 +392,9 @@ func (f Frames) Run(ctx context.Context, env *Env) error {
 		}
 		at, got := resultAt[uint32(id)]
 		switch {
-		case sf.err != nil:
-			r.Error = "not sent: " + sf.err.Error()
+		case sf.err != nil && sf.packets == 0:
+			r.Error = "not sent: the transport was blocked or closed when the cell ended: " + sf.err.Error()
+			r.Unsent = true
 		case !got:
 			a, reached := led.server[uint32(id)]
 			switch {

@@ -158,9 +158,11 @@ func (u Upload) Info() Info {
 	records := 0
 	if u.Count > 0 {
 		records = u.Count
-		// A fresh connection costs a few round trips; 50 ms is a fair
-		// guess for the studies' networks.
-		planned = time.Duration(u.Count) * max(u.Interval, 50*time.Millisecond)
+		// A fresh connection costs a few round trips, about 100 ms on
+		// the studies' networks; on a lossy link retransmission timeouts
+		// (TCP's first is 1 s) make cells several times longer, which no
+		// plan can know in advance.
+		planned = time.Duration(u.Count) * max(u.Interval, 100*time.Millisecond)
 	} else if u.Interval > 0 {
 		records = int(u.Duration / u.Interval)
 	}
