@@ -462,6 +462,23 @@ func bySizeKind(name, field, ylabel, title, caption string) PlotKind {
 			if err != nil {
 				return nil, err
 			}
+			// Values grow with the size: the legend goes top left, away
+			// from the largest frames' points.
+			pl.Legend.Left = true
+			// Marks at the measured sizes: a protocol measured at one
+			// size only (or lost at the others) is still seen.
+			for si, proto := range p.protos {
+				if len(pts[proto]) == 0 {
+					continue
+				}
+				sc, err := plotter.NewScatter(pts[proto])
+				if err != nil {
+					return nil, err
+				}
+				sc.GlyphStyle.Color = colorOf(proto, si)
+				sc.GlyphStyle.Radius = vg.Points(3)
+				pl.Add(sc)
+			}
 			fig, err := render(pl, p.dir, p.stem, title+", "+p.profile, caption, figW, figH)
 			return []Figure{fig}, err
 		}}
