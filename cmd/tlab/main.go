@@ -25,11 +25,12 @@ import (
 
 // Exit codes.
 const (
-	exitOK       = 0
-	exitFailure  = 1 // the command ran but its result is a failure (a check failed)
-	exitUsage    = 2 // bad flags or input
-	exitError    = 3 // the command could not run (privileges, system error)
-	exitCanceled = 130
+	exitOK        = 0
+	exitFailure   = 1 // the command ran but its result is a failure (a check failed)
+	exitUsage     = 2 // bad flags or input
+	exitError     = 3 // the command could not run (privileges, system error)
+	exitHostNoisy = 4 // calibrate: every failed check is explained by the host's own noise
+	exitCanceled  = 130
 )
 
 // command is one subcommand.

@@ -52,6 +52,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	resume := fs.String("resume", "", "continue the interrupted run in DIR")
 	noCal := fs.Bool("no-calibration", false, "scenario: skip the emulator calibration recorded in the manifest")
 	noReport := fs.Bool("no-report", false, "do not write report.html")
+	requireCal := fs.Bool("require-calibration", false, "refuse to run when the opening calibration does not pass")
+	quality := fs.String("quality", "", "re-run cells the host disturbed: normal (default: up to 3 attempts), strict (5, tighter), off; a resume keeps the run's")
 	fs.String("workload", "periodic", "traffic pattern: "+strings.Join(workload.Names(), ", ")+" (see tlab workloads)")
 	fs.String("protocols", defaultProtocols, "comma-separated protocols: "+strings.Join(proto.Names(), ", "))
 	fs.String("profile", defaultProfiles, "comma-separated link profiles; stack overlays with + (see tlab profiles)")
@@ -97,7 +99,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if len(pos) == 1 {
 			name = pos[0]
 		}
-		return runScenario(ctx, runOptions{nameOrFile: name, resume: *resume, sets: sets, out: *out, noCal: *noCal, noReport: *noReport, asJSON: *asJSON}, args, stdout, stderr)
+		return runScenario(ctx, runOptions{nameOrFile: name, resume: *resume, sets: sets, out: *out, noCal: *noCal, noReport: *noReport, asJSON: *asJSON, quality: *quality, requireCal: *requireCal}, args, stdout, stderr)
 	}
 	sc, err := adhocScenario(fs, given, sets)
 	if err != nil {
@@ -111,7 +113,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// Ad hoc, the run goes through the same runner as any scenario, into
 	// --out or into a directory removed at the end; no calibration unless
 	// it is kept.
-	return runScenario(ctx, runOptions{scenario: sc, out: *out, noCal: *out == "" || *noCal, noReport: *out == "" || *noReport, asJSON: *asJSON, adhoc: true}, args, stdout, stderr)
+	return runScenario(ctx, runOptions{scenario: sc, out: *out, noCal: *out == "" || *noCal, noReport: *out == "" || *noReport, asJSON: *asJSON, adhoc: true, quality: *quality, requireCal: *requireCal}, args, stdout, stderr)
 }
 
 // adhocScenario builds the in-memory scenario of an ad-hoc run: defaults,
@@ -224,6 +226,18 @@ func printRows(w io.Writer, rows []results.Summary, info workload.Info) {
 	if disturbed > 0 {
 		cols = append(cols, "overlapping_runs")
 	}
+	reran, dirty := 0, 0
+	for _, r := range rows {
+		if r.Float("attempts_discarded") > 0 {
+			reran++
+		}
+		if strings.HasPrefix(r.Label("quality"), "disturbed") {
+			dirty++
+		}
+	}
+	if reran > 0 {
+		cols = append(cols, "attempts_discarded")
+	}
 	header := []string{"PROFILE", "PROTOCOL", "SWEPT"}
 	for _, c := range cols {
 		m, _ := metrics.Lookup(c)
@@ -241,7 +255,11 @@ func printRows(w io.Writer, rows []results.Summary, info workload.Info) {
 		for _, p := range r.Params {
 			swept = append(swept, p.Value)
 		}
-		cells := []string{r.Profile, r.Protocol, strings.Join(swept, "/")}
+		protocol := r.Protocol
+		if strings.HasPrefix(r.Label("quality"), "disturbed") {
+			protocol += " (!)"
+		}
+		cells := []string{r.Profile, protocol, strings.Join(swept, "/")}
 		for _, c := range cols {
 			cells = append(cells, metrics.Default.Format(c, r.Float(c)))
 		}
@@ -255,5 +273,11 @@ func printRows(w io.Writer, rows []results.Summary, info workload.Info) {
 	fmt.Fprintln(w, "EMU p99 us: the emulator's own release error during the cell.")
 	if disturbed > 0 {
 		fmt.Fprintf(w, "OTHER RUNS: %d of %d cells ran beside other tlab runs, which shared the CPUs: their timings are disturbed (the run's warnings name them).\n", disturbed, len(rows))
+	}
+	if reran > 0 {
+		fmt.Fprintf(w, "RERUNS: %d cells were disturbed by the host and run again (every attempt is in records.csv, column attempt).\n", reran)
+	}
+	if dirty > 0 {
+		fmt.Fprintf(w, "(!): %d cells were disturbed in every attempt; their rows are the least disturbed attempt (summary column quality says why).\n", dirty)
 	}
 }

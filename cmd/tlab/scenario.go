@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,6 +54,11 @@ type runOptions struct {
 	asJSON             bool
 	// adhoc runs without --out go into a directory removed at the end.
 	adhoc bool
+	// quality is the rule that re-runs disturbed cells ("" keeps the
+	// run's own on a resume, and means normal otherwise).
+	quality string
+	// requireCal refuses to run when the opening calibration fails.
+	requireCal bool
 }
 
 // runScenario runs (or resumes) a scenario into a run directory and
@@ -100,7 +106,11 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 		where = "nothing kept (give --out DIR to keep records, summaries and a report)"
 	}
 	fmt.Fprintf(stderr, "%s: %d cells, about %v, %s\n", sc.Name, len(cells), plannedDuration(sc, len(cells)).Round(time.Second), where)
-	sw := experiment.Sweep{Scenario: sc, Dir: o.out, Resume: o.resume != "", SkipCalibration: o.noCal, Progress: progressPrinter(stderr), Log: stderr}
+	if o.quality != "" && !slices.Contains(experiment.QualityModes, o.quality) {
+		fmt.Fprintf(stderr, "tlab run: --quality %q: want %s\n", o.quality, strings.Join(experiment.QualityModes, ", "))
+		return exitUsage
+	}
+	sw := experiment.Sweep{Scenario: sc, Dir: o.out, Resume: o.resume != "", SkipCalibration: o.noCal, Progress: progressPrinter(stderr), Log: stderr, Quality: experiment.Quality{Mode: o.quality}, RequireCalibration: o.requireCal}
 	rows, err := sw.Run(ctx)
 	clearProgress(stderr)
 	if err != nil {
@@ -111,6 +121,10 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 				fmt.Fprintf(stderr, "tlab run: interrupted after %d of %d cells; nothing is left running.\nContinue with: tlab run --resume %s\n", len(rows), len(cells), o.out)
 			}
 			return exitCanceled
+		}
+		if errors.Is(err, experiment.ErrCalibration) {
+			fmt.Fprintf(stderr, "tlab run: %v\n", err)
+			return exitFailure
 		}
 		if errors.Is(err, experiment.ErrRunExists) {
 			fmt.Fprintf(stderr, "tlab run: %v\n", err)
@@ -136,6 +150,11 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 		code = writeJSON(stdout, rows)
 	} else {
 		info := sc.WorkloadSpec().Info()
+		if m, err := results.ReadManifest(o.out); err == nil && len(m.Calibrations) > 0 {
+			if w := experiment.CalibrationWarning(m.Calibrations[len(m.Calibrations)-1]); w != "" {
+				fmt.Fprintf(stdout, "WARNING: %s.\n\n", w)
+			}
+		}
 		fmt.Fprintf(stdout, "%s; seed %d\n\n", info.Describe, sc.Seed)
 		printRows(stdout, rows, info)
 		if !temporary {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"tlab/internal/hostnoise"
 	"tlab/internal/testbed/tbtest"
 )
 
@@ -27,7 +28,7 @@ func TestQuickCalibration(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"added_latency_p50", "added_latency_p99", "release_error_5ms_p50", "release_error_5ms_p99",
-		"release_error_25ms_p50", "release_error_25ms_p99", "rate_error_10mbit", "rate_error_100mbit",
+		"release_error_25ms_p50", "release_error_25ms_p99", "rate_error_10mbit", "rate_error_100mbit", "limiter_error_10mbit", "limiter_error_100mbit",
 		"forwarding_1400B_pps", "forwarding_64B_pps", "tcp_goodput_zero_delay",
 		"loss_bernoulli_1pct", "loss_bernoulli_10pct", "loss_gilbert_elliott_study_b"}
 	byName := map[string]Check{}
@@ -49,6 +50,16 @@ func TestQuickCalibration(t *testing.T) {
 		if v := byName[n].Value; v > 5 || v < -90 {
 			t.Errorf("%s = %+.2f %%: the limiter over-delivers or nothing flowed (%s)", n, v, byName[n].Detail)
 		}
+	}
+	// The limiter alone: offered 1.5 times its rate, it lets through no
+	// more than its rate (a stall can only take away).
+	for _, n := range []string{"limiter_error_10mbit", "limiter_error_100mbit"} {
+		if v := byName[n].Value; v > 2 || v < -90 {
+			t.Errorf("%s = %+.2f %%: the limiter over-delivers or passed nothing (%s)", n, v, byName[n].Detail)
+		}
+	}
+	if r.Verdict == "" || len(r.Host) != 5 {
+		t.Errorf("verdict %q, %d host samples (want one per step)", r.Verdict, len(r.Host))
 	}
 	if v := byName["forwarding_64B_pps"].Value; !(v > 0) {
 		t.Errorf("the emulator forwarded nothing: %+v", byName["forwarding_64B_pps"])
@@ -78,5 +89,45 @@ func TestQuickCalibration(t *testing.T) {
 	}
 	if m, _ := generic["machine"].(map[string]any); m == nil || !strings.Contains(m["kernel"].(string), ".") {
 		t.Errorf("machine missing: %v", generic["machine"])
+	}
+}
+
+// TestVerdictTellsHostFromEmulator: a failed timing check is the host's
+// when the probe saw comparable noise in the same step; loss never is;
+// the verdict is "emulator" as soon as one failure is not the host's.
+func TestVerdictTellsHostFromEmulator(t *testing.T) {
+	quiet := hostnoise.Sample{WakeP99Us: 20, WakeMaxUs: 3000} // a wait behind tlab's own threads
+	noisy := hostnoise.Sample{WakeP99Us: 900, WakeMaxUs: 12000, StealPct: 2}
+	stolen := hostnoise.Sample{WakeP99Us: 50, WakeMaxUs: 800, StealPct: 15}
+	cases := []struct {
+		c    Check
+		h    hostnoise.Sample
+		host bool
+	}{
+		{Check{Name: "release_error_5ms_p99", Unit: "us", Value: 800}, noisy, true},
+		{Check{Name: "release_error_5ms_p99", Unit: "us", Value: 800}, quiet, false},
+		{Check{Name: "rate_error_10mbit", Unit: "%", Value: -12}, noisy, true}, // a 12 ms stall
+		{Check{Name: "rate_error_10mbit", Unit: "%", Value: -12}, quiet, false},
+		{Check{Name: "release_error_25ms_p99", Unit: "us", Value: 300}, stolen, true},
+		{Check{Name: "loss_bernoulli_1pct", Unit: "%", Value: 2}, noisy, false},
+		{Check{Name: "release_error_5ms_p99", Unit: "us", Value: 5, Pass: true}, noisy, false},
+	}
+	for _, c := range cases {
+		explain(&c.c, c.h)
+		if (c.c.Host != "") != c.host {
+			t.Errorf("%s = %g with host p99 %.0f us: explained %q, want %v", c.c.Name, c.c.Value, c.h.WakeP99Us, c.c.Host, c.host)
+		}
+	}
+	if v := verdict([]Check{{Pass: true}, {Pass: false, Host: "noise"}}); v != "host" {
+		t.Errorf("verdict %q, want host", v)
+	}
+	if v := verdict([]Check{{Pass: false, Host: "noise"}, {Pass: false}}); v != "emulator" {
+		t.Errorf("verdict %q, want emulator", v)
+	}
+	if v := verdict([]Check{{Pass: true}}); v != "pass" {
+		t.Errorf("verdict %q, want pass", v)
+	}
+	if _, pass := nonNegativeAtMost(-1.2, 100); pass {
+		t.Error("a negative added latency passed")
 	}
 }

@@ -309,3 +309,27 @@ func pacedFlood(client *testbed.Host, duration, interval time.Duration) error {
 		return nil
 	})
 }
+
+// udpAtRate sends 1400-byte datagrams to the black hole at rate bits per
+// second (counting whole Ethernet frames) for duration: an offered load
+// above a limiter's rate, so that what the limiter lets through is its own
+// rate, with no congestion control in the way.
+func udpAtRate(client *testbed.Host, rate float64, duration time.Duration) error {
+	const payload = 1400
+	frameBits := float64(payload+42) * 8
+	return withBlackhole(client, func(fd int) error {
+		msg := make([]byte, payload)
+		base := time.Now()
+		sent := 0.0
+		for time.Since(base) < duration {
+			// Catch up to the schedule, then sleep a millisecond: bursts
+			// of a millisecond's worth, which the limiter's queue takes.
+			due := time.Since(base).Seconds() * rate / frameBits
+			for ; sent < due; sent++ {
+				unix.Write(fd, msg)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		return nil
+	})
+}

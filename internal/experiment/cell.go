@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"tlab/internal/emu"
+	"tlab/internal/hostnoise"
 	"tlab/internal/metrics"
 	"tlab/internal/proto"
 	"tlab/internal/results"
@@ -73,6 +74,8 @@ type CellResult struct {
 	// Overlaps are other tlab testbeds seen live on this machine while
 	// the cell ran: they shared the CPUs and disturbed its timing.
 	Overlaps []testbed.LiveRun
+	// Host is what the host-noise probe saw over the measured window.
+	Host hostnoise.Sample
 }
 
 // hosts gives a workload its hosts by role.
@@ -155,7 +158,10 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 		start     time.Time
 		startErr  error
 		facts     = map[string]float64{}
+		probe     *hostnoise.Probe
 	)
+	// The window's start reads the link counters, resets the emulator's
+	// release statistics and starts the host-noise probe afresh.
 	startWindow := func() {
 		s, err := em.Stats()
 		if err == nil {
@@ -163,6 +169,10 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 		}
 		mu.Lock()
 		atStart, start, startErr = s, time.Now(), err
+		if probe != nil {
+			probe.Stop()
+		}
+		probe = hostnoise.Start()
 		mu.Unlock()
 	}
 	// A workload that never marks its window is measured from here.
@@ -226,6 +236,9 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	close(stopProgress)
 	<-progressDone
 	sampleOthers()
+	mu.Lock()
+	host := probe.Stop()
+	mu.Unlock()
 	if runErr != nil {
 		return CellResult{}, runErr
 	}
@@ -236,7 +249,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	if err != nil {
 		return CellResult{}, err
 	}
-	res := CellResult{Records: records, WindowStart: start, Links: map[string]emu.LinkStats{}, Release: end.Lateness, Overlaps: overlaps}
+	res := CellResult{Records: records, WindowStart: start, Links: map[string]emu.LinkStats{}, Release: end.Lateness, Overlaps: overlaps, Host: host}
 	for _, l := range end.Links {
 		before, _ := atStart.Link(l.Name)
 		res.Links[l.Name] = emu.LinkStats{Name: l.Name, Up: l.Up.Sub(before.Up), Down: l.Down.Sub(before.Down)}
@@ -246,7 +259,9 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 		window.Up, window.Down = window.Down, window.Up
 	}
 	facts["emu_release_p50_us"], facts["emu_release_p99_us"] = end.Lateness.P50, end.Lateness.P99
+	facts["emu_release_p999_us"], facts["emu_release_max_us"] = end.Lateness.P999, end.Lateness.Max
 	facts["overlapping_runs"] = float64(len(overlaps))
+	facts["host_steal_pct"], facts["host_wakeup_p99_us"], facts["host_wakeup_max_us"] = host.StealPct, host.WakeP99Us, host.WakeMaxUs
 	res.Summary, err = summarize(spec, info, records, window, measured.Config, facts)
 	return res, err
 }
@@ -295,8 +310,9 @@ func summarize(spec CellSpec, info workload.Info, records []results.Record, wind
 	s.Set("zero_rtt", st.ZeroRTT)
 	s.Set("tcp_congestion", st.Congestion)
 	s.Set("emu_release_p50_us", facts["emu_release_p50_us"])
-	s.Set("emu_release_p99_us", facts["emu_release_p99_us"])
-	s.Set("overlapping_runs", facts["overlapping_runs"])
+	for _, name := range []string{"emu_release_p99_us", "emu_release_p999_us", "emu_release_max_us", "host_steal_pct", "host_wakeup_p99_us", "host_wakeup_max_us", "overlapping_runs"} {
+		s.Set(name, facts[name])
+	}
 	return s, nil
 }
 

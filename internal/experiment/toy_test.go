@@ -112,7 +112,7 @@ func TestToyWorkloadThroughTheSeam(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "run")
-	rows, err := Sweep{Scenario: sc, Dir: dir, SkipCalibration: true}.Run(context.Background())
+	rows, err := Sweep{Scenario: sc, Dir: dir, SkipCalibration: true, Quality: Quality{Mode: "off"}}.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func runUpload(t *testing.T, protocols, link, wl string, count int, extra string
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "run")
-	rows, err := Sweep{Scenario: sc, Dir: dir, SkipCalibration: true}.Run(context.Background())
+	rows, err := Sweep{Scenario: sc, Dir: dir, SkipCalibration: true, Quality: Quality{Mode: "off"}}.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,6 +52,16 @@ func schedDelayQuantile(q float64) func(*Input) float64 {
 	}
 }
 
+func delayCI(q float64, high bool) func(*Input) float64 {
+	return func(in *Input) float64 {
+		lo, hi := QuantileCI(in.sortedDelays(), q, 0.95)
+		if high {
+			return hi
+		}
+		return lo
+	}
+}
+
 func delayQuantile(q float64) func(*Input) float64 {
 	return func(in *Input) float64 { return Quantile(in.sortedDelays(), q) }
 }
@@ -98,6 +108,12 @@ func init() {
 			Compute:    schedDelayQuantile(0.50)},
 		{Name: "sched_delay_p95_ms", Kind: Measured, Unit: "ms", Header: "SCHED P95 ms", Precision: 2, Definition: "95th percentile of the delay from the schedule.", Compute: schedDelayQuantile(0.95)},
 		{Name: "sched_delay_p99_ms", Kind: Measured, Unit: "ms", Header: "SCHED P99 ms", Precision: 2, Definition: "99th percentile of the delay from the schedule.", Compute: schedDelayQuantile(0.99)},
+		{Name: "delay_p50_ci_low_ms", Kind: Measured, Unit: "ms", Header: "P50 CI low", Precision: 2,
+			Definition: "Lower bound of a 95 % confidence interval of the median delay: an order statistic whose rank comes from the exact binomial distribution, with no assumption on the delays' distribution. Two rows whose intervals do not overlap differ. The records are not independent (consecutive requests share the link's state), so read it as a lower bound of the uncertainty.",
+			Compute:    delayCI(0.5, false)},
+		{Name: "delay_p50_ci_high_ms", Kind: Measured, Unit: "ms", Header: "P50 CI high", Precision: 2, Definition: "Upper bound of that interval.", Compute: delayCI(0.5, true)},
+		{Name: "delay_p95_ci_low_ms", Kind: Measured, Unit: "ms", Header: "P95 CI low", Precision: 2, Definition: "Lower bound of a 95 % distribution-free confidence interval of the 95th percentile delay.", Compute: delayCI(0.95, false)},
+		{Name: "delay_p95_ci_high_ms", Kind: Measured, Unit: "ms", Header: "P95 CI high", Precision: 2, Definition: "Upper bound of that interval (NaN when too few delays bound it).", Compute: delayCI(0.95, true)},
 		{Name: "delay_mean_ms", Kind: Measured, Unit: "ms", Header: "MEAN ms", Precision: 2, Definition: "Mean response delay.",
 			Compute: func(in *Input) float64 { return in.DelayDistribution().Mean }},
 		{Name: "delay_std_ms", Kind: Measured, Unit: "ms", Header: "STD ms", Precision: 2, Definition: "Sample standard deviation (n−1) of the response delay.",
@@ -151,6 +167,16 @@ func init() {
 			Definition: "The emulator's own release error (when a frame was handed to the kernel minus when it was due), median over the cell's measured window: the instrument's accuracy beside the result."},
 		{Name: "emu_release_p99_us", Kind: Instrument, Unit: "µs", Header: "EMU p99 us", Precision: 0,
 			Definition: "99th percentile of the emulator's release error over the cell's measured window."},
+		{Name: "emu_release_p999_us", Kind: Instrument, Unit: "µs", Header: "EMU p99.9 us", Precision: 0,
+			Definition: "99.9th percentile of the emulator's release error over the cell's measured window."},
+		{Name: "emu_release_max_us", Kind: Instrument, Unit: "µs", Header: "EMU max us", Precision: 0,
+			Definition: "Largest release error of the emulator over the cell's measured window."},
+		{Name: "host_steal_pct", Kind: Instrument, Unit: "%", Header: "STEAL %", Precision: 1,
+			Definition: "CPU time the hypervisor gave to other machines during the cell's measured window (/proc/stat's steal), as a share of all CPU time."},
+		{Name: "host_wakeup_p99_us", Kind: Instrument, Unit: "µs", Header: "HOST p99 us", Precision: 0,
+			Definition: "99th percentile of the wake-up latency during the measured window: how late a thread per CPU, sleeping to an absolute time every 10 ms at normal priority, woke (cyclictest's measure, with tlab's own busy threads included; `host_steal_pct` is the host alone)."},
+		{Name: "host_wakeup_max_us", Kind: Instrument, Unit: "µs", Header: "HOST max us", Precision: 0,
+			Definition: "Largest host wake-up latency during the measured window: the longest stall the host imposed."},
 		{Name: "overlapping_runs", Kind: Instrument, Header: "OTHER RUNS",
 			Definition: "Other tlab testbeds seen live on this machine while the cell ran (sampled every second): they share the CPUs, so a non-zero value marks the cell's timings as disturbed. The run's warnings name them."},
 	} {

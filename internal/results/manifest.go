@@ -18,6 +18,31 @@ type Check struct {
 	Pass   bool    `json:"pass"`
 	// Detail says how the figure was obtained or what surrounds it.
 	Detail string `json:"detail,omitempty"`
+	// Host, on a failed check, says how the host's own noise during the
+	// same step explains the failure; empty when it does not.
+	Host string `json:"host,omitempty"`
+}
+
+// HostNoise is what a host-noise probe saw over a window: how late a
+// real-time thread per CPU woke from sleeping to an absolute time every
+// millisecond (as cyclictest measures it), the CPU time the hypervisor
+// stole, and the kernel's CPU pressure.
+type HostNoise struct {
+	// Step names what the window covered (a calibration step).
+	Step       string  `json:"step,omitempty"`
+	WindowS    float64 `json:"window_s"`
+	WakeP50Us  float64 `json:"wakeup_p50_us"`
+	WakeP99Us  float64 `json:"wakeup_p99_us"`
+	WakeP999Us float64 `json:"wakeup_p999_us"`
+	WakeMaxUs  float64 `json:"wakeup_max_us"`
+	Wakeups    int     `json:"wakeups"`
+	StealPct   float64 `json:"steal_pct"`
+	// PressurePct is the share of the window in which some runnable
+	// task waited for a CPU; −1 where the kernel has no PSI.
+	PressurePct float64 `json:"cpu_pressure_pct"`
+	// RealTime tells whether the probe's threads got real-time priority;
+	// without it their figures include tlab's own busy-polling emulator.
+	RealTime bool `json:"realtime"`
 }
 
 // Machine describes where something ran.
@@ -43,6 +68,13 @@ type Calibration struct {
 	Info []Check `json:"info"`
 	// Warnings say what may have disturbed the figures.
 	Warnings []string `json:"warnings,omitempty"`
+	// Host is the host-noise probe's view of each step.
+	Host []HostNoise `json:"host,omitempty"`
+	// Verdict is "pass", "host" (every failed check is explained by the
+	// host's own noise in the same step: the host is too noisy for these
+	// targets) or "emulator" (a check failed that the host does not
+	// explain: the emulator is inaccurate).
+	Verdict string `json:"verdict,omitempty"`
 }
 
 // Pass is true when every check passed.
@@ -93,6 +125,9 @@ type Manifest struct {
 	// Calibrations are tlab calibrate --quick reports, one per start (and
 	// per resume that took one); empty only when asked.
 	Calibrations []*Calibration `json:"calibrations"`
+	// Quality is the rule that re-ran disturbed cells (normal, strict,
+	// off).
+	Quality string `json:"quality,omitempty"`
 	// Warnings say what disturbed the run (other runs on the machine
 	// during a cell, ...), one line each, as they happened.
 	Warnings []string `json:"warnings,omitempty"`

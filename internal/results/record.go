@@ -58,7 +58,7 @@ var RecordColumns = []string{
 }
 
 // CellColumns identify a record's cell in records.csv; the workload's key
-// columns follow them, then "seed".
+// columns follow them, then "seed" and "attempt".
 var CellColumns = []string{"cell", "profile", "protocol", "rep"}
 
 // Cell identifies a cell in records and summaries.
@@ -74,12 +74,15 @@ type Cell struct {
 	Key []Field
 	// Params are the swept fields' values, in the scenario's order.
 	Params []Param
+	// Attempt numbers the cell's runs: a disturbed one is run again, and
+	// every attempt's records are kept.
+	Attempt int
 }
 
 // RecordWriter appends records to a CSV file: tidy data, one row per
 // event, every variable a column. The header is: CellColumns, the
-// workload's key columns, seed, RecordColumns, the workload's extra
-// columns, and one column per swept field.
+// workload's key columns, seed, attempt, RecordColumns, the workload's
+// extra columns, and one column per swept field.
 type RecordWriter struct {
 	f     *os.File
 	buf   *bufio.Writer
@@ -101,7 +104,7 @@ func CreateRecords(path string, cell Cell, extra []string) (*RecordWriter, error
 	for _, k := range cell.Key {
 		header = append(header, k.Name)
 	}
-	header = append(header, "seed")
+	header = append(header, "seed", "attempt")
 	header = append(header, RecordColumns...)
 	header = append(header, extra...)
 	for _, p := range cell.Params {
@@ -129,7 +132,7 @@ func (w *RecordWriter) Write(r Record) error {
 	for _, k := range c.Key {
 		row = append(row, FormatValue(k.Value))
 	}
-	row = append(row, strconv.FormatUint(c.Seed, 10))
+	row = append(row, strconv.FormatUint(c.Seed, 10), strconv.Itoa(max(c.Attempt, 1)))
 	done, delay, first := fmtFloat(r.DoneMs), fmtFloat(r.DelayMs), fmtFloat(r.FirstByteMs)
 	if !r.OK() {
 		// A failed event has no completion: NA, never zero.
@@ -157,6 +160,9 @@ func (w *RecordWriter) Write(r Record) error {
 	}
 	return nil
 }
+
+// SetAttempt numbers the records written from now on.
+func (w *RecordWriter) SetAttempt(n int) { w.cell.Attempt = n }
 
 // Flush makes everything written so far durable.
 func (w *RecordWriter) Flush() error {

@@ -118,7 +118,7 @@ func (b Bulk) Info() Info {
 		},
 		Roles:    ClientServerRoles,
 		Accepts:  RequestResponse,
-		Metrics:  []string{"requests", "errors", "transfer_ms", "goodput_mbps", "delay_p50_ms", "delay_p95_ms", "bytes_per_response"},
+		Metrics:  []string{"requests", "errors", "transfer_ms", "goodput_mbps", "delay_p50_ms", "delay_p95_ms", "delay_p50_ci_low_ms", "delay_p50_ci_high_ms", "delay_p95_ci_low_ms", "delay_p95_ci_high_ms", "bytes_per_response"},
 		Table:    []string{"requests", "errors", "transfer_ms", "goodput_mbps", "delay_p50_ms", "delay_p95_ms"},
 		Plots:    []string{"goodput_bars", "delay_cdf"},
 		Describe: fmt.Sprintf("Bulk download: %d stream(s) of %d B at once; a record per stream, its delay the stream's completion", b.Streams, b.Bytes),

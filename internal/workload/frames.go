@@ -193,7 +193,7 @@ func (f Frames) Info() Info {
 			return nil
 		},
 		Metrics: []string{"frames", "frames_lost_pct", "frame_rtt_p50_ms", "frame_rtt_p95_ms", "frame_rtt_p99_ms", "frame_rtt_mean_ms",
-			"deadline_miss_pct", "owd_p50_ms", "owd_p99_ms", "jitter_rfc3550_ms", "packets_lost_pct", "throughput_mbps", "late_sends"},
+			"delay_p50_ci_low_ms", "delay_p50_ci_high_ms", "delay_p95_ci_low_ms", "delay_p95_ci_high_ms", "deadline_miss_pct", "owd_p50_ms", "owd_p99_ms", "jitter_rfc3550_ms", "packets_lost_pct", "throughput_mbps", "late_sends"},
 		Table:    []string{"frames", "frames_lost_pct", "frame_rtt_p50_ms", "frame_rtt_p99_ms", "deadline_miss_pct", "owd_p50_ms", "jitter_rfc3550_ms", "packets_lost_pct", "throughput_mbps"},
 		Columns:  []string{"owd_ms", "packets_sent", "packets_arrived", "deadline_miss"},
 		Plots:    []string{"rtt_by_size", "jitter_by_size", "throughput_by_size", "delay_cdf"},

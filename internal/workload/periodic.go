@@ -113,7 +113,7 @@ func (p Periodic) Info() Info {
 		Roles:   ClientServerRoles,
 		Accepts: RequestResponse,
 		Metrics: []string{"requests", "errors", "unsent", "delay_p5_ms", "delay_p25_ms", "delay_p50_ms", "delay_p75_ms", "delay_p95_ms", "delay_p99_ms",
-			"sched_delay_p50_ms", "sched_delay_p95_ms", "sched_delay_p99_ms", "delay_mean_ms", "delay_std_ms", "jitter_ms", "jitter_pct", "bytes_per_request", "bytes_per_response", "conns_per_1000",
+			"delay_p50_ci_low_ms", "delay_p50_ci_high_ms", "delay_p95_ci_low_ms", "delay_p95_ci_high_ms", "sched_delay_p50_ms", "sched_delay_p95_ms", "sched_delay_p99_ms", "delay_mean_ms", "delay_std_ms", "jitter_ms", "jitter_pct", "bytes_per_request", "bytes_per_response", "conns_per_1000",
 			"late_sends", "lateness_p99_ms", "outliers_removed"},
 		Table: []string{"requests", "delay_p5_ms", "delay_p50_ms", "delay_p95_ms", "delay_p99_ms", "sched_delay_p99_ms", "delay_mean_ms", "jitter_pct",
 			"bytes_per_request", "bytes_per_response", "conns_per_1000", "late_sends", "errors", "unsent"},

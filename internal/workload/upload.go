@@ -185,7 +185,7 @@ func (u Upload) Info() Info {
 			return nil
 		},
 		Metrics: []string{"requests", "errors", "response_time_mean_ms", "response_time_std_ms", "response_time_p50_ms",
-			"e2e_mean_ms", "e2e_std_ms", "e2e_p50_ms", "e2e_p95_ms", "e2e_outliers",
+			"e2e_mean_ms", "e2e_std_ms", "e2e_p50_ms", "e2e_p95_ms", "delay_p50_ci_low_ms", "delay_p50_ci_high_ms", "delay_p95_ci_low_ms", "delay_p95_ci_high_ms", "e2e_outliers",
 			"time_namelookup_mean_ms", "time_connect_mean_ms", "time_appconnect_mean_ms", "time_pretransfer_mean_ms", "time_starttransfer_mean_ms", "time_total_mean_ms",
 			"bytes_per_request"},
 		Table:    []string{"requests", "errors", "response_time_mean_ms", "response_time_std_ms", "e2e_mean_ms", "e2e_std_ms", "e2e_p50_ms", "e2e_p95_ms", "time_appconnect_mean_ms", "bytes_per_request"},

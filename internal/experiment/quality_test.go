@@ -1,0 +1,104 @@
+package experiment
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"tlab/internal/results"
+	"tlab/internal/scenario"
+)
+
+// TestDisturbanceRule: the rule judges a cell by what it measures.
+func TestDisturbanceRule(t *testing.T) {
+	row := func(releaseUs, steal, stallUs float64) results.Summary {
+		return results.Summary{Fields: []results.Field{{Name: "emu_release_p99_us", Value: releaseUs}, {Name: "host_steal_pct", Value: steal}, {Name: "host_wakeup_max_us", Value: stallUs}}}
+	}
+	normal, strict, off := Quality{}, Quality{Mode: "strict"}, Quality{Mode: "off"}
+	for _, c := range []struct {
+		q        Quality
+		s        results.Summary
+		medianMs float64
+		want     string
+	}{
+		{normal, row(20, 0, 500), 0.7, ""},                         // 20 µs against a 0.7 ms median: 3 %
+		{normal, row(100, 0, 500), 0.7, "release error p99"},       // 14 %
+		{normal, row(100, 0, 500), 11, ""},                         // the same on 5G: 0.9 %
+		{normal, row(10, 15, 0), 11, "stole 15.0 %"},               // steal
+		{strict, row(300, 0, 0), 11, "release error p99 0.30"},     // 2.7 % > 2 %
+		{strict, row(10, 0, 4000), 11, ""},                         // 4 ms: a wait behind tlab's own threads
+		{strict, row(10, 0, 14000), 11, "the host stalled for 14"}, // over 10 ms and 25 % of 11 ms
+		{off, row(5000, 50, 50000), 1, ""},
+	} {
+		got := c.q.Disturbance(c.s, c.medianMs)
+		if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
+			t.Errorf("%s rule, %v, median %.1f ms: %q, want %q", c.q.Mode, c.s.Fields, c.medianMs, got, c.want)
+		}
+	}
+	if _, err := (Quality{Mode: "lenient"}).thresholds(); err == nil {
+		t.Error("an unknown quality mode was accepted")
+	}
+}
+
+// TestDisturbedCellsRunAgain: a cell judged disturbed is run again; every
+// attempt's records stay with their attempt number, and the summary is the
+// clean attempt's, saying how many were discarded. When no attempt is
+// clean the least disturbed is reported, marked.
+func TestDisturbedCellsRunAgain(t *testing.T) {
+	requireRoot(t)
+	sc, err := scenario.Parse("q.yaml", []byte("name: q\nprofiles: [ethernet]\nprotocols: [tcp]\nworkload: {type: periodic, interval: 10ms}\ncount: 10\nwarmup: 0s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	attempts := 0
+	firstDisturbed := Quality{Mode: "normal", judge: func(results.Summary, float64) string {
+		attempts++
+		if attempts == 1 {
+			return "made up for the test"
+		}
+		return ""
+	}}
+	dir := filepath.Join(t.TempDir(), "run")
+	rows, err := Sweep{Scenario: sc, Dir: dir, SkipCalibration: true, Quality: firstDisturbed}.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rows[0]; r.Int("attempt") != 2 || r.Int("attempts_discarded") != 1 || r.Label("quality") != "clean" || r.Int("requests") != 10 {
+		t.Errorf("row: attempt %d, discarded %d, quality %q, %d requests", r.Int("attempt"), r.Int("attempts_discarded"), r.Label("quality"), r.Int("requests"))
+	}
+	recs := readCSV(t, filepath.Join(dir, "records.csv"))
+	col := slices.Index(recs[0], "attempt")
+	per := map[string]int{}
+	for _, r := range recs[1:] {
+		per[r[col]]++
+	}
+	if per["1"] != 10 || per["2"] != 10 {
+		t.Errorf("records per attempt: %v, want 10 and 10", per)
+	}
+
+	always := Quality{Mode: "normal", judge: func(results.Summary, float64) string { return "always" }}
+	rows, err = Sweep{Scenario: sc, Dir: filepath.Join(t.TempDir(), "run"), SkipCalibration: true, Quality: always}.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rows[0]; r.Int("attempts_discarded") != 2 || !strings.HasPrefix(r.Label("quality"), "disturbed: always") {
+		t.Errorf("never clean: discarded %d, quality %q", r.Int("attempts_discarded"), r.Label("quality"))
+	}
+}
+
+func TestCalibrationWarning(t *testing.T) {
+	pass := &results.Calibration{Verdict: "pass", Checks: []results.Check{{Name: "a", Pass: true}}}
+	if w := CalibrationWarning(pass); w != "" {
+		t.Errorf("a passing calibration warns: %q", w)
+	}
+	host := &results.Calibration{Verdict: "host", Checks: []results.Check{{Name: "release_error_5ms_p99", Value: 812, Unit: "us", Target: "<= 100", Host: "noise"}, {Name: "b", Pass: true}}}
+	if w := CalibrationWarning(host); !strings.Contains(w, "failed 1 of 2 checks") || !strings.Contains(w, "release_error_5ms_p99 812 us") || !strings.Contains(w, "host's own noise") {
+		t.Errorf("host warning: %q", w)
+	}
+	emu := &results.Calibration{Verdict: "emulator", Checks: []results.Check{{Name: "x", Value: 5}}}
+	if w := CalibrationWarning(emu); !strings.Contains(w, "emulator is less accurate") {
+		t.Errorf("emulator warning: %q", w)
+	}
+}
