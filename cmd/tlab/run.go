@@ -53,6 +53,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	noCal := fs.Bool("no-calibration", false, "scenario: skip the emulator calibration recorded in the manifest")
 	noReport := fs.Bool("no-report", false, "do not write report.html")
 	requireCal := fs.Bool("require-calibration", false, "refuse to run when the opening calibration does not pass")
+	shard := fs.String("shard", "", "run only shard I/N of the cells (merge the shards with tlab merge)")
 	quality := fs.String("quality", "", "re-run cells the host disturbed: normal (default: up to 3 attempts), strict (5, tighter), off; a resume keeps the run's")
 	fs.String("workload", "periodic", "traffic pattern: "+strings.Join(workload.Names(), ", ")+" (see tlab workloads)")
 	fs.String("protocols", defaultProtocols, "comma-separated protocols: "+strings.Join(proto.Names(), ", "))
@@ -99,7 +100,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if len(pos) == 1 {
 			name = pos[0]
 		}
-		return runScenario(ctx, runOptions{nameOrFile: name, resume: *resume, sets: sets, out: *out, noCal: *noCal, noReport: *noReport, asJSON: *asJSON, quality: *quality, requireCal: *requireCal}, args, stdout, stderr)
+		return runScenario(ctx, runOptions{nameOrFile: name, resume: *resume, sets: sets, out: *out, noCal: *noCal, noReport: *noReport, asJSON: *asJSON, quality: *quality, requireCal: *requireCal, shard: *shard}, args, stdout, stderr)
 	}
 	sc, err := adhocScenario(fs, given, sets)
 	if err != nil {
@@ -113,7 +114,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// Ad hoc, the run goes through the same runner as any scenario, into
 	// --out or into a directory removed at the end; no calibration unless
 	// it is kept.
-	return runScenario(ctx, runOptions{scenario: sc, out: *out, noCal: *out == "" || *noCal, noReport: *out == "" || *noReport, asJSON: *asJSON, adhoc: true, quality: *quality, requireCal: *requireCal}, args, stdout, stderr)
+	return runScenario(ctx, runOptions{scenario: sc, out: *out, noCal: *out == "" || *noCal, noReport: *out == "" || *noReport, asJSON: *asJSON, adhoc: true, quality: *quality, requireCal: *requireCal, shard: *shard}, args, stdout, stderr)
 }
 
 // adhocScenario builds the in-memory scenario of an ad-hoc run: defaults,

@@ -59,6 +59,8 @@ type runOptions struct {
 	quality string
 	// requireCal refuses to run when the opening calibration fails.
 	requireCal bool
+	// shard is "I/N" to run one shard of the cells.
+	shard string
 }
 
 // runScenario runs (or resumes) a scenario into a run directory and
@@ -110,7 +112,15 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 		fmt.Fprintf(stderr, "tlab run: --quality %q: want %s\n", o.quality, strings.Join(experiment.QualityModes, ", "))
 		return exitUsage
 	}
-	sw := experiment.Sweep{Scenario: sc, Dir: o.out, Resume: o.resume != "", SkipCalibration: o.noCal, Progress: progressPrinter(stderr), Log: stderr, Quality: experiment.Quality{Mode: o.quality}, RequireCalibration: o.requireCal}
+	var shard experiment.Shard
+	if o.shard != "" {
+		if shard, err = experiment.ParseShard(o.shard); err != nil {
+			fmt.Fprintf(stderr, "tlab run: --%v\n", err)
+			return exitUsage
+		}
+		cells = shard.Of(cells)
+	}
+	sw := experiment.Sweep{Shard: shard, Scenario: sc, Dir: o.out, Resume: o.resume != "", SkipCalibration: o.noCal, Progress: progressPrinter(stderr), Log: stderr, Quality: experiment.Quality{Mode: o.quality}, RequireCalibration: o.requireCal}
 	rows, err := sw.Run(ctx)
 	clearProgress(stderr)
 	if err != nil {
@@ -179,6 +189,40 @@ func emptyCells(rows []results.Summary) []string {
 		}
 	}
 	return out
+}
+
+func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("merge", "merge DIR... --out DIR\n\nJoin the run directories of a scenario's shards (tlab run --shard I/N) into one run directory with\nits report: the same scenario and format, no cell twice; cells no shard holds are listed (exit 1).", stderr)
+	out := fs.String("out", "", "the merged run directory (must be new or empty)")
+	noReport := fs.Bool("no-report", false, "do not write report.html")
+	pos, code, ok := parseArgs(fs, args, 1024)
+	if !ok {
+		return code
+	}
+	if len(pos) == 0 || *out == "" {
+		fmt.Fprintln(stderr, "tlab merge: give the shards' run directories and --out DIR")
+		return exitUsage
+	}
+	missing, err := experiment.Merge(pos, *out)
+	if err != nil {
+		fmt.Fprintf(stderr, "tlab %v\n", err)
+		return exitUsage
+	}
+	if !*noReport {
+		r, err := report.Load(*out)
+		if err == nil {
+			_, err = report.Build(r)
+		}
+		if err != nil {
+			return errorExit(stderr, err)
+		}
+	}
+	fmt.Fprintf(stdout, "merged %d run directories into %s\n", len(pos), *out)
+	if len(missing) > 0 {
+		fmt.Fprintf(stderr, "tlab merge: %d cells of the scenario are in no shard: %s\n", len(missing), strings.Join(missing, ", "))
+		return exitFailure
+	}
+	return exitOK
 }
 
 func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int {

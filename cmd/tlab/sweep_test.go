@@ -307,3 +307,81 @@ func TestValidateCommand(t *testing.T) {
 		t.Errorf("presets: %d %q", code, out)
 	}
 }
+
+// TestShardsMergeIntoTheUnshardedRun runs a scenario as three shards, one
+// process after another as three machines would, merges them, and compares
+// the result with an unsharded run: the same cells with the same ids and
+// seeds, every record once, the machines listed; merging a shard twice or
+// leaving one out is refused or reported.
+func TestShardsMergeIntoTheUnshardedRun(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	bin := buildTlab(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "s.yaml")
+	os.WriteFile(file, []byte(sweepScenario), 0o644)
+	runTo := func(out string, extra ...string) {
+		t.Helper()
+		args := append([]string{"run", file, "--out", out, "--no-calibration", "--quality", "off", "--no-report"}, extra...)
+		if o, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+			t.Fatalf("tlab %v: %v\n%s", args, err, o)
+		}
+	}
+	var shards []string
+	for i := 1; i <= 3; i++ {
+		d := filepath.Join(dir, fmt.Sprintf("shard%d", i))
+		runTo(d, "--shard", fmt.Sprintf("%d/3", i))
+		shards = append(shards, d)
+	}
+	whole := filepath.Join(dir, "whole")
+	runTo(whole)
+	merged := filepath.Join(dir, "merged")
+	if o, err := exec.Command(bin, append([]string{"merge", "--out", merged}, shards...)...).CombinedOutput(); err != nil {
+		t.Fatalf("merge: %v\n%s", err, o)
+	}
+	read := func(d string) []map[string]any {
+		var rows []map[string]any
+		b, _ := os.ReadFile(filepath.Join(d, "summary.json"))
+		json.Unmarshal(b, &rows)
+		return rows
+	}
+	m, w := read(merged), read(whole)
+	if len(m) != 6 || len(w) != 6 {
+		t.Fatalf("merged %d rows, unsharded %d; want 6 each", len(m), len(w))
+	}
+	for i := range m {
+		if m[i]["cell"] != w[i]["cell"] || m[i]["seed"] != w[i]["seed"] || m[i]["requests"] != w[i]["requests"] {
+			t.Errorf("row %d: merged %v/%v/%v, unsharded %v/%v/%v", i, m[i]["cell"], m[i]["seed"], m[i]["requests"], w[i]["cell"], w[i]["seed"], w[i]["requests"])
+		}
+		if m[i]["machine"] == nil {
+			t.Errorf("row %d does not say which machine measured it", i)
+		}
+	}
+	recs := func(d string) int {
+		f, _ := os.Open(filepath.Join(d, "records.csv"))
+		defer f.Close()
+		all, _ := csv.NewReader(f).ReadAll()
+		return len(all) - 1
+	}
+	if recs(merged) != recs(whole) || recs(merged) != 6*40 {
+		t.Errorf("records: merged %d, unsharded %d, want 240", recs(merged), recs(whole))
+	}
+	mb, _ := os.ReadFile(filepath.Join(merged, "manifest.json"))
+	var man struct {
+		Merged []struct{ Shard string } `json:"merged"`
+	}
+	json.Unmarshal(mb, &man)
+	if len(man.Merged) != 3 {
+		t.Errorf("manifest lists %d shards, want 3", len(man.Merged))
+	}
+	if code := exec.Command(bin, "merge", "--out", filepath.Join(dir, "twice"), shards[0], shards[0]).Run(); code == nil {
+		t.Error("a shard merged twice was accepted")
+	}
+	cmd := exec.Command(bin, "merge", "--out", filepath.Join(dir, "partial"), shards[0], shards[1])
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err == nil || !strings.Contains(stderr.String(), "2 cells of the scenario are in no shard") {
+		t.Errorf("a missing shard: %v, %s", err, stderr.String())
+	}
+}

@@ -108,6 +108,8 @@ func init() {
 		Definition: "Which attempt of the cell the row reports (1 unless the quality rule re-ran it); records.csv keeps every attempt's records, with this column."})
 	metrics.Register(metrics.Metric{Name: "attempts_discarded", Kind: metrics.Instrument, Header: "RERUNS",
 		Definition: "Attempts of the cell the quality rule discarded as disturbed (`tlab run --quality`): the emulator's release error p99 above 5 % (strict: 2 %) of the median delay measured, more than 10 % (5 %) of CPU time stolen, or (strict) a host stall longer than 10 ms and a quarter of the median delay. At most 3 attempts (strict: 5)."})
+	metrics.Register(metrics.Metric{Name: "machine", Kind: metrics.Setting,
+		Definition: "In a run merged from shards (`tlab merge`), the host name of the machine that measured the cell."})
 	metrics.Register(metrics.Metric{Name: "quality", Kind: metrics.Setting,
 		Definition: "`clean`, or `disturbed: why` when no attempt was clean (the least disturbed one is reported)."})
 }

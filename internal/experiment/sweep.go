@@ -37,6 +37,44 @@ type Sweep struct {
 	// RequireCalibration refuses to run cells when the opening
 	// calibration does not pass.
 	RequireCalibration bool
+	// Shard, when set, runs only this shard's share of the cells.
+	Shard Shard
+}
+
+// Shard is one of N parts of a scenario's cells: cell k (in the
+// scenario's order, from 0) belongs to shard k mod N + 1. The partition
+// depends only on the scenario and N, and every cell keeps its id and seed,
+// so shards run anywhere merge into the run one machine would have made.
+type Shard struct{ I, N int }
+
+// ParseShard reads "I/N".
+func ParseShard(s string) (Shard, error) {
+	var sh Shard
+	if _, err := fmt.Sscanf(s, "%d/%d", &sh.I, &sh.N); err != nil || sh.N < 1 || sh.I < 1 || sh.I > sh.N || fmt.Sprintf("%d/%d", sh.I, sh.N) != s {
+		return Shard{}, fmt.Errorf("shard %q: want I/N with 1 <= I <= N, such as 2/8", s)
+	}
+	return sh, nil
+}
+
+func (sh Shard) String() string {
+	if sh.N == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d/%d", sh.I, sh.N)
+}
+
+// Of returns the shard's cells.
+func (sh Shard) Of(cells []scenario.Cell) []scenario.Cell {
+	if sh.N <= 1 {
+		return cells
+	}
+	var out []scenario.Cell
+	for k, c := range cells {
+		if k%sh.N == sh.I-1 {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // ErrCalibration is returned when RequireCalibration is set and the
@@ -87,10 +125,18 @@ func (sw Sweep) logf(format string, args ...any) {
 // Run executes every cell not yet done and returns every row of the run.
 func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 	sc := sw.Scenario
-	cells, err := sc.Cells()
+	all, err := sc.Cells()
 	if err != nil {
 		return nil, err
 	}
+	if sw.Resume && sw.Shard.N == 0 {
+		if m, err := results.ReadManifest(sw.Dir); err == nil && m.Shard != "" {
+			if sw.Shard, err = ParseShard(m.Shard); err != nil {
+				return nil, err
+			}
+		}
+	}
+	cells := sw.Shard.Of(all)
 	if _, err := os.Stat(filepath.Join(sw.Dir, results.ScenarioFile)); err == nil && !sw.Resume {
 		return nil, fmt.Errorf("%s: %w; continue it with --resume %s or choose another --out", sw.Dir, ErrRunExists, sw.Dir)
 	}
@@ -107,6 +153,7 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 	if err != nil || !sw.Resume {
 		m = newManifest()
 		m.Scenario, m.Description, m.ScenarioFile, m.Seed, m.Cells = sc.Name, sc.Description, sc.File(), sc.Seed, len(cells)
+		m.Shard, m.TotalCells = sw.Shard.String(), len(all)
 		info := sc.WorkloadSpec().Info()
 		m.Workload, m.Params, m.Plots, m.Table = info.Type, params, sc.PlotsOrDefault(), info.Table
 		y, err := sc.YAML()
@@ -162,10 +209,12 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 
 	var rows []results.Summary
 	done := 0
-	for _, cell := range cells {
+	for i, cell := range cells {
 		if err := ctx.Err(); err != nil {
 			return rows, err
 		}
+		// Progress counts this run's cells (a shard's share).
+		cell.Index = i
 		dir := results.CellDir(sw.Dir, cell.ID)
 		if results.CellDone(dir) {
 			if prev, err := results.ReadCellSummary(dir, params); err == nil {

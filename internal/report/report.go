@@ -343,6 +343,10 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 {{end}}
 <tr><th class="l">cells reported</th><td>{{len .Run.Rows}}</td></tr>
 </table>
+{{with .Run.Manifest}}{{if .Merged}}<h2>Machines (merged from {{len .Merged}} shards)</h2>
+<table class="meta"><tr><th class="l">shard</th><th class="l">machine</th><th class="l">cells</th><th class="l">opening calibration</th></tr>
+{{range .Merged}}<tr><td>{{.Shard}}</td><td>{{.Hostname}}: {{.CPU}}, kernel {{.Kernel}}</td><td>{{len .Cells}}</td><td>{{range .Calibrations}}{{.Verdict}} {{end}}</td></tr>
+{{end}}</table>{{end}}{{end}}
 {{with .Run.Manifest}}{{range .Calibrations}}
 <h2>Emulator calibration ({{when .Started}}, mode {{.Mode}})</h2>
 <table><tr><th class="l">check</th><th>value</th><th class="l">unit</th><th class="l">target</th><th class="l">result</th></tr>

@@ -112,6 +112,11 @@ type Manifest struct {
 	Workload     string `json:"workload,omitempty"`
 	Seed         uint64 `json:"seed"`
 	Cells        int    `json:"cells"`
+	// Shard is "I/N" when the run holds one shard of the scenario's
+	// TotalCells cells; a merged run lists its machines in Merged.
+	Shard      string        `json:"shard,omitempty"`
+	TotalCells int           `json:"total_cells,omitempty"`
+	Merged     []MergedShard `json:"merged,omitempty"`
 	// Params are the swept fields' keys, in the scenario's order.
 	Params []string `json:"params"`
 	// Plots are the plot kinds the scenario asked for; Table the
@@ -131,6 +136,18 @@ type Manifest struct {
 	// Warnings say what disturbed the run (other runs on the machine
 	// during a cell, ...), one line each, as they happened.
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// MergedShard is one shard of a merged run: where it ran, which cells it
+// measured, and its calibrations.
+type MergedShard struct {
+	Dir          string         `json:"dir"`
+	Shard        string         `json:"shard"`
+	Hostname     string         `json:"hostname"`
+	Kernel       string         `json:"kernel"`
+	CPU          string         `json:"cpu"`
+	Cells        []string       `json:"cells"`
+	Calibrations []*Calibration `json:"calibrations"`
 }
 
 // ErrFormat is returned for a run directory written by a newer tlab.
