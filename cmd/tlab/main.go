@@ -49,6 +49,7 @@ func commands() map[string]command {
 		"report":     {"regenerate the report of a results directory", runReport},
 		"compare":    {"put several runs side by side in one report", runCompare},
 		"merge":      {"join the run directories of a scenario's shards", runMerge},
+		"stats":      {"is A faster than B? pairwise comparisons and verdicts of a run", runStats},
 		"presets":    {"list the built-in scenarios (one per study)", runPresets},
 		"flowsim":    {"simulate study C's QUIC flow-control allowances", runFlowsim},
 		"profiles":   {"list the built-in link profiles, or show one", runProfiles},

@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"tlab/internal/metrics"
 	"tlab/internal/proto"
 	"tlab/internal/report"
+	"tlab/internal/results"
+	"tlab/internal/stats"
 	"tlab/internal/workload"
 )
 
@@ -102,5 +106,50 @@ func runProtocols(_ context.Context, args []string, stdout, stderr io.Writer) in
 	d := proto.DefaultSettings()
 	fmt.Fprintf(stdout, "\nDefaults: tls_version %s, key_exchange %s, resumption %v, zero_rtt %v, tcp_congestion %s, idle_timeout %v, h1_max_idle %d;\nquic windows 0 (quic-go's own). A setting none of a scenario's protocols honours is refused.\n",
 		d.TLSVersion, d.KeyExchange, d.Resumption, d.ZeroRTT, d.Congestion, d.IdleTimeout, d.MaxIdle)
+	return exitOK
+}
+
+func runStats(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("stats", "stats DIR [--json]\n\nIs A faster than B here? Compare every pair of protocols on each network and set of swept values of\na run: median difference with a bootstrap interval, Hodges-Lehmann shift, Mann-Whitney p-value with\nHolm's correction, Cliff's delta, and a verdict. Writes comparisons.json and comparisons.csv into DIR.", stderr)
+	asJSON := fs.Bool("json", false, "print the comparisons as JSON")
+	pos, code, ok := parseArgs(fs, args, 1)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "tlab stats: give a results directory")
+		return exitUsage
+	}
+	run, err := results.Open(pos[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "tlab stats: %v\n", err)
+		return exitUsage
+	}
+	seed := uint64(1)
+	if run.Manifest != nil {
+		seed = run.Manifest.Seed
+	}
+	cs, err := stats.ForRun(run, seed)
+	if err != nil {
+		return errorExit(stderr, err)
+	}
+	if err := stats.Write(pos[0], cs); err != nil {
+		return errorExit(stderr, err)
+	}
+	if *asJSON {
+		b, err := os.ReadFile(filepath.Join(pos[0], "comparisons.json"))
+		if err != nil {
+			return errorExit(stderr, err)
+		}
+		stdout.Write(b)
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NETWORK\tSWEPT\tMETRIC\tA\tB\tUNIT\tp (Holm)\tVERDICT")
+	for _, c := range cs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Profile, c.Params, c.Metric, c.A, c.B, c.Unit, fmt.Sprintf("%.3g", c.PHolm), c.Verdict)
+	}
+	tw.Flush()
+	fmt.Fprintf(stdout, "\nComparisons in %s/comparisons.csv and comparisons.json (docs/metrics.md).\n", pos[0])
 	return exitOK
 }

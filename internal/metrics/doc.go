@@ -47,6 +47,7 @@ func (r *Registry) WriteMarkdown(w io.Writer) error {
 			}
 		}
 	}
+	b.WriteString(docComparisons)
 	b.WriteString(docTail)
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -79,6 +80,28 @@ order; ` + "`summary.csv`" + ` has the same columns. Every row starts with
 ` + "`cell`, `profile`, `protocol`, `workload`, `rep`, `seed`" + ` and ends with
 one column per swept field. Undefined values (no requests, one delay only)
 are ` + "`null`" + ` in JSON and empty in CSV.
+`
+
+const docComparisons = `
+## comparisons.json and comparisons.csv: is A faster than B here?
+
+Written by ` + "`tlab stats DIR`" + ` and with every report: one row per pair of
+protocols (A, B) on the same network and swept values, per metric
+(` + "`delay_ms`" + `, the delay each record carries; ` + "`jitter_pct`" + ` and
+` + "`bytes_per_request`" + ` when cells are repeated).
+
+| name | definition |
+|---|---|
+| ` + "`profile`, `params`, `metric`, `a`, `b`" + ` | what is compared |
+| ` + "`sampling_unit`" + ` | ` + "`repetition`" + ` (each repeated cell's value: the unit whenever cells are repeated) or ` + "`request`" + ` (the records of a single cell: consecutive requests share the link's state, so p-values are optimistic) |
+| ` + "`n_a`, `n_b`" + ` | samples (a seeded random subset of at most 2000) |
+| ` + "`median_a`, `median_b`, `median_diff`" + ` | medians and their difference, B − A |
+| ` + "`median_diff_ci_low`, `median_diff_ci_high`" + ` | 95 % percentile bootstrap interval of that difference (2000 seeded resamples) |
+| ` + "`hodges_lehmann`" + ` | the median of all pairwise differences B − A |
+| ` + "`cliffs_delta`" + ` | (pairs with B > A − pairs with B < A) / all pairs, from −1 to 1 |
+| ` + "`mann_whitney_u`, `p_value`" + ` | the Mann-Whitney U test (go-moremath: exact with ties for small samples, normal approximation with continuity correction otherwise; checked against scipy) |
+| ` + "`p_holm`" + ` | the p-value after Holm's correction over every comparison of the run |
+| ` + "`verdict`" + ` | which is lower by how much with its interval, when ` + "`p_holm`" + ` < 0.05 and the interval excludes 0; otherwise "no significant difference" |
 `
 
 const docTail = `

@@ -23,6 +23,7 @@ import (
 
 	"tlab/internal/metrics"
 	"tlab/internal/results"
+	"tlab/internal/stats"
 )
 
 // Run is one run directory's results, as the report needs them.
@@ -33,7 +34,9 @@ type Run struct {
 	Plots       []string
 	Rows        []results.Summary
 	Manifest    *results.Manifest
-	cells       map[string]*cellSeries
+	// Verdicts compare the protocols pair by pair (package stats).
+	Verdicts []stats.Comparison
+	cells    map[string]*cellSeries
 }
 
 // cellSeries is what the plots need of a cell's records, reduced as they
@@ -241,6 +244,18 @@ func Build(r *Run) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if _, err := os.Stat(filepath.Join(r.Dir, results.RecordsFile)); err == nil || hasRepeats(r.Rows) {
+		seed := uint64(1)
+		if r.Manifest != nil {
+			seed = r.Manifest.Seed
+		}
+		if r.Verdicts, err = stats.ForRun(&results.Run{Dir: r.Dir, Manifest: r.Manifest, Rows: r.Rows}, seed); err != nil {
+			return "", fmt.Errorf("comparisons: %w", err)
+		}
+		if err := stats.Write(r.Dir, r.Verdicts); err != nil {
+			return "", err
+		}
+	}
 	path := filepath.Join(r.Dir, "report.html")
 	return path, results.WriteAtomic(path, func(w io.Writer) error { return writeHTML(w, r, figs, notes) })
 }
@@ -354,6 +369,11 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 {{end}}</table>
 {{range .Warnings}}<p class="fail">{{.}}</p>{{end}}
 {{end}}{{end}}
+{{if .Run.Verdicts}}<h2>Verdicts</h2>
+<p>Each pair of protocols on the same network and swept values: the difference of medians (B − A) with a 95 % bootstrap interval, and the Mann-Whitney test's p-value after Holm's correction over the whole run; a difference is called when that p-value is under 0.05 and the interval excludes zero. The sampling unit is the repetition where cells are repeated, the request otherwise (requests are not independent: such p-values are optimistic). comparisons.csv has every figure (Hodges-Lehmann shift, Cliff's delta, U).</p>
+<div class="wide"><table><tr><th class="l">network</th><th class="l">swept</th><th class="l">metric</th><th class="l">A</th><th class="l">B</th><th>median A</th><th>median B</th><th>p (Holm)</th><th class="l">verdict</th></tr>
+{{range .Run.Verdicts}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Params}}</td><td class="l">{{.Metric}}</td><td class="l">{{.A}}</td><td class="l">{{.B}}</td><td>{{num .MedianA 3}}</td><td>{{num .MedianB 3}}</td><td>{{num .PHolm 4}}</td><td class="l">{{.Verdict}}</td></tr>
+{{end}}</table></div>{{end}}
 <h2>Plots</h2>
 {{range .Figures}}<figure id="{{.Name}}"><img alt="{{.Title}}" src="{{img .SVG}}"><figcaption><b>{{.Title}}.</b> {{.Caption}} (plots/{{.Name}}.svg, .png)</figcaption></figure>
 {{end}}
@@ -366,6 +386,16 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 <p>Delays in milliseconds. Column definitions: docs/metrics.md (or hover a column's title); every column is in summary.csv. Data: summary.json, summary.csv, records.csv beside this file.</p>
 </body></html>
 `))
+
+// hasRepeats tells whether some cell was repeated.
+func hasRepeats(rows []results.Summary) bool {
+	for _, r := range rows {
+		if r.Rep > 1 {
+			return true
+		}
+	}
+	return false
+}
 
 // tableColumns are the "every cell" table's columns: the workload's table
 // columns as the manifest lists them (the terminal's, so that the page fits

@@ -1,0 +1,228 @@
+package stats
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"tlab/internal/results"
+)
+
+// Metrics compared, with their unit for verdicts: the delay each record
+// carries (the response delay, a frame's round trip, an upload's
+// end-to-end delay), and, where cells are repeated, jitter and bytes per
+// request.
+var compared = []struct{ name, unit string }{
+	{"delay_ms", "ms"}, {"jitter_pct", "%"}, {"bytes_per_request", "B"},
+}
+
+// ForRun compares every pair of protocols on each network and set of
+// swept values of a run directory, Holm-corrects the p-values of the whole
+// run, and judges each. Repeated cells are the sampling unit where a
+// pair's cells are repeated; otherwise a cell's records are (for the
+// delay only: jitter and bytes are one value per cell).
+func ForRun(r *results.Run, seed uint64) ([]Comparison, error) {
+	type key struct{ profile, params string }
+	groups := map[key]map[string][]results.Summary{}
+	var order []key
+	var protoOrder = map[key][]string{}
+	for _, row := range r.Rows {
+		var vals []string
+		for _, p := range row.Params {
+			vals = append(vals, p.Value)
+		}
+		k := key{row.Profile, strings.Join(vals, " / ")}
+		if groups[k] == nil {
+			groups[k] = map[string][]results.Summary{}
+			order = append(order, k)
+		}
+		if groups[k][row.Protocol] == nil {
+			protoOrder[k] = append(protoOrder[k], row.Protocol)
+		}
+		groups[k][row.Protocol] = append(groups[k][row.Protocol], row)
+	}
+	var delays map[string][]float64
+	var out []Comparison
+	for _, k := range order {
+		protos := protoOrder[k]
+		for i := 0; i < len(protos); i++ {
+			for j := i + 1; j < len(protos); j++ {
+				ra, rb := groups[k][protos[i]], groups[k][protos[j]]
+				repeated := len(ra) >= 2 && len(rb) >= 2
+				for _, m := range compared {
+					var a, b []float64
+					unit := "repetition"
+					switch {
+					case repeated && m.name == "delay_ms":
+						a, b = column(ra, "delay_p50_ms"), column(rb, "delay_p50_ms")
+						if len(a) == 0 {
+							a, b = column(ra, "frame_rtt_p50_ms"), column(rb, "frame_rtt_p50_ms")
+						}
+					case repeated:
+						a, b = column(ra, m.name), column(rb, m.name)
+					case m.name == "delay_ms":
+						if delays == nil {
+							var err error
+							if delays, err = readDelays(filepath.Join(r.Dir, results.RecordsFile), seed); err != nil {
+								return nil, err
+							}
+						}
+						unit = "request"
+						for _, row := range ra {
+							a = append(a, delays[row.Cell]...)
+						}
+						for _, row := range rb {
+							b = append(b, delays[row.Cell]...)
+						}
+					default:
+						continue // one value per cell: nothing to test
+					}
+					if len(a) == 0 || len(b) == 0 {
+						continue
+					}
+					c := Compare(a, b, seed)
+					c.Profile, c.Params, c.Metric, c.A, c.B, c.Unit = k.profile, k.params, m.name, protos[i], protos[j], unit
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	Holm(out)
+	for i := range out {
+		for _, m := range compared {
+			if m.name == out[i].Metric {
+				Judge(out[i:i+1], m.unit)
+			}
+		}
+	}
+	return out, nil
+}
+
+func column(rows []results.Summary, name string) []float64 {
+	var out []float64
+	for _, r := range rows {
+		if v := r.Float(name); v == v { // not NaN
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// readDelays reads each cell's measured, completed delays from
+// records.csv (the attempt its summary reports is not known here: all
+// attempts of a re-run cell count), keeping a seeded random subset of at
+// most MaxPerSample per cell.
+func readDelays(path string, seed uint64) (map[string][]float64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	cr := csv.NewReader(f)
+	cr.ReuseRecord = true
+	header, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	col := map[string]int{}
+	for i, h := range header {
+		col[h] = i
+	}
+	for _, need := range []string{"cell", "warmup", "delay_ms"} {
+		if _, ok := col[need]; !ok {
+			return nil, fmt.Errorf("%s: no column %s", path, need)
+		}
+	}
+	r := rand.New(rand.NewPCG(seed, 0x72657276))
+	out := map[string][]float64{}
+	seen := map[string]int{}
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if rec[col["warmup"]] == "true" || rec[col["delay_ms"]] == "" {
+			continue
+		}
+		d, err := strconv.ParseFloat(rec[col["delay_ms"]], 64)
+		if err != nil {
+			continue
+		}
+		cell := rec[col["cell"]]
+		seen[cell]++
+		// Reservoir sampling: every delay has the same chance to stay.
+		if len(out[cell]) < MaxPerSample {
+			out[cell] = append(out[cell], d)
+		} else if k := r.IntN(seen[cell]); k < MaxPerSample {
+			out[cell][k] = d
+		}
+	}
+	return out, nil
+}
+
+// Columns are comparisons.csv's columns (the JSON names).
+var Columns = []string{"profile", "params", "metric", "a", "b", "sampling_unit", "n_a", "n_b", "median_a", "median_b",
+	"median_diff", "median_diff_ci_low", "median_diff_ci_high", "hodges_lehmann", "cliffs_delta", "mann_whitney_u", "p_value", "p_holm", "verdict"}
+
+// Write writes comparisons.json and comparisons.csv into dir.
+func Write(dir string, cs []Comparison) error {
+	err := results.WriteAtomic(filepath.Join(dir, "comparisons.json"), func(w io.Writer) error {
+		if cs == nil {
+			cs = []Comparison{}
+		}
+		// NaN is not JSON: each comparison goes through a map first.
+		rows := []map[string]any{}
+		for _, c := range cs {
+			rows = append(rows, c.values())
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	})
+	if err != nil {
+		return err
+	}
+	return results.WriteAtomic(filepath.Join(dir, "comparisons.csv"), func(w io.Writer) error {
+		cw := csv.NewWriter(w)
+		if err := cw.Write(Columns); err != nil {
+			return err
+		}
+		for _, c := range cs {
+			v := c.values()
+			rec := make([]string, len(Columns))
+			for i, name := range Columns {
+				rec[i] = results.FormatValue(v[name])
+			}
+			if err := cw.Write(rec); err != nil {
+				return err
+			}
+		}
+		cw.Flush()
+		return cw.Error()
+	})
+}
+
+// values is the comparison by its JSON names, NaN as nil.
+func (c Comparison) values() map[string]any {
+	num := func(v float64) any {
+		if v != v {
+			return nil
+		}
+		return v
+	}
+	return map[string]any{
+		"profile": c.Profile, "params": c.Params, "metric": c.Metric, "a": c.A, "b": c.B, "sampling_unit": c.Unit,
+		"n_a": c.NA, "n_b": c.NB, "median_a": num(c.MedianA), "median_b": num(c.MedianB), "median_diff": num(c.Diff),
+		"median_diff_ci_low": num(c.DiffLow), "median_diff_ci_high": num(c.DiffHigh), "hodges_lehmann": num(c.HodgesLeh),
+		"cliffs_delta": num(c.CliffDelta), "mann_whitney_u": num(c.U), "p_value": num(c.P), "p_holm": num(c.PHolm), "verdict": c.Verdict,
+	}
+}

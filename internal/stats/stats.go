@@ -1,0 +1,168 @@
+// Package stats turns a sweep into decisions: for each pair of protocols
+// on the same network and parameters, which is faster (or lighter), by how
+// much, with what certainty, or "no significant difference". It compares
+// samples with the Mann-Whitney U test (go-moremath), the median
+// difference with a seeded bootstrap interval, the Hodges-Lehmann shift and
+// Cliff's delta, and corrects the p-values of the whole sweep with Holm's
+// method.
+package stats
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+
+	mstats "github.com/aclements/go-moremath/stats"
+
+	"tlab/internal/metrics"
+)
+
+// Comparison is protocol B against protocol A on one network and set of
+// swept values, for one metric. Its JSON names are stable
+// (docs/metrics.md).
+type Comparison struct {
+	Profile string `json:"profile"`
+	Params  string `json:"params"`
+	Metric  string `json:"metric"`
+	A       string `json:"a"`
+	B       string `json:"b"`
+	// Unit is what one sample is: "repetition" (a cell's value; the
+	// sampling unit whenever a cell is repeated) or "request" (the
+	// records of one cell each: consecutive requests share the link's
+	// state, so p-values are optimistic).
+	Unit    string  `json:"sampling_unit"`
+	NA      int     `json:"n_a"`
+	NB      int     `json:"n_b"`
+	MedianA float64 `json:"median_a"`
+	MedianB float64 `json:"median_b"`
+	// Diff is MedianB − MedianA, with a 95 % bootstrap interval.
+	Diff       float64 `json:"median_diff"`
+	DiffLow    float64 `json:"median_diff_ci_low"`
+	DiffHigh   float64 `json:"median_diff_ci_high"`
+	HodgesLeh  float64 `json:"hodges_lehmann"`
+	CliffDelta float64 `json:"cliffs_delta"`
+	U          float64 `json:"mann_whitney_u"`
+	P          float64 `json:"p_value"`
+	PHolm      float64 `json:"p_holm"`
+	// Verdict says which is smaller (faster, lighter) by how much, or
+	// "no significant difference".
+	Verdict string `json:"verdict"`
+}
+
+// Alpha is the significance level after Holm's correction.
+const Alpha = 0.05
+
+// Bootstraps is the number of bootstrap resamples.
+const Bootstraps = 2000
+
+// MaxPerSample bounds a sample (a seeded random subset is kept): the tests
+// gain nothing from more, and the pairwise Hodges-Lehmann shift costs
+// n_a × n_b.
+const MaxPerSample = 2000
+
+// Compare compares samples a and b (any order), seeded.
+func Compare(a, b []float64, seed uint64) Comparison {
+	r := rand.New(rand.NewPCG(seed, 0x73746174))
+	a, b = subsample(a, r), subsample(b, r)
+	c := Comparison{NA: len(a), NB: len(b), MedianA: median(a), MedianB: median(b)}
+	c.Diff = c.MedianB - c.MedianA
+	c.DiffLow, c.DiffHigh, c.HodgesLeh, c.CliffDelta, c.U, c.P, c.PHolm = nan, nan, nan, nan, nan, nan, nan
+	if len(a) < 2 || len(b) < 2 {
+		return c
+	}
+	diffs := make([]float64, Bootstraps)
+	ra, rb := make([]float64, len(a)), make([]float64, len(b))
+	for i := range diffs {
+		for j := range ra {
+			ra[j] = a[r.IntN(len(a))]
+		}
+		for j := range rb {
+			rb[j] = b[r.IntN(len(b))]
+		}
+		diffs[i] = median(rb) - median(ra)
+	}
+	slices.Sort(diffs)
+	c.DiffLow, c.DiffHigh = metrics.Quantile(diffs, 0.025), metrics.Quantile(diffs, 0.975)
+	pair := make([]float64, 0, len(a)*len(b))
+	greater, less := 0, 0
+	for _, x := range a {
+		for _, y := range b {
+			pair = append(pair, y-x)
+			switch {
+			case y > x:
+				greater++
+			case y < x:
+				less++
+			}
+		}
+	}
+	c.HodgesLeh = median(pair)
+	c.CliffDelta = float64(greater-less) / float64(len(a)*len(b))
+	if res, err := mstats.MannWhitneyUTest(b, a, mstats.LocationDiffers); err == nil {
+		c.U, c.P = res.U, res.P
+	}
+	return c
+}
+
+var nan = math.NaN()
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return metrics.Quantile(s, 0.5)
+}
+
+func subsample(v []float64, r *rand.Rand) []float64 {
+	if len(v) <= MaxPerSample {
+		return v
+	}
+	s := slices.Clone(v)
+	r.Shuffle(len(s), func(i, j int) { s[i], s[j] = s[j], s[i] })
+	return s[:MaxPerSample]
+}
+
+// Holm adjusts the p-values of every comparison together (Holm 1979): the
+// k-th smallest of m is multiplied by m−k+1, made monotone, capped at 1.
+// NaN p-values (too few samples) stay NaN and do not count.
+func Holm(cs []Comparison) {
+	var idx []int
+	for i, c := range cs {
+		if math.IsNaN(c.P) {
+			cs[i].PHolm = math.NaN()
+			continue
+		}
+		idx = append(idx, i)
+	}
+	sort.SliceStable(idx, func(x, y int) bool { return cs[idx[x]].P < cs[idx[y]].P })
+	m := len(idx)
+	prev := 0.0
+	for k, i := range idx {
+		adj := math.Min(1, cs[i].P*float64(m-k))
+		adj = math.Max(adj, prev)
+		cs[i].PHolm, prev = adj, adj
+	}
+}
+
+// Judge writes each comparison's verdict: B or A smaller by the median
+// difference, with its interval, when the Holm-corrected p-value is under
+// Alpha and the interval excludes zero; otherwise no significant
+// difference.
+func Judge(cs []Comparison, unit string) {
+	for i := range cs {
+		c := &cs[i]
+		switch {
+		case math.IsNaN(c.PHolm):
+			c.Verdict = "too few samples to test"
+		case c.PHolm < Alpha && (c.DiffHigh < 0 || c.DiffLow > 0):
+			winner, loser := c.B, c.A
+			if c.Diff > 0 {
+				winner, loser = c.A, c.B
+			}
+			c.Verdict = fmt.Sprintf("%s lower than %s by %.3g %s (95 %% CI %.3g to %.3g)", winner, loser, math.Abs(c.Diff), unit, math.Min(math.Abs(c.DiffLow), math.Abs(c.DiffHigh)), math.Max(math.Abs(c.DiffLow), math.Abs(c.DiffHigh)))
+		default:
+			c.Verdict = "no significant difference"
+		}
+	}
+}

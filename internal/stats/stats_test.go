@@ -1,0 +1,156 @@
+package stats
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tlab/internal/results"
+)
+
+// TestMannWhitneyMatchesScipy checks the test's p-values against scipy
+// 1.17.1 (the reference values were computed once and are kept here):
+//
+//	from scipy import stats
+//	stats.mannwhitneyu(b, a, method=stats.PermutationMethod(n_resamples=np.inf))  # small, exact with ties
+//	stats.mannwhitneyu(y, x, method='asymptotic', use_continuity=True)            # large
+func TestMannWhitneyMatchesScipy(t *testing.T) {
+	a := []float64{1.2, 1.5, 1.1, 1.9, 2.2, 1.4, 1.8, 1.3, 2.5, 1.6, 1.7, 2.0}
+	b := []float64{1.9, 2.4, 2.1, 2.8, 2.2, 3.1, 2.6, 2.3, 2.9, 2.0, 2.7, 3.3}
+	c := []float64{1, 2, 2, 3, 3, 3, 4, 4, 5, 6}
+	d := []float64{2, 3, 4, 4, 5, 5, 6, 6, 7, 8}
+	var x, y []float64
+	for i := range 300 {
+		x = append(x, float64((i*7919)%1000)/100)
+		y = append(y, float64((i*104729)%1000)/100*1.1)
+	}
+	for _, tc := range []struct {
+		a, b []float64
+		u, p float64
+	}{
+		{a, b, 132.5, 0.00015457688091959193},
+		{c, d, 76.5, 0.045995799865768905},
+		{x, y, 48938, 0.06365185478252783},
+	} {
+		got := Compare(tc.a, tc.b, 1)
+		if got.U != tc.u || math.Abs(got.P-tc.p) > 1e-9*math.Max(1, tc.p) {
+			t.Errorf("n %d/%d: U %v p %.17g, scipy U %v p %.17g", len(tc.a), len(tc.b), got.U, got.P, tc.u, tc.p)
+		}
+	}
+}
+
+// TestEffectSizes: Cliff's delta and the Hodges-Lehmann shift on a case
+// worked by hand, and the bootstrap interval around a clear shift.
+func TestEffectSizes(t *testing.T) {
+	// b − a over all pairs: {1,2,3, 0,1,2, -1,0,1}: 6 greater, 1 less;
+	// their median (Hodges-Lehmann) is 1.
+	c := Compare([]float64{1, 2, 3}, []float64{2, 3, 4}, 1)
+	if math.Abs(c.CliffDelta-5.0/9) > 1e-12 || c.HodgesLeh != 1 || c.Diff != 1 {
+		t.Errorf("delta %v (want 5/9), HL %v (want 1), diff %v", c.CliffDelta, c.HodgesLeh, c.Diff)
+	}
+	var a, b []float64
+	for i := range 200 {
+		a = append(a, 10+float64(i%20)*0.1)
+		b = append(b, 12+float64(i%20)*0.1)
+	}
+	c = Compare(a, b, 7)
+	if !(c.DiffLow > 1.5 && c.DiffHigh < 2.5 && c.DiffLow <= c.Diff && c.Diff <= c.DiffHigh) || c.CliffDelta != 1 {
+		t.Errorf("a 2 ms shift: diff %v (%v..%v), delta %v", c.Diff, c.DiffLow, c.DiffHigh, c.CliffDelta)
+	}
+	if again := Compare(a, b, 7); again.DiffLow != c.DiffLow {
+		t.Error("the bootstrap is not reproducible with the same seed")
+	}
+}
+
+// TestHolm on a hand-worked case: p = 0.01, 0.04, 0.03, 0.005 adjust to
+// 0.03, 0.06, 0.06, 0.02 (sorted: 0.005×4, 0.01×3, 0.03×2, then 0.04×1
+// raised to 0.06 to stay monotone).
+func TestHolm(t *testing.T) {
+	cs := []Comparison{{P: 0.01}, {P: 0.04}, {P: 0.03}, {P: 0.005}, {P: math.NaN()}}
+	Holm(cs)
+	for i, want := range []float64{0.03, 0.06, 0.06, 0.02} {
+		if math.Abs(cs[i].PHolm-want) > 1e-12 {
+			t.Errorf("p %v: Holm %v, want %v", cs[i].P, cs[i].PHolm, want)
+		}
+	}
+	if !math.IsNaN(cs[4].PHolm) {
+		t.Error("a NaN p-value was adjusted")
+	}
+}
+
+func TestJudge(t *testing.T) {
+	cs := []Comparison{
+		{A: "tcp", B: "quic", Diff: 0.2, DiffLow: 0.15, DiffHigh: 0.25, PHolm: 0.001},
+		{A: "tcp", B: "h3", Diff: -0.1, DiffLow: -0.12, DiffHigh: -0.08, PHolm: 0.001},
+		{A: "tcp", B: "h1s", Diff: 0.01, DiffLow: -0.02, DiffHigh: 0.04, PHolm: 0.3},
+		{A: "tcp", B: "x", PHolm: math.NaN()},
+	}
+	Judge(cs, "ms")
+	for i, want := range []string{"tcp lower than quic by 0.2 ms", "h3 lower than tcp by 0.1 ms", "no significant difference", "too few samples"} {
+		if !strings.HasPrefix(cs[i].Verdict, want) {
+			t.Errorf("verdict %q, want %q", cs[i].Verdict, want)
+		}
+	}
+}
+
+// TestForRunPicksTheSamplingUnit: with repeated cells the repetition is
+// the sampling unit (each cell's median, and jitter and bytes too);
+// without, the delay is compared request by request from records.csv.
+func TestForRunPicksTheSamplingUnit(t *testing.T) {
+	dir := t.TempDir()
+	var rows []results.Summary
+	for rep := 1; rep <= 6; rep++ {
+		for i, p := range []string{"tcp", "h3"} {
+			rows = append(rows, results.Summary{Cell: fmt.Sprintf("%s%d", p, rep), Profile: "5g", Protocol: p, Rep: rep,
+				Fields: []results.Field{{Name: "delay_p50_ms", Value: 11 + float64(i) + 0.01*float64(rep)},
+					{Name: "jitter_pct", Value: 7.0 + 0.1*float64(rep%3)}, {Name: "bytes_per_request", Value: 330 + 150*float64(i) + float64(rep)}}})
+		}
+	}
+	cs, err := ForRun(&results.Run{Dir: dir, Rows: rows}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 3 || cs[0].Unit != "repetition" || cs[0].NA != 6 {
+		t.Fatalf("comparisons: %+v", cs)
+	}
+	if !strings.HasPrefix(cs[0].Verdict, "tcp lower than h3 by 1 ms") || !strings.HasPrefix(cs[2].Verdict, "tcp lower than h3 by 150 B") || cs[1].Verdict != "no significant difference" {
+		t.Errorf("verdicts: %q / %q / %q", cs[0].Verdict, cs[1].Verdict, cs[2].Verdict)
+	}
+
+	// One repetition: the requests of each cell.
+	dir = t.TempDir()
+	rows = nil
+	for i, p := range []string{"tcp", "quic"} {
+		cell := results.Cell{ID: p, Profile: "lan", Protocol: p, Rep: 1}
+		w, err := results.CreateRecords(filepath.Join(dir, "c-"+p+".csv"), cell, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range 300 {
+			w.Write(results.Record{Seq: k, DelayMs: 0.7 + 0.2*float64(i) + 0.001*float64(k%50), DoneMs: 1})
+		}
+		w.Close()
+		rows = append(rows, results.Summary{Cell: p, Profile: "lan", Protocol: p, Rep: 1})
+	}
+	// records.csv as a run joins it: the first file's header, then rows.
+	a, _ := os.ReadFile(filepath.Join(dir, "c-tcp.csv"))
+	b, _ := os.ReadFile(filepath.Join(dir, "c-quic.csv"))
+	os.WriteFile(filepath.Join(dir, results.RecordsFile), append(a, b[strings.IndexByte(string(b), '\n')+1:]...), 0o644)
+	cs, err = ForRun(&results.Run{Dir: dir, Rows: rows}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 || cs[0].Unit != "request" || cs[0].NA != 300 || !strings.HasPrefix(cs[0].Verdict, "tcp lower than quic by 0.2 ms") {
+		t.Errorf("request-level comparison: %+v", cs)
+	}
+	if err := Write(dir, cs); err != nil {
+		t.Fatal(err)
+	}
+	csvb, _ := os.ReadFile(filepath.Join(dir, "comparisons.csv"))
+	if !strings.HasPrefix(string(csvb), strings.Join(Columns, ",")) {
+		t.Errorf("comparisons.csv header: %s", csvb[:80])
+	}
+}
