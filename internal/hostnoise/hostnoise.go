@@ -92,15 +92,12 @@ func (p *Probe) run(cpu int) {
 	unix.ClockGettime(unix.CLOCK_MONOTONIC, &now)
 	next := now.Nano()
 	var lat []float64
-	for {
-		select {
-		case <-p.stop:
-			p.mu.Lock()
-			p.lat = append(p.lat, lat...)
-			p.mu.Unlock()
-			return
-		default:
-		}
+	defer func() {
+		p.mu.Lock()
+		p.lat = append(p.lat, lat...)
+		p.mu.Unlock()
+	}()
+	for !p.stopped() {
 		next += p.interval.Nanoseconds()
 		// A long interval is slept in steps of at most 50 ms, so that
 		// Stop returns promptly; only the last step is measured.
@@ -111,13 +108,8 @@ func (p *Probe) run(cpu int) {
 			}
 			step := unix.NsecToTimespec(now.Nano() + int64(50*time.Millisecond))
 			unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &step, nil)
-			select {
-			case <-p.stop:
-				p.mu.Lock()
-				p.lat = append(p.lat, lat...)
-				p.mu.Unlock()
+			if p.stopped() {
 				return
-			default:
 			}
 		}
 		ts := unix.NsecToTimespec(next)
@@ -130,6 +122,15 @@ func (p *Probe) run(cpu int) {
 			// not: one stall is one sample, not a train of them.
 			next = now.Nano()
 		}
+	}
+}
+
+func (p *Probe) stopped() bool {
+	select {
+	case <-p.stop:
+		return true
+	default:
+		return false
 	}
 }
 

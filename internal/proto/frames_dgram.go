@@ -171,15 +171,43 @@ func (udpFrames) ServeFrames(n Net, port int, _ Settings, o FrameOptions, onFram
 }
 
 func (udpFrames) DialFrames(_ context.Context, n Net, addr string, _ Settings, _ FrameOptions) (FrameClient, error) {
-	server, err := net.ResolveUDPAddr("udp4", addr)
-	if err != nil {
-		return nil, err
-	}
-	udp, err := n.ListenUDP(&net.UDPAddr{})
+	udp, server, err := udpTowards(n, addr)
 	if err != nil {
 		return nil, err
 	}
 	return newDatagramClient(udpClientConn{udp: udp, server: server}, udpMaxChunk), nil
+}
+
+// udpTowards opens a client's UDP socket in host n for the server at addr.
+func udpTowards(n Net, addr string) (*net.UDPConn, *net.UDPAddr, error) {
+	server, err := net.ResolveUDPAddr("udp4", addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	udp, err := n.ListenUDP(&net.UDPAddr{})
+	return udp, server, err
+}
+
+// readResults passes the result datagrams arriving on udp to ch until the
+// socket closes, then closes ch and done. A reader that fell behind loses
+// results, never the sender.
+func readResults(udp *net.UDPConn, ch chan<- FrameResult, done chan<- struct{}) {
+	defer close(done)
+	defer close(ch)
+	buf := make([]byte, 65536)
+	for {
+		n, _, err := udp.ReadFromUDP(buf)
+		if err != nil {
+			return
+		}
+		at := time.Now()
+		if magic, id, _, _, ok := parseFragHeader(buf[:n]); ok && magic == resultMagic {
+			select {
+			case ch <- FrameResult{ID: id, At: at}:
+			default:
+			}
+		}
+	}
 }
 
 // quicDgramFrames carries frames as QUIC datagrams (RFC 9221), fragmented

@@ -172,11 +172,7 @@ type tsClient struct {
 }
 
 func (mpegtsFrames) DialFrames(_ context.Context, n Net, addr string, _ Settings, o FrameOptions) (FrameClient, error) {
-	server, err := net.ResolveUDPAddr("udp4", addr)
-	if err != nil {
-		return nil, err
-	}
-	udp, err := n.ListenUDP(&net.UDPAddr{})
+	udp, server, err := udpTowards(n, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -191,24 +187,7 @@ func (mpegtsFrames) DialFrames(_ context.Context, n Net, addr string, _ Settings
 		return nil, fmt.Errorf("mpegts: %w", err)
 	}
 	c.mx.SetPCRPID(tsPID)
-	go func() {
-		defer close(c.done)
-		defer close(c.results)
-		buf := make([]byte, 65536)
-		for {
-			n, _, err := udp.ReadFromUDP(buf)
-			if err != nil {
-				return
-			}
-			at := time.Now()
-			if magic, id, _, _, ok := parseFragHeader(buf[:n]); ok && magic == resultMagic {
-				select {
-				case c.results <- FrameResult{ID: id, At: at}:
-				default:
-				}
-			}
-		}
-	}()
+	go readResults(udp, c.results, c.done)
 	return c, nil
 }
 

@@ -191,11 +191,7 @@ type rtpClient struct {
 }
 
 func (rtpFrames) DialFrames(_ context.Context, n Net, addr string, _ Settings, o FrameOptions) (FrameClient, error) {
-	server, err := net.ResolveUDPAddr("udp4", addr)
-	if err != nil {
-		return nil, err
-	}
-	udp, err := n.ListenUDP(&net.UDPAddr{})
+	udp, server, err := udpTowards(n, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -212,24 +208,7 @@ func (rtpFrames) DialFrames(_ context.Context, n Net, addr string, _ Settings, o
 		// The extension takes 12 bytes of each packet's room.
 		pk:      rtp.NewPacketizer(rtpMTU-12, rtpPayloadType, rtpSSRC, rawPayloader{}, rtp.NewFixedSequencer(0), rtpClockRate),
 		samples: uint32(math.Round(rtpClockRate / fps)), results: make(chan FrameResult, 4096), done: make(chan struct{}), stop: make(chan struct{})}
-	go func() {
-		defer close(c.done)
-		defer close(c.results)
-		buf := make([]byte, 65536)
-		for {
-			n, _, err := udp.ReadFromUDP(buf)
-			if err != nil {
-				return
-			}
-			at := time.Now()
-			if magic, id, _, _, ok := parseFragHeader(buf[:n]); ok && magic == resultMagic {
-				select {
-				case c.results <- FrameResult{ID: id, At: at}:
-				default:
-				}
-			}
-		}
-	}()
+	go readResults(udp, c.results, c.done)
 	go c.senderReports()
 	go func() { // receiver reports: read and drop (the server's view)
 		buf := make([]byte, 1500)
