@@ -201,7 +201,8 @@ func addInfo(r *Report, name string, v float64, unit, detail string) {
 	r.Info = append(r.Info, Check{Name: name, Value: round(v), Unit: unit, Pass: true, Detail: detail})
 }
 
-func round(v float64) float64 { return math.Round(v*1000) / 1000 }
+// round keeps three decimals, and makes -0 a plain 0.
+func round(v float64) float64 { return math.Round(v*1000)/1000 + 0 }
 
 // addedLatency compares 64-byte UDP ping-pong through a zero-delay emulated
 // link with the same ping-pong over a bare veth pair: half the difference is

@@ -358,6 +358,11 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 {{end}}
 <tr><th class="l">cells reported</th><td>{{len .Run.Rows}}</td></tr>
 </table>
+{{if .Run.Verdicts}}<h2>Verdicts</h2>
+<p>Each pair of protocols on the same network and swept values: the difference of medians (B − A) with a 95 % bootstrap interval, and the Mann-Whitney test's p-value after Holm's correction over the whole run; a difference is called when that p-value is under 0.05 and the interval excludes zero. The sampling unit is the repetition where cells are repeated, the request otherwise (requests are not independent: such p-values are optimistic). comparisons.csv has every figure (Hodges-Lehmann shift, Cliff's delta, U).</p>
+<div class="wide"><table><tr><th class="l">network</th><th class="l">swept</th><th class="l">metric</th><th class="l">A</th><th class="l">B</th><th>median A</th><th>median B</th><th>p (Holm)</th><th class="l">verdict</th></tr>
+{{range .Run.Verdicts}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Params}}</td><td class="l">{{.Metric}}</td><td class="l">{{.A}}</td><td class="l">{{.B}}</td><td>{{num .MedianA 3}}</td><td>{{num .MedianB 3}}</td><td>{{num .PHolm 4}}</td><td class="l">{{.Verdict}}</td></tr>
+{{end}}</table></div>{{end}}
 {{with .Run.Manifest}}{{if .Merged}}<h2>Machines (merged from {{len .Merged}} shards)</h2>
 <table class="meta"><tr><th class="l">shard</th><th class="l">machine</th><th class="l">cells</th><th class="l">opening calibration</th></tr>
 {{range .Merged}}<tr><td>{{.Shard}}</td><td>{{.Hostname}}: {{.CPU}}, kernel {{.Kernel}}</td><td>{{len .Cells}}</td><td>{{range .Calibrations}}{{.Verdict}} {{end}}</td></tr>
@@ -365,15 +370,11 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 {{with .Run.Manifest}}{{range .Calibrations}}
 <h2>Emulator calibration ({{when .Started}}, mode {{.Mode}})</h2>
 <table><tr><th class="l">check</th><th>value</th><th class="l">unit</th><th class="l">target</th><th class="l">result</th></tr>
-{{range .Checks}}<tr><td class="l">{{.Name}}</td><td>{{.Value}}</td><td class="l">{{.Unit}}</td><td class="l">{{.Target}}</td><td class="l {{if .Pass}}pass{{else}}fail{{end}}">{{if .Pass}}pass{{else}}FAIL{{end}}</td></tr>
+{{range .Checks}}<tr><td class="l">{{.Name}}</td><td>{{.Value}}</td><td class="l">{{.Unit}}</td><td class="l">{{.Target}}</td><td class="l {{if .Pass}}pass{{else}}fail{{end}}">{{if .Pass}}pass{{else}}FAIL{{if .Host}} (host){{end}}{{end}}</td></tr>
 {{end}}</table>
 {{range .Warnings}}<p class="fail">{{.}}</p>{{end}}
+{{if eq .Verdict "host"}}<p>Every failed check is explained by the host's own noise in the same step (FAIL (host)): the host was too noisy for tlab's targets; the emulator is not at fault.</p>{{else if eq .Verdict "emulator"}}<p class="fail">A failed check is not explained by the host's noise: the emulator was less accurate than tlab's targets.</p>{{end}}
 {{end}}{{end}}
-{{if .Run.Verdicts}}<h2>Verdicts</h2>
-<p>Each pair of protocols on the same network and swept values: the difference of medians (B − A) with a 95 % bootstrap interval, and the Mann-Whitney test's p-value after Holm's correction over the whole run; a difference is called when that p-value is under 0.05 and the interval excludes zero. The sampling unit is the repetition where cells are repeated, the request otherwise (requests are not independent: such p-values are optimistic). comparisons.csv has every figure (Hodges-Lehmann shift, Cliff's delta, U).</p>
-<div class="wide"><table><tr><th class="l">network</th><th class="l">swept</th><th class="l">metric</th><th class="l">A</th><th class="l">B</th><th>median A</th><th>median B</th><th>p (Holm)</th><th class="l">verdict</th></tr>
-{{range .Run.Verdicts}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Params}}</td><td class="l">{{.Metric}}</td><td class="l">{{.A}}</td><td class="l">{{.B}}</td><td>{{num .MedianA 3}}</td><td>{{num .MedianB 3}}</td><td>{{num .PHolm 4}}</td><td class="l">{{.Verdict}}</td></tr>
-{{end}}</table></div>{{end}}
 <h2>Plots</h2>
 {{range .Figures}}<figure id="{{.Name}}"><img alt="{{.Title}}" src="{{img .SVG}}"><figcaption><b>{{.Title}}.</b> {{.Caption}} (plots/{{.Name}}.svg, .png)</figcaption></figure>
 {{end}}
