@@ -21,6 +21,7 @@ import (
 	"syscall"
 
 	"tlab/internal/emu"
+	"tlab/internal/hostnoise"
 )
 
 // Exit codes.
@@ -64,6 +65,7 @@ func commands() map[string]command {
 func main() {
 	// When started as the emulator engine, become it and never return.
 	emu.RunChildIfRequested()
+	hostnoise.RunChildIfRequested()
 	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
 }
 

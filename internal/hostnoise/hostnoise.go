@@ -3,7 +3,10 @@
 // records how late it wakes, as cyclictest does; beside that it reads the
 // CPU time the hypervisor stole (/proc/stat) and the kernel's CPU pressure
 // (/proc/pressure/cpu). A probe runs for the length of a cell or of a
-// calibration step.
+// calibration step, in a child process (tlab re-executes itself, see
+// RunChildIfRequested), because in-process its threads competed with
+// tlab's own goroutines for the runtime's Ps and made a send-lateness
+// test fail 2 times in 8 (0 in 8 with the probe in a child).
 //
 // The threads run at normal priority, so their waits include tlab's own
 // busy threads (the emulator polls a CPU); steal is the clean measure of
@@ -15,8 +18,12 @@
 package hostnoise
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
 	"math"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
@@ -33,8 +40,46 @@ import (
 // calibration stores).
 type Sample = results.HostNoise
 
-// Probe samples the host until stopped.
+// childEnv marks a process started as a probe (see RunChildIfRequested);
+// its value is the interval.
+const childEnv = "TLAB_HOSTNOISE_CHILD"
+
+// RunChildIfRequested turns this process into a probe when it was started
+// as one, and never returns then: it samples until its standard input
+// closes (the parent asks it to stop, or died), writes what it saw as one
+// JSON line and exits. Call it first in main and in TestMain, as
+// emu.RunChildIfRequested.
+//
+// The probe runs in a process of its own because in tlab's process its
+// threads, blocked in their sleep, held Go runtime processors that tlab's
+// own scheduler thread needed: a test of send lateness failed 2 times in 8
+// with the probe in process, 0 in 8 without.
+func RunChildIfRequested() {
+	v := os.Getenv(childEnv)
+	if v == "" {
+		return
+	}
+	interval, err := time.ParseDuration(v)
+	if err != nil || interval <= 0 {
+		interval = DefaultInterval
+	}
+	p := startLocal(interval)
+	io.Copy(io.Discard, os.Stdin)
+	json.NewEncoder(os.Stdout).Encode(p.Stop())
+	os.Exit(0)
+}
+
+// Probe samples the host until stopped: in a child process when it can
+// start one, in this process otherwise.
 type Probe struct {
+	child *exec.Cmd
+	stdin io.WriteCloser
+	out   bytes.Buffer
+	local *localProbe
+}
+
+// localProbe is the sampling itself.
+type localProbe struct {
 	start     time.Time
 	stat0     cpuTimes
 	pressure0 float64
@@ -58,9 +103,43 @@ var DefaultInterval = func() time.Duration {
 // Start starts a probe thread on every CPU, waking every DefaultInterval.
 func Start() *Probe { return StartEvery(DefaultInterval) }
 
-// StartEvery starts a probe whose threads wake every interval.
+// StartEvery starts a probe whose threads wake every interval, in a child
+// process (this executable, started as a probe), or in this process when
+// the child cannot start.
 func StartEvery(interval time.Duration) *Probe {
-	p := &Probe{start: time.Now(), stat0: readCPUTimes(), pressure0: readPressure(), stop: make(chan struct{}), realtime: true, interval: interval}
+	p := &Probe{}
+	// A process that is itself a probe's child (a test binary without the
+	// hook) samples in process rather than start yet another.
+	if exe, err := os.Executable(); err == nil && os.Getenv(childEnv) == "" {
+		cmd := exec.Command(exe)
+		cmd.Env = append(os.Environ(), childEnv+"="+interval.String())
+		cmd.Stdout = &p.out
+		if stdin, err := cmd.StdinPipe(); err == nil && cmd.Start() == nil {
+			p.child, p.stdin = cmd, stdin
+			return p
+		}
+	}
+	p.local = startLocal(interval)
+	return p
+}
+
+// Stop ends the probe and returns what it saw (a zero sample, with no
+// wake-ups, when the child failed).
+func (p *Probe) Stop() Sample {
+	if p.local != nil {
+		return p.local.Stop()
+	}
+	p.stdin.Close()
+	p.child.Wait()
+	var s Sample
+	if json.Unmarshal(p.out.Bytes(), &s) != nil {
+		s.PressurePct = -1
+	}
+	return s
+}
+
+func startLocal(interval time.Duration) *localProbe {
+	p := &localProbe{start: time.Now(), stat0: readCPUTimes(), pressure0: readPressure(), stop: make(chan struct{}), realtime: true, interval: interval}
 	for cpu := range runtime.NumCPU() {
 		p.wg.Add(1)
 		go p.run(cpu)
@@ -68,7 +147,7 @@ func StartEvery(interval time.Duration) *Probe {
 	return p
 }
 
-func (p *Probe) run(cpu int) {
+func (p *localProbe) run(cpu int) {
 	defer p.wg.Done()
 	runtime.LockOSThread()
 	// The thread is dropped, never reused, so its affinity, priority and
@@ -125,7 +204,7 @@ func (p *Probe) run(cpu int) {
 	}
 }
 
-func (p *Probe) stopped() bool {
+func (p *localProbe) stopped() bool {
 	select {
 	case <-p.stop:
 		return true
@@ -134,8 +213,8 @@ func (p *Probe) stopped() bool {
 	}
 }
 
-// Stop ends the probe and returns what it saw.
-func (p *Probe) Stop() Sample {
+// Stop ends the sampling and returns what it saw.
+func (p *localProbe) Stop() Sample {
 	close(p.stop)
 	p.wg.Wait()
 	s := Sample{WindowS: time.Since(p.start).Seconds(), Wakeups: len(p.lat), RealTime: p.realtime}

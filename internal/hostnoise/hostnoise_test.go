@@ -2,6 +2,7 @@ package hostnoise
 
 import (
 	"math"
+	"os"
 	"runtime"
 	"testing"
 	"time"
@@ -36,5 +37,25 @@ func TestStopIsPrompt(t *testing.T) {
 	p.Stop()
 	if d := time.Since(t0); d > 500*time.Millisecond {
 		t.Errorf("Stop took %v", d)
+	}
+}
+
+func TestMain(m *testing.M) {
+	RunChildIfRequested()
+	os.Exit(m.Run())
+}
+
+// TestProbeRunsInAChild: the probe samples in a process of its own (so
+// that its sleeping threads hold none of tlab's runtime processors), and
+// hands its sample back.
+func TestProbeRunsInAChild(t *testing.T) {
+	p := StartEvery(time.Millisecond)
+	if p.child == nil {
+		t.Fatal("the probe did not start a child process")
+	}
+	time.Sleep(200 * time.Millisecond)
+	s := p.Stop()
+	if s.Wakeups < 100 || s.WindowS < 0.15 {
+		t.Errorf("the child's sample: %+v", s)
 	}
 }

@@ -261,7 +261,6 @@ func (f Frames) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	windowStart := time.Now() // when the measured window began
 	type sentFrame struct {
 		scheduled, sent time.Duration
 		packets         int
@@ -310,7 +309,6 @@ func (f Frames) Run(ctx context.Context, env *Env) error {
 					return err
 				}
 				env.StartWindow()
-				windowStart = time.Now()
 			}
 			if err := clock.sleepUntil(ctx, time.Duration(id)*f.interval()); err != nil {
 				return err
@@ -341,7 +339,6 @@ func (f Frames) Run(ctx context.Context, env *Env) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	window := time.Since(windowStart)
 	// Stop the transports so that no late packet races the accounting.
 	closeServer()
 	closeClient()
@@ -423,7 +420,6 @@ func (f Frames) Run(ctx context.Context, env *Env) error {
 	env.Note("packets_lost_pct", ratioPct(lostPkts, sentPkts))
 	// Throughput is over the schedule (the frames sent in the measured
 	// window, one interval each), not the grace period after it.
-	_ = window
 	env.Note("window_s", (time.Duration(n-warm) * f.interval()).Seconds())
 	return ctx.Err()
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"tlab/internal/emu"
+	"tlab/internal/hostnoise"
 	"tlab/internal/testbed"
 )
 
@@ -16,6 +17,7 @@ import (
 // TestMain: the emulator is started by re-executing the test binary.
 func Main(m *testing.M) {
 	emu.RunChildIfRequested()
+	hostnoise.RunChildIfRequested()
 	os.Exit(m.Run())
 }
 
