@@ -2,8 +2,11 @@ package experiment
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -48,25 +51,49 @@ func TestDisturbanceRule(t *testing.T) {
 // clean the least disturbed is reported, marked.
 func TestDisturbedCellsRunAgain(t *testing.T) {
 	requireRoot(t)
-	sc, err := scenario.Parse("q.yaml", []byte("name: q\nprofiles: [ethernet]\nprotocols: [tcp]\nworkload: {type: periodic, interval: 10ms}\ncount: 10\nwarmup: 0s\n"))
+	sc, err := scenario.Parse("q.yaml", []byte("name: q\nprofiles: [ethernet]\nprotocols: [tcp]\nworkload: {type: periodic, interval: 10ms}\ncount: 10\nwarmup: 0s\ncapture: true\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	dir := filepath.Join(t.TempDir(), "run")
 	attempts := 0
 	firstDisturbed := Quality{Mode: "normal", judge: func(results.Summary, float64) string {
 		attempts++
+		// Tag each attempt's captures, to see which one the cell keeps.
+		tagged, _ := filepath.Glob(filepath.Join(dir, "cells", "*", fmt.Sprintf("captures.attempt-%d", attempts)))
+		for _, d := range tagged {
+			if err := os.WriteFile(filepath.Join(d, "tag"), []byte(strconv.Itoa(attempts)), 0o644); err != nil {
+				t.Error(err)
+			}
+		}
+		if len(tagged) != 1 {
+			t.Errorf("attempt %d: want its own capture directory, found %v", attempts, tagged)
+		}
 		if attempts == 1 {
 			return "made up for the test"
 		}
 		return ""
 	}}
-	dir := filepath.Join(t.TempDir(), "run")
 	rows, err := Sweep{Scenario: sc, Dir: dir, SkipCalibration: true, Quality: firstDisturbed}.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r := rows[0]; r.Int("attempt") != 2 || r.Int("attempts_discarded") != 1 || r.Label("quality") != "clean" || r.Int("requests") != 10 {
 		t.Errorf("row: attempt %d, discarded %d, quality %q, %d requests", r.Int("attempt"), r.Int("attempts_discarded"), r.Label("quality"), r.Int("requests"))
+	}
+	// The captures are the reported attempt's, and only theirs.
+	kept, _ := filepath.Glob(filepath.Join(dir, "cells", "*", "captures"))
+	if len(kept) != 1 {
+		t.Fatalf("want one captures directory, found %v", kept)
+	}
+	if tag, err := os.ReadFile(filepath.Join(kept[0], "tag")); err != nil || string(tag) != "2" {
+		t.Errorf("captures/ holds attempt %q's files (%v), want the reported attempt 2's", tag, err)
+	}
+	if fi, err := os.Stat(filepath.Join(kept[0], "client-eth0.pcap")); err != nil || fi.Size() == 0 {
+		t.Errorf("reported attempt's pcap missing or empty (%v)", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "cells", "*", "captures.attempt-*")); len(left) != 0 {
+		t.Errorf("other attempts' captures left behind: %v", left)
 	}
 	recs := readCSV(t, filepath.Join(dir, "records.csv"))
 	col := slices.Index(recs[0], "attempt")

@@ -299,8 +299,14 @@ func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir 
 		return results.Summary{}, nil, err
 	}
 	spec.Label = "tlab run " + cell.Scenario.Name + " into " + sw.Dir
+	// Each attempt captures into its own directory; the reported
+	// attempt's becomes captures/, so the pcap, key log and qlog always
+	// belong to the summarised run.
+	captureDir := func(attempt int) string { return "" }
 	if cell.Scenario.Capture {
-		spec.CaptureDir = filepath.Join(dir, "captures")
+		captureDir = func(attempt int) string {
+			return filepath.Join(dir, fmt.Sprintf("captures.attempt-%d", attempt))
+		}
 	}
 	rec, err := results.CreateRecords(filepath.Join(dir, results.RecordsFile), spec.Cell, spec.Workload.Info().Columns)
 	if err != nil {
@@ -313,11 +319,12 @@ func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir 
 	}
 	var best results.Summary
 	var bestOverlaps []testbed.LiveRun
-	bestWhy, bestSeverity := "", math.Inf(1)
+	bestWhy, bestSeverity, bestAttempt := "", math.Inf(1), 0
 	ran := 0
 	for attempt := 1; attempt <= t.attempts; attempt++ {
 		rec.SetAttempt(attempt)
 		spec.Cell.Attempt = attempt
+		spec.CaptureDir = captureDir(attempt)
 		res, err := RunCell(ctx, spec, rec.Write, sw.Progress)
 		if err != nil {
 			return results.Summary{}, nil, err
@@ -326,7 +333,7 @@ func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir 
 		median := medianDelay(res.Records)
 		why := sw.Quality.Disturbance(res.Summary, median)
 		if sev := severity(res.Summary, median); why == "" || sev < bestSeverity {
-			best, bestOverlaps, bestWhy, bestSeverity = res.Summary, res.Overlaps, why, sev
+			best, bestOverlaps, bestWhy, bestSeverity, bestAttempt = res.Summary, res.Overlaps, why, sev, attempt
 			best.Set("attempt", float64(attempt))
 		}
 		if why == "" {
@@ -349,13 +356,37 @@ func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir 
 	if err := rec.Close(); err != nil {
 		return results.Summary{}, nil, err
 	}
+	if cell.Scenario.Capture {
+		if err := keepCaptures(dir, captureDir, bestAttempt); err != nil {
+			return results.Summary{}, nil, err
+		}
+	}
 	if err := results.WriteSummaries(dir, []results.Summary{best}); err != nil {
 		return results.Summary{}, nil, err
 	}
-	res := struct {
-		Summary  results.Summary
-		Overlaps []testbed.LiveRun
-	}{best, bestOverlaps}
 	// Last: the cell is whole.
-	return res.Summary, res.Overlaps, results.MarkDone(dir)
+	return best, bestOverlaps, results.MarkDone(dir)
+}
+
+// keepCaptures makes the reported attempt's captures the cell's captures/
+// and removes every other attempt's, also those an interrupted earlier run
+// left (a resumed cell starts over, so an old captures/ is replaced too).
+func keepCaptures(dir string, attemptDir func(int) string, keep int) error {
+	final := filepath.Join(dir, "captures")
+	if err := os.RemoveAll(final); err != nil {
+		return fmt.Errorf("replacing %s: %w", final, err)
+	}
+	if err := os.Rename(attemptDir(keep), final); err != nil {
+		return fmt.Errorf("keeping attempt %d's captures: %w", keep, err)
+	}
+	others, err := filepath.Glob(filepath.Join(dir, "captures.attempt-*"))
+	if err != nil {
+		return err
+	}
+	for _, o := range others {
+		if err := os.RemoveAll(o); err != nil {
+			return fmt.Errorf("removing another attempt's captures: %w", err)
+		}
+	}
+	return nil
 }
