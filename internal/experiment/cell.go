@@ -303,12 +303,20 @@ func summarize(spec CellSpec, info workload.Info, records []results.Record, wind
 		return s, err
 	}
 	s.Fields = append(s.Fields, fields...)
+	// A setting is recorded where the protocol honours it and left empty
+	// elsewhere, so a row never claims, say, a TLS version for plain TCP.
 	st := spec.Settings
-	s.Set("tls_version", st.TLSVersion)
-	s.Set("key_exchange", st.KeyExchange)
-	s.Set("resumption", st.Resumption)
-	s.Set("zero_rtt", st.ZeroRTT)
-	s.Set("tcp_congestion", st.Congestion)
+	honours := proto.Options(c.Protocol)
+	for _, setting := range []struct {
+		name  string
+		value any
+	}{{"tls_version", st.TLSVersion}, {"key_exchange", st.KeyExchange}, {"resumption", st.Resumption}, {"zero_rtt", st.ZeroRTT}, {"tcp_congestion", st.Congestion}} {
+		if slices.Contains(honours, setting.name) {
+			s.Set(setting.name, setting.value)
+		} else {
+			s.Set(setting.name, "")
+		}
+	}
 	s.Set("emu_release_p50_us", facts["emu_release_p50_us"])
 	for _, name := range []string{"emu_release_p99_us", "emu_release_p999_us", "emu_release_max_us", "host_steal_pct", "host_wakeup_p99_us", "host_wakeup_max_us", "overlapping_runs"} {
 		s.Set(name, facts[name])

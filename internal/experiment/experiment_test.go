@@ -220,10 +220,17 @@ func TestTLSSettingsReachTheWire(t *testing.T) {
 	if d := perReq["x25519mlkem768"] - perReq["x25519"]; d < 100 {
 		t.Errorf("hybrid key exchange added %.0f B per request over 10 requests, want > 100", d)
 	}
-	rows, _ := sweep(t, "", []string{"tls", "h1s", "h2"}, "", 10*time.Millisecond, 5, "settings: {tls_version: \"1.2\"}\n", nil)
+	rows, _ := sweep(t, "", []string{"tls", "h1s", "h2", "tcp"}, "", 10*time.Millisecond, 5, "settings: {tls_version: \"1.2\"}\n", nil)
 	for _, r := range rows {
-		if r.Int("requests") != 5 || r.Label("tls_version") != "1.2" {
-			t.Errorf("%s over TLS 1.2: %d requests, recorded version %s", r.Protocol, r.Int("requests"), r.Label("tls_version"))
+		want := "1.2"
+		if r.Protocol == "tcp" {
+			want = "" // plain TCP has no TLS version to record
+			if r.Label("key_exchange") != "" || r.Label("tcp_congestion") == "" {
+				t.Errorf("tcp row: key_exchange %q (want none), tcp_congestion %q (want one)", r.Label("key_exchange"), r.Label("tcp_congestion"))
+			}
+		}
+		if r.Int("requests") != 5 || r.Label("tls_version") != want {
+			t.Errorf("%s with tls_version 1.2: %d requests, recorded version %q, want %q", r.Protocol, r.Int("requests"), r.Label("tls_version"), want)
 		}
 	}
 }
