@@ -169,14 +169,7 @@ func newPlotGrid(xLabel, yLabel string, vertical bool) *plot.Plot {
 // and p95; stats[series][category].
 func groupedBoxes(categories, series []string, stats map[string]map[string]boxStat, xLabel, yLabel string) *plot.Plot {
 	p := newPlotGrid(xLabel, yLabel, false)
-	n := float64(len(series))
-	// One series per category (the categories are the series): each box
-	// stands at its label, and the labels make a legend unneeded.
-	own := slices.Equal(categories, series)
-	if own {
-		n = 1
-	}
-	width := vg.Length(math.Max(4, math.Min(18, 420/(n*float64(len(categories))))))
+	slots := layoutSlots(categories, series, 4, 18)
 	for si, s := range series {
 		var boxes []boxStat
 		for ci, c := range categories {
@@ -185,14 +178,14 @@ func groupedBoxes(categories, series []string, stats map[string]map[string]boxSt
 				continue
 			}
 			st.X = float64(ci)
-			if !own {
-				st.X += (float64(si) - (n-1)/2) * 0.8 / n
+			if !slots.own {
+				st.X += slots.shift(si) * 0.8 / slots.n
 			}
 			boxes = append(boxes, st)
 		}
-		b := &quantileBoxes{Boxes: boxes, Width: width, Color: colorOf(s, si)}
+		b := &quantileBoxes{Boxes: boxes, Width: slots.width, Color: colorOf(s, si)}
 		p.Add(b)
-		if !own {
+		if !slots.own {
 			p.Legend.Add(s, b)
 		}
 	}
@@ -202,15 +195,35 @@ func groupedBoxes(categories, series []string, stats map[string]map[string]boxSt
 	return p
 }
 
+// slotLayout places the series side by side within each category.
+type slotLayout struct {
+	n     float64   // slots per category
+	own   bool      // one series per category (the categories are the series): no side-by-side, no legend
+	width vg.Length // one slot's width on the canvas
+}
+
+// layoutSlots sizes the slots to share about 420 points among all of them,
+// within [minWidth, maxWidth].
+func layoutSlots(categories, series []string, minWidth, maxWidth float64) slotLayout {
+	l := slotLayout{n: float64(len(series)), own: slices.Equal(categories, series)}
+	if l.own {
+		l.n = 1
+	}
+	l.width = vg.Length(math.Max(minWidth, math.Min(maxWidth, 420/(l.n*float64(len(categories))))))
+	return l
+}
+
+// shift is series si's position within its category, in slots from the
+// category's centre.
+func (l slotLayout) shift(si int) float64 { return float64(si) - (l.n-1)/2 }
+
+// offset is series si's shift on the canvas.
+func (l slotLayout) offset(si int) vg.Length { return vg.Length(l.shift(si)) * l.width }
+
 // groupedBars draws one bar per (category, series); values[series][category].
 func groupedBars(categories, series []string, values map[string]map[string]float64, xLabel, yLabel string) (*plot.Plot, error) {
 	p := newPlotGrid(xLabel, yLabel, false)
-	n := float64(len(series))
-	own := slices.Equal(categories, series)
-	if own {
-		n = 1
-	}
-	width := vg.Length(math.Max(3, math.Min(20, 420/(n*float64(len(categories))))))
+	slots := layoutSlots(categories, series, 3, 20)
 	for si, s := range series {
 		vals := make(plotter.Values, len(categories))
 		for ci, c := range categories {
@@ -220,14 +233,14 @@ func groupedBars(categories, series []string, values map[string]map[string]float
 			}
 			vals[ci] = v
 		}
-		bars, err := plotter.NewBarChart(vals, width)
+		bars, err := plotter.NewBarChart(vals, slots.width)
 		if err != nil {
 			return nil, err
 		}
 		bars.Color = colorOf(s, si)
 		bars.LineStyle.Width = 0
-		if !own {
-			bars.Offset = vg.Length(float64(si)-(n-1)/2) * width
+		if !slots.own {
+			bars.Offset = slots.offset(si)
 			p.Legend.Add(s, bars)
 		}
 		p.Add(bars)
@@ -325,16 +338,11 @@ func heatmap(g grid, xLabel, yLabel string, colNames, rowNames []string) (*plot.
 // addErrorBars draws ±err bars on the bars groupedBars drew for the same
 // categories and series, offset on the canvas exactly as the bars are.
 func addErrorBars(p *plot.Plot, categories, series []string, values, errs map[string]map[string]float64) error {
-	n := float64(len(series))
-	own := slices.Equal(categories, series)
-	if own {
-		n = 1
-	}
-	width := vg.Length(math.Max(3, math.Min(20, 420/(n*float64(len(categories))))))
+	slots := layoutSlots(categories, series, 3, 20) // as groupedBars
 	for si, s := range series {
 		eb := &errorBars{}
-		if !own {
-			eb.offset = vg.Length(float64(si)-(n-1)/2) * width
+		if !slots.own {
+			eb.offset = slots.offset(si)
 		}
 		for ci, c := range categories {
 			v, ok := values[s][c]
