@@ -139,15 +139,18 @@ func (p *Probe) Stop() Sample {
 }
 
 func startLocal(interval time.Duration) *localProbe {
-	p := &localProbe{start: time.Now(), stat0: readCPUTimes(), pressure0: readPressure(), stop: make(chan struct{}), realtime: true, interval: interval}
+	p := &localProbe{start: time.Now(), stat0: readCPUTimes(), pressure0: readPressure(), stop: make(chan struct{}),
+		realtime: os.Getenv("TLAB_PROBE_RT") != "", interval: interval}
 	for cpu := range runtime.NumCPU() {
 		p.wg.Add(1)
-		go p.run(cpu)
+		go p.run(cpu, p.realtime)
 	}
 	return p
 }
 
-func (p *localProbe) run(cpu int) {
+// run samples on one CPU; realtime asks for SCHED_FIFO (p.realtime is
+// cleared, under p.mu, when a thread cannot have it).
+func (p *localProbe) run(cpu int, realtime bool) {
 	defer p.wg.Done()
 	runtime.LockOSThread()
 	// The thread is dropped, never reused, so its affinity, priority and
@@ -155,16 +158,12 @@ func (p *localProbe) run(cpu int) {
 	var set unix.CPUSet
 	set.Set(cpu)
 	unix.SchedSetaffinity(0, &set)
-	if os.Getenv("TLAB_PROBE_RT") != "" {
+	if realtime {
 		if err := unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 1}, 0); err != nil {
 			p.mu.Lock()
-			p.realtime = false
+			p.realtime = false // reported: the figures are at normal priority
 			p.mu.Unlock()
 		}
-	} else {
-		p.mu.Lock()
-		p.realtime = false
-		p.mu.Unlock()
 	}
 	unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
 	var now unix.Timespec
