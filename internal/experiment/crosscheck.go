@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -175,7 +174,7 @@ func (cc CrossCheck) one(ctx context.Context, protocol string) ([]PhaseCheck, er
 		if protocol == "h1" && name == "appconnect" {
 			continue // no TLS: curl reports 0, tlab nothing
 		}
-		c := PhaseCheck{Protocol: protocol, Client: client, Phase: name, TlabMs: median(a), ExternalMs: median(b), N: cc.Count}
+		c := PhaseCheck{Protocol: protocol, Client: client, Phase: name, TlabMs: metrics.QuantileOf(a, 0.5), ExternalMs: metrics.QuantileOf(b, 0.5), N: cc.Count}
 		c.DiffMs = c.TlabMs - c.ExternalMs
 		c.ToleranceMs = Tolerance(c.ExternalMs)
 		c.Pass = math.Abs(c.DiffMs) <= c.ToleranceMs
@@ -269,10 +268,4 @@ func column(rows [][]float64, k int) []float64 {
 		out = append(out, r[k])
 	}
 	return out
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return metrics.Quantile(s, 0.5)
 }

@@ -26,6 +26,13 @@ func Quantile(sorted []float64, q float64) float64 {
 	return sorted[i] + (h-lo)*(sorted[i+1]-sorted[i])
 }
 
+// QuantileOf is Quantile of values in any order; values is left as it is.
+func QuantileOf(values []float64, q float64) float64 {
+	s := slices.Clone(values)
+	slices.Sort(s)
+	return Quantile(s, q)
+}
+
 // Distribution summarises a sample.
 type Distribution struct {
 	N    int     `json:"n"`

@@ -66,7 +66,7 @@ const MaxPerSample = 2000
 func Compare(a, b []float64, seed uint64) Comparison {
 	r := rand.New(rand.NewPCG(seed, 0x73746174))
 	a, b = subsample(a, r), subsample(b, r)
-	c := Comparison{NA: len(a), NB: len(b), MedianA: median(a), MedianB: median(b)}
+	c := Comparison{NA: len(a), NB: len(b), MedianA: metrics.QuantileOf(a, 0.5), MedianB: metrics.QuantileOf(b, 0.5)}
 	c.Diff = c.MedianB - c.MedianA
 	c.DiffLow, c.DiffHigh, c.HodgesLeh, c.CliffDelta, c.U, c.P, c.PHolm = nan, nan, nan, nan, nan, nan, nan
 	if len(a) < 2 || len(b) < 2 {
@@ -81,7 +81,7 @@ func Compare(a, b []float64, seed uint64) Comparison {
 		for j := range rb {
 			rb[j] = b[r.IntN(len(b))]
 		}
-		diffs[i] = median(rb) - median(ra)
+		diffs[i] = metrics.QuantileOf(rb, 0.5) - metrics.QuantileOf(ra, 0.5)
 	}
 	slices.Sort(diffs)
 	c.DiffLow, c.DiffHigh = metrics.Quantile(diffs, 0.025), metrics.Quantile(diffs, 0.975)
@@ -98,7 +98,7 @@ func Compare(a, b []float64, seed uint64) Comparison {
 			}
 		}
 	}
-	c.HodgesLeh = median(pair)
+	c.HodgesLeh = metrics.QuantileOf(pair, 0.5)
 	c.CliffDelta = float64(greater-less) / float64(len(a)*len(b))
 	if res, err := mstats.MannWhitneyUTest(b, a, mstats.LocationDiffers); err == nil {
 		c.U, c.P = res.U, res.P
@@ -107,12 +107,6 @@ func Compare(a, b []float64, seed uint64) Comparison {
 }
 
 var nan = math.NaN()
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return metrics.Quantile(s, 0.5)
-}
 
 func subsample(v []float64, r *rand.Rand) []float64 {
 	if len(v) <= MaxPerSample {

@@ -110,7 +110,7 @@ func init() {
 }
 
 func delayQ(q float64) func(*metrics.Input) float64 {
-	return func(in *metrics.Input) float64 { return quantile(in.Delays(), q) }
+	return func(in *metrics.Input) float64 { return metrics.QuantileOf(in.Delays(), q) }
 }
 
 func ratioPct(n, of int) float64 {

@@ -63,7 +63,7 @@ func init() {
 			Compute:    func(in *metrics.Input) float64 { return meanStd(extra(in, "response_time_ms"), true) }},
 		{Name: "response_time_p50_ms", Kind: metrics.Measured, Unit: "ms", Header: "RT P50 ms", Precision: 2,
 			Definition: "Median response time (all requests that completed, type 7).",
-			Compute:    func(in *metrics.Input) float64 { return quantile(extra(in, "response_time_ms"), 0.5) }},
+			Compute:    func(in *metrics.Input) float64 { return metrics.QuantileOf(extra(in, "response_time_ms"), 0.5) }},
 		{Name: "e2e_mean_ms", Kind: metrics.Measured, Unit: "ms", Header: "E2E MEAN ms", Precision: 2,
 			Definition: "Study B's end-to-end delay, `time_total − time_namelookup`: mean after the 3-scaled-MAD rule.",
 			Compute:    func(in *metrics.Input) float64 { return meanStd(extra(in, "e2e_ms"), false) }},
@@ -72,10 +72,10 @@ func init() {
 			Compute:    func(in *metrics.Input) float64 { return meanStd(extra(in, "e2e_ms"), true) }},
 		{Name: "e2e_p50_ms", Kind: metrics.Measured, Unit: "ms", Header: "E2E P50 ms", Precision: 2,
 			Definition: "Median end-to-end delay (type 7, no outlier rule).",
-			Compute:    func(in *metrics.Input) float64 { return quantile(extra(in, "e2e_ms"), 0.5) }},
+			Compute:    func(in *metrics.Input) float64 { return metrics.QuantileOf(extra(in, "e2e_ms"), 0.5) }},
 		{Name: "e2e_p95_ms", Kind: metrics.Measured, Unit: "ms", Header: "E2E P95 ms", Precision: 2,
 			Definition: "95th percentile of the end-to-end delay (type 7, no outlier rule).",
-			Compute:    func(in *metrics.Input) float64 { return quantile(extra(in, "e2e_ms"), 0.95) }},
+			Compute:    func(in *metrics.Input) float64 { return metrics.QuantileOf(extra(in, "e2e_ms"), 0.95) }},
 		{Name: "e2e_outliers", Kind: metrics.Measured, Header: "E2E OUTLIERS",
 			Definition: "End-to-end delays the 3-scaled-MAD rule left out of `e2e_mean_ms` and `e2e_std_ms`.",
 			Compute: func(in *metrics.Input) float64 {
@@ -114,12 +114,6 @@ func meanStd(v []float64, std bool) float64 {
 		return d.Std
 	}
 	return d.Mean
-}
-
-func quantile(v []float64, q float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return metrics.Quantile(s, q)
 }
 
 type uploadParams struct {
