@@ -329,9 +329,14 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	},
 	"img": imgURL,
 	"congestion": func(r *Run) string {
-		used := ordered(r.Rows, func(s results.Summary) string { return s.Label("tcp_congestion") })
-		if len(used) == 1 {
-			return used[0] + " in every row"
+		// Rows of protocols that do not run over TCP have no value.
+		used := slices.DeleteFunc(ordered(r.Rows, func(s results.Summary) string { return s.Label("tcp_congestion") }),
+			func(v string) bool { return v == "" })
+		switch len(used) {
+		case 0:
+			return "none (no protocol over TCP)"
+		case 1:
+			return used[0] + " in every row over TCP"
 		}
 		return strings.Join(used, ", ") + " (see each row)"
 	},
