@@ -79,7 +79,7 @@ func TestEveryProtocolThroughTheLink(t *testing.T) {
 	requireRoot(t)
 	var names []string
 	for _, n := range proto.Names() {
-		if !proto.FramesOnly(n) {
+		if proto.Exchanges(n) {
 			names = append(names, n)
 		}
 	}

@@ -39,8 +39,8 @@ func TestEveryProtocolExchanges(t *testing.T) {
 	s := DefaultSettings()
 	s.Certs = certs
 	for i, name := range Names() {
-		if FramesOnly(name) {
-			continue // carries frames, not exchanges (workload frames)
+		if !Exchanges(name) {
+			continue // carries frames or messages, not exchanges
 		}
 		t.Run(name, func(t *testing.T) {
 			p, _ := Lookup(name)

@@ -107,6 +107,9 @@ type Settings struct {
 	StreamWindowMax units.Size `json:"quic_stream_window_max,omitempty" yaml:"quic_stream_window_max"`
 	ConnWindow      units.Size `json:"quic_conn_window,omitempty" yaml:"quic_conn_window"`
 	ConnWindowMax   units.Size `json:"quic_conn_window_max,omitempty" yaml:"quic_conn_window_max"`
+	// MQTTVersion is the MQTT protocol version: "3.1.1" (default, Eclipse
+	// Paho's Go client) or "5.0" (Paho's paho.golang).
+	MQTTVersion string `json:"mqtt_version" yaml:"mqtt_version"`
 
 	// KeyLog receives TLS secrets for Wireshark when set.
 	KeyLog io.Writer `json:"-" yaml:"-"`
@@ -118,7 +121,7 @@ type Settings struct {
 
 // DefaultSettings are tlab's defaults.
 func DefaultSettings() Settings {
-	return Settings{TLSVersion: "1.3", KeyExchange: "x25519", Resumption: true, Congestion: "cubic", IdleTimeout: units.Duration(5 * time.Second), MaxIdle: 1}
+	return Settings{TLSVersion: "1.3", KeyExchange: "x25519", Resumption: true, Congestion: "cubic", IdleTimeout: units.Duration(5 * time.Second), MaxIdle: 1, MQTTVersion: "3.1.1"}
 }
 
 var keyExchanges = map[string]tls.CurveID{
@@ -140,6 +143,9 @@ func (s Settings) Validate() error {
 		if err == nil && !strings.Contains(" "+strings.TrimSpace(string(avail))+" ", " "+s.Congestion+" ") {
 			return fmt.Errorf("tcp congestion control %q: this kernel offers %s", s.Congestion, strings.TrimSpace(string(avail)))
 		}
+	}
+	if s.MQTTVersion != "3.1.1" && s.MQTTVersion != "5.0" {
+		return fmt.Errorf("mqtt version %q: want 3.1.1 or 5.0", s.MQTTVersion)
 	}
 	if s.IdleTimeout <= 0 {
 		return errors.New("idle timeout must be positive")

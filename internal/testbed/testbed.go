@@ -68,6 +68,7 @@ type Host struct {
 	Name   string
 	Ifaces []Iface
 	ns     netns.NsHandle
+	tb     *Testbed
 }
 
 // Do runs fn on a fresh OS thread inside the host's namespace. Sockets that
@@ -176,7 +177,7 @@ func Build(topo Topology, opts Options) (tb *Testbed, err error) {
 			return tb, fmt.Errorf("host %s: %w", name, err)
 		}
 		tb.onClose(ns.Close)
-		h := &Host{Name: name, ns: ns}
+		h := &Host{Name: name, ns: ns, tb: tb}
 		if err := h.Do(func() error { return linkUp("lo") }); err != nil {
 			return tb, fmt.Errorf("host %s: lo: %w", name, err)
 		}
@@ -478,4 +479,90 @@ func (h *Host) Run(cmd *exec.Cmd, resolvConf string) error {
 		// when this (locked) thread exits, after the command has.
 		return cmd.Run()
 	})
+}
+
+// Process is a long-running command started in a host (a broker).
+type Process struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+	stop sync.Once
+}
+
+// Start starts a long-running command in the host's namespace and returns
+// at once. The command cannot outlive tlab: it gets SIGKILL when the thread
+// that started it exits (Pdeathsig), and that thread lives, locked in the
+// namespace, until the command ends; it is recorded for `tlab cleanup`, and
+// the testbed's Close stops it if nothing did before.
+func (h *Host) Start(cmd *exec.Cmd) (*Process, error) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	p := &Process{cmd: cmd, done: make(chan struct{})}
+	started := make(chan error, 1)
+	go func() {
+		// Never unlocked: the thread stays in the namespace and dies
+		// with this goroutine, after the command has ended.
+		runtime.LockOSThread()
+		if err := netns.Set(h.ns); err != nil {
+			started <- fmt.Errorf("setns: %w", err)
+			return
+		}
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("start %s in %s: %w", cmd.Path, h.Name, err)
+	}
+	if h.tb != nil {
+		if h.tb.run != nil {
+			h.tb.run.addPID(cmd.Process.Pid)
+		}
+		h.tb.onClose(p.Stop)
+	}
+	return p, nil
+}
+
+// Done is closed when the command has ended.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Err is how the command ended (valid once Done is closed).
+func (p *Process) Err() error { return p.err }
+
+// PID is the command's process ID.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// Stop asks the command to end (SIGTERM), kills it after two seconds, and
+// waits for it. It is safe to call more than once.
+func (p *Process) Stop() error {
+	p.stop.Do(func() {
+		select {
+		case <-p.done:
+			return
+		default:
+		}
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(2 * time.Second):
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return nil
+}
+
+// StartProcess is Start in the form protocols use (proto.ProcessHost).
+func (h *Host) StartProcess(cmd *exec.Cmd) (stop func() error, done <-chan struct{}, err error) {
+	p, err := h.Start(cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p.Stop, p.Done(), nil
 }

@@ -169,6 +169,9 @@ func RequestResponse(protocol string) error {
 	if proto.FramesOnly(protocol) {
 		return fmt.Errorf("%s only carries frames (workload frames)", protocol)
 	}
+	if proto.IsPubSub(protocol) {
+		return fmt.Errorf("%s only publishes and subscribes (workload pubsub)", protocol)
+	}
 	return nil
 }
 

@@ -1,0 +1,200 @@
+package proto
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	mochi "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/hooks/auth"
+	"github.com/mochi-mqtt/server/v2/listeners"
+)
+
+// ProcessHost is a host that can run a program in its network (the
+// testbed's hosts can): Mosquitto runs that way.
+type ProcessHost interface {
+	// StartProcess starts cmd in the host and returns at once; stop ends
+	// it (and waits), done is closed when it has ended by itself or not.
+	StartProcess(cmd *exec.Cmd) (stop func() error, done <-chan struct{}, err error)
+}
+
+// StartBroker starts the broker of the given kind in host n on port.
+func (m mqttProto) StartBroker(n Net, port int, s Settings, kind string) (io.Closer, error) {
+	switch kind {
+	case BrokerEmbedded, "":
+		return m.startMochi(n, port, s)
+	case BrokerMosquitto:
+		return m.startMosquitto(n, port, s)
+	}
+	return nil, fmt.Errorf("broker %q: want %s or %s", kind, BrokerEmbedded, BrokerMosquitto)
+}
+
+// CheckBroker tells whether the named protocol can use a broker of kind on
+// this machine, so that a scenario is refused before it runs.
+func CheckBroker(protocol, kind string) error {
+	switch kind {
+	case BrokerEmbedded, "":
+		return nil
+	case BrokerMosquitto:
+		if protocol == "mqtt-quic" {
+			return errors.New("mosquitto speaks MQTT over TCP and TLS, not QUIC: use broker embedded for mqtt-quic")
+		}
+		if _, err := exec.LookPath("mosquitto"); err != nil {
+			return errors.New("mosquitto is not installed: run scripts/setup (or apt-get install mosquitto)")
+		}
+		return nil
+	}
+	return fmt.Errorf("broker %q: want %s or %s", kind, BrokerEmbedded, BrokerMosquitto)
+}
+
+// mochiBroker is mochi-mqtt, embedded, behind tlab's own listener.
+type mochiBroker struct {
+	srv  *mochi.Server
+	once sync.Once
+	err  error
+}
+
+func (m mqttProto) startMochi(n Net, port int, s Settings) (io.Closer, error) {
+	ln, err := m.listen(n, port, s)
+	if err != nil {
+		return nil, fmt.Errorf("broker listener: %w", err)
+	}
+	srv := mochi.New(&mochi.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err := srv.AddHook(new(auth.AllowHook), nil); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if err := srv.AddListener(listeners.NewNet("tlab-"+m.transport, ln)); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if err := srv.Serve(); err != nil {
+		srv.Close()
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	return &mochiBroker{srv: srv}, nil
+}
+
+func (b *mochiBroker) Close() error {
+	b.once.Do(func() { b.err = b.srv.Close() })
+	return b.err
+}
+
+// mosquittoBroker is Mosquitto started in the broker's host with a
+// generated configuration and the run's certificate.
+type mosquittoBroker struct {
+	stop func() error
+	dir  string
+	once sync.Once
+}
+
+func (m mqttProto) startMosquitto(n Net, port int, s Settings) (io.Closer, error) {
+	if err := CheckBroker(m.Name(), BrokerMosquitto); err != nil {
+		return nil, err
+	}
+	ph, ok := n.(ProcessHost)
+	if !ok {
+		return nil, errors.New("mosquitto: this host cannot start programs")
+	}
+	bin, _ := exec.LookPath("mosquitto")
+	dir, err := os.MkdirTemp("", "tlab-mosquitto-")
+	if err != nil {
+		return nil, err
+	}
+	conf, err := mosquittoConfig(dir, port, m.transport, s)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	path := filepath.Join(dir, "mosquitto.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	var out bytes.Buffer
+	cmd := exec.Command(bin, "-c", path)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	stop, done, err := ph.StartProcess(cmd)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("mosquitto: %w", err)
+	}
+	b := &mosquittoBroker{stop: stop, dir: dir}
+	// Ready when it accepts a TCP connection on its port.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		c, err := n.DialContext(ctx, nil, "tcp4", hostPort("127.0.0.1", port))
+		cancel()
+		if err == nil {
+			c.Close()
+			return b, nil
+		}
+		select {
+		case <-done:
+			b.Close()
+			return nil, fmt.Errorf("mosquitto exited at start: %s", strings.TrimSpace(out.String()))
+		default:
+		}
+		if time.Now().After(deadline) {
+			b.Close()
+			return nil, fmt.Errorf("mosquitto did not listen on port %d within 5 s: %s", port, strings.TrimSpace(out.String()))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (b *mosquittoBroker) Close() error {
+	var err error
+	b.once.Do(func() {
+		err = b.stop()
+		os.RemoveAll(b.dir)
+	})
+	return err
+}
+
+// mosquittoConfig writes the certificate files Mosquitto needs into dir and
+// returns its configuration. TCP_NODELAY is set as Go's sockets (mochi's
+// and Paho's) set it, so that Nagle's algorithm does not hold small
+// messages back in one broker and not the other.
+func mosquittoConfig(dir string, port int, transport string, s Settings) (string, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# written by tlab for one cell\nper_listener_settings false\nallow_anonymous true\npersistence false\nuser root\nlog_dest stderr\nlog_type error\nlog_type warning\nset_tcp_nodelay true\nmax_inflight_messages 20\nlistener %d\n", port)
+	if transport == mqttTLS {
+		if s.Certs == nil {
+			return "", errors.New("mosquitto over TLS: no certificates")
+		}
+		var chain bytes.Buffer
+		for _, der := range s.Certs.Server.Certificate {
+			pem.Encode(&chain, &pem.Block{Type: "CERTIFICATE", Bytes: der})
+		}
+		key, err := x509.MarshalPKCS8PrivateKey(s.Certs.Server.PrivateKey)
+		if err != nil {
+			return "", fmt.Errorf("mosquitto key: %w", err)
+		}
+		cert, keyFile := filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key")
+		if err := os.WriteFile(cert, chain.Bytes(), 0o600); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key}), 0o600); err != nil {
+			return "", err
+		}
+		version := "tlsv1.3"
+		if s.TLSVersion == "1.2" {
+			version = "tlsv1.2"
+		}
+		fmt.Fprintf(&b, "certfile %s\nkeyfile %s\ntls_version %s\n", cert, keyFile, version)
+	}
+	return b.String(), nil
+}

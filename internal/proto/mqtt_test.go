@@ -1,0 +1,133 @@
+package proto
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestMQTTDeliversInOrder publishes through a real broker on the far side
+// of a 10 ms RTT link, for each MQTT transport, version and broker: every
+// message arrives once, in order, and no delivery beats the two link
+// crossings it needs.
+func TestMQTTDeliversInOrder(t *testing.T) {
+	tb := newTestbed(t, 5*time.Millisecond)
+	ip, _ := tb.Addr("client", "server")
+	certs, err := NewCertificates(ip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := 6000
+	for _, name := range []string{"mqtt-tcp", "mqtt-tls", "mqtt-quic"} {
+		for _, version := range []string{"3.1.1", "5.0"} {
+			for _, broker := range []string{BrokerEmbedded, BrokerMosquitto} {
+				port++
+				t.Run(fmt.Sprintf("%s/%s/%s", name, version, broker), func(t *testing.T) {
+					if err := CheckBroker(name, broker); err != nil {
+						if _, lookErr := exec.LookPath("mosquitto"); lookErr != nil || name == "mqtt-quic" {
+							t.Skip(err)
+						}
+						t.Fatal(err)
+					}
+					s := DefaultSettings()
+					s.Certs, s.MQTTVersion, s.ZeroRTT = certs, version, true
+					p, _ := Lookup(name)
+					ps := p.(PubSub)
+					b, err := ps.StartBroker(tb.Host("server"), port, s, broker)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer b.Close()
+					ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+					defer cancel()
+					addr := hostPort(ip.String(), port)
+					var mu sync.Mutex
+					var got []string
+					var at []time.Time
+					sub, err := ps.NewPubSubClient(tb.Host("client"), addr, s, PubSubOptions{ClientID: "sub", OnMessage: func(_ string, payload []byte, t time.Time) {
+						mu.Lock()
+						got, at = append(got, string(payload)), append(at, t)
+						mu.Unlock()
+					}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := sub.Connect(ctx); err != nil {
+						t.Fatal(err)
+					}
+					defer sub.Disconnect()
+					if err := sub.Subscribe(ctx, "t/1", 1); err != nil {
+						t.Fatal(err)
+					}
+					pub, err := ps.NewPubSubClient(tb.Host("client"), addr, s, PubSubOptions{ClientID: "pub"})
+					if err != nil {
+						t.Fatal(err)
+					}
+					var setups []ConnSetup
+					const n = 10
+					sent := make([]time.Time, n)
+					for i := 0; i < n; i++ {
+						// Reconnect for the last two: the TLS session and
+						// QUIC's 0-RTT come into play.
+						if i == 0 || i >= n-2 {
+							pub.Disconnect()
+							st, err := pub.Connect(ctx)
+							if err != nil {
+								t.Fatalf("connect %d: %v", len(setups)+1, err)
+							}
+							setups = append(setups, st)
+						}
+						sent[i] = time.Now()
+						if err := pub.Publish(ctx, "t/1", 1, []byte(fmt.Sprint(i))); err != nil {
+							t.Fatalf("publish %d: %v", i, err)
+						}
+					}
+					deadline := time.Now().Add(5 * time.Second)
+					for time.Now().Before(deadline) {
+						mu.Lock()
+						k := len(got)
+						mu.Unlock()
+						if k >= n {
+							break
+						}
+						time.Sleep(10 * time.Millisecond)
+					}
+					pub.Disconnect()
+					mu.Lock()
+					defer mu.Unlock()
+					if len(got) != n {
+						t.Fatalf("got %d messages, want %d: %v", len(got), n, got)
+					}
+					for i, g := range got {
+						if g != fmt.Sprint(i) {
+							t.Errorf("message %d is %q: out of order", i, g)
+						}
+						if d := at[i].Sub(sent[i]); d < 10*time.Millisecond {
+							t.Errorf("message %d delivered in %v, under the two 5 ms crossings", i, d)
+						}
+					}
+					if pub.Connections() != 3 {
+						t.Errorf("publisher opened %d connections, want 3", pub.Connections())
+					}
+					first, second := setups[0], setups[1]
+					switch name {
+					case "mqtt-quic":
+						if first.EarlyData || !second.EarlyData || !second.Resumed {
+							t.Errorf("0-RTT: first connection %+v, second %+v; want 0-RTT only on the second", first, second)
+						}
+					case "mqtt-tls":
+						if first.Resumed || !second.Resumed {
+							t.Errorf("TLS resumption: first %v, second %v; want only the second", first.Resumed, second.Resumed)
+						}
+						if second.Handshake <= 0 || second.Connect <= 0 {
+							t.Errorf("phases missing: %+v", second)
+						}
+					}
+				})
+			}
+		}
+	}
+}
