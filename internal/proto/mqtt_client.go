@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	paho3 "github.com/eclipse/paho.mqtt.golang"
-	paho5 "github.com/eclipse/paho.golang/paho"
 	"github.com/eclipse/paho.golang/packets"
+	paho5 "github.com/eclipse/paho.golang/paho"
+	paho3 "github.com/eclipse/paho.mqtt.golang"
 )
 
 // NewPubSubClient makes an Eclipse Paho client for the settings' MQTT
