@@ -246,6 +246,7 @@ func printRows(w io.Writer, rows []results.Summary, info workload.Info) {
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
+	failed := 0
 	prev := ""
 	for _, r := range rows {
 		if prev != "" && r.Profile != prev {
@@ -259,6 +260,10 @@ func printRows(w io.Writer, rows []results.Summary, info workload.Info) {
 		protocol := r.Protocol
 		if strings.HasPrefix(r.Label("quality"), "disturbed") {
 			protocol += " (!)"
+		}
+		if r.Label("cell_error") != "" {
+			protocol += " (failed)"
+			failed++
 		}
 		cells := []string{r.Profile, protocol, strings.Join(swept, "/")}
 		for _, c := range cols {
@@ -277,6 +282,9 @@ func printRows(w io.Writer, rows []results.Summary, info workload.Info) {
 	}
 	if reran > 0 {
 		fmt.Fprintf(w, "RERUNS: %d cells were disturbed by the host and run again (every attempt is in records.csv, column attempt).\n", reran)
+	}
+	if failed > 0 {
+		fmt.Fprintf(w, "(failed): %d cells failed (summary column cell_error says why; their records up to the failure are kept).\n", failed)
 	}
 	if dirty > 0 {
 		fmt.Fprintf(w, "(!): %d cells were disturbed in every attempt; their rows are the least disturbed attempt (summary column quality says why).\n", dirty)

@@ -33,8 +33,11 @@ type CellSpec struct {
 	// Index and Total place the cell in its run (for progress).
 	Index, Total int
 	Topology     testbed.Topology
-	// Roles maps each of the workload's roles to a host of Topology.
+	// Roles maps each of the workload's roles to a host of Topology;
+	// Groups, where a role has several hosts (a shared access's
+	// stations), lists them all, Roles naming the first.
 	Roles    map[string]string
+	Groups   map[string][]string
 	Workload workload.Workload
 	Settings proto.Settings
 	// EmulatorMode is emu.ModeBusy (default) or emu.ModeSleep.
@@ -76,18 +79,37 @@ type CellResult struct {
 	Overlaps []testbed.LiveRun
 	// Host is what the host-noise probe saw over the measured window.
 	Host hostnoise.Sample
+	// Failed, when set, says why the workload failed the cell; its
+	// records and summary are kept.
+	Failed string
 }
 
-// hosts gives a workload its hosts by role.
+// hosts gives a workload its hosts by role (or by host name, for the
+// members of a group).
 type hosts struct {
-	tb    *testbed.Testbed
-	roles map[string]string
+	tb     *testbed.Testbed
+	roles  map[string]string
+	groups map[string][]string
 }
 
-func (h hosts) Net(role string) proto.Net { return h.tb.Host(h.roles[role]) }
+func (h hosts) host(name string) string {
+	if host, ok := h.roles[name]; ok {
+		return host
+	}
+	return name
+}
+
+func (h hosts) Net(role string) proto.Net { return h.tb.Host(h.host(role)) }
 
 func (h hosts) Addr(from, to string) (net.IP, error) {
-	return h.tb.Addr(h.roles[from], h.roles[to])
+	return h.tb.Addr(h.host(from), h.host(to))
+}
+
+func (h hosts) Group(role string) []string {
+	if g := h.groups[role]; len(g) > 0 {
+		return slices.Clone(g)
+	}
+	return []string{h.roles[role]}
 }
 
 // RunCell builds a fresh testbed (so every protocol meets the same seeded
@@ -131,7 +153,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 		return CellResult{}, err
 	}
 	defer tb.Close()
-	h := hosts{tb, spec.Roles}
+	h := hosts{tb, spec.Roles, spec.Groups}
 	// Certificates name the address at which the first role reaches the
 	// second (the client its server).
 	var certIP net.IP
@@ -159,6 +181,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 		startErr  error
 		facts     = map[string]float64{}
 		probe     *hostnoise.Probe
+		failure   string
 	)
 	// The window's start reads the link counters, resets the emulator's
 	// release statistics and starts the host-noise probe afresh.
@@ -194,6 +217,13 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 		Note: func(name string, v float64) {
 			mu.Lock()
 			facts[name] = v
+			mu.Unlock()
+		},
+		Fail: func(reason string) {
+			mu.Lock()
+			if failure == "" {
+				failure = reason
+			}
 			mu.Unlock()
 		},
 	}
@@ -263,6 +293,8 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	facts["overlapping_runs"] = float64(len(overlaps))
 	facts["host_steal_pct"], facts["host_wakeup_p99_us"], facts["host_wakeup_max_us"] = host.StealPct, host.WakeP99Us, host.WakeMaxUs
 	res.Summary, err = summarize(spec, info, records, window, measured.Config, facts)
+	res.Failed = failure
+	res.Summary.Set("cell_error", failure)
 	return res, err
 }
 

@@ -110,6 +110,8 @@ func init() {
 		Definition: "Attempts of the cell the quality rule discarded as disturbed (`tlab run --quality`): the emulator's release error p99 above 5 % (strict: 2 %) of the median delay measured, more than 10 % (5 %) of CPU time stolen, or (strict) a host stall longer than 10 ms and a quarter of the median delay. At most 3 attempts (strict: 5)."})
 	metrics.Register(metrics.Metric{Name: "machine", Kind: metrics.Setting,
 		Definition: "In a run merged from shards (`tlab merge`), the host name of the machine that measured the cell."})
+	metrics.Register(metrics.Metric{Name: "cell_error", Kind: metrics.Setting,
+		Definition: "Empty, or why the workload failed the cell (a broker that was down or refused, a connection lost mid-pattern); the cell's records up to the failure are kept and the sweep went on."})
 	metrics.Register(metrics.Metric{Name: "quality", Kind: metrics.Setting,
 		Definition: "`clean`, or `disturbed: why` when no attempt was clean (the least disturbed one is reported)."})
 }

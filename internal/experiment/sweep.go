@@ -234,6 +234,14 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 		if err != nil {
 			return rows, fmt.Errorf("cell %s (%s over %s): %w", cell.ID, cell.Protocol, cell.Profile, err)
 		}
+		if why := row.Label("cell_error"); why != "" {
+			w := fmt.Sprintf("cell %s (%s over %s) failed: %s", cell.ID, cell.Protocol, cell.Profile, why)
+			sw.logf("warning: %s", w)
+			m.Warnings = append(m.Warnings, w)
+			if err := m.Save(sw.Dir); err != nil {
+				return rows, err
+			}
+		}
 		if len(overlaps) > 0 {
 			var names []string
 			for _, o := range overlaps {
@@ -279,16 +287,17 @@ func SpecFor(cell scenario.Cell, total int) (CellSpec, error) {
 	}
 	w := s.WorkloadSpec()
 	info := w.Info()
-	roles := map[string]string{}
+	roles, groups := map[string]string{}, map[string][]string{}
 	for _, r := range info.Roles {
-		if roles[r], err = s.TopologySpec().HostFor(r); err != nil {
+		if groups[r], err = s.TopologySpec().HostsFor(r); err != nil {
 			return CellSpec{}, err
 		}
+		roles[r] = groups[r][0]
 	}
 	return CellSpec{
 		Cell: results.Cell{ID: cell.ID, Profile: cell.Profile, Protocol: cell.Protocol, Workload: info.Type, Rep: cell.Rep,
 			Seed: s.Seed, Key: info.Key, Params: cell.Params},
-		Index: cell.Index, Total: total, Topology: topo, Roles: roles, Workload: w, Settings: s.ProtoSettings(),
+		Index: cell.Index, Total: total, Topology: topo, Roles: roles, Groups: groups, Workload: w, Settings: s.ProtoSettings(),
 		EmulatorMode: s.Emulator.Mode, RemoveOutliers: s.Metrics.RemoveOutliers,
 	}, nil
 }

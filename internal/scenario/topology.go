@@ -31,7 +31,10 @@ import (
 //	  links: {access: wifi+loss-ge-b}
 //
 // Links maps link names to profile stacks; a link without one gets the
-// cell's profile (from the scenario's profiles list).
+// cell's profile (from the scenario's profiles list). Without a topology
+// section a client-server workload gets client-server, any other a chain
+// of its roles (pubsub: publisher, broker, subscriber); a chain without
+// hosts is the same chain.
 type Topology struct {
 	Type     string            `yaml:"type"`
 	Hosts    []string          `yaml:"hosts"`
@@ -50,6 +53,12 @@ func (s *Scenario) decodeTopology() error {
 	n := &s.Topology
 	switch {
 	case n.Kind == 0:
+		// No topology: client-server for a client-server workload,
+		// else a chain of the workload's roles (publisher, broker,
+		// subscriber).
+		if roles := s.workload.Info().Roles; !slices.Equal(roles, []string{"client", "server"}) && len(roles) >= 2 {
+			t.Type, t.Hosts = "chain", slices.Clone(roles)
+		}
 	case n.Kind == yaml.ScalarNode:
 		t.Type = n.Value
 	default:
@@ -67,6 +76,9 @@ func (s *Scenario) decodeTopology() error {
 	case "client-server":
 		t.Hosts = []string{"client", "server"}
 	case "chain":
+		if len(t.Hosts) == 0 {
+			t.Hosts = slices.Clone(s.workload.Info().Roles)
+		}
 		if len(t.Hosts) < 2 {
 			return at("hosts", "topology: a chain needs at least two hosts, such as [publisher, broker, subscriber]")
 		}
@@ -128,6 +140,19 @@ func (t Topology) HostFor(role string) (string, error) {
 		return t.Station + "1", nil
 	}
 	return "", fmt.Errorf("needs a host %q; the topology has %s", role, strings.Join(t.Hosts, ", "))
+}
+
+// HostsFor returns every host that plays role: all the stations for a
+// shared access's station role, else the one host of HostFor.
+func (t Topology) HostsFor(role string) ([]string, error) {
+	if t.Type == "shared-access" && role == t.Station {
+		return slices.Clone(t.Hosts[:t.Stations]), nil
+	}
+	h, err := t.HostFor(role)
+	if err != nil {
+		return nil, err
+	}
+	return []string{h}, nil
 }
 
 // build makes the testbed topology, resolving each link's profile with

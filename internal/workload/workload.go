@@ -83,6 +83,11 @@ type Env struct {
 	StartWindow func()
 	// Note records a figure a metric needs (for example conns_opened).
 	Note func(name string, v float64)
+	// Fail marks the cell failed, with a reason for the table and the
+	// report (a broker that is down, a connection lost mid-pattern). The
+	// workload still emits what it measured and returns nil: the sweep
+	// goes on and keeps every record.
+	Fail func(reason string)
 }
 
 // Hosts gives a workload the hosts of its cell by role.
@@ -91,6 +96,10 @@ type Hosts interface {
 	Net(role string) proto.Net
 	// Addr returns the address at which host from reaches host to.
 	Addr(from, to string) (net.IP, error)
+	// Group returns the hosts that play role: one for most roles, every
+	// station for a shared access's station role. Net and Addr accept the
+	// names it returns as well as role names.
+	Group(role string) []string
 }
 
 // Common are the scenario fields every workload shares: how long the

@@ -1,0 +1,518 @@
+package workload
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"tlab/internal/metrics"
+	"tlab/internal/proto"
+	"tlab/internal/results"
+	"tlab/internal/strictyaml"
+	"tlab/internal/units"
+)
+
+// PubSub is study D's industrial IoT messaging: publishers send short
+// messages through a broker to a subscriber, over MQTT on TCP, TLS or QUIC.
+// tlab drives both ends, so a publisher learns that the subscriber got a
+// message without touching the network.
+//
+//   - Pattern stop-and-wait (study D's A): one connection kept open;
+//     message i+1 leaves only when the subscriber has message i (and the
+//     publisher's QoS flow for it is done). Δ, the completion time, runs
+//     from the first publish to the last delivery.
+//   - Pattern reconnect (study D's B): the publisher connects once (not
+//     measured), then opens a new connection for every message; Δ+ runs
+//     from the start of the new connection's set-up to the subscriber's
+//     receipt, which shows TLS resumption and QUIC's 0-RTT.
+//
+// With several publishers (a shared-access topology's stations), every one
+// runs the pattern on its own topic and the subscriber follows them all,
+// but only the first one's messages are recorded: the others are the
+// contending traffic of the shared link.
+type PubSub struct {
+	Pattern   string
+	Messages  int
+	Size      int
+	QoS       byte
+	Broker    string
+	KeepAlive time.Duration
+	Timeout   time.Duration
+}
+
+// Patterns of the pubsub workload.
+const (
+	PatternStopAndWait = "stop-and-wait"
+	PatternReconnect   = "reconnect"
+)
+
+func init() {
+	Register(Type{
+		Name:    "pubsub",
+		Summary: "study D's MQTT publisher → broker → subscriber: stop-and-wait messages on one connection, or a new connection per message",
+		Params: []Param{
+			{"pattern", PatternStopAndWait, "stop-and-wait (study D's pattern A: one connection, message i+1 after the subscriber got i) or reconnect (pattern B: a new connection per message)"},
+			{"messages", "100 (stop-and-wait), 10 (reconnect)", "messages per cell (the recorded publisher's)"},
+			{"size", "32", "message payload bytes (at least 8)"},
+			{"qos", "0", "MQTT QoS of publish and subscription: 0, 1 or 2"},
+			{"broker", proto.BrokerEmbedded, "embedded (mochi-mqtt in tlab) or mosquitto (Debian's, started in the broker's host; mqtt-tcp and mqtt-tls)"},
+			{"keepalive", "60s", "MQTT keep-alive"},
+			{"timeout", "30s", "how long a message may take to reach the subscriber before the cell is failed"},
+		},
+		Decode: decodePubSub,
+	})
+	for _, m := range []metrics.Metric{
+		{Name: "messages", Kind: metrics.Measured, Header: "MSGS", Definition: "Messages of the recorded publisher in the measured part of the cell.",
+			Compute: func(in *metrics.Input) float64 { return float64(len(in.Records)) }},
+		{Name: "messages_failed", Kind: metrics.Measured, Header: "FAILED", Definition: "Messages that did not reach the subscriber (a connection lost, a broker refusing, a timeout), or were never sent because an earlier one failed.",
+			Compute: func(in *metrics.Input) float64 {
+				n := 0
+				for _, r := range in.Records {
+					if !r.OK() {
+						n++
+					}
+				}
+				return float64(n)
+			}},
+		{Name: "completion_ms", Kind: metrics.Measured, Unit: "ms", Header: "Δ ms", Precision: 1,
+			Definition: "Study D's Δ (pattern stop-and-wait): from the first message's publish to the last message's delivery to the subscriber; NaN when a message failed.",
+			Compute: func(in *metrics.Input) float64 { return in.Fact("completion_ms") }},
+		{Name: "reconnect_ms", Kind: metrics.Measured, Unit: "ms", Header: "Δ+ ms", Precision: 1,
+			Definition: "Study D's Δ+ (pattern reconnect): from the start of a new connection's set-up to the subscriber's receipt of the message it carried; the mean over the cell's reconnections.",
+			Compute: func(in *metrics.Input) float64 { return metrics.Describe(reconnects(in)).Mean }},
+		{Name: "reconnect_p50_ms", Kind: metrics.Measured, Unit: "ms", Header: "Δ+ P50 ms", Precision: 1, Definition: "Median Δ+ over the cell's reconnections.",
+			Compute: func(in *metrics.Input) float64 { return metrics.QuantileOf(reconnects(in), 0.5) }},
+		{Name: "reconnect_p95_ms", Kind: metrics.Measured, Unit: "ms", Header: "Δ+ P95 ms", Precision: 1, Definition: "95th percentile of Δ+ over the cell's reconnections.",
+			Compute: func(in *metrics.Input) float64 { return metrics.QuantileOf(reconnects(in), 0.95) }},
+		{Name: "message_latency_p50_ms", Kind: metrics.Measured, Unit: "ms", Header: "LAT P50 ms", Precision: 2,
+			Definition: "Median publish-to-delivery latency: from the publisher's PUBLISH call to the subscriber's receipt, per message.",
+			Compute: func(in *metrics.Input) float64 { return metrics.QuantileOf(extra(in, "latency_ms"), 0.5) }},
+		{Name: "message_latency_p95_ms", Kind: metrics.Measured, Unit: "ms", Header: "LAT P95 ms", Precision: 2, Definition: "95th percentile of the publish-to-delivery latency.",
+			Compute: func(in *metrics.Input) float64 { return metrics.QuantileOf(extra(in, "latency_ms"), 0.95) }},
+		{Name: "message_latency_p99_ms", Kind: metrics.Measured, Unit: "ms", Header: "LAT P99 ms", Precision: 2, Definition: "99th percentile of the publish-to-delivery latency.",
+			Compute: func(in *metrics.Input) float64 { return metrics.QuantileOf(extra(in, "latency_ms"), 0.99) }},
+		{Name: "message_latency_mean_ms", Kind: metrics.Measured, Unit: "ms", Header: "LAT MEAN ms", Precision: 2, Definition: "Mean publish-to-delivery latency.",
+			Compute: func(in *metrics.Input) float64 { return metrics.Describe(extra(in, "latency_ms")).Mean }},
+		{Name: "used_0rtt", Kind: metrics.Measured, Header: "0-RTT", Precision: 2,
+			Definition: "Fraction of the measured new connections whose CONNECT went as QUIC 0-RTT data that the broker accepted (NaN without new connections in the window).",
+			Compute: func(in *metrics.Input) float64 { return connFraction(in, func(r results.Record) bool { return r.EarlyData }) }},
+		{Name: "resumed", Kind: metrics.Measured, Header: "RESUMED", Precision: 2,
+			Definition: "Fraction of the measured new connections that resumed a TLS session (TLS or QUIC).",
+			Compute: func(in *metrics.Input) float64 { return connFraction(in, func(r results.Record) bool { return r.Resumed }) }},
+		{Name: "wire_bytes_per_message", Kind: metrics.Measured, Unit: "B", Header: "B/MSG", Precision: 0,
+			Definition: "Bytes the recorded publisher's access link carried, both directions, Ethernet frames, over the measured window, per message (with several publishers on a shared link, everyone's bytes over the recorded publisher's messages).",
+			Compute: func(in *metrics.Input) float64 {
+				if len(in.Records) == 0 {
+					return math.NaN()
+				}
+				return float64(in.Up.TxBytes+in.Down.TxBytes) / float64(len(in.Records))
+			}},
+		{Name: "publishers", Kind: metrics.Measured, Header: "PUBS", Definition: "Publishers running the pattern at once (the stations of a shared access); the first one is recorded.",
+			Compute: func(in *metrics.Input) float64 { return in.Fact("publishers") }},
+	} {
+		metrics.Register(m)
+	}
+}
+
+// reconnects are the Δ+ of the measured records that opened a connection.
+func reconnects(in *metrics.Input) []float64 {
+	var out []float64
+	for _, r := range in.Records {
+		if r.OK() && r.NewConn {
+			out = append(out, r.DelayMs)
+		}
+	}
+	return out
+}
+
+func connFraction(in *metrics.Input, pred func(results.Record) bool) float64 {
+	n, yes := 0, 0
+	for _, r := range in.Records {
+		if r.OK() && r.NewConn {
+			n++
+			if pred(r) {
+				yes++
+			}
+		}
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return float64(yes) / float64(n)
+}
+
+type pubsubParams struct {
+	Pattern   string         `yaml:"pattern"`
+	Messages  int            `yaml:"messages"`
+	Size      units.Size     `yaml:"size"`
+	QoS       int            `yaml:"qos"`
+	Broker    string         `yaml:"broker"`
+	KeepAlive units.Duration `yaml:"keepalive"`
+	Timeout   units.Duration `yaml:"timeout"`
+}
+
+func decodePubSub(file string, node *yaml.Node, c Common) (Workload, error) {
+	prm := pubsubParams{Pattern: PatternStopAndWait, Size: 32, Broker: proto.BrokerEmbedded,
+		KeepAlive: units.Duration(60 * time.Second), Timeout: units.Duration(30 * time.Second)}
+	if err := strictyaml.Decode(file, node, &prm); err != nil {
+		return nil, err
+	}
+	if prm.Messages == 0 {
+		prm.Messages = c.Count
+	}
+	if prm.Messages == 0 {
+		prm.Messages = 100
+		if prm.Pattern == PatternReconnect {
+			prm.Messages = 10
+		}
+	}
+	p := PubSub{Pattern: prm.Pattern, Messages: prm.Messages, Size: int(prm.Size), QoS: byte(prm.QoS), Broker: prm.Broker,
+		KeepAlive: prm.KeepAlive.D(), Timeout: prm.Timeout.D()}
+	switch {
+	case p.Pattern != PatternStopAndWait && p.Pattern != PatternReconnect:
+		return nil, strictyaml.ErrorAt(file, node, "pattern", "workload.pattern %q: want %s or %s", p.Pattern, PatternStopAndWait, PatternReconnect)
+	case p.Messages < 1 || p.Messages > 100_000:
+		return nil, strictyaml.ErrorAt(file, node, "messages", "workload.messages %d: want 1 to 100000", p.Messages)
+	case p.Size < pubsubHeader || p.Size > 256<<20:
+		return nil, strictyaml.ErrorAt(file, node, "size", "workload.size %d B: want %d B to 256 MiB (MQTT's limit)", p.Size, pubsubHeader)
+	case prm.QoS < 0 || prm.QoS > 2:
+		return nil, strictyaml.ErrorAt(file, node, "qos", "workload.qos %d: want 0, 1 or 2", prm.QoS)
+	case p.Broker != proto.BrokerEmbedded && p.Broker != proto.BrokerMosquitto:
+		return nil, strictyaml.ErrorAt(file, node, "broker", "workload.broker %q: want %s or %s", p.Broker, proto.BrokerEmbedded, proto.BrokerMosquitto)
+	case p.KeepAlive < time.Second || p.KeepAlive > 18*time.Hour:
+		return nil, strictyaml.ErrorAt(file, node, "keepalive", "workload.keepalive %v: want 1 s to 18 h (MQTT's limit)", p.KeepAlive)
+	case p.Timeout <= 0:
+		return nil, strictyaml.ErrorAt(file, node, "timeout", "workload.timeout must be positive")
+	}
+	return p, nil
+}
+
+// PubSubRoles are the hosts of the pubsub workload, the publisher first:
+// its link is the one whose counters the metrics read.
+var PubSubRoles = []string{"publisher", "broker", "subscriber"}
+
+// Info describes the configured pattern.
+func (p PubSub) Info() Info {
+	// A message costs about two one-way trips; a reconnect a few round
+	// trips more. 50 ms is a guess for the plan, not a limit.
+	per := 50 * time.Millisecond
+	if p.Pattern == PatternReconnect {
+		per = 200 * time.Millisecond
+	}
+	return Info{
+		Type:    "pubsub",
+		Planned: time.Duration(p.Messages) * per,
+		Records: p.Messages + 1,
+		Key:     []results.Field{{Name: "message_bytes", Value: float64(p.Size)}, {Name: "qos", Value: float64(p.QoS)}},
+		Roles:   PubSubRoles,
+		Accepts: func(protocol string) error {
+			if !proto.IsPubSub(protocol) {
+				return fmt.Errorf("%s does not speak MQTT (use mqtt-tcp, mqtt-tls or mqtt-quic)", protocol)
+			}
+			return proto.CheckBroker(protocol, p.Broker)
+		},
+		Metrics: []string{"messages", "messages_failed", "completion_ms", "reconnect_ms", "reconnect_p50_ms", "reconnect_p95_ms",
+			"message_latency_p50_ms", "message_latency_p95_ms", "message_latency_p99_ms", "message_latency_mean_ms",
+			"delay_p50_ci_low_ms", "delay_p50_ci_high_ms", "used_0rtt", "resumed", "wire_bytes_per_message", "publishers"},
+		Table:    p.table(),
+		Columns:  []string{"latency_ms", "session_ms"},
+		Plots:    p.plots(),
+		Describe: p.describe(),
+	}
+}
+
+func (p PubSub) table() []string {
+	if p.Pattern == PatternReconnect {
+		return []string{"messages", "messages_failed", "reconnect_ms", "reconnect_p95_ms", "message_latency_p50_ms", "used_0rtt", "resumed", "wire_bytes_per_message"}
+	}
+	return []string{"messages", "messages_failed", "completion_ms", "message_latency_p50_ms", "message_latency_p95_ms", "message_latency_p99_ms", "wire_bytes_per_message"}
+}
+
+func (p PubSub) plots() []string {
+	if p.Pattern == PatternReconnect {
+		return []string{"reconnect_by_network", "delay_cdf"}
+	}
+	return []string{"completion_box_by_loss", "xi_by_loss", "delay_cdf"}
+}
+
+func (p PubSub) describe() string {
+	what := fmt.Sprintf("%d messages of %d B stop-and-wait on one connection; delay = publish → delivery; Δ = first publish → last delivery", p.Messages, p.Size)
+	if p.Pattern == PatternReconnect {
+		what = fmt.Sprintf("%d messages of %d B, each on a new connection; delay = Δ+ (set-up start → delivery)", p.Messages, p.Size)
+	}
+	return fmt.Sprintf("MQTT QoS %d through the %s broker: %s", p.QoS, p.Broker, what)
+}
+
+// pubsubHeader is the bytes of a message that identify it: magic,
+// publisher, sequence number.
+const pubsubHeader = 8
+
+func pubsubPayload(pub, seq, size int) []byte {
+	b := make([]byte, size)
+	b[0], b[1] = 'T', 'M'
+	binary.BigEndian.PutUint16(b[2:4], uint16(pub))
+	binary.BigEndian.PutUint32(b[4:8], uint32(seq))
+	for i := pubsubHeader; i < size; i++ {
+		b[i] = byte('a' + i%26)
+	}
+	return b
+}
+
+// delivery is one message at the subscriber.
+type delivery struct {
+	seq int
+	at  time.Time
+}
+
+// topicOf is publisher i's topic (from 1).
+func topicOf(i int) string { return fmt.Sprintf("tlab/pubsub/publisher%d", i) }
+
+// Run runs the pattern on a publisher-broker-subscriber cell.
+func (p PubSub) Run(ctx context.Context, env *Env) error {
+	ps, ok := env.Protocol.(proto.PubSub)
+	if !ok {
+		return fmt.Errorf("pubsub: %s does not speak MQTT", env.Protocol.Name())
+	}
+	pubs := env.Hosts.Group("publisher")
+	env.Note("publishers", float64(len(pubs)))
+	failAll := func(why string) error {
+		env.Fail(why)
+		for i := 0; i < p.Messages; i++ {
+			env.Emit(results.Record{Seq: i, ReqBytes: p.Size, Error: why, Unsent: true})
+		}
+		return nil
+	}
+	port := ps.DefaultPort()
+	broker, err := ps.StartBroker(env.Hosts.Net("broker"), port, env.Settings, p.Broker)
+	if err != nil {
+		return failAll("broker: " + err.Error())
+	}
+	defer broker.Close()
+
+	// The subscriber follows every publisher, so each can pace itself on
+	// its deliveries; one channel per publisher.
+	inbox := make([]chan delivery, len(pubs)+1)
+	for i := range inbox {
+		inbox[i] = make(chan delivery, 4096)
+	}
+	subAddr, err := env.Hosts.Addr("subscriber", "broker")
+	if err != nil {
+		return err
+	}
+	sub, err := ps.NewPubSubClient(env.Hosts.Net("subscriber"), net.JoinHostPort(subAddr.String(), fmt.Sprint(port)), env.Settings, proto.PubSubOptions{
+		ClientID: "tlab-subscriber", KeepAlive: p.KeepAlive,
+		OnMessage: func(_ string, payload []byte, at time.Time) {
+			if len(payload) < pubsubHeader || payload[0] != 'T' || payload[1] != 'M' {
+				return
+			}
+			pub := int(binary.BigEndian.Uint16(payload[2:4]))
+			if pub < 1 || pub >= len(inbox) {
+				return
+			}
+			select {
+			case inbox[pub] <- delivery{seq: int(binary.BigEndian.Uint32(payload[4:8])), at: at}:
+			default: // a publisher that stopped listening
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 2*p.Timeout)
+	_, err = sub.Connect(cctx)
+	if err == nil {
+		err = sub.Subscribe(cctx, "tlab/pubsub/+", p.QoS)
+	}
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return failAll("subscriber: " + err.Error())
+	}
+	defer sub.Disconnect()
+
+	// Background publishers run until the recorded one is done.
+	bgCtx, stopBackground := context.WithCancel(ctx)
+	var bg sync.WaitGroup
+	var bgMessages int64
+	var bgMu sync.Mutex
+	for i := 2; i <= len(pubs); i++ {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			n := p.runPublisher(bgCtx, env, ps, pubs[i-1], i, inbox[i], nil)
+			bgMu.Lock()
+			bgMessages += int64(n)
+			bgMu.Unlock()
+		}()
+	}
+	p.runPublisher(ctx, env, ps, pubs[0], 1, inbox[1], env)
+	stopBackground()
+	bg.Wait()
+	env.Note("background_messages", float64(bgMessages))
+	return ctx.Err()
+}
+
+// runPublisher runs the pattern as publisher number idx on host. With rec
+// set it records every message, marks the window and fails the cell on an
+// error; without, it runs until ctx ends and returns how many messages got
+// through.
+func (p PubSub) runPublisher(ctx context.Context, env *Env, ps proto.PubSub, host string, idx int, inbox <-chan delivery, rec *Env) int {
+	emit := func(r results.Record) {
+		if rec != nil {
+			rec.Emit(r)
+		}
+	}
+	ip, err := env.Hosts.Addr(host, "broker")
+	if err != nil {
+		if rec != nil {
+			rec.Fail(err.Error())
+		}
+		return 0
+	}
+	c, err := ps.NewPubSubClient(env.Hosts.Net(host), net.JoinHostPort(ip.String(), fmt.Sprint(ps.DefaultPort())), env.Settings, proto.PubSubOptions{
+		ClientID: fmt.Sprintf("tlab-publisher%d", idx), KeepAlive: p.KeepAlive})
+	if err != nil {
+		if rec != nil {
+			rec.Fail(err.Error())
+		}
+		return 0
+	}
+	defer c.Disconnect()
+	clock := time.Now()
+	sinceMs := func(t time.Time) float64 { return ms(t.Sub(clock)) }
+	topic := topicOf(idx)
+
+	// await waits for message seq at the subscriber.
+	await := func(seq int) (time.Time, error) {
+		timer := time.NewTimer(p.Timeout)
+		defer timer.Stop()
+		for {
+			select {
+			case d := <-inbox:
+				if d.seq == seq {
+					return d.at, nil
+				}
+			case <-timer.C:
+				return time.Time{}, fmt.Errorf("message %d did not reach the subscriber within %v", seq, p.Timeout)
+			case <-ctx.Done():
+				return time.Time{}, ctx.Err()
+			}
+		}
+	}
+	delivered := 0
+	// fail records message seq's failure and the rest as never sent, and
+	// fails the cell; a background publisher just stops.
+	fail := func(r results.Record, err error) int {
+		if rec == nil || ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			return delivered
+		}
+		why := describeMQTTError(err)
+		r.Error = why
+		emit(r)
+		for s := r.Seq + 1; s < p.Messages+p.firstSeq(); s++ {
+			emit(results.Record{Seq: s, ReqBytes: p.Size, Error: "not sent: message " + fmt.Sprint(r.Seq) + " failed", Unsent: true})
+		}
+		rec.Fail(fmt.Sprintf("publisher: message %d: %s", r.Seq, why))
+		return delivered
+	}
+
+	if p.Pattern == PatternStopAndWait {
+		setup, err := c.Connect(ctx)
+		if err != nil {
+			return fail(results.Record{Seq: 0, ReqBytes: p.Size, ConnID: 1, NewConn: true}, err)
+		}
+		if rec != nil {
+			rec.StartWindow()
+		}
+		var first time.Time
+		for seq := 0; rec != nil && seq < p.Messages || rec == nil && ctx.Err() == nil; seq++ {
+			r := results.Record{Seq: seq, ReqBytes: p.Size, ConnID: 1}
+			if seq == 0 {
+				r.NewConn, r.ConnectMs, r.HandshakeMs, r.Resumed, r.EarlyData = true, ms(setup.Connect), ms(setup.Handshake), setup.Resumed, setup.EarlyData
+			}
+			sent := time.Now()
+			if seq == 0 {
+				first = sent
+			}
+			r.ScheduledMs, r.SentMs = sinceMs(sent), sinceMs(sent)
+			if err := c.Publish(ctx, topic, p.QoS, pubsubPayload(idx, seq, p.Size)); err != nil {
+				return fail(r, err)
+			}
+			at, err := await(seq)
+			if err != nil {
+				return fail(r, err)
+			}
+			r.DoneMs, r.DelayMs, r.FirstByteMs = sinceMs(at), ms(at.Sub(sent)), ms(at.Sub(sent))
+			r.Extra = map[string]float64{"latency_ms": ms(at.Sub(sent))}
+			emit(r)
+			delivered++
+			if rec != nil && seq == p.Messages-1 {
+				rec.Note("completion_ms", ms(at.Sub(first)))
+			}
+		}
+		return delivered
+	}
+
+	// Reconnect: message 0 on the first connection is the warm-up that
+	// gives the client a session ticket; every later one opens its own.
+	for seq := 0; rec != nil && seq <= p.Messages || rec == nil && ctx.Err() == nil; seq++ {
+		if seq == 1 && rec != nil {
+			rec.StartWindow()
+		}
+		c.Disconnect()
+		start := time.Now()
+		r := results.Record{Seq: seq, Warmup: seq == 0, ReqBytes: p.Size, NewConn: true, ScheduledMs: sinceMs(start), SentMs: sinceMs(start)}
+		setup, err := c.Connect(ctx)
+		r.ConnID, r.ConnectMs, r.HandshakeMs, r.Resumed, r.EarlyData = setup.ConnID, ms(setup.Connect), ms(setup.Handshake), setup.Resumed, setup.EarlyData
+		if err != nil {
+			return fail(r, err)
+		}
+		sent := time.Now()
+		if err := c.Publish(ctx, topic, p.QoS, pubsubPayload(idx, seq, p.Size)); err != nil {
+			return fail(r, err)
+		}
+		at, err := await(seq)
+		if err != nil {
+			return fail(r, err)
+		}
+		r.DoneMs, r.DelayMs, r.FirstByteMs = sinceMs(at), ms(at.Sub(start)), ms(at.Sub(start))
+		r.Extra = map[string]float64{"latency_ms": ms(at.Sub(sent)), "session_ms": ms(setup.Session)}
+		emit(r)
+		delivered++
+	}
+	return delivered
+}
+
+// firstSeq is the sequence number after the last one a pattern sends,
+// less Messages: reconnect sends a warm-up message 0 first.
+func (p PubSub) firstSeq() int {
+	if p.Pattern == PatternReconnect {
+		return 1
+	}
+	return 0
+}
+
+// describeMQTTError says what happened in a user's words.
+func describeMQTTError(err error) string {
+	var ne *net.OpError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timed out: " + err.Error()
+	case errors.As(err, &ne) && strings.Contains(err.Error(), "refused"):
+		return "the broker refused the connection (is it running?): " + err.Error()
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+		return "connection lost: " + err.Error()
+	}
+	return err.Error()
+}
