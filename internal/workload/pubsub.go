@@ -85,17 +85,17 @@ func init() {
 			}},
 		{Name: "completion_ms", Kind: metrics.Measured, Unit: "ms", Header: "Δ ms", Precision: 1,
 			Definition: "Study D's Δ (pattern stop-and-wait): from the first message's publish to the last message's delivery to the subscriber; NaN when a message failed.",
-			Compute: func(in *metrics.Input) float64 { return in.Fact("completion_ms") }},
+			Compute:    func(in *metrics.Input) float64 { return in.Fact("completion_ms") }},
 		{Name: "reconnect_ms", Kind: metrics.Measured, Unit: "ms", Header: "Δ+ ms", Precision: 1,
 			Definition: "Study D's Δ+ (pattern reconnect): from the start of a new connection's set-up to the subscriber's receipt of the message it carried; the mean over the cell's reconnections.",
-			Compute: func(in *metrics.Input) float64 { return metrics.Describe(reconnects(in)).Mean }},
+			Compute:    func(in *metrics.Input) float64 { return metrics.Describe(reconnects(in)).Mean }},
 		{Name: "reconnect_p50_ms", Kind: metrics.Measured, Unit: "ms", Header: "Δ+ P50 ms", Precision: 1, Definition: "Median Δ+ over the cell's reconnections.",
 			Compute: func(in *metrics.Input) float64 { return metrics.QuantileOf(reconnects(in), 0.5) }},
 		{Name: "reconnect_p95_ms", Kind: metrics.Measured, Unit: "ms", Header: "Δ+ P95 ms", Precision: 1, Definition: "95th percentile of Δ+ over the cell's reconnections.",
 			Compute: func(in *metrics.Input) float64 { return metrics.QuantileOf(reconnects(in), 0.95) }},
 		{Name: "message_latency_p50_ms", Kind: metrics.Measured, Unit: "ms", Header: "LAT P50 ms", Precision: 2,
 			Definition: "Median publish-to-delivery latency: from the publisher's PUBLISH call to the subscriber's receipt, per message.",
-			Compute: func(in *metrics.Input) float64 { return metrics.QuantileOf(extra(in, "latency_ms"), 0.5) }},
+			Compute:    func(in *metrics.Input) float64 { return metrics.QuantileOf(extra(in, "latency_ms"), 0.5) }},
 		{Name: "message_latency_p95_ms", Kind: metrics.Measured, Unit: "ms", Header: "LAT P95 ms", Precision: 2, Definition: "95th percentile of the publish-to-delivery latency.",
 			Compute: func(in *metrics.Input) float64 { return metrics.QuantileOf(extra(in, "latency_ms"), 0.95) }},
 		{Name: "message_latency_p99_ms", Kind: metrics.Measured, Unit: "ms", Header: "LAT P99 ms", Precision: 2, Definition: "99th percentile of the publish-to-delivery latency.",
@@ -104,10 +104,14 @@ func init() {
 			Compute: func(in *metrics.Input) float64 { return metrics.Describe(extra(in, "latency_ms")).Mean }},
 		{Name: "used_0rtt", Kind: metrics.Measured, Header: "0-RTT", Precision: 2,
 			Definition: "Fraction of the measured new connections whose CONNECT went as QUIC 0-RTT data that the broker accepted (NaN without new connections in the window).",
-			Compute: func(in *metrics.Input) float64 { return connFraction(in, func(r results.Record) bool { return r.EarlyData }) }},
+			Compute: func(in *metrics.Input) float64 {
+				return connFraction(in, func(r results.Record) bool { return r.EarlyData })
+			}},
 		{Name: "resumed", Kind: metrics.Measured, Header: "RESUMED", Precision: 2,
 			Definition: "Fraction of the measured new connections that resumed a TLS session (TLS or QUIC).",
-			Compute: func(in *metrics.Input) float64 { return connFraction(in, func(r results.Record) bool { return r.Resumed }) }},
+			Compute: func(in *metrics.Input) float64 {
+				return connFraction(in, func(r results.Record) bool { return r.Resumed })
+			}},
 		{Name: "wire_bytes_per_message", Kind: metrics.Measured, Unit: "B", Header: "B/MSG", Precision: 0,
 			Definition: "Bytes the recorded publisher's access link carried, both directions, Ethernet frames, over the measured window, per message (with several publishers on a shared link, everyone's bytes over the recorded publisher's messages).",
 			Compute: func(in *metrics.Input) float64 {
