@@ -100,6 +100,10 @@ type DirectionConfig struct {
 	Corrupt   units.Ratio `yaml:"corrupt" json:"corrupt,omitempty"`
 
 	Outages []Outage `yaml:"outages" json:"outages,omitempty"`
+
+	// WiFi models 802.11's link layer on this direction: frame errors on
+	// the air, the MAC's retries and their airtime (see WiFiConfig).
+	WiFi WiFiConfig `yaml:"wifi" json:"wifi,omitzero"`
 }
 
 // LinkConfig is a link's two directions: Up from side A (the client side) to
@@ -153,6 +157,12 @@ func (d DirectionConfig) Validate() error {
 	if err := d.Loss.Validate(); err != nil {
 		return fmt.Errorf("loss: %w", err)
 	}
+	if err := d.WiFi.Validate(); err != nil {
+		return err
+	}
+	if d.WiFi.Enabled() && (d.Rate == 0 || d.Trace != "") {
+		return errors.New("wifi: the 802.11 model needs a constant rate (the airtime of a frame is its size over the rate)")
+	}
 	for i, o := range d.Outages {
 		if o.For <= 0 {
 			return fmt.Errorf("outages[%d]: for must be positive", i)
@@ -200,13 +210,19 @@ func (l LossConfig) Validate() error {
 	return nil
 }
 
-// Validate checks both directions.
+// Validate checks both directions, and that a half-duplex medium is
+// shared by two directions of one rate.
 func (l LinkConfig) Validate() error {
 	if err := l.Up.Validate(); err != nil {
 		return fmt.Errorf("up: %w", err)
 	}
 	if err := l.Down.Validate(); err != nil {
 		return fmt.Errorf("down: %w", err)
+	}
+	if l.Up.WiFi.HalfDuplex || l.Down.WiFi.HalfDuplex {
+		if !l.Up.WiFi.HalfDuplex || !l.Down.WiFi.HalfDuplex || l.Up.Rate != l.Down.Rate {
+			return errors.New("wifi: half_duplex shares the air between both directions: set it for both, with one rate")
+		}
 	}
 	return nil
 }

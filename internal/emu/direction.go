@@ -17,10 +17,11 @@ const (
 	DropOutage
 	DropOversize
 	DropTxError
+	DropRetries
 	numDropCauses
 )
 
-var dropNames = [...]string{"delivered", "loss", "queue", "outage", "oversize", "tx_error"}
+var dropNames = [...]string{"delivered", "loss", "queue", "outage", "oversize", "tx_error", "retry_limit"}
 
 func (c DropCause) String() string { return dropNames[c] }
 
@@ -49,6 +50,10 @@ type DirectionStats struct {
 	DropOutage  uint64 `json:"drop_outage"`
 	DropOversz  uint64 `json:"drop_oversize"`
 	DropTxError uint64 `json:"drop_tx_error"`
+	// DropRetries counts frames lost after the 802.11 retry limit;
+	// WiFiRetries every retransmission on the air.
+	DropRetries uint64 `json:"drop_retries,omitempty"`
+	WiFiRetries uint64 `json:"wifi_retries,omitempty"`
 	Duplicated  uint64 `json:"duplicated"`
 	Corrupted   uint64 `json:"corrupted"`
 	Reordered   uint64 `json:"reordered"`
@@ -61,7 +66,7 @@ type DirectionStats struct {
 
 // Drops returns the sum of all drop counters.
 func (s DirectionStats) Drops() uint64 {
-	return s.DropLoss + s.DropQueue + s.DropOutage + s.DropOversz + s.DropTxError
+	return s.DropLoss + s.DropQueue + s.DropOutage + s.DropOversz + s.DropTxError + s.DropRetries
 }
 
 // Sub returns s minus an earlier snapshot (the counters are monotonic; the
@@ -72,7 +77,8 @@ func (s DirectionStats) Sub(o DirectionStats) DirectionStats {
 		TxPackets: s.TxPackets - o.TxPackets, TxBytes: s.TxBytes - o.TxBytes,
 		DropLoss: s.DropLoss - o.DropLoss, DropQueue: s.DropQueue - o.DropQueue,
 		DropOutage: s.DropOutage - o.DropOutage, DropOversz: s.DropOversz - o.DropOversz,
-		DropTxError: s.DropTxError - o.DropTxError, Duplicated: s.Duplicated - o.Duplicated,
+		DropTxError: s.DropTxError - o.DropTxError, DropRetries: s.DropRetries - o.DropRetries, WiFiRetries: s.WiFiRetries - o.WiFiRetries,
+		Duplicated: s.Duplicated - o.Duplicated,
 		Corrupted: s.Corrupted - o.Corrupted, Reordered: s.Reordered - o.Reordered,
 		QueueDelaySumNs: s.QueueDelaySumNs - o.QueueDelaySumNs, QueueDelayMaxNs: s.QueueDelayMaxNs,
 		QueuedPackets: s.QueuedPackets - o.QueuedPackets,
@@ -95,6 +101,8 @@ func (s *DirectionStats) count(c DropCause, size int) {
 		s.DropOversz++
 	case DropTxError:
 		s.DropTxError++
+	case DropRetries:
+		s.DropRetries++
 	}
 }
 
@@ -111,6 +119,11 @@ type Direction struct {
 	queue     Queue
 	shaper    Shaper
 	nsPerByte float64 // transmission time, for queueing-delay accounting
+	// air is the constant-rate shaper when an 802.11 MAC adds airtime
+	// (shared by both directions of a half-duplex link); mac draws the
+	// retries.
+	air *constantRate
+	mac *wifiMAC
 
 	loss     LossModel
 	jitter   JitterModel
@@ -163,8 +176,32 @@ func NewDirection(cfg DirectionConfig, baseRTTNs int64, seed uint64, name string
 		r := newConstantRate(cfg.Rate.BitsPerSecond())
 		d.shaper, d.nsPerByte = r, r.nsPerByte
 		d.queue = DropTail{LimitPackets: cfg.QueuePackets, LimitBytes: cfg.QueueLimitBytes(cfg.Rate.BitsPerSecond(), baseRTT)}
+		if cfg.WiFi.Enabled() {
+			d.air, d.mac = r, newWiFiMAC(cfg.WiFi, rngFor(seed, name, "wifi"))
+		}
 	}
 	return d, nil
+}
+
+// NewLink builds a link's two directions (named NAME/up and NAME/down).
+// On a half-duplex 802.11 link both directions contend for one air: they
+// share one transmitter, so a frame waits for frames in either direction.
+func NewLink(cfg LinkConfig, seed uint64, name string, traceUp, traceDown []int64) (up, down *Direction, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	baseRTT := cfg.BaseRTT().Nanoseconds()
+	if up, err = NewDirection(cfg.Up, baseRTT, seed, name+"/up", traceUp); err != nil {
+		return nil, nil, err
+	}
+	if down, err = NewDirection(cfg.Down, baseRTT, seed, name+"/down", traceDown); err != nil {
+		return nil, nil, err
+	}
+	if cfg.Up.WiFi.HalfDuplex && up.air != nil && down.air != nil {
+		down.air = up.air
+		down.shaper = up.air
+	}
+	return up, down, nil
 }
 
 // Admit decides the fate of a frame of size bytes arriving at now (ns on the
@@ -180,6 +217,12 @@ func (d *Direction) Admit(now int64, size int) Verdict {
 	reord := d.reordRng.Float64() < float64(d.cfg.Reorder)
 	corrDraw := d.corrRng.Float64()
 	corrBit := d.corrRng.IntN(max(size-14, 1) * 8)
+	var retries int
+	var airtimeNs float64
+	var macLost bool
+	if d.mac != nil {
+		retries, airtimeNs, macLost = d.mac.attempt(float64(size) * d.nsPerByte)
+	}
 
 	v := Verdict{CorruptBit: -1}
 	switch {
@@ -205,15 +248,26 @@ func (d *Direction) Admit(now int64, size int) Verdict {
 			d.Stats.count(v.Drop, size)
 			return v
 		}
-		depart = d.shaper.Departure(now, size)
+		if d.air != nil {
+			depart = d.air.departureAfter(now, size, airtimeNs)
+			d.Stats.WiFiRetries += uint64(retries)
+		} else {
+			depart = d.shaper.Departure(now, size)
+		}
 		d.backlog = append(d.backlog, queued{arrived: now, depart: depart, size: size})
 		d.backlogBytes += int64(size)
-		wait := depart - now - int64(float64(size)*d.nsPerByte)
+		wait := depart - now - int64(float64(size)*d.nsPerByte+airtimeNs)
 		if wait > 0 {
 			d.Stats.QueueDelaySumNs += uint64(wait)
 			d.Stats.QueueDelayMaxNs = max(d.Stats.QueueDelayMaxNs, uint64(wait))
 		}
 		d.Stats.QueuedPackets++
+		if macLost {
+			// It held the air for every attempt, then the MAC gave up.
+			v.Drop = DropRetries
+			d.Stats.count(v.Drop, size)
+			return v
+		}
 	}
 
 	release := depart + d.delayNs + int64(jit)

@@ -136,12 +136,8 @@ func newEngine(spec EngineSpec, ctrlFD, outFD, firstPortFD int) (*engine, error)
 	fd := firstPortFD
 	for li, ls := range spec.Links {
 		st := &linkState{}
-		baseRTT := ls.Config.BaseRTT().Nanoseconds()
 		var err error
-		if st.dirs[0], err = NewDirection(ls.Config.Up, baseRTT, spec.Seed, ls.Name+"/up", ls.TraceUp); err != nil {
-			return nil, err
-		}
-		if st.dirs[1], err = NewDirection(ls.Config.Down, baseRTT, spec.Seed, ls.Name+"/down", ls.TraceDown); err != nil {
+		if st.dirs[0], st.dirs[1], err = NewLink(ls.Config, spec.Seed, ls.Name, ls.TraceUp, ls.TraceDown); err != nil {
 			return nil, err
 		}
 		for _, ps := range ls.Ports {

@@ -34,6 +34,14 @@ func (c *constantRate) Departure(now int64, size int) int64 {
 	return int64(c.busyUntil + 0.5)
 }
 
+// departureAfter is Departure for a frame that first holds the medium for
+// extraNs more (an 802.11 MAC's failed attempts and backoffs).
+func (c *constantRate) departureAfter(now int64, size int, extraNs float64) int64 {
+	start := max(float64(now), c.busyUntil)
+	c.busyUntil = start + extraNs + float64(size)*c.nsPerByte
+	return int64(c.busyUntil + 0.5)
+}
+
 // TraceOpportunityBytes is what one line of a mahimahi trace delivers.
 const TraceOpportunityBytes = 1500
 

@@ -125,7 +125,7 @@ func TestValidationErrorsSayWhereAndWhat(t *testing.T) {
 		{base + "matrix:\n  workload.interval: 5ms\n", "bad.yaml:10: matrix workload.interval: want a non-empty list"},
 		{base + "matrix:\n  workload.interval: [5ms, -3ms]\n", "bad.yaml:10"},
 		{base + "settings:\n  tls_version: \"1.1\"\n", "bad.yaml:10: settings: tls version"},
-		{base + "settings:\n  tls_version: \"1.2\"\n", "bad.yaml:10: settings.tls_version: none of tcp, h3 uses it (it applies to h1s, h2, tls)"},
+		{base + "settings:\n  tls_version: \"1.2\"\n", "bad.yaml:10: settings.tls_version: none of tcp, h3 uses it (it applies to h1s, h2, mqtt-tls, tls)"},
 		{base + "settings:\n  tls_versoin: \"1.2\"\n", `bad.yaml:10: unknown key "tls_versoin"`},
 		{base + "plots: [pie]\n", `bad.yaml:9: plot "pie"`},
 		{"name: t\n", "profiles: give at least one"},

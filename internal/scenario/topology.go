@@ -30,8 +30,9 @@ import (
 //	  then: [subscriber]               # hosts chained after the server
 //	  links: {access: wifi+loss-ge-b}
 //
-// Links maps link names to profile stacks; a link without one gets the
-// cell's profile (from the scenario's profiles list). Without a topology
+// Links maps link names to profile stacks, fixed: a link without one gets
+// the cell's profile (from the scenario's profiles list) and the link:
+// overrides. Without a topology
 // section a client-server workload gets client-server, any other a chain
 // of its roles (pubsub: publisher, broker, subscriber); a chain without
 // hosts is the same chain.
@@ -118,7 +119,7 @@ func (s *Scenario) decodeTopology() error {
 		if !slices.Contains(names, name) {
 			return at("links", "topology: no link %q; the links are %s", name, strings.Join(names, ", "))
 		}
-		if _, err := s.LinkFor(profile); err != nil {
+		if _, _, err := emu.ResolveLink(profile, nil); err != nil {
 			return at("links", "topology link %s: %v", name, err)
 		}
 	}
@@ -196,15 +197,20 @@ func (t Topology) build(linkFor func(link string) (emu.LinkConfig, error)) (test
 	return topo, nil
 }
 
-// TestbedTopology returns the cell's testbed: every link gets its own
-// profile from topology.links, or the cell's profile.
+// TestbedTopology returns the cell's testbed: a link named in
+// topology.links gets that profile as it is (a fixed link: neither the
+// cell's profile nor the link: overrides and their sweeps touch it); every
+// other link gets the cell's profile with the overrides.
 func (s *Scenario) TestbedTopology(profile string) (testbed.Topology, error) {
 	return s.topology.build(func(link string) (emu.LinkConfig, error) {
-		p := profile
 		if own, ok := s.topology.Links[link]; ok {
-			p = own
+			cfg, _, err := emu.ResolveLink(own, nil)
+			if err != nil {
+				return cfg, fmt.Errorf("link %s: %w", link, err)
+			}
+			return cfg, nil
 		}
-		cfg, err := s.LinkFor(p)
+		cfg, err := s.LinkFor(profile)
 		if err != nil {
 			return cfg, fmt.Errorf("link %s: %w", link, err)
 		}

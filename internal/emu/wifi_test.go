@@ -1,0 +1,151 @@
+package emu
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"tlab/internal/units"
+)
+
+// wifiDirection is a 20 Mbit/s direction with the 802.11 model and no
+// propagation delay, so that a lone frame's delay is its airtime.
+func wifiDirection(t *testing.T, w WiFiConfig, seed uint64) *Direction {
+	t.Helper()
+	return mustDirection(t, DirectionConfig{Rate: units.Bitrate(20e6), WiFi: w}, seed)
+}
+
+// expectedWiFiDelay is the mean delay of a delivered lone frame of airtime
+// tx: attempt a succeeds with probability FER^a·(1−FER), after a failed
+// attempts, each costing tx, the ACK timeout, a DIFS and the mean backoff
+// of its window.
+func expectedWiFiDelay(w WiFiConfig, tx time.Duration) float64 {
+	w = w.withDefaults()
+	fer := float64(w.FrameErrorRate)
+	var num, den float64
+	for a := 0; a <= w.Retries; a++ {
+		p := math.Pow(fer, float64(a)) * (1 - fer)
+		cost := float64(tx)
+		for k := 1; k <= a; k++ {
+			cost += float64(w.ExpectedRetryCost(tx, k))
+		}
+		num += p * cost
+		den += p
+	}
+	return num / den
+}
+
+// TestWiFiResidualLossAndRetryDelay drives lone frames (spaced so that
+// none waits for another) through the 802.11 model for retry limits 0 to
+// 3: the loss the transport sees is FER^(R+1) and the mean delay of a
+// delivered frame is its airtime plus the expected cost of its retries,
+// each within a 99 % interval of its sampling error.
+func TestWiFiResidualLossAndRetryDelay(t *testing.T) {
+	const n, size = 200000, 1000
+	tx := time.Duration(float64(size) * 8 / 20e6 * 1e9) // 400 µs
+	for _, retries := range []int{0, 1, 2, 3} {
+		w := WiFiConfig{FrameErrorRate: 0.3, Retries: retries}
+		d := wifiDirection(t, w, 5)
+		lost, delivered := 0, 0
+		var sum, sumSq float64
+		for i := 0; i < n; i++ {
+			now := int64(i) * int64(100*time.Millisecond) // far apart
+			v := d.Admit(now, size)
+			switch v.Drop {
+			case DropRetries:
+				lost++
+			case Delivered:
+				delivered++
+				x := float64(v.Release - now)
+				sum += x
+				sumSq += x * x
+			default:
+				t.Fatalf("frame %d dropped for %v", i, v.Drop)
+			}
+		}
+		p := w.ResidualLoss()
+		got := float64(lost) / n
+		if half := z99 * math.Sqrt(p*(1-p)/n); math.Abs(got-p) > half+1e-12 {
+			t.Errorf("retries %d: residual loss %.5f, want %.5f ± %.5f", retries, got, p, half)
+		}
+		mean := sum / float64(delivered)
+		sd := math.Sqrt(sumSq/float64(delivered) - mean*mean)
+		want := expectedWiFiDelay(w, tx)
+		if half := z99*sd/math.Sqrt(float64(delivered)) + 1; math.Abs(mean-want) > half {
+			t.Errorf("retries %d: mean delay %.1f µs, want %.1f ± %.1f µs", retries, mean/1e3, want/1e3, half/1e3)
+		}
+		if retries > 0 && d.Stats.WiFiRetries == 0 {
+			t.Errorf("retries %d: no retry counted", retries)
+		}
+		if d.Stats.DropRetries != uint64(lost) {
+			t.Errorf("retries %d: %d frames counted as lost after the retry limit, saw %d", retries, d.Stats.DropRetries, lost)
+		}
+	}
+}
+
+// TestWiFiRetriesAreSeeded: the same seed gives the same fates and
+// delays, another seed others.
+func TestWiFiRetriesAreSeeded(t *testing.T) {
+	w := WiFiConfig{FrameErrorRate: 0.4, Retries: 2}
+	run := func(seed uint64) []int64 {
+		d := wifiDirection(t, w, seed)
+		var out []int64
+		for i := 0; i < 2000; i++ {
+			now := int64(i) * int64(10*time.Millisecond)
+			v := d.Admit(now, 500)
+			out = append(out, v.Release-now, int64(v.Drop))
+		}
+		return out
+	}
+	a, b, c := run(1), run(1), run(2)
+	same := func(x, y []int64) bool {
+		for i := range x {
+			if x[i] != y[i] {
+				return false
+			}
+		}
+		return true
+	}
+	if !same(a, b) {
+		t.Error("the same seed gave different retry patterns")
+	}
+	if same(a, c) {
+		t.Error("different seeds gave the same retry pattern")
+	}
+}
+
+// TestWiFiHalfDuplexSharesTheAir: with half_duplex a frame in one
+// direction waits for the frame on the air in the other; without, the
+// directions are independent.
+func TestWiFiHalfDuplexSharesTheAir(t *testing.T) {
+	const size = 1250 // 500 µs at 20 Mbit/s
+	for _, half := range []bool{false, true} {
+		dir := DirectionConfig{Rate: units.Bitrate(20e6), WiFi: WiFiConfig{HalfDuplex: half, Retries: 1}}
+		up, down, err := NewLink(LinkConfig{Up: dir, Down: dir}, 1, "air", nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := up.Admit(0, size)
+		dn := down.Admit(0, size)
+		if u.Release != 500_000 {
+			t.Fatalf("half %v: the up frame left at %d ns, want 500000", half, u.Release)
+		}
+		want := int64(500_000)
+		if half {
+			want = 1_000_000
+		}
+		if dn.Release != want {
+			t.Errorf("half %v: the down frame left at %d ns, want %d", half, dn.Release, want)
+		}
+	}
+	bad := LinkConfig{Up: DirectionConfig{Rate: units.Bitrate(20e6), WiFi: WiFiConfig{HalfDuplex: true}}, Down: DirectionConfig{Rate: units.Bitrate(10e6)}}
+	if err := bad.Validate(); err == nil {
+		t.Error("a half-duplex link with one direction not half-duplex was accepted")
+	}
+	if err := (DirectionConfig{WiFi: WiFiConfig{Retries: 2}}).Validate(); err == nil {
+		t.Error("the 802.11 model without a rate was accepted")
+	}
+	if err := (DirectionConfig{Rate: units.Bitrate(1e6), WiFi: WiFiConfig{FrameErrorRate: 1}}).Validate(); err == nil {
+		t.Error("a frame error rate of 100 % was accepted")
+	}
+}
