@@ -4,10 +4,14 @@
 package scenarios
 
 import (
+	"bytes"
 	"embed"
+	"fmt"
 	"io/fs"
 	"sort"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 )
 
 //go:embed *.yaml
@@ -28,4 +32,45 @@ func Names() []string {
 func Read(name string) ([]byte, bool) {
 	b, err := files.ReadFile(name + ".yaml")
 	return b, err == nil
+}
+
+// Suite is a preset made of several scenarios, run one after the other
+// into subdirectories of one run directory: a study whose parts need
+// different topologies (study D's point-to-point links and shared Wi-Fi)
+// is one command.
+type Suite struct {
+	Name        string   `yaml:"name"`
+	Description string   `yaml:"description"`
+	Study       string   `yaml:"study"`
+	Parts       []string `yaml:"suite"`
+}
+
+// ReadSuite returns the named preset as a suite, when it is one: a file
+// with a suite: list of other presets.
+func ReadSuite(name string) (Suite, bool, error) {
+	data, ok := Read(name)
+	if !ok {
+		return Suite{}, false, nil
+	}
+	var probe struct {
+		Suite []string `yaml:"suite"`
+	}
+	if err := yaml.Unmarshal(data, &probe); err != nil || len(probe.Suite) == 0 {
+		return Suite{}, false, nil
+	}
+	var s Suite
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil {
+		return s, true, fmt.Errorf("preset %s: %w", name, err)
+	}
+	for _, p := range s.Parts {
+		if _, ok := Read(p); !ok {
+			return s, true, fmt.Errorf("preset %s: part %q is no preset", name, p)
+		}
+		if _, isSuite, _ := ReadSuite(p); isSuite {
+			return s, true, fmt.Errorf("preset %s: part %q is itself a suite", name, p)
+		}
+	}
+	return s, true, nil
 }

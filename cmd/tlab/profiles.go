@@ -26,7 +26,7 @@ func runProfiles(_ context.Context, args []string, stdout, stderr io.Writer) int
 		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tRTT\tUP RATE\tDOWN RATE\tLOSS\tDESCRIPTION")
 		for _, p := range ps {
-			fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%s\t%s\n", p.Name, p.Link.BaseRTT(), rateString(p.Link.Up.Rate), rateString(p.Link.Down.Rate), lossString(p.Link.Up.Loss), p.Description)
+			fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%s\t%s\n", p.Name, p.Link.BaseRTT(), rateString(p.Link.Up.Rate), rateString(p.Link.Down.Rate), lossString(p.Link.Up), p.Description)
 		}
 		tw.Flush()
 		fmt.Fprintln(stdout, "\nStack profiles with + (wifi+loss-ge-b); \"tlab profiles NAME\" shows one with its source.")
@@ -54,7 +54,7 @@ func runProfiles(_ context.Context, args []string, stdout, stderr io.Writer) int
 		c    emu.DirectionConfig
 	}{{"up (client to server)", cfg.Up}, {"down (server to client)", cfg.Down}} {
 		fmt.Fprintf(stdout, "  %s: delay %v, jitter %v %s, rate %s, queue %s, loss %s\n", d.name, d.c.Delay, d.c.Jitter, d.c.JitterDist,
-			rateString(d.c.Rate), queueString(d.c, cfg), lossString(d.c.Loss))
+			rateString(d.c.Rate), queueString(d.c, cfg), lossString(d.c))
 	}
 	return exitOK
 }
@@ -75,15 +75,25 @@ func rateString(r interface{ String() string }) string {
 	return "unlimited"
 }
 
-func lossString(l emu.LossConfig) string {
-	switch l.Model {
+func lossString(d emu.DirectionConfig) string {
+	var s string
+	switch l := d.Loss; l.Model {
 	case emu.LossBernoulli:
-		return l.Rate.String()
+		s = l.Rate.String()
 	case emu.LossGilbert:
 		m, _ := l.ExpectedLoss()
-		return fmt.Sprintf("GE %.2f%%", m*100)
+		s = fmt.Sprintf("GE %.2f%%", m*100)
 	}
-	return "none"
+	if w := d.WiFi; w.Enabled() {
+		if s != "" {
+			s += "+"
+		}
+		s += fmt.Sprintf("802.11 %.3g%%", w.ResidualLoss()*100)
+	}
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 func queueString(d emu.DirectionConfig, l emu.LinkConfig) string {

@@ -100,6 +100,17 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if len(pos) == 1 {
 			name = pos[0]
 		}
+		o := runOptions{nameOrFile: name, resume: *resume, sets: sets, out: *out, noCal: *noCal, noReport: *noReport, asJSON: *asJSON, quality: *quality, requireCal: *requireCal, shard: *shard}
+		if *resume != "" {
+			if code, isSuite := resumeSuite(ctx, o, args, stdout, stderr); isSuite {
+				return code
+			}
+		} else if rec, desc, isSuite, err := suiteFor(name, sets); err != nil {
+			fmt.Fprintf(stderr, "tlab run: %v\n", err)
+			return exitUsage
+		} else if isSuite {
+			return runSuite(ctx, o, rec, desc, args, stdout, stderr)
+		}
 		return runScenario(ctx, runOptions{nameOrFile: name, resume: *resume, sets: sets, out: *out, noCal: *noCal, noReport: *noReport, asJSON: *asJSON, quality: *quality, requireCal: *requireCal, shard: *shard}, args, stdout, stderr)
 	}
 	sc, err := adhocScenario(fs, given, sets)

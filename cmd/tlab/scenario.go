@@ -237,6 +237,19 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "tlab validate: give a scenario file or preset name")
 		return exitUsage
 	}
+	if suite, isSuite, err := scenarios.ReadSuite(pos[0]); isSuite {
+		if err != nil {
+			fmt.Fprintf(stderr, "tlab validate: %v\n", err)
+			return exitUsage
+		}
+		for _, part := range suite.Parts {
+			if code := runValidate(context.Background(), append([]string{part}, setArgs(sets)...), stdout, stderr); code != exitOK {
+				return code
+			}
+		}
+		fmt.Fprintf(stdout, "%s: a valid suite of %d scenarios.\n", suite.Name, len(suite.Parts))
+		return exitOK
+	}
 	sc, err := loadScenario(pos[0], sets)
 	if err == nil {
 		var cells []scenario.Cell
@@ -303,14 +316,31 @@ func runPresets(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	for _, n := range scenarios.Names() {
+		if suite, isSuite, err := scenarios.ReadSuite(n); isSuite {
+			if err != nil {
+				fmt.Fprintf(stdout, "%-20s INVALID: %v\n", n, err)
+				continue
+			}
+			total, planned := 0, time.Duration(0)
+			for _, part := range suite.Parts {
+				data, _ := scenarios.Read(part)
+				if sc, err := scenario.Parse(part, data); err == nil {
+					cells, _ := sc.Cells()
+					total += len(cells)
+					planned += plannedDuration(sc, len(cells))
+				}
+			}
+			fmt.Fprintf(stdout, "%-20s %4d cells, ~%-10v suite of %s. %s\n", n, total, planned.Round(time.Minute), strings.Join(suite.Parts, ", "), firstSentence(suite.Description))
+			continue
+		}
 		data, _ := scenarios.Read(n)
 		sc, err := scenario.Parse(n, data)
 		if err != nil {
-			fmt.Fprintf(stdout, "%-16s INVALID: %v\n", n, err)
+			fmt.Fprintf(stdout, "%-20s INVALID: %v\n", n, err)
 			continue
 		}
 		cells, _ := sc.Cells()
-		fmt.Fprintf(stdout, "%-16s %4d cells, ~%-10v %s\n", n, len(cells), plannedDuration(sc, len(cells)).Round(time.Minute), firstSentence(sc.Description))
+		fmt.Fprintf(stdout, "%-20s %4d cells, ~%-10v %s\n", n, len(cells), plannedDuration(sc, len(cells)).Round(time.Minute), firstSentence(sc.Description))
 	}
 	return exitOK
 }
@@ -321,4 +351,13 @@ func firstSentence(s string) string {
 		return s[:i+1]
 	}
 	return s
+}
+
+// setArgs turns --set values back into arguments.
+func setArgs(sets []string) []string {
+	var out []string
+	for _, s := range sets {
+		out = append(out, "--set", s)
+	}
+	return out
 }

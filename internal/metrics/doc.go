@@ -88,7 +88,9 @@ const docComparisons = `
 Written by ` + "`tlab stats DIR`" + ` and with every report: one row per pair of
 protocols (A, B) on the same network and swept values, per metric
 (` + "`delay_ms`" + `, the delay each record carries; ` + "`jitter_pct`" + ` and
-` + "`bytes_per_request`" + ` when cells are repeated).
+` + "`bytes_per_request`" + ` when cells are repeated; for study D's pubsub,
+` + "`completion_ms`" + ` (Δ), ` + "`reconnect_ms`" + ` (Δ+) and
+` + "`wire_bytes_per_message`" + ` when cells are repeated).
 
 | name | definition |
 |---|---|
@@ -97,6 +99,7 @@ protocols (A, B) on the same network and swept values, per metric
 | ` + "`n_a`, `n_b`" + ` | samples (a seeded random subset of at most 2000) |
 | ` + "`median_a`, `median_b`, `median_diff`" + ` | medians and their difference, B − A |
 | ` + "`median_diff_ci_low`, `median_diff_ci_high`" + ` | 95 % percentile bootstrap interval of that difference (2000 seeded resamples) |
+| ` + "`mean_ratio`, `mean_ratio_ci_low`, `mean_ratio_ci_high`" + ` | mean of B over mean of A, with a 95 % bootstrap interval from the same resamples; for ` + "`completion_ms`" + ` this is study D's **ξ = T_B / T_A** (below 1: B completes faster), for example ξ of mqtt-quic against mqtt-tcp and against mqtt-tls |
 | ` + "`hodges_lehmann`" + ` | the median of all pairwise differences B − A |
 | ` + "`cliffs_delta`" + ` | (pairs with B > A − pairs with B < A) / all pairs, from −1 to 1 |
 | ` + "`mann_whitney_u`, `p_value`" + ` | the Mann-Whitney U test (go-moremath: exact with ties for small samples, normal approximation with continuity correction otherwise; checked against scipy) |
@@ -130,6 +133,9 @@ included); bulk, when the requests are sent.
 | ` + "`h1s`" + ` | HTTP/1.1 over TLS | by opening connections |
 | ` + "`h2`" + ` | HTTP/2 over TLS (net/http), one connection | yes |
 | ` + "`h3`" + ` | HTTP/3 (quic-go's http3), one connection, a stream per request | yes |
+| ` + "`mqtt-tcp`" + ` | MQTT (3.1.1, or 5.0 with ` + "`settings.mqtt_version`" + `) over TCP, port 1883: Eclipse Paho clients, a mochi-mqtt or Mosquitto broker (workload pubsub only) | publish/subscribe |
+| ` + "`mqtt-tls`" + ` | the same over TLS 1.3 (or 1.2), ALPN ` + "`mqtt`" + `, port 8883 | publish/subscribe |
+| ` + "`mqtt-quic`" + ` | the same on one client-initiated bidirectional QUIC stream per connection, ALPN ` + "`mqtt`" + `, port 14567 (EMQX's mapping); early dial with a session cache, so a reconnect sends its CONNECT as 0-RTT data with ` + "`settings.zero_rtt`" + ` | publish/subscribe |
 
 The HTTP/1.1 client follows study A: a request takes the idle persistent
 connection if there is one and otherwise opens a new connection (TCP and TLS

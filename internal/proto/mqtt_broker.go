@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,15 +62,47 @@ func CheckBroker(protocol, kind string) error {
 // mochiBroker is mochi-mqtt, embedded, behind tlab's own listener.
 type mochiBroker struct {
 	srv  *mochi.Server
+	ln   *trackingListener
 	once sync.Once
 	err  error
 }
 
+// trackingListener remembers the connections it accepted, so that closing
+// the broker closes every one of them: mochi's Close waits for its client
+// goroutines, and one blocked in a read on a connection mochi no longer
+// lists (a client taken over, one still connecting) would wait forever.
+type trackingListener struct {
+	net.Listener
+	mu    sync.Mutex
+	conns map[net.Conn]bool
+}
+
+func (l *trackingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	l.conns[c] = true
+	l.mu.Unlock()
+	return c, nil
+}
+
+func (l *trackingListener) closeAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for c := range l.conns {
+		c.Close()
+	}
+	l.conns = map[net.Conn]bool{}
+}
+
 func (m mqttProto) startMochi(n Net, port int, s Settings) (io.Closer, error) {
-	ln, err := m.listen(n, port, s)
+	raw, err := m.listen(n, port, s)
 	if err != nil {
 		return nil, fmt.Errorf("broker listener: %w", err)
 	}
+	ln := &trackingListener{Listener: raw, conns: map[net.Conn]bool{}}
 	srv := mochi.New(&mochi.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err := srv.AddHook(new(auth.AllowHook), nil); err != nil {
 		ln.Close()
@@ -83,11 +116,15 @@ func (m mqttProto) startMochi(n Net, port int, s Settings) (io.Closer, error) {
 		srv.Close()
 		return nil, fmt.Errorf("broker: %w", err)
 	}
-	return &mochiBroker{srv: srv}, nil
+	return &mochiBroker{srv: srv, ln: ln}, nil
 }
 
 func (b *mochiBroker) Close() error {
-	b.once.Do(func() { b.err = b.srv.Close() })
+	b.once.Do(func() {
+		b.ln.Close() // no new client from here on
+		b.ln.closeAll()
+		b.err = b.srv.Close()
+	})
 	return b.err
 }
 

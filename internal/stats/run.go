@@ -20,6 +20,9 @@ import (
 // request.
 var compared = []struct{ name, unit string }{
 	{"delay_ms", "ms"}, {"jitter_pct", "%"}, {"bytes_per_request", "B"},
+	// Study D's: Δ and Δ+ per repetition (their mean_ratio is ξ), and
+	// the bytes per message.
+	{"completion_ms", "ms"}, {"reconnect_ms", "ms"}, {"wire_bytes_per_message", "B"},
 }
 
 // ForRun compares every pair of protocols on each network and set of
@@ -171,7 +174,7 @@ func readDelays(path string, seed uint64) (map[string][]float64, error) {
 
 // Columns are comparisons.csv's columns (the JSON names).
 var Columns = []string{"profile", "params", "metric", "a", "b", "sampling_unit", "n_a", "n_b", "median_a", "median_b",
-	"median_diff", "median_diff_ci_low", "median_diff_ci_high", "hodges_lehmann", "cliffs_delta", "mann_whitney_u", "p_value", "p_holm", "verdict"}
+	"median_diff", "median_diff_ci_low", "median_diff_ci_high", "hodges_lehmann", "cliffs_delta", "mann_whitney_u", "p_value", "p_holm", "mean_ratio", "mean_ratio_ci_low", "mean_ratio_ci_high", "verdict"}
 
 // Write writes comparisons.json and comparisons.csv into dir.
 func Write(dir string, cs []Comparison) error {
@@ -223,6 +226,7 @@ func (c Comparison) values() map[string]any {
 		"profile": c.Profile, "params": c.Params, "metric": c.Metric, "a": c.A, "b": c.B, "sampling_unit": c.Unit,
 		"n_a": c.NA, "n_b": c.NB, "median_a": num(c.MedianA), "median_b": num(c.MedianB), "median_diff": num(c.Diff),
 		"median_diff_ci_low": num(c.DiffLow), "median_diff_ci_high": num(c.DiffHigh), "hodges_lehmann": num(c.HodgesLeh),
-		"cliffs_delta": num(c.CliffDelta), "mann_whitney_u": num(c.U), "p_value": num(c.P), "p_holm": num(c.PHolm), "verdict": c.Verdict,
+		"cliffs_delta": num(c.CliffDelta), "mann_whitney_u": num(c.U), "p_value": num(c.P), "p_holm": num(c.PHolm),
+		"mean_ratio": num(c.Ratio), "mean_ratio_ci_low": num(c.RatioLow), "mean_ratio_ci_high": num(c.RatioHigh), "verdict": c.Verdict,
 	}
 }

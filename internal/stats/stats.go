@@ -46,6 +46,12 @@ type Comparison struct {
 	U          float64 `json:"mann_whitney_u"`
 	P          float64 `json:"p_value"`
 	PHolm      float64 `json:"p_holm"`
+	// Ratio is mean B over mean A, with a 95 % bootstrap interval from
+	// the same resamples: for completion_ms, study D's ξ = T_B / T_A
+	// (below 1: B faster).
+	Ratio     float64 `json:"mean_ratio"`
+	RatioLow  float64 `json:"mean_ratio_ci_low"`
+	RatioHigh float64 `json:"mean_ratio_ci_high"`
 	// Verdict says which is smaller (faster, lighter) by how much, or
 	// "no significant difference".
 	Verdict string `json:"verdict"`
@@ -68,11 +74,14 @@ func Compare(a, b []float64, seed uint64) Comparison {
 	a, b = subsample(a, r), subsample(b, r)
 	c := Comparison{NA: len(a), NB: len(b), MedianA: metrics.QuantileOf(a, 0.5), MedianB: metrics.QuantileOf(b, 0.5)}
 	c.Diff = c.MedianB - c.MedianA
+	c.Ratio = mean(b) / mean(a)
 	c.DiffLow, c.DiffHigh, c.HodgesLeh, c.CliffDelta, c.U, c.P, c.PHolm = nan, nan, nan, nan, nan, nan, nan
+	c.RatioLow, c.RatioHigh = nan, nan
 	if len(a) < 2 || len(b) < 2 {
 		return c
 	}
 	diffs := make([]float64, Bootstraps)
+	ratios := make([]float64, Bootstraps)
 	ra, rb := make([]float64, len(a)), make([]float64, len(b))
 	for i := range diffs {
 		for j := range ra {
@@ -82,9 +91,12 @@ func Compare(a, b []float64, seed uint64) Comparison {
 			rb[j] = b[r.IntN(len(b))]
 		}
 		diffs[i] = metrics.QuantileOf(rb, 0.5) - metrics.QuantileOf(ra, 0.5)
+		ratios[i] = mean(rb) / mean(ra)
 	}
 	slices.Sort(diffs)
 	c.DiffLow, c.DiffHigh = metrics.Quantile(diffs, 0.025), metrics.Quantile(diffs, 0.975)
+	slices.Sort(ratios)
+	c.RatioLow, c.RatioHigh = metrics.Quantile(ratios, 0.025), metrics.Quantile(ratios, 0.975)
 	pair := make([]float64, 0, len(a)*len(b))
 	greater, less := 0, 0
 	for _, x := range a {
@@ -107,6 +119,17 @@ func Compare(a, b []float64, seed uint64) Comparison {
 }
 
 var nan = math.NaN()
+
+func mean(v []float64) float64 {
+	if len(v) == 0 {
+		return nan
+	}
+	sum := 0.0
+	for _, x := range v {
+		sum += x
+	}
+	return sum / float64(len(v))
+}
 
 func subsample(v []float64, r *rand.Rand) []float64 {
 	if len(v) <= MaxPerSample {
@@ -159,4 +182,23 @@ func Judge(cs []Comparison, unit string) {
 			c.Verdict = "no significant difference"
 		}
 	}
+}
+
+// MeanCI is a 95 % percentile bootstrap interval of the mean of v
+// (Bootstraps seeded resamples); NaN for fewer than two values.
+func MeanCI(v []float64, seed uint64) (low, high float64) {
+	if len(v) < 2 {
+		return nan, nan
+	}
+	r := rand.New(rand.NewPCG(seed, 0x6d65616e))
+	means := make([]float64, Bootstraps)
+	rv := make([]float64, len(v))
+	for i := range means {
+		for j := range rv {
+			rv[j] = v[r.IntN(len(v))]
+		}
+		means[i] = mean(rv)
+	}
+	slices.Sort(means)
+	return metrics.Quantile(means, 0.025), metrics.Quantile(means, 0.975)
 }

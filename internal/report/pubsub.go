@@ -1,0 +1,216 @@
+package report
+
+import (
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"tlab/internal/metrics"
+	"tlab/internal/results"
+	"tlab/internal/stats"
+)
+
+// Study D's figures: Δ as box plots over repetitions, ξ with its interval,
+// Δ+ by network.
+func init() {
+	registerPlot(PlotKind{Name: "completion_box", Doc: "Δ (pubsub completion time) over repetitions per protocol, by the swept values (loss rate; stations and retries): boxes Q1-Q3 with the median, whiskers at 1.5 IQR (study D)",
+		Needs: []string{"completion_ms"}, Draw: drawCompletionBox})
+	registerPlot(PlotKind{Name: "xi", Doc: "ξ = mean Δ of a protocol over mean Δ of mqtt-tcp (or the first protocol), by the swept values, with 95 % bootstrap intervals (study D)",
+		Needs: []string{"completion_ms"}, Draw: drawXi})
+	registerPlot(PlotKind{Name: "reconnect_by_network", Doc: "Δ+ (a new connection's set-up to the subscriber's receipt) per protocol and network, mean over repetitions with 95 % bootstrap intervals (study D)",
+		Needs: []string{"reconnect_ms"}, Draw: drawReconnect})
+}
+
+// definedFor narrows a panel to the rows where field is a number, and
+// places them on the x axis by the swept values that vary among those rows
+// only (a pattern swept beside the loss rate is constant among the rows
+// that have Δ, and would only lengthen the labels).
+func (p panel) definedFor(field string) (panel, func(results.Summary) string) {
+	var rows []results.Summary
+	for _, r := range p.rows {
+		if !math.IsNaN(r.Float(field)) {
+			rows = append(rows, r)
+		}
+	}
+	var keys []string
+	if len(rows) > 0 {
+		for i, prm := range rows[0].Params {
+			for _, r := range rows[1:] {
+				if i < len(r.Params) && r.Params[i].Value != prm.Value {
+					keys = append(keys, prm.Key)
+					break
+				}
+			}
+		}
+	}
+	label := func(r results.Summary) string {
+		var vals []string
+		for _, k := range keys {
+			vals = append(vals, r.Param(k))
+		}
+		if len(vals) == 0 {
+			return r.Protocol
+		}
+		return strings.Join(vals, " / ")
+	}
+	q := p
+	q.rows = rows
+	q.protos = ordered(rows, func(s results.Summary) string { return s.Protocol })
+	q.cats = ordered(rows, label)
+	var short []string
+	for _, k := range keys {
+		short = append(short, k[strings.LastIndex(k, ".")+1:])
+	}
+	q.axis = strings.Join(short, " / ")
+	return q, label
+}
+
+// valuesBy collects a field's values per protocol and category.
+func valuesBy(rows []results.Summary, field string, cat func(results.Summary) string) map[string]map[string][]float64 {
+	out := map[string]map[string][]float64{}
+	for _, r := range rows {
+		if out[r.Protocol] == nil {
+			out[r.Protocol] = map[string][]float64{}
+		}
+		if v := r.Float(field); !math.IsNaN(v) {
+			out[r.Protocol][cat(r)] = append(out[r.Protocol][cat(r)], v)
+		}
+	}
+	return out
+}
+
+// tukey is a box with whiskers at the furthest values within 1.5 IQR of
+// the box.
+func tukey(v []float64) boxStat {
+	s := slices.Clone(v)
+	sort.Float64s(s)
+	q1, med, q3 := metrics.Quantile(s, 0.25), metrics.Quantile(s, 0.5), metrics.Quantile(s, 0.75)
+	lo, hi := q1-1.5*(q3-q1), q3+1.5*(q3-q1)
+	b := boxStat{P5: q1, P25: q1, P50: med, P75: q3, P95: q3}
+	for _, x := range s {
+		if x >= lo {
+			b.P5 = math.Min(x, q1)
+			break
+		}
+	}
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] <= hi {
+			b.P95 = math.Max(s[i], q3)
+			break
+		}
+	}
+	return b
+}
+
+func drawCompletionBox(p panel) ([]Figure, error) {
+	q, cat := p.definedFor("completion_ms")
+	if len(q.rows) == 0 {
+		return nil, nil
+	}
+	vals := valuesBy(q.rows, "completion_ms", cat)
+	boxes := map[string]map[string]boxStat{}
+	for proto, byCat := range vals {
+		boxes[proto] = map[string]boxStat{}
+		for c, v := range byCat {
+			boxes[proto][c] = tukey(v)
+		}
+	}
+	pl := groupedBoxes(q.cats, q.protos, boxes, q.xLabel(), "Δ: completion time (ms)")
+	fig, err := render(pl, p.dir, p.stem, "Completion time Δ, "+p.profile,
+		"Time for all messages stop-and-wait, one value per repetition: boxes from the first to the third quartile with the median, whiskers at the furthest repetition within 1.5 IQR (study D's box plots).", figW, figH)
+	return []Figure{fig}, err
+}
+
+// xiReference is the protocol ξ divides by: mqtt-tcp where it ran.
+func xiReference(protos []string) string {
+	if slices.Contains(protos, "mqtt-tcp") {
+		return "mqtt-tcp"
+	}
+	return protos[0]
+}
+
+func drawXi(p panel) ([]Figure, error) {
+	q, cat := p.definedFor("completion_ms")
+	if len(q.protos) < 2 {
+		return nil, nil
+	}
+	ref := xiReference(q.protos)
+	vals := valuesBy(q.rows, "completion_ms", cat)
+	ratio, half := map[string]map[string]float64{}, map[string]map[string]float64{}
+	var series []string
+	for _, proto := range q.protos {
+		if proto == ref {
+			continue
+		}
+		series = append(series, proto)
+		ratio[proto], half[proto] = map[string]float64{}, map[string]float64{}
+		for _, c := range q.cats {
+			a, b := vals[ref][c], vals[proto][c]
+			if len(a) == 0 || len(b) == 0 {
+				continue
+			}
+			cmp := stats.Compare(a, b, 1)
+			ratio[proto][c] = cmp.Ratio
+			// The interval is not symmetric; the bar shows its larger
+			// half, so that it never looks tighter than it is.
+			half[proto][c] = math.Max(cmp.Ratio-cmp.RatioLow, cmp.RatioHigh-cmp.Ratio)
+		}
+	}
+	pl, err := groupedBars(q.cats, series, ratio, q.xLabel(), "ξ = T / T("+ref+")")
+	if err != nil {
+		return nil, err
+	}
+	if err := addErrorBars(pl, q.cats, series, ratio, half); err != nil {
+		return nil, err
+	}
+	fig, err := render(pl, p.dir, p.stem, "Completion ratio ξ against "+ref+", "+p.profile,
+		"Mean completion time Δ of each protocol over that of "+ref+" in the same configuration (below 1: faster), with the larger half of its 95 % bootstrap interval over repetitions (comparisons.csv has both ends, metric completion_ms, column mean_ratio).", figW, figH)
+	return []Figure{fig}, err
+}
+
+// drawReconnect draws every network on one figure, from the first
+// network's panel.
+func drawReconnect(p panel) ([]Figure, error) {
+	profiles := ordered(p.run.Rows, func(s results.Summary) string { return s.Profile })
+	if len(profiles) == 0 || p.profile != profiles[0] {
+		return nil, nil
+	}
+	all := p
+	all.rows = p.run.Rows
+	q, cat := all.definedFor("reconnect_ms")
+	if len(q.rows) == 0 {
+		return nil, nil
+	}
+	byNet := func(r results.Summary) string {
+		if c := cat(r); c != r.Protocol {
+			return r.Profile + " / " + c
+		}
+		return r.Profile
+	}
+	cats := ordered(q.rows, byNet)
+	vals := valuesBy(q.rows, "reconnect_ms", byNet)
+	means, half := map[string]map[string]float64{}, map[string]map[string]float64{}
+	for proto, byCat := range vals {
+		means[proto], half[proto] = map[string]float64{}, map[string]float64{}
+		for c, v := range byCat {
+			m := metrics.Describe(v).Mean
+			lo, hi := stats.MeanCI(v, 1)
+			means[proto][c], half[proto][c] = m, math.Max(hi-m, m-lo)
+		}
+	}
+	xl := "network"
+	if q.axis != "" {
+		xl += " / " + q.axis
+	}
+	pl, err := groupedBars(cats, q.protos, means, xl, "Δ+: reconnect to delivery (ms)")
+	if err != nil {
+		return nil, err
+	}
+	if err := addErrorBars(pl, cats, q.protos, means, half); err != nil {
+		return nil, err
+	}
+	fig, err := render(pl, p.dir, "reconnect_by_network", "Reconnection Δ+ by network",
+		"From the start of a new connection's set-up to the subscriber's receipt of the message it carried: the mean over repetitions of each cell's mean, with error bars from a bootstrap of the repetitions. TLS resumption and QUIC's 0-RTT show here (summary columns resumed and used_0rtt).", figW, figH)
+	return []Figure{fig}, err
+}
