@@ -79,7 +79,7 @@ func (s DirectionStats) Sub(o DirectionStats) DirectionStats {
 		DropOutage: s.DropOutage - o.DropOutage, DropOversz: s.DropOversz - o.DropOversz,
 		DropTxError: s.DropTxError - o.DropTxError, DropRetries: s.DropRetries - o.DropRetries, WiFiRetries: s.WiFiRetries - o.WiFiRetries,
 		Duplicated: s.Duplicated - o.Duplicated,
-		Corrupted: s.Corrupted - o.Corrupted, Reordered: s.Reordered - o.Reordered,
+		Corrupted:  s.Corrupted - o.Corrupted, Reordered: s.Reordered - o.Reordered,
 		QueueDelaySumNs: s.QueueDelaySumNs - o.QueueDelaySumNs, QueueDelayMaxNs: s.QueueDelayMaxNs,
 		QueuedPackets: s.QueuedPackets - o.QueuedPackets,
 	}
