@@ -50,7 +50,7 @@ func pubsubRecords(t *testing.T, dir string) map[string][]map[string]string {
 // covers them all.
 func TestPubSubEveryTransportDeliversInOrder(t *testing.T) {
 	rows, dir := runText(t, `name: d
-profiles: [p]
+profiles: [ethernet]
 protocols: [mqtt-tcp, mqtt-tls, mqtt-quic]
 link: {rtt: 10ms, rate: 20Mbit}
 workload: {type: pubsub, messages: 15, qos: 1}
@@ -80,7 +80,7 @@ workload: {type: pubsub, messages: 15, qos: 1}
 // Δ+ then takes a round trip less over QUIC than over TLS.
 func TestPubSubZeroRTTOnSecondConnection(t *testing.T) {
 	rows, dir := runText(t, `name: d
-profiles: [p]
+profiles: [ethernet]
 protocols: [mqtt-tls, mqtt-quic]
 link: {rtt: 20ms, rate: 20Mbit}
 topology: {type: chain, hosts: [publisher, broker, subscriber], links: {broker-subscriber: backbone-1ms}}
@@ -128,7 +128,7 @@ func TestPubSubMosquittoAgreesWithEmbedded(t *testing.T) {
 		t.Skip("mosquitto is not installed (scripts/setup installs it)")
 	}
 	src := `name: d
-profiles: [p]
+profiles: [ethernet]
 protocols: [mqtt-tcp, mqtt-tls]
 link: {rtt: 10ms, rate: 20Mbit}
 workload: {type: pubsub, messages: 30, qos: 1}
@@ -147,6 +147,7 @@ matrix:
 		lat[r.Protocol][r.Param("workload.broker")] = r.Float("message_latency_p50_ms")
 	}
 	for proto, m := range lat {
+		t.Logf("%s: median latency %.3f ms via mosquitto, %.3f ms embedded", proto, m["mosquitto"], m["embedded"])
 		if d := math.Abs(m["mosquitto"] - m["embedded"]); !(d < 1) {
 			t.Errorf("%s: median latency %.2f ms via mosquitto, %.2f ms embedded: differ by %.2f ms", proto, m["mosquitto"], m["embedded"], d)
 		}
@@ -159,7 +160,7 @@ matrix:
 // the sweep goes on to the next protocol, which meets the same outage.
 func TestPubSubConnectionLostFailsTheCellOnly(t *testing.T) {
 	rows, dir := runText(t, `name: d
-profiles: [p]
+profiles: [ethernet]
 protocols: [mqtt-tcp, mqtt-quic]
 link: {rtt: 10ms, outages: [{at: 1200ms, for: 5s}]}
 workload: {type: pubsub, messages: 400, timeout: 1s}

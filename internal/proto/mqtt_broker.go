@@ -119,11 +119,26 @@ func (m mqttProto) startMochi(n Net, port int, s Settings) (io.Closer, error) {
 	return &mochiBroker{srv: srv, ln: ln}, nil
 }
 
+// Close stops the broker without meeting mochi's deadlock
+// (mochi-mqtt/server#488, unfixed in v2.7.9): its Close reads the client
+// list under a read lock taken twice, which deadlocks when a client
+// disconnecting asks for the write lock in between. So every connection
+// is closed first, Close waits until mochi has forgotten every client, and
+// only then closes mochi, within a bound that keeps a sweep from hanging.
 func (b *mochiBroker) Close() error {
 	b.once.Do(func() {
 		b.ln.Close() // no new client from here on
 		b.ln.closeAll()
-		b.err = b.srv.Close()
+		for deadline := time.Now().Add(3 * time.Second); b.srv.Clients.Len() > 0 && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		done := make(chan error, 1)
+		go func() { done <- b.srv.Close() }()
+		select {
+		case b.err = <-done:
+		case <-time.After(5 * time.Second):
+			b.err = errors.New("mochi-mqtt did not close within 5 s (its client-list deadlock, mochi-mqtt/server#488); its goroutines are left behind")
+		}
 	})
 	return b.err
 }

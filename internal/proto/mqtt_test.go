@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -129,5 +130,39 @@ func TestMQTTDeliversInOrder(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestMQTTBrokerDownIsAClearError: connecting where no broker listens
+// fails promptly, for every transport, with an error that says so.
+func TestMQTTBrokerDownIsAClearError(t *testing.T) {
+	tb := newTestbed(t, time.Millisecond)
+	ip, _ := tb.Addr("client", "server")
+	certs, err := NewCertificates(ip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := DefaultSettings()
+	s.Certs = certs
+	for _, name := range []string{"mqtt-tcp", "mqtt-tls", "mqtt-quic"} {
+		p, _ := Lookup(name)
+		c, err := p.(PubSub).NewPubSubClient(tb.Host("client"), hostPort(ip.String(), 7999), s, PubSubOptions{ClientID: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		start := time.Now()
+		_, err = c.Connect(ctx)
+		cancel()
+		if err == nil {
+			t.Errorf("%s: connected to a port where no broker listens", name)
+			continue
+		}
+		// TCP is refused at once; QUIC hears nothing back (the kernel's
+		// ICMP port unreachable ends it, or the context does).
+		if name != "mqtt-quic" && (!strings.Contains(err.Error(), "refused") || time.Since(start) > time.Second) {
+			t.Errorf("%s: after %v: %v; want a prompt refusal", name, time.Since(start), err)
+		}
+		t.Logf("%s: %v", name, err)
 	}
 }

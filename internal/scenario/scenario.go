@@ -324,6 +324,25 @@ type Cell struct {
 	Scenario *Scenario
 }
 
+// Seed is the emulator seed of the cell: the scenario's seed for the
+// first repetition, and one derived from it and the repetition for the
+// others. Every protocol of a repetition meets the same loss and jitter
+// pattern (a fair comparison); each repetition meets another (so that
+// repetitions sample the link, not only the host's timing).
+func (c Cell) Seed() uint64 { return RepetitionSeed(c.Scenario.Seed, c.Rep) }
+
+// RepetitionSeed derives repetition rep's seed from the scenario's.
+func RepetitionSeed(seed uint64, rep int) uint64 {
+	if rep <= 1 {
+		return seed
+	}
+	// SplitMix64's finaliser: distinct, well-mixed seeds per repetition.
+	z := seed + uint64(rep)*0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
 // matrix returns the matrix's keys and value lists in file order.
 func (s *Scenario) matrix() ([]string, [][]*yaml.Node) {
 	var keys []string
