@@ -50,6 +50,7 @@ func commands() map[string]command {
 		"report":     {"regenerate the report of a results directory", runReport},
 		"compare":    {"put several runs side by side in one report", runCompare},
 		"merge":      {"join the run directories of a scenario's shards", runMerge},
+		"k8s":        {"write a Kubernetes Indexed Job (or a Slurm job array) running a scenario's shards", runK8s},
 		"stats":      {"is A faster than B? pairwise comparisons and verdicts of a run", runStats},
 		"presets":    {"list the built-in scenarios (one per study)", runPresets},
 		"flowsim":    {"simulate study C's QUIC flow-control allowances", runFlowsim},

@@ -53,7 +53,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	noCal := fs.Bool("no-calibration", false, "scenario: skip the emulator calibration recorded in the manifest")
 	noReport := fs.Bool("no-report", false, "do not write report.html")
 	requireCal := fs.Bool("require-calibration", false, "refuse to run when the opening calibration does not pass")
-	shard := fs.String("shard", "", "run only shard I/N of the cells (merge the shards with tlab merge)")
+	shard := fs.String("shard", "", "run only shard I/N of the cells (merge the shards with tlab merge); auto/N takes I from a Kubernetes Indexed Job or a Slurm job array")
+	resumeExisting := fs.Bool("resume-existing", false, "when --out already holds an interrupted run, continue it (for retried cluster tasks)")
 	quality := fs.String("quality", "", "re-run cells the host disturbed: normal (default: up to 3 attempts), strict (5, tighter), off; a resume keeps the run's")
 	fs.String("workload", "periodic", "traffic pattern: "+strings.Join(workload.Names(), ", ")+" (see tlab workloads)")
 	fs.String("protocols", defaultProtocols, "comma-separated protocols: "+strings.Join(proto.Names(), ", "))
@@ -100,7 +101,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if len(pos) == 1 {
 			name = pos[0]
 		}
-		o := runOptions{nameOrFile: name, resume: *resume, sets: sets, out: *out, noCal: *noCal, noReport: *noReport, asJSON: *asJSON, quality: *quality, requireCal: *requireCal, shard: *shard}
+		o := runOptions{nameOrFile: name, resume: *resume, sets: sets, out: *out, noCal: *noCal, noReport: *noReport, asJSON: *asJSON, quality: *quality, requireCal: *requireCal, shard: *shard, resumeExisting: *resumeExisting}
 		if *resume != "" {
 			if code, isSuite := resumeSuite(ctx, o, args, stdout, stderr); isSuite {
 				return code
@@ -111,7 +112,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		} else if isSuite {
 			return runSuite(ctx, o, rec, desc, args, stdout, stderr)
 		}
-		return runScenario(ctx, runOptions{nameOrFile: name, resume: *resume, sets: sets, out: *out, noCal: *noCal, noReport: *noReport, asJSON: *asJSON, quality: *quality, requireCal: *requireCal, shard: *shard}, args, stdout, stderr)
+		return runScenario(ctx, o, args, stdout, stderr)
 	}
 	sc, err := adhocScenario(fs, given, sets)
 	if err != nil {

@@ -59,8 +59,12 @@ type runOptions struct {
 	quality string
 	// requireCal refuses to run when the opening calibration fails.
 	requireCal bool
-	// shard is "I/N" to run one shard of the cells.
+	// shard is "I/N" to run one shard of the cells (or "auto/N": the
+	// cluster engine's task index picks I).
 	shard string
+	// resumeExisting continues the run already in out, if there is one
+	// (a retried cluster task).
+	resumeExisting bool
 }
 
 // runScenario runs (or resumes) a scenario into a run directory and
@@ -68,6 +72,23 @@ type runOptions struct {
 func runScenario(ctx context.Context, o runOptions, args []string, stdout, stderr io.Writer) int {
 	sc := o.scenario
 	var err error
+	if o.resumeExisting && o.resume == "" && o.out != "" {
+		// A retried cluster task: continue its shard's directory.
+		if _, err := os.Stat(filepath.Join(o.out, results.ScenarioFile)); err == nil {
+			prev, err1 := experiment.OpenResume(o.out)
+			want, err2 := loadScenario(o.nameOrFile, o.sets)
+			if err := errors.Join(err1, err2); err != nil {
+				fmt.Fprintf(stderr, "tlab run: %v\n", err)
+				return exitUsage
+			}
+			if prev.Name != want.Name {
+				fmt.Fprintf(stderr, "tlab run: %s holds a run of %s, not of %s: choose another --out\n", o.out, prev.Name, want.Name)
+				return exitUsage
+			}
+			fmt.Fprintf(stderr, "%s holds an interrupted run: continuing it (--resume-existing)\n", o.out)
+			o.resume, o.nameOrFile, o.sets, o.shard = o.out, "", nil, ""
+		}
+	}
 	switch {
 	case o.resume != "":
 		if o.nameOrFile != "" || len(o.sets) > 0 {
@@ -114,6 +135,10 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 	}
 	var shard experiment.Shard
 	if o.shard != "" {
+		if o.shard, err = experiment.ShardFromEnv(o.shard, os.Getenv); err != nil {
+			fmt.Fprintf(stderr, "tlab run: --%v\n", err)
+			return exitUsage
+		}
 		if shard, err = experiment.ParseShard(o.shard); err != nil {
 			fmt.Fprintf(stderr, "tlab run: --%v\n", err)
 			return exitUsage

@@ -321,18 +321,34 @@ func TestShardsMergeIntoTheUnshardedRun(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "s.yaml")
 	os.WriteFile(file, []byte(sweepScenario), 0o644)
-	runTo := func(out string, extra ...string) {
+	runEnv := func(env []string, out string, extra ...string) string {
 		t.Helper()
 		args := append([]string{"run", file, "--out", out, "--no-calibration", "--quality", "off", "--no-report"}, extra...)
-		if o, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), env...)
+		o, err := cmd.CombinedOutput()
+		if err != nil {
 			t.Fatalf("tlab %v: %v\n%s", args, err, o)
 		}
+		return string(o)
 	}
+	runTo := func(out string, extra ...string) { t.Helper(); runEnv(nil, out, extra...) }
+	// Shard 1 named as I/N; shard 2 as a Kubernetes Indexed Job's pod
+	// (index 1, from 0) and shard 3 as a Slurm array task would (3, from
+	// 1) name theirs, with --shard auto/3.
 	var shards []string
-	for i := 1; i <= 3; i++ {
-		d := filepath.Join(dir, fmt.Sprintf("shard%d", i))
-		runTo(d, "--shard", fmt.Sprintf("%d/3", i))
+	for i, env := range [][]string{nil, {"JOB_COMPLETION_INDEX=1"}, {"SLURM_ARRAY_TASK_ID=3"}} {
+		d := filepath.Join(dir, fmt.Sprintf("shard%d", i+1))
+		shard := "auto/3"
+		if env == nil {
+			shard = "1/3"
+		}
+		runEnv(env, d, "--shard", shard, "--resume-existing")
 		shards = append(shards, d)
+	}
+	// A retried task finds its shard's directory and continues it.
+	if o := runEnv([]string{"JOB_COMPLETION_INDEX=1"}, shards[1], "--shard", "auto/3", "--resume-existing"); !strings.Contains(o, "continuing it") || !strings.Contains(o, "2 of 2 cells were already complete") {
+		t.Errorf("a retried shard did not resume its directory:\n%s", o)
 	}
 	whole := filepath.Join(dir, "whole")
 	runTo(whole)

@@ -129,3 +129,31 @@ func TestCalibrationWarning(t *testing.T) {
 		t.Errorf("emulator warning: %q", w)
 	}
 }
+
+// TestShardFromEnv: auto/N takes the shard from a Kubernetes Indexed
+// Job's index (from 0) or a Slurm array's task id (from 1), and says what
+// is missing otherwise.
+func TestShardFromEnv(t *testing.T) {
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	for _, c := range []struct {
+		in   string
+		env  map[string]string
+		want string
+	}{
+		{"2/5", nil, "2/5"},
+		{"auto/5", map[string]string{"JOB_COMPLETION_INDEX": "0"}, "1/5"},
+		{"auto/5", map[string]string{"JOB_COMPLETION_INDEX": "4", "SLURM_ARRAY_TASK_ID": "9"}, "5/5"},
+		{"auto/5", map[string]string{"SLURM_ARRAY_TASK_ID": "3"}, "3/5"},
+	} {
+		got, err := ShardFromEnv(c.in, env(c.env))
+		if err != nil || got != c.want {
+			t.Errorf("%s with %v: %q, %v; want %s", c.in, c.env, got, err, c.want)
+		}
+	}
+	if _, err := ShardFromEnv("auto/5", env(nil)); err == nil || !strings.Contains(err.Error(), "JOB_COMPLETION_INDEX") {
+		t.Errorf("auto without an index: %v", err)
+	}
+	if _, err := ShardFromEnv("auto/5", env(map[string]string{"JOB_COMPLETION_INDEX": "x"})); err == nil {
+		t.Error("a bad index was accepted")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,6 +55,28 @@ func ParseShard(s string) (Shard, error) {
 		return Shard{}, fmt.Errorf("shard %q: want I/N with 1 <= I <= N, such as 2/8", s)
 	}
 	return sh, nil
+}
+
+// ShardFromEnv resolves "auto/N", the shard of a task of a cluster
+// engine: a Kubernetes Indexed Job's JOB_COMPLETION_INDEX (from 0, so
+// shard index+1) or a Slurm job array's SLURM_ARRAY_TASK_ID (the array
+// 1-N). Any other value is returned as it is.
+func ShardFromEnv(s string, getenv func(string) string) (string, error) {
+	n, ok := strings.CutPrefix(s, "auto/")
+	if !ok {
+		return s, nil
+	}
+	if v := getenv("JOB_COMPLETION_INDEX"); v != "" {
+		k, err := strconv.Atoi(v)
+		if err != nil || k < 0 {
+			return "", fmt.Errorf("shard auto: JOB_COMPLETION_INDEX %q is not an index", v)
+		}
+		return strconv.Itoa(k+1) + "/" + n, nil
+	}
+	if v := getenv("SLURM_ARRAY_TASK_ID"); v != "" {
+		return v + "/" + n, nil
+	}
+	return "", errors.New("shard auto/N: neither JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) nor SLURM_ARRAY_TASK_ID (a Slurm job array 1-N) is set; give --shard I/N")
 }
 
 func (sh Shard) String() string {

@@ -166,3 +166,21 @@ func TestLoadReadsFiles(t *testing.T) {
 		t.Errorf("resolved YAML: %s", y)
 	}
 }
+
+// TestDocExamplesAreValid: the example scenarios the documentation points
+// to parse and expand.
+func TestDocExamplesAreValid(t *testing.T) {
+	files, _ := filepath.Glob("../../docs/examples/*.yaml")
+	if len(files) == 0 {
+		t.Fatal("no example under docs/examples")
+	}
+	for _, f := range files {
+		s, err := Load(f)
+		if err == nil {
+			_, err = s.Cells()
+		}
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
