@@ -313,7 +313,7 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("compare", "compare DIR DIR... [--out DIR]\n\nPut runs side by side: one report whose plots group every run's cells.", stderr)
+	fs := newFlags("compare", "compare DIR DIR... [--out DIR]\n\nPut runs side by side: one report whose plots group every run's cells, with each run's verdicts\n(which stack is faster, by how much) in its verdict table and comparisons.csv.", stderr)
 	out := fs.String("out", "", "directory for the comparison (default compare-TIMESTAMP)")
 	pos, code, ok := parseArgs(fs, args, 64)
 	if !ok {

@@ -192,6 +192,20 @@ func TestSweepResumesAfterKill(t *testing.T) {
 	if json.Unmarshal(b, &merged); len(merged) != 12 {
 		t.Errorf("comparison of two 6-cell runs has %d rows", len(merged))
 	}
+	// Its verdict table holds each run's own verdicts, labelled by run,
+	// in comparisons.json and at the top of the report.
+	var verdicts, own []map[string]any
+	b, _ = os.ReadFile(filepath.Join(cmpDir, "comparisons.json"))
+	json.Unmarshal(b, &verdicts)
+	b, _ = os.ReadFile(filepath.Join(out, "comparisons.json"))
+	json.Unmarshal(b, &own)
+	if len(own) == 0 || len(verdicts) != 2*len(own) {
+		t.Errorf("the comparison has %d verdicts; each run has %d", len(verdicts), len(own))
+	}
+	page, _ := os.ReadFile(filepath.Join(cmpDir, "report.html"))
+	if len(verdicts) > 0 && (!strings.HasPrefix(verdicts[0]["params"].(string), filepath.Base(out)) || !strings.Contains(string(page), "<h2>Verdicts</h2>")) {
+		t.Errorf("verdicts not labelled by run (%v) or not in the report", verdicts[0]["params"])
+	}
 }
 
 // TestConcurrentRunsAreNamed: a run that shares the machine with another

@@ -5,8 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"tlab/internal/results"
+	"tlab/internal/stats"
 )
 
 // Compare puts several runs side by side: their rows, each tagged with its
@@ -14,7 +16,7 @@ import (
 // out. Plots that need per-request records (CDFs, time series) stay in each
 // run's own report.
 func Compare(dirs []string, out string) (string, error) {
-	merged := &Run{Dir: out, Name: "comparison of " + fmt.Sprint(len(dirs)) + " runs", Plots: []string{"delay_box", "jitter_bars", "bytes_bars"}}
+	merged := &Run{Dir: out, Name: "comparison of " + fmt.Sprint(len(dirs)) + " runs", Plots: []string{"delay_box", "jitter_bars", "bytes_bars"}, verdictsGiven: true}
 	var names []string
 	for _, d := range dirs {
 		r, err := Load(d)
@@ -26,6 +28,20 @@ func Compare(dirs []string, out string) (string, error) {
 			name += "'"
 		}
 		names = append(names, name)
+		// Each run's own verdicts (its records and seed), labelled with
+		// the run: which stack is faster there, by how much.
+		seed := uint64(1)
+		if r.Manifest != nil {
+			seed = r.Manifest.Seed
+		}
+		vs, err := stats.ForRun(&results.Run{Dir: r.Dir, Manifest: r.Manifest, Rows: r.Rows}, seed)
+		if err != nil {
+			return "", fmt.Errorf("%s: comparisons: %w", d, err)
+		}
+		for _, v := range vs {
+			v.Params = strings.TrimSuffix(name+" / "+v.Params, " / ")
+			merged.Verdicts = append(merged.Verdicts, v)
+		}
 		for _, row := range r.Rows {
 			row.Params = append([]results.Param{{Key: "run", Value: name}}, row.Params...)
 			row.Cell = name + "/" + row.Cell

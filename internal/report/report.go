@@ -34,9 +34,12 @@ type Run struct {
 	Plots       []string
 	Rows        []results.Summary
 	Manifest    *results.Manifest
-	// Verdicts compare the protocols pair by pair (package stats).
-	Verdicts []stats.Comparison
-	cells    map[string]*cellSeries
+	// Verdicts compare the protocols pair by pair (package stats);
+	// verdictsGiven says they were computed already (a comparison of runs
+	// takes each run's own), so Build writes them as they are.
+	Verdicts      []stats.Comparison
+	verdictsGiven bool
+	cells         map[string]*cellSeries
 }
 
 // cellSeries is what the plots need of a cell's records, reduced as they
@@ -244,7 +247,11 @@ func Build(r *Run) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := os.Stat(filepath.Join(r.Dir, results.RecordsFile)); err == nil || hasRepeats(r.Rows) {
+	if r.verdictsGiven {
+		if err := stats.Write(r.Dir, r.Verdicts); err != nil {
+			return "", err
+		}
+	} else if _, err := os.Stat(filepath.Join(r.Dir, results.RecordsFile)); err == nil || hasRepeats(r.Rows) {
 		seed := uint64(1)
 		if r.Manifest != nil {
 			seed = r.Manifest.Seed
