@@ -134,6 +134,7 @@ type Direction struct {
 	backlog      []queued // packets not yet fully transmitted, FIFO
 	backlogBytes int64
 	lastRelease  int64
+	lastAdmit    int64
 
 	Stats DirectionStats
 }
@@ -207,7 +208,13 @@ func NewLink(cfg LinkConfig, seed uint64, name string, traceUp, traceDown []int6
 // Admit decides the fate of a frame of size bytes arriving at now (ns on the
 // link clock). Every model draws once, whatever the outcome, so decisions for
 // the k-th packet do not depend on what happened to earlier ones.
+//
+// The direction's clock never goes back: a frame stamped earlier than one
+// already admitted (several hosts on one side, read one socket after the
+// other) is taken as arriving with it, since it is served after it anyway.
 func (d *Direction) Admit(now int64, size int) Verdict {
+	now = max(now, d.lastAdmit)
+	d.lastAdmit = now
 	d.Stats.RxPackets++
 	d.Stats.RxBytes += uint64(size)
 

@@ -4,6 +4,7 @@ package emu
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,29 @@ import (
 
 // batch is how many frames one recvmmsg or sendmmsg call moves at most.
 const batch = 64
+
+// rctlSize holds one control message with a struct timespec:
+// CMSG_SPACE(16) on 64-bit Linux.
+const rctlSize = 32
+
+// kernelTimestamp reads the SCM_TIMESTAMPNS control message of a received
+// frame (nanoseconds on CLOCK_REALTIME), without allocating.
+func kernelTimestamp(h *unix.Msghdr, ctl *[rctlSize]byte) (int64, bool) {
+	if h.Controllen < rctlSize {
+		return 0, false
+	}
+	level := int32(binary.NativeEndian.Uint32(ctl[8:12]))
+	typ := int32(binary.NativeEndian.Uint32(ctl[12:16]))
+	if level != unix.SOL_SOCKET || typ != unix.SCM_TIMESTAMPNS {
+		return 0, false
+	}
+	sec := int64(binary.NativeEndian.Uint64(ctl[16:24]))
+	nsec := int64(binary.NativeEndian.Uint64(ctl[24:32]))
+	if sec == 0 && nsec == 0 {
+		return 0, false
+	}
+	return sec*1e9 + nsec, true
+}
 
 // pending is a frame waiting in the delay line.
 type pending struct {
@@ -111,6 +135,11 @@ type engine struct {
 	rmsgs []unix.Mmsghdr
 	riovs []unix.Iovec
 	rbufs [][]byte
+	// rctl holds each received frame's control message: its kernel
+	// receive timestamp; kernelTime says whether it is the arrival time.
+	rctl       [][rctlSize]byte
+	kernelTime bool
+	readLag    *Histogram
 
 	ctrl     []byte
 	ctrlFD   int
@@ -132,6 +161,15 @@ func newEngine(spec EngineSpec, ctrlFD, outFD, firstPortFD int) (*engine, error)
 		rmsgs:    make([]unix.Mmsghdr, batch),
 		riovs:    make([]unix.Iovec, batch),
 		rbufs:    make([][]byte, batch),
+		rctl:     make([][rctlSize]byte, batch),
+		readLag:  NewHistogram(),
+	}
+	switch spec.Arrival {
+	case "", ArrivalKernel:
+		e.kernelTime = true
+	case ArrivalRead:
+	default:
+		return nil, fmt.Errorf("arrival %q: want %s or %s", spec.Arrival, ArrivalKernel, ArrivalRead)
 	}
 	fd := firstPortFD
 	for li, ls := range spec.Links {
@@ -143,6 +181,11 @@ func newEngine(spec EngineSpec, ctrlFD, outFD, firstPortFD int) (*engine, error)
 		for _, ps := range ls.Ports {
 			p := &port{fd: fd, link: li, side: ps.Side, msgs: make([]unix.Mmsghdr, batch), iovs: make([]unix.Iovec, batch)}
 			copy(p.mac[:], ps.HostMAC)
+			// Timestamps are asked for in both arrival modes: with
+			// ArrivalRead they measure the error that mode makes.
+			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil && e.kernelTime {
+				return nil, fmt.Errorf("kernel receive timestamps (SO_TIMESTAMPNS) on port %d: %w", fd, err)
+			}
 			st.ports[ps.Side] = append(st.ports[ps.Side], len(e.ports))
 			e.ports = append(e.ports, p)
 			fd++
@@ -245,6 +288,8 @@ func (e *engine) receive(pi int) {
 			e.rmsgs[i].Hdr.Iov = &e.riovs[i]
 			e.rmsgs[i].Hdr.SetIovlen(1)
 			e.rmsgs[i].Len = 0
+			e.rmsgs[i].Hdr.Control = &e.rctl[i][0]
+			e.rmsgs[i].Hdr.SetControllen(rctlSize)
 		}
 		n, err := sysx.Recvmmsg(p.fd, e.rmsgs, unix.MSG_DONTWAIT|unix.MSG_TRUNC)
 		if err != nil {
@@ -253,8 +298,24 @@ func (e *engine) receive(pi int) {
 			}
 			return // EAGAIN: drained
 		}
-		now := e.now()
+		wall := time.Now()
+		now := int64(wall.Sub(e.start))
+		// The kernel stamps frames on CLOCK_REALTIME; the link clock is
+		// monotonic. Their offset, read with both clocks at once, is taken
+		// afresh for every batch, so that a clock adjustment never
+		// accumulates.
+		offset := wall.UnixNano() - now
 		for i := 0; i < n; i++ {
+			arrival := now
+			if ts, ok := kernelTimestamp(&e.rmsgs[i].Hdr, &e.rctl[i]); ok {
+				// Never in the future, and not before the link started
+				// (a timestamp from before a clock step).
+				stamped := min(max(ts-offset, 0), now)
+				e.readLag.Add(now - stamped)
+				if e.kernelTime {
+					arrival = stamped
+				}
+			}
 			size := int(e.rmsgs[i].Len)
 			if size > e.bufSize {
 				// A frame larger than the MTU (GRO left on somewhere):
@@ -264,7 +325,7 @@ func (e *engine) receive(pi int) {
 				dir.CountTx(DropOversize, size)
 				continue
 			}
-			v := dir.Admit(now, size)
+			v := dir.Admit(arrival, size)
 			if v.Drop != Delivered {
 				continue
 			}
@@ -420,6 +481,7 @@ func (e *engine) control() error {
 			}
 		case "reset_lateness":
 			e.lateness.Reset()
+			e.readLag.Reset()
 			if err := e.reply(map[string]bool{"ok": true}); err != nil {
 				return err
 			}
@@ -433,7 +495,7 @@ func (e *engine) control() error {
 }
 
 func (e *engine) stats() EngineStats {
-	s := EngineStats{Lateness: e.lateness.Summary(), Forwarded: e.fwd, Wakeups: e.wakeups, ClockNs: e.now()}
+	s := EngineStats{Lateness: e.lateness.Summary(), ReadLag: e.readLag.Summary(), Forwarded: e.fwd, Wakeups: e.wakeups, ClockNs: e.now()}
 	for i, ls := range e.links {
 		s.Links = append(s.Links, LinkStats{Name: e.spec.Links[i].Name, Up: ls.dirs[0].Stats, Down: ls.dirs[1].Stats})
 	}

@@ -289,15 +289,19 @@ func TestTraceShaper(t *testing.T) {
 func TestOutageDropsAndRepeats(t *testing.T) {
 	cfg := DirectionConfig{Outages: []Outage{{At: units.Duration(time.Second), For: units.Duration(100 * time.Millisecond), Every: units.Duration(time.Second)}}}
 	d := mustDirection(t, cfg, 1)
-	cases := map[int64]DropCause{
-		int64(500 * time.Millisecond):  Delivered,
-		int64(1050 * time.Millisecond): DropOutage,
-		int64(1200 * time.Millisecond): Delivered,
-		int64(3020 * time.Millisecond): DropOutage,
+	// In time order: a direction's clock never goes back.
+	cases := []struct {
+		now  int64
+		want DropCause
+	}{
+		{int64(500 * time.Millisecond), Delivered},
+		{int64(1050 * time.Millisecond), DropOutage},
+		{int64(1200 * time.Millisecond), Delivered},
+		{int64(3020 * time.Millisecond), DropOutage},
 	}
-	for now, want := range cases {
-		if got := d.Admit(now, 100).Drop; got != want {
-			t.Errorf("at %v: %v, want %v", time.Duration(now), got, want)
+	for _, c := range cases {
+		if got := d.Admit(c.now, 100).Drop; got != c.want {
+			t.Errorf("at %v: %v, want %v", time.Duration(c.now), got, c.want)
 		}
 	}
 }

@@ -2,6 +2,17 @@ package emu
 
 import "net"
 
+// Arrival clocks of the engine.
+const (
+	// ArrivalKernel times each frame by the kernel's receive timestamp
+	// (SO_TIMESTAMPNS on the packet socket): after the engine was stalled,
+	// the queue, the rate limiter and the delay line still act on when the
+	// frame really arrived.
+	ArrivalKernel = "kernel"
+	// ArrivalRead times each frame by when the engine read it.
+	ArrivalRead = "read"
+)
+
 // Timer modes of the engine.
 const (
 	// ModeSleep sleeps in epoll_pwait2 until shortly before the next
@@ -23,6 +34,9 @@ type EngineSpec struct {
 	SpinNs int64  `json:"spin_ns"`
 	// RealtimePriority, when above 0, runs the loop under SCHED_FIFO.
 	RealtimePriority int `json:"realtime_priority"`
+	// Arrival is where a frame's arrival time comes from: ArrivalKernel
+	// (the default, "" too) or ArrivalRead.
+	Arrival string `json:"arrival,omitempty"`
 	// CPU, when 0 or above, pins the engine's loop to that CPU.
 	CPU   int        `json:"cpu"`
 	MTU   int        `json:"mtu"`
@@ -68,6 +82,11 @@ type EngineStats struct {
 	// Lateness of releases: when a frame was handed to the kernel minus
 	// when it was due.
 	Lateness LatencySummary `json:"lateness"`
+	// ReadLag is how long after the kernel received a frame the engine
+	// read it: the arrival-time error that kernel timestamps remove (with
+	// ArrivalRead, the error the models then make). Empty when the kernel
+	// gave no timestamps.
+	ReadLag LatencySummary `json:"read_lag"`
 	// Forwarded counts frames sent, all links together.
 	Forwarded uint64 `json:"forwarded"`
 	Wakeups   uint64 `json:"wakeups"`

@@ -40,9 +40,11 @@ type CellSpec struct {
 	Groups   map[string][]string
 	Workload workload.Workload
 	Settings proto.Settings
-	// EmulatorMode is emu.ModeBusy (default) or emu.ModeSleep.
-	EmulatorMode   string
-	RemoveOutliers bool
+	// EmulatorMode is emu.ModeBusy (default) or emu.ModeSleep;
+	// EmulatorArrival emu.ArrivalKernel (default) or emu.ArrivalRead.
+	EmulatorMode    string
+	EmulatorArrival string
+	RemoveOutliers  bool
 	// CaptureDir, when set, receives pcap per host interface, the TLS key
 	// log and qlog files.
 	CaptureDir string
@@ -131,7 +133,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	if err != nil {
 		return CellResult{}, err
 	}
-	opts := testbed.Options{Seed: spec.Cell.Seed, Mode: spec.EmulatorMode, Label: spec.Label}
+	opts := testbed.Options{Seed: spec.Cell.Seed, Mode: spec.EmulatorMode, Arrival: spec.EmulatorArrival, Label: spec.Label}
 	settings := spec.Settings
 	if spec.CaptureDir != "" {
 		opts.CaptureDir = spec.CaptureDir
@@ -290,6 +292,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	}
 	facts["emu_release_p50_us"], facts["emu_release_p99_us"] = end.Lateness.P50, end.Lateness.P99
 	facts["emu_release_p999_us"], facts["emu_release_max_us"] = end.Lateness.P999, end.Lateness.Max
+	facts["emu_read_lag_p99_us"], facts["emu_read_lag_max_us"] = end.ReadLag.P99, end.ReadLag.Max
 	facts["overlapping_runs"] = float64(len(overlaps))
 	facts["host_steal_pct"], facts["host_wakeup_p99_us"], facts["host_wakeup_max_us"] = host.StealPct, host.WakeP99Us, host.WakeMaxUs
 	res.Summary, err = summarize(spec, info, records, window, measured.Config, facts)
@@ -350,7 +353,7 @@ func summarize(spec CellSpec, info workload.Info, records []results.Record, wind
 		}
 	}
 	s.Set("emu_release_p50_us", facts["emu_release_p50_us"])
-	for _, name := range []string{"emu_release_p99_us", "emu_release_p999_us", "emu_release_max_us", "host_steal_pct", "host_wakeup_p99_us", "host_wakeup_max_us", "overlapping_runs"} {
+	for _, name := range []string{"emu_release_p99_us", "emu_release_p999_us", "emu_release_max_us", "emu_read_lag_p99_us", "emu_read_lag_max_us", "host_steal_pct", "host_wakeup_p99_us", "host_wakeup_max_us", "overlapping_runs"} {
 		s.Set(name, facts[name])
 	}
 	return s, nil

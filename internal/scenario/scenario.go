@@ -80,9 +80,11 @@ type Metrics struct {
 	RemoveOutliers bool `yaml:"remove_outliers"`
 }
 
-// Emulator chooses the emulator's timer mode.
+// Emulator chooses the emulator's timer mode and where it takes a frame's
+// arrival time from (kernel, the default, or read: see docs/methodology.md).
 type Emulator struct {
-	Mode string `yaml:"mode"`
+	Mode    string `yaml:"mode"`
+	Arrival string `yaml:"arrival"`
 }
 
 // Load reads and validates a scenario file, with overrides ("key=value",
@@ -221,6 +223,9 @@ func (s *Scenario) validate() error {
 		if !slices.Contains(s.plotKinds, p) && s.plotKinds != nil {
 			return s.errAt([]any{"plots", i}, "plot %q: want one of %s", p, strings.Join(s.plotKinds, ", "))
 		}
+	}
+	if a := s.Emulator.Arrival; a != "" && a != emu.ArrivalKernel && a != emu.ArrivalRead {
+		return s.errAt([]any{"emulator", "arrival"}, "emulator arrival %q: want kernel or read", a)
 	}
 	if m := s.Emulator.Mode; m != "" && m != emu.ModeBusy && m != emu.ModeSleep {
 		return s.errAt([]any{"emulator", "mode"}, "emulator mode %q: want busy or sleep", m)

@@ -35,6 +35,10 @@ type Options struct {
 	Spin time.Duration
 	// RealtimePriority runs the emulator under SCHED_FIFO when above 0.
 	RealtimePriority int
+	// Arrival is where the emulator takes a frame's arrival time from:
+	// emu.ArrivalKernel (default: the kernel's receive timestamp) or
+	// emu.ArrivalRead (when it read the frame).
+	Arrival string
 	// EmulatorCPU pins the emulator's loop to a CPU: -1 never pins, 0 (the
 	// default) picks the last CPU when the machine has more than one.
 	EmulatorCPU int
@@ -216,7 +220,7 @@ func Build(topo Topology, opts Options) (tb *Testbed, err error) {
 	} else if opts.EmulatorCPU > 0 {
 		cpu = opts.EmulatorCPU
 	}
-	espec := emu.EngineSpec{Seed: opts.Seed, Mode: opts.Mode, SpinNs: opts.Spin.Nanoseconds(), RealtimePriority: opts.RealtimePriority, CPU: cpu, MTU: opts.MTU, Links: linkSpecs}
+	espec := emu.EngineSpec{Seed: opts.Seed, Mode: opts.Mode, SpinNs: opts.Spin.Nanoseconds(), RealtimePriority: opts.RealtimePriority, Arrival: opts.Arrival, CPU: cpu, MTU: opts.MTU, Links: linkSpecs}
 	tb.emu, err = emu.Start(espec, ports)
 	for _, f := range ports {
 		f.Close() // the child has its own copies
