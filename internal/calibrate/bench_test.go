@@ -130,7 +130,9 @@ func oneWayErrors(client, server *testbed.Host, serverIP net.IP, n int, interval
 // the emulator's reads. It reports, per mode, the one-way delay error of
 // datagrams every millisecond (p50, p99, max), the rate the limiter let
 // through against its 50 Mbit/s when offered 60 (in %), and how late the
-// emulator read frames (the error that kernel timestamps correct):
+// emulator read frames (the error that kernel timestamps correct). A third
+// configuration runs the emulator's loop under SCHED_FIFO (priority 50),
+// which the competitor cannot preempt:
 //
 //	go test ./internal/calibrate -run ^$ -bench ArrivalUnderDisturbance -benchtime 1x
 func BenchmarkArrivalUnderDisturbance(b *testing.B) {
@@ -150,8 +152,12 @@ func BenchmarkArrivalUnderDisturbance(b *testing.B) {
 		Up:   emu.DirectionConfig{Delay: units.Duration(delay), Rate: units.Bitrate(rate)},
 		Down: emu.DirectionConfig{Delay: units.Duration(delay)},
 	}
-	for _, arrival := range []string{emu.ArrivalRead, emu.ArrivalKernel} {
-		tb, err := testbed.Build(testbed.ClientServer(cfg), testbed.Options{Seed: 1, Arrival: arrival})
+	for _, mode := range []struct {
+		name, arrival string
+		rt            int
+	}{{"read", emu.ArrivalRead, 0}, {"kernel", emu.ArrivalKernel, 0}, {"kernel-rt", emu.ArrivalKernel, 50}} {
+		arrival := mode.name
+		tb, err := testbed.Build(testbed.ClientServer(cfg), testbed.Options{Seed: 1, Arrival: mode.arrival, RealtimePriority: mode.rt})
 		if err != nil {
 			b.Fatal(err)
 		}
