@@ -88,16 +88,11 @@ func oneWayErrors(client, server *testbed.Host, serverIP net.IP, n int, interval
 	sent := make([]time.Duration, n)
 	err := client.Do(func() error {
 		pinAwayFromEmulator()
-		fd, err := udpSocket(0, time.Second)
+		fd, err := connectedUDP(serverIP, port)
 		if err != nil {
 			return err
 		}
 		defer unix.Close(fd)
-		to := &unix.SockaddrInet4{Port: port}
-		copy(to.Addr[:], serverIP.To4())
-		if err := unix.Connect(fd, to); err != nil {
-			return err
-		}
 		msg := make([]byte, 64)
 		for i := 0; i < n; i++ {
 			for time.Since(base) < time.Duration(i)*interval {

@@ -41,6 +41,22 @@ func udpSocket(port int, timeout time.Duration) (int, error) {
 	return fd, nil
 }
 
+// connectedUDP opens a UDP socket in the calling thread's namespace,
+// connected to ip:port, with a one-second receive timeout.
+func connectedUDP(ip net.IP, port int) (int, error) {
+	fd, err := udpSocket(0, time.Second)
+	if err != nil {
+		return -1, err
+	}
+	to := &unix.SockaddrInet4{Port: port}
+	copy(to.Addr[:], ip.To4())
+	if err := unix.Connect(fd, to); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
 // echoServer answers every datagram on port in host until stop is set. It
 // returns once the socket is ready.
 func echoServer(h *testbed.Host, port int, stop *atomic.Bool) (done <-chan error, err error) {
@@ -81,16 +97,11 @@ func pingPong(client, server *testbed.Host, serverIP net.IP, n, warm int) ([]tim
 	defer func() { stop.Store(true); <-done }()
 	var rtts []time.Duration
 	err = client.Do(func() error {
-		fd, err := udpSocket(0, time.Second)
+		fd, err := connectedUDP(serverIP, port)
 		if err != nil {
 			return err
 		}
 		defer unix.Close(fd)
-		to := &unix.SockaddrInet4{Port: port}
-		copy(to.Addr[:], serverIP.To4())
-		if err := unix.Connect(fd, to); err != nil {
-			return err
-		}
 		msg := make([]byte, 64)
 		buf := make([]byte, 2048)
 		rtts = make([]time.Duration, 0, n)

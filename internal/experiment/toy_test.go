@@ -106,16 +106,7 @@ func TestToyWorkloadThroughTheSeam(t *testing.T) {
 	if _, err := scenario.Parse("toy.yaml", []byte("name: toy\nprofiles: [ethernet]\nprotocols: [tcp]\nworkload: {type: toy-pingpong, roundz: 3}\n")); err == nil {
 		t.Error("an unknown workload parameter was accepted")
 	}
-	requireRoot(t)
-	sc, err := scenario.Parse("toy.yaml", []byte(fmt.Sprintf(src, 7)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "run")
-	rows, err := Sweep{Scenario: sc, Dir: dir, SkipCalibration: true, Quality: Quality{Mode: "off"}}.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows, dir := runText(t, fmt.Sprintf(src, 7))
 	if len(rows) != 1 || rows[0].Workload != "toy-pingpong" || rows[0].Int("toy_rounds_done") != 7 || rows[0].Int("rounds") != 7 {
 		t.Fatalf("rows: %+v", rows)
 	}

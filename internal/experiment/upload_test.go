@@ -15,7 +15,6 @@ import (
 	"tlab/internal/hostnoise"
 	"tlab/internal/proto"
 	"tlab/internal/results"
-	"tlab/internal/scenario"
 	"tlab/internal/units"
 )
 
@@ -23,16 +22,7 @@ import (
 // rows and every record of the run, by protocol.
 func runUpload(t *testing.T, protocols, link, wl string, count int, extra string) ([]results.Summary, map[string][][]string, []string) {
 	t.Helper()
-	src := fmt.Sprintf("name: b\nprofiles: [ethernet]\nlink: {%s}\nprotocols: [%s]\nworkload: {type: upload, %s}\ncount: %d\n%s", link, protocols, wl, count, extra)
-	sc, err := scenario.Parse("b.yaml", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "run")
-	rows, err := Sweep{Scenario: sc, Dir: dir, SkipCalibration: true, Quality: Quality{Mode: "off"}}.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows, dir := runText(t, fmt.Sprintf("name: b\nprofiles: [ethernet]\nlink: {%s}\nprotocols: [%s]\nworkload: {type: upload, %s}\ncount: %d\n%s", link, protocols, wl, count, extra))
 	all := readCSV(t, filepath.Join(dir, "records.csv"))
 	by := map[string][][]string{}
 	for _, r := range all[1:] {

@@ -291,14 +291,8 @@ type quicStreamListener struct {
 }
 
 func listenQUICStreams(n Net, port int, s Settings) (net.Listener, error) {
-	udp, err := n.ListenUDP(&net.UDPAddr{Port: port})
+	ln, udp, qlogs, err := listenEarly(n, port, s, ALPNMQTT)
 	if err != nil {
-		return nil, err
-	}
-	qc, qlogs := quicConfig(s)
-	ln, err := quic.ListenEarly(udp, quicTLS(s.serverTLS(ALPNMQTT)), qc)
-	if err != nil {
-		udp.Close()
 		return nil, err
 	}
 	l := &quicStreamListener{ln: ln, udp: udp, qlogs: qlogs, conns: make(chan net.Conn), done: make(chan struct{})}

@@ -118,15 +118,25 @@ type quicServer struct {
 	qlogs *qlogFiles
 }
 
-func (q quicProto) Serve(n Net, port int, s Settings) (io.Closer, error) {
+// listenEarly opens a UDP socket in the host on port and an early QUIC
+// listener (0-RTT when the settings allow it) speaking alpn on it.
+func listenEarly(n Net, port int, s Settings, alpn string) (*quic.EarlyListener, *net.UDPConn, *qlogFiles, error) {
 	udp, err := n.ListenUDP(&net.UDPAddr{Port: port})
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	qc, qlogs := quicConfig(s)
-	ln, err := quic.ListenEarly(udp, quicTLS(s.serverTLS(alpnTLab)), qc)
+	ln, err := quic.ListenEarly(udp, quicTLS(s.serverTLS(alpn)), qc)
 	if err != nil {
 		udp.Close()
+		return nil, nil, nil, err
+	}
+	return ln, udp, qlogs, nil
+}
+
+func (q quicProto) Serve(n Net, port int, s Settings) (io.Closer, error) {
+	ln, udp, qlogs, err := listenEarly(n, port, s, alpnTLab)
+	if err != nil {
 		return nil, err
 	}
 	srv := &quicServer{ln: ln, conn: udp, qlogs: qlogs}
