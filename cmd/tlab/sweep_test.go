@@ -317,8 +317,22 @@ func TestValidateCommand(t *testing.T) {
 	if code, _, errs := run("run", good, "--interval", "5ms"); code != exitUsage || !strings.Contains(errs, "--set") {
 		t.Errorf("ad-hoc flag with a scenario: %d %q", code, errs)
 	}
-	if code, out, _ := run("presets"); code != exitOK || !strings.Contains(out, "study-a-short") {
+	if code, out, _ := run("presets"); code != exitOK || !strings.Contains(out, "study-a-short") || !strings.Contains(out, "suite of study-d-short-a, study-d-short-b") {
 		t.Errorf("presets: %d %q", code, out)
+	}
+	// A suite validates part by part, and a bad override names its part.
+	if code, out, _ := run("validate", "study-d-short"); code != exitOK || !strings.Contains(out, "study-d-short-b: valid") || !strings.Contains(out, "a valid suite of 2 scenarios") {
+		t.Errorf("validate suite: %d %q", code, out)
+	}
+	if code, _, errs := run("validate", "study-d-short", "--set", "workload.qos=3"); code != exitUsage || !strings.Contains(errs, "qos 3") {
+		t.Errorf("validate suite with a bad override: %d %q", code, errs)
+	}
+	// tlab k8s refuses a suite and writes a job for a part.
+	if code, _, errs := run("k8s", "study-d-short", "--shards", "2", "--image", "x"); code != exitUsage || !strings.Contains(errs, "suite") {
+		t.Errorf("k8s of a suite: %d %q", code, errs)
+	}
+	if code, out, _ := run("k8s", "study-d-short-b", "--shards", "3", "--image", "x"); code != exitOK || !strings.Contains(out, "completionMode: Indexed") || !strings.Contains(out, "auto/3") {
+		t.Errorf("k8s of a part: %d %q", code, out)
 	}
 }
 
