@@ -174,7 +174,7 @@ func adhocScenario(fs *flag.FlagSet, given, sets []string) (*scenario.Scenario, 
 	if err != nil {
 		return nil, err
 	}
-	return scenario.Parse("tlab run", data, append(flagSets, sets...)...)
+	return scenario.Parse("the command line", data, append(flagSets, sets...)...)
 }
 
 func splitList(s string) []string {
