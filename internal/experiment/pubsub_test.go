@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"tlab/internal/results"
@@ -212,5 +213,31 @@ workload: {type: pubsub, messages: 20}
 	// Two links of 25 ms RTT: at least 25 ms per message.
 	if lat := r.Float("message_latency_p50_ms"); !(lat >= 25) {
 		t.Errorf("median latency %.2f ms over two 12.5 ms one-way links", lat)
+	}
+}
+
+// TestPubSubPipelinedZeroRTT: with the PUBLISH written right behind the
+// CONNECT, a resumed QUIC connection carries both as 0-RTT data, so a
+// message reaches the broker in one one-way trip: Δ+ under one round trip
+// of the publisher's link. TCP still needs its handshake first.
+func TestPubSubPipelinedZeroRTT(t *testing.T) {
+	rows, _ := runText(t, `name: d
+profiles: [ethernet]
+protocols: [mqtt-tcp, mqtt-quic]
+link: {rtt: 20ms, rate: 20Mbit}
+topology: {type: chain, hosts: [publisher, broker, subscriber], links: {broker-subscriber: backbone-1ms}}
+workload: {type: pubsub, pattern: reconnect, messages: 5, pipeline: true}
+settings: {zero_rtt: true}
+`)
+	by := byProtocol(rows)
+	quic, tcp := by["mqtt-quic"], by["mqtt-tcp"]
+	if quic.Float("used_0rtt") != 1 || !(quic.Float("reconnect_ms") < 20) {
+		t.Errorf("pipelined QUIC: 0-RTT %.2f, Δ+ %.1f ms; want 0-RTT on every reconnection and Δ+ under the 20 ms round trip", quic.Float("used_0rtt"), quic.Float("reconnect_ms"))
+	}
+	if d := tcp.Float("reconnect_ms"); !(d >= 30 && d < 40) {
+		t.Errorf("pipelined TCP: Δ+ %.1f ms; want the SYN's round trip and the one-way trip, about 30.5 ms", d)
+	}
+	if _, err := scenario.Parse("p.yaml", []byte("name: p\nprofiles: [ethernet]\nprotocols: [mqtt-tcp]\nworkload: {type: pubsub, pattern: reconnect, pipeline: true, qos: 1}\n")); err == nil || !strings.Contains(err.Error(), "QoS 0") {
+		t.Errorf("a pipelined QoS 1 publish: %v", err)
 	}
 }
