@@ -36,10 +36,32 @@ func loadScenario(nameOrFile string, sets []string) (*scenario.Scenario, error) 
 	return scenario.Parse("preset:"+nameOrFile, data, sets...)
 }
 
-// plannedDuration estimates a scenario's running time.
-func plannedDuration(sc *scenario.Scenario, cells int) time.Duration {
-	// ~0.4 s per cell builds and removes its testbed.
-	return time.Duration(cells) * (sc.WorkloadSpec().Info().Planned + 400*time.Millisecond)
+// plannedDuration estimates a scenario's running time: each cell's plan on
+// its own links (a workload paced by round trips takes longer on a
+// satellite), and ~0.4 s per cell to build and remove its testbed.
+func plannedDuration(sc *scenario.Scenario, cells []scenario.Cell) time.Duration {
+	// Cells of one profile and matrix point share their scenario: plan
+	// each once (resolving a topology reads its profiles).
+	type key struct {
+		sc      *scenario.Scenario
+		profile string
+	}
+	plans := map[key]time.Duration{}
+	var total time.Duration
+	for _, c := range cells {
+		k := key{c.Scenario, c.Profile}
+		plan, ok := plans[k]
+		if !ok {
+			info := c.Scenario.WorkloadSpec().Info()
+			plan = info.Planned
+			if topo, err := c.Scenario.TestbedTopology(c.Profile); err == nil {
+				plan = info.PlanOn(topo.PathRTT())
+			}
+			plans[k] = plan
+		}
+		total += plan + 400*time.Millisecond
+	}
+	return total
 }
 
 // runOptions say what runScenario runs and where.
@@ -128,7 +150,7 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 	if temporary {
 		where = "nothing kept (give --out DIR to keep records, summaries and a report)"
 	}
-	fmt.Fprintf(stderr, "%s: %d cells, about %v, %s\n", sc.Name, len(cells), plannedDuration(sc, len(cells)).Round(time.Second), where)
+	fmt.Fprintf(stderr, "%s: %d cells, about %v, %s\n", sc.Name, len(cells), plannedDuration(sc, cells).Round(time.Second), where)
 	if o.quality != "" && !slices.Contains(experiment.QualityModes, o.quality) {
 		fmt.Fprintf(stderr, "tlab run: --quality %q: want %s\n", o.quality, strings.Join(experiment.QualityModes, ", "))
 		return exitUsage
@@ -281,7 +303,7 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 		if cells, err = sc.Cells(); err == nil {
 			fmt.Fprintf(stdout, "%s: valid. %d cells (%d profiles x %d protocols x %d matrix points x %d repetitions), about %v.\n",
 				sc.Name, len(cells), len(sc.Profiles), len(sc.Protocols), len(cells)/max(1, len(sc.Profiles)*len(sc.Protocols)*sc.Repetitions), sc.Repetitions,
-				plannedDuration(sc, len(cells)).Round(time.Second))
+				plannedDuration(sc, cells).Round(time.Second))
 			return exitOK
 		}
 	}
@@ -352,7 +374,7 @@ func runPresets(_ context.Context, args []string, stdout, stderr io.Writer) int 
 				if sc, err := scenario.Parse(part, data); err == nil {
 					cells, _ := sc.Cells()
 					total += len(cells)
-					planned += plannedDuration(sc, len(cells))
+					planned += plannedDuration(sc, cells)
 				}
 			}
 			fmt.Fprintf(stdout, "%-20s %4d cells, ~%-10v suite of %s. %s\n", n, total, planned.Round(time.Minute), strings.Join(suite.Parts, ", "), firstSentence(suite.Description))
@@ -365,7 +387,7 @@ func runPresets(_ context.Context, args []string, stdout, stderr io.Writer) int 
 			continue
 		}
 		cells, _ := sc.Cells()
-		fmt.Fprintf(stdout, "%-20s %4d cells, ~%-10v %s\n", n, len(cells), plannedDuration(sc, len(cells)).Round(time.Minute), firstSentence(sc.Description))
+		fmt.Fprintf(stdout, "%-20s %4d cells, ~%-10v %s\n", n, len(cells), plannedDuration(sc, cells).Round(time.Minute), firstSentence(sc.Description))
 	}
 	return exitOK
 }

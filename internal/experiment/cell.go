@@ -259,7 +259,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 					n, last := len(records), lastDelay
 					mu.Unlock()
 					progress(Progress{Cell: spec.Index + 1, Cells: spec.Total, Profile: spec.Cell.Profile, Protocol: spec.Cell.Protocol,
-						Elapsed: time.Since(began), Planned: info.Planned, Records: n, LastDelayMs: last})
+						Elapsed: time.Since(began), Planned: info.PlanOn(spec.Topology.PathRTT()), Records: n, LastDelayMs: last})
 				}
 			}
 		}

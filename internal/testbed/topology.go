@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"time"
 
 	"tlab/internal/emu"
 )
@@ -32,6 +33,16 @@ type Link struct {
 	A      []string       `yaml:"a" json:"a"`
 	B      []string       `yaml:"b" json:"b"`
 	Config emu.LinkConfig `yaml:"config" json:"config"`
+}
+
+// PathRTT is the sum of the links' base RTTs: a message that crosses
+// every link once, one way, takes half of it.
+func (t Topology) PathRTT() time.Duration {
+	var d time.Duration
+	for _, l := range t.Links {
+		d += l.Config.BaseRTT()
+	}
+	return d
 }
 
 // ClientServer is the simplest topology: a client and a server joined by

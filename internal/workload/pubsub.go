@@ -224,6 +224,15 @@ func (p PubSub) Info() Info {
 	return Info{
 		Type:    "pubsub",
 		Planned: time.Duration(p.Messages) * per,
+		// A message crosses the path one way (half the links' RTTs); a
+		// reconnection first takes up to three round trips of handshakes.
+		PlanFor: func(rtt time.Duration) time.Duration {
+			each := rtt/2 + time.Millisecond
+			if p.Pattern == PatternReconnect {
+				each += 3 * rtt / 2
+			}
+			return time.Duration(p.Messages+1) * each
+		},
 		Records: p.Messages + 1,
 		Key:     []results.Field{{Name: "message_bytes", Value: float64(p.Size)}, {Name: "qos", Value: float64(p.QoS)}},
 		Roles:   PubSubRoles,

@@ -41,8 +41,11 @@ type Info struct {
 	// Type is the registered type name ("periodic").
 	Type string
 	// Planned is how long Run is expected to take, for progress bars and
-	// estimates (not a limit).
+	// estimates (not a limit). PlanFor, when set, refines it for a
+	// topology whose links' base RTTs sum to rtt (a workload paced by
+	// round trips, such as pubsub).
 	Planned time.Duration
+	PlanFor func(rtt time.Duration) time.Duration
 	// Records is how many records a cell is expected to emit (0: not
 	// known in advance); a scenario refuses more than MaxRecordsPerCell.
 	Records int
@@ -66,6 +69,15 @@ type Info struct {
 	Accepts func(protocol string) error
 	// Describe is one line for the top of the terminal table.
 	Describe string
+}
+
+// PlanOn is how long the workload is expected to take on a topology whose
+// links' base RTTs sum to rtt.
+func (i Info) PlanOn(rtt time.Duration) time.Duration {
+	if i.PlanFor != nil {
+		return i.PlanFor(rtt)
+	}
+	return i.Planned
 }
 
 // Env is what a workload runs against: the cell's hosts, the protocol and
