@@ -322,6 +322,22 @@ figcaption{font-size:13px;color:#555}
 .meta td{text-align:left}
 `
 
+// powerNote says when no comparison could have been significant: too few
+// repetitions for the test, whatever the data.
+func powerNote(vs []stats.Comparison) string {
+	most := 0.0
+	for _, v := range vs {
+		if v.Unit != "repetition" {
+			return ""
+		}
+		most = math.Max(most, 1-stats.MinP(v.NA, v.NB))
+	}
+	if len(vs) == 0 || 1-most < stats.Alpha {
+		return ""
+	}
+	return fmt.Sprintf("No comparison here could be significant: with this few repetitions the smallest p-value a Mann-Whitney test can give is %.2g, above %.2g before any correction. The intervals still say how far apart the stacks are; run more repetitions (at least 4 against 4, and more for Holm's correction over many comparisons) for verdicts.", 1-most, stats.Alpha)
+}
+
 // imgURL inlines an SVG figure as a data URI.
 func imgURL(svg []byte) template.URL {
 	return template.URL("data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString(svg))
@@ -335,6 +351,16 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 		return strconv.FormatFloat(v, 'f', prec, 64)
 	},
 	"img": imgURL,
+	"called": func(vs []stats.Comparison) int {
+		n := 0
+		for _, v := range vs {
+			if v.Significant() {
+				n++
+			}
+		}
+		return n
+	},
+	"powerNote": powerNote,
 	"congestion": func(r *Run) string {
 		// Rows of protocols that do not run over TCP have no value.
 		used := slices.DeleteFunc(ordered(r.Rows, func(s results.Summary) string { return s.Label("tcp_congestion") }),
@@ -371,10 +397,12 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 <tr><th class="l">cells reported</th><td>{{len .Run.Rows}}</td></tr>
 </table>
 {{if .Run.Verdicts}}<h2>Verdicts</h2>
+<p><b>{{called .Run.Verdicts}} of {{len .Run.Verdicts}} comparisons call a difference.</b>{{with powerNote .Run.Verdicts}} {{.}}{{end}}</p>
 <p>Each pair of protocols on the same network and swept values: the difference of medians (B − A) with a 95 % bootstrap interval, and the Mann-Whitney test's p-value after Holm's correction over the whole run; a difference is called when that p-value is under 0.05 and the interval excludes zero. The sampling unit is the repetition where cells are repeated, the request otherwise (requests are not independent: such p-values are optimistic). comparisons.csv has every figure (Hodges-Lehmann shift, Cliff's delta, U).</p>
-<div class="wide"><table><tr><th class="l">network</th><th class="l">swept</th><th class="l">metric</th><th class="l">A</th><th class="l">B</th><th>median A</th><th>median B</th><th>p (Holm)</th><th class="l">verdict</th></tr>
-{{range .Run.Verdicts}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Params}}</td><td class="l">{{.Metric}}</td><td class="l">{{.A}}</td><td class="l">{{.B}}</td><td>{{num .MedianA 3}}</td><td>{{num .MedianB 3}}</td><td>{{num .PHolm 4}}</td><td class="l">{{.Verdict}}</td></tr>
-{{end}}</table></div>{{end}}
+<details{{if le (len .Run.Verdicts) 30}} open{{end}}><summary>the {{len .Run.Verdicts}} comparisons</summary>
+<div class="wide"><table><tr><th class="l">network</th><th class="l">swept</th><th class="l">metric</th><th class="l">A</th><th class="l">B</th><th>median A</th><th>median B</th><th>mean B/A (95 % CI)</th><th>p (Holm)</th><th class="l">verdict</th></tr>
+{{range .Run.Verdicts}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Params}}</td><td class="l">{{.Metric}}</td><td class="l">{{.A}}</td><td class="l">{{.B}}</td><td>{{num .MedianA 3}}</td><td>{{num .MedianB 3}}</td><td>{{num .Ratio 3}} ({{num .RatioLow 3}}–{{num .RatioHigh 3}})</td><td>{{num .PHolm 4}}</td><td class="l">{{.Verdict}}</td></tr>
+{{end}}</table></div></details>{{end}}
 {{with .Run.Manifest}}{{if .Merged}}<h2>Machines (merged from {{len .Merged}} shards)</h2>
 <table class="meta"><tr><th class="l">shard</th><th class="l">machine</th><th class="l">cells</th><th class="l">opening calibration</th></tr>
 {{range .Merged}}<tr><td>{{.Shard}}</td><td>{{.Hostname}}: {{.CPU}}, kernel {{.Kernel}}</td><td>{{len .Cells}}</td><td>{{range .Calibrations}}{{.Verdict}} {{end}}</td></tr>

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"tlab/internal/results"
+	"tlab/internal/stats"
 )
 
 // TestReportFromSyntheticRows builds a report from rows written by package
@@ -93,5 +94,19 @@ func TestProtocolsLabelTheAxisWhenNothingIsSwept(t *testing.T) {
 	}
 	if strings.Join(labels, ",") != "tcp,h3" {
 		t.Errorf("x tick labels %v, want tcp,h3", labels)
+	}
+}
+
+// TestVerdictsSayWhenTooFewRepetitions: a run whose comparisons cannot be
+// significant (3 repetitions against 3) says so above its verdicts; a run
+// with enough repetitions, or compared request by request, says nothing.
+func TestVerdictsSayWhenTooFewRepetitions(t *testing.T) {
+	if s := powerNote([]stats.Comparison{{Unit: "repetition", NA: 3, NB: 3}}); !strings.Contains(s, "is 0.1,") {
+		t.Errorf("3 against 3: %q", s)
+	}
+	for _, vs := range [][]stats.Comparison{{{Unit: "repetition", NA: 10, NB: 10}}, {{Unit: "request", NA: 3, NB: 3}}, nil} {
+		if s := powerNote(vs); s != "" {
+			t.Errorf("%+v: %q", vs, s)
+		}
 	}
 }
