@@ -52,6 +52,17 @@ func ReadSuite(name string) (Suite, bool, error) {
 	if !ok {
 		return Suite{}, false, nil
 	}
+	return ParseSuite("preset "+name, data, func(part string) (bool, bool) {
+		_, exists := Read(part)
+		_, isSuite, _ := ReadSuite(part)
+		return exists, isSuite
+	})
+}
+
+// ParseSuite reads a suite from a file's content, when it is one (it has a
+// suite: list); part tells whether a part exists and whether it is itself
+// a suite, which is refused.
+func ParseSuite(where string, data []byte, part func(string) (exists, isSuite bool)) (Suite, bool, error) {
 	var probe struct {
 		Suite []string `yaml:"suite"`
 	}
@@ -62,14 +73,15 @@ func ReadSuite(name string) (Suite, bool, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&s); err != nil {
-		return s, true, fmt.Errorf("preset %s: %w", name, err)
+		return s, true, fmt.Errorf("%s: %w", where, err)
 	}
 	for _, p := range s.Parts {
-		if _, ok := Read(p); !ok {
-			return s, true, fmt.Errorf("preset %s: part %q is no preset", name, p)
+		exists, isSuite := part(p)
+		if !exists {
+			return s, true, fmt.Errorf("%s: part %q is neither a preset nor a scenario file", where, p)
 		}
-		if _, isSuite, _ := ReadSuite(p); isSuite {
-			return s, true, fmt.Errorf("preset %s: part %q is itself a suite", name, p)
+		if isSuite {
+			return s, true, fmt.Errorf("%s: part %q is itself a suite", where, p)
 		}
 	}
 	return s, true, nil

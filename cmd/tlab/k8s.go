@@ -9,7 +9,6 @@ import (
 
 	"tlab/internal/cluster"
 	"tlab/internal/results"
-	"tlab/scenarios"
 )
 
 func runK8s(_ context.Context, args []string, stdout, stderr io.Writer) int {
@@ -35,7 +34,7 @@ func runK8s(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "tlab k8s: give a scenario file or preset and --shards N")
 		return exitUsage
 	}
-	if _, isSuite, _ := scenarios.ReadSuite(pos[0]); isSuite {
+	if _, isSuite, _ := readSuite(pos[0]); isSuite {
 		fmt.Fprintf(stderr, "tlab k8s: %s is a suite; write a job for each of its parts (tlab presets lists them)\n", pos[0])
 		return exitUsage
 	}

@@ -284,11 +284,12 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "tlab validate: give a scenario file or preset name")
 		return exitUsage
 	}
-	if suite, isSuite, err := scenarios.ReadSuite(pos[0]); isSuite {
+	if rec, _, isSuite, err := suiteFor(pos[0], sets); isSuite || err != nil {
 		if err != nil {
 			fmt.Fprintf(stderr, "tlab validate: %v\n", err)
 			return exitUsage
 		}
+		suite := rec
 		for _, part := range suite.Parts {
 			if code := runValidate(context.Background(), append([]string{part}, setArgs(sets)...), stdout, stderr); code != exitOK {
 				return code

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"tlab/internal/results"
@@ -49,7 +50,7 @@ func runSuite(ctx context.Context, o runOptions, rec suiteRecord, description st
 	asJSON := map[string]json.RawMessage{}
 	for i, part := range rec.Parts {
 		po := o
-		po.out = filepath.Join(o.out, part)
+		po.out = filepath.Join(o.out, partDir(part))
 		po.nameOrFile, po.resume = part, ""
 		if _, err := os.Stat(filepath.Join(po.out, results.ManifestFile)); err == nil {
 			po.nameOrFile, po.resume, po.sets = "", po.out, nil
@@ -62,7 +63,7 @@ func runSuite(ctx context.Context, o runOptions, rec suiteRecord, description st
 		}
 		c := runScenario(ctx, po, args, w, stderr)
 		if o.asJSON && buf.Len() > 0 {
-			asJSON[part] = json.RawMessage(bytes.TrimSpace(buf.Bytes()))
+			asJSON[partDir(part)] = json.RawMessage(bytes.TrimSpace(buf.Bytes()))
 		}
 		if c == exitCanceled {
 			fmt.Fprintf(stderr, "tlab run: the suite stopped in part %s. Continue the whole suite with: tlab run --resume %s\n", part, o.out)
@@ -101,21 +102,85 @@ func resumeSuite(ctx context.Context, o runOptions, args []string, stdout, stder
 	return runSuite(ctx, o, rec, "", args, stdout, stderr), true
 }
 
-// suiteFor returns the named preset as a suite record, when it is one.
+// suiteFor returns the named preset or file as a suite record, when it is
+// one. A suite file's parts are presets or scenario files, the latter
+// relative to the suite file; the record holds their absolute paths, so a
+// resume finds them from anywhere.
 func suiteFor(name string, sets []string) (suiteRecord, string, bool, error) {
-	s, ok, err := scenarios.ReadSuite(name)
+	s, ok, err := readSuite(name)
 	if !ok || err != nil {
 		return suiteRecord{}, "", ok, err
 	}
-	return suiteRecord{Name: s.Name, Parts: s.Parts, Sets: sets}, s.Description, true, nil
+	parts := s.Parts
+	if isFile(name) {
+		parts = nil
+		for _, p := range s.Parts {
+			parts = append(parts, partPath(name, p))
+		}
+	}
+	dirs := map[string]string{}
+	for _, p := range parts {
+		if other, dup := dirs[partDir(p)]; dup {
+			return suiteRecord{}, "", true, fmt.Errorf("%s: parts %s and %s would both run into %s", name, other, p, partDir(p))
+		}
+		dirs[partDir(p)] = p
+	}
+	return suiteRecord{Name: s.Name, Parts: parts, Sets: sets}, s.Description, true, nil
 }
 
-var suiteIndex = template.Must(template.New("index").Parse(`<!doctype html>
+// readSuite reads a preset or a scenario file as a suite, when it is one.
+func readSuite(name string) (scenarios.Suite, bool, error) {
+	if !isFile(name) {
+		return scenarios.ReadSuite(name)
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return scenarios.Suite{}, false, nil // not readable: not a suite (loading it will say why)
+	}
+	return scenarios.ParseSuite(name, data, func(p string) (bool, bool) {
+		path := partPath(name, p)
+		if !isFile(path) {
+			_, exists := scenarios.Read(p)
+			_, isSuite, _ := scenarios.ReadSuite(p)
+			return exists, isSuite
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return false, false
+		}
+		_, isSuite, _ := scenarios.ParseSuite(path, b, func(string) (bool, bool) { return true, false })
+		return true, isSuite
+	})
+}
+
+// isFile tells whether name names a file rather than a preset (as
+// loadScenario decides).
+func isFile(name string) bool {
+	_, err := os.Stat(name)
+	return err == nil || strings.ContainsAny(name, "/.")
+}
+
+// partPath resolves a suite file's part: a preset name as it is, a file
+// relative to the suite file, made absolute.
+func partPath(suiteFile, part string) string {
+	if !strings.ContainsAny(part, "/.") {
+		return part
+	}
+	if !filepath.IsAbs(part) {
+		part = filepath.Join(filepath.Dir(suiteFile), part)
+	}
+	if abs, err := filepath.Abs(part); err == nil {
+		return abs
+	}
+	return part
+}
+
+var suiteIndex = template.Must(template.New("index").Funcs(template.FuncMap{"partDir": partDir}).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{.Name}}</title>
 <style>body{font:15px/1.5 system-ui,sans-serif;max-width:50em;margin:2em auto;padding:0 1em}li{margin:.4em 0}</style></head>
 <body><h1>{{.Name}}</h1>{{if .Description}}<p>{{.Description}}</p>{{end}}
 <p>A suite of scenarios, each run into a directory of its own:</p>
-<ul>{{range .Parts}}<li><a href="{{.}}/report.html">{{.}}</a></li>{{end}}</ul>
+<ul>{{range .Parts}}<li><a href="{{partDir .}}/report.html">{{partDir .}}</a></li>{{end}}</ul>
 </body></html>
 `))
 
@@ -128,4 +193,10 @@ func writeSuiteIndex(dir string, rec suiteRecord, description string) error {
 		return err
 	}
 	return results.WriteFileAtomic(filepath.Join(dir, "index.html"), b.Bytes())
+}
+
+// partDir is the subdirectory a part runs into: a preset's name, or a
+// scenario file's name without its extension.
+func partDir(part string) string {
+	return strings.TrimSuffix(filepath.Base(part), filepath.Ext(part))
 }

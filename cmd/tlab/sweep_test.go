@@ -429,3 +429,62 @@ func TestShardsMergeIntoTheUnshardedRun(t *testing.T) {
 		t.Errorf("a missing shard: %v, %s", err, stderr.String())
 	}
 }
+
+// TestSuiteResumesAfterInterrupt: a suite file of two scenario files runs
+// each into its own directory; interrupted in its first part, it stops
+// cleanly and says how to continue, and `tlab run --resume DIR` finishes
+// the first part from where it stopped and runs the second, then writes
+// the index.
+func TestSuiteResumesAfterInterrupt(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	bin := buildTlab(t)
+	dir := t.TempDir()
+	part := "name: %s\nprofiles: [ethernet]\nprotocols: [tcp, tls]\nworkload: {type: periodic, interval: 10ms, payload: 64}\ncount: 50\nwarmup: 0s\n"
+	os.MkdirAll(filepath.Join(dir, "parts"), 0o755)
+	os.WriteFile(filepath.Join(dir, "parts", "first.yaml"), []byte(fmt.Sprintf(part, "first")), 0o644)
+	os.WriteFile(filepath.Join(dir, "parts", "second.yaml"), []byte(fmt.Sprintf(part, "second")), 0o644)
+	suite := filepath.Join(dir, "suite.yaml")
+	os.WriteFile(suite, []byte("name: both\ndescription: two parts\nsuite: [parts/first.yaml, parts/second.yaml]\n"), 0o644)
+	out := filepath.Join(dir, "out")
+	cmd := exec.Command(bin, "run", suite, "--out", out, "--no-calibration", "--quality", "off")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Interrupt once the first part has finished a cell.
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		done, _ := filepath.Glob(filepath.Join(out, "first", "cells", "*", "DONE"))
+		if len(done) > 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	if err := cmd.Wait(); err == nil {
+		t.Fatalf("the interrupted suite exited 0:\n%s", stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "tlab run --resume "+out) {
+		t.Errorf("the interrupted suite does not say how to continue:\n%s", stderr.String())
+	}
+	o, err := exec.Command(bin, "run", "--resume", out, "--no-calibration").CombinedOutput()
+	if err != nil {
+		t.Fatalf("resume: %v\n%s", err, o)
+	}
+	if !strings.Contains(string(o), "cells were already complete") {
+		t.Errorf("the resume did not continue the first part:\n%s", o)
+	}
+	for _, p := range []string{"first", "second"} {
+		var rows []map[string]any
+		b, _ := os.ReadFile(filepath.Join(out, p, "summary.json"))
+		if json.Unmarshal(b, &rows); len(rows) != 2 {
+			t.Errorf("part %s has %d rows, want 2", p, len(rows))
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "index.html")); err != nil || !strings.Contains(string(b), `href="second/report.html"`) {
+		t.Errorf("index.html: %v %s", err, b)
+	}
+}
