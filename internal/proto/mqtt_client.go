@@ -147,13 +147,18 @@ type paho5Client struct {
 	conn net.Conn
 }
 
-func (p *paho5Client) Connect(ctx context.Context) (ConnSetup, error) {
-	setup := ConnSetup{Start: time.Now()}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, connectTimeout)
-		defer cancel()
+// withConnectTimeout bounds a connection's set-up when ctx has no deadline.
+func withConnectTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
 	}
+	return context.WithTimeout(ctx, connectTimeout)
+}
+
+func (p *paho5Client) Connect(ctx context.Context) (ConnSetup, error) {
+	ctx, cancel := withConnectTimeout(ctx)
+	defer cancel()
+	setup := ConnSetup{Start: time.Now()}
 	conn, finish, err := p.d.dial(ctx, &setup)
 	if err != nil {
 		return setup, fmt.Errorf("connect: %w", err)

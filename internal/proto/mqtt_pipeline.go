@@ -49,12 +49,9 @@ type pipelined struct {
 }
 
 func (p *pipelined) ConnectAndPublish(ctx context.Context, topic string, payload []byte) (ConnSetup, error) {
+	ctx, cancel := withConnectTimeout(ctx)
+	defer cancel()
 	setup := ConnSetup{Start: time.Now()}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, connectTimeout)
-		defer cancel()
-	}
 	conn, finish, err := p.d.dial(ctx, &setup)
 	if err != nil {
 		return setup, fmt.Errorf("connect: %w", err)
