@@ -106,11 +106,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if code, isSuite := resumeSuite(ctx, o, args, stdout, stderr); isSuite {
 				return code
 			}
-		} else if rec, desc, isSuite, err := suiteFor(name, sets); err != nil {
+		} else if rec, isSuite, err := suiteFor(name, sets); err != nil {
 			fmt.Fprintf(stderr, "tlab run: %v\n", err)
 			return exitUsage
 		} else if isSuite {
-			return runSuite(ctx, o, rec, desc, args, stdout, stderr)
+			return runSuite(ctx, o, rec, args, stdout, stderr)
 		}
 		return runScenario(ctx, o, args, stdout, stderr)
 	}

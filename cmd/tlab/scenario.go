@@ -26,7 +26,7 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 // loadScenario reads a scenario file, or a preset by name.
 func loadScenario(nameOrFile string, sets []string) (*scenario.Scenario, error) {
-	if _, err := os.Stat(nameOrFile); err == nil || strings.ContainsAny(nameOrFile, "/.") {
+	if isFile(nameOrFile) {
 		return scenario.Load(nameOrFile, sets...)
 	}
 	data, ok := scenarios.Read(nameOrFile)
@@ -284,12 +284,11 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "tlab validate: give a scenario file or preset name")
 		return exitUsage
 	}
-	if rec, _, isSuite, err := suiteFor(pos[0], sets); isSuite || err != nil {
+	if suite, isSuite, err := suiteFor(pos[0], sets); isSuite || err != nil {
 		if err != nil {
 			fmt.Fprintf(stderr, "tlab validate: %v\n", err)
 			return exitUsage
 		}
-		suite := rec
 		for _, part := range suite.Parts {
 			if code := runValidate(context.Background(), append([]string{part}, setArgs(sets)...), stdout, stderr); code != exitOK {
 				return code

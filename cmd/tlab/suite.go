@@ -21,16 +21,17 @@ import (
 const suiteFile = "suite.json"
 
 type suiteRecord struct {
-	Name  string   `json:"name"`
-	Parts []string `json:"parts"`
-	Sets  []string `json:"sets,omitempty"`
+	Name        string   `json:"name"`
+	Description string   `json:"description,omitempty"`
+	Parts       []string `json:"parts"`
+	Sets        []string `json:"sets,omitempty"`
 }
 
 // runSuite runs a suite's parts one after the other, each into DIR/PART
 // (a run directory of its own, with its report), and writes DIR/index.html
 // linking them. A part already complete is skipped, an interrupted one
 // resumed.
-func runSuite(ctx context.Context, o runOptions, rec suiteRecord, description string, args []string, stdout, stderr io.Writer) int {
+func runSuite(ctx context.Context, o runOptions, rec suiteRecord, args []string, stdout, stderr io.Writer) int {
 	if o.shard != "" {
 		fmt.Fprintln(stderr, "tlab run: --shard applies to one scenario; run each part of the suite with its own --shard")
 		return exitUsage
@@ -73,7 +74,7 @@ func runSuite(ctx context.Context, o runOptions, rec suiteRecord, description st
 			code = c
 		}
 	}
-	if err := writeSuiteIndex(o.out, rec, description); err != nil {
+	if err := writeSuiteIndex(o.out, rec); err != nil {
 		return errorExit(stderr, err)
 	}
 	if o.asJSON {
@@ -99,17 +100,17 @@ func resumeSuite(ctx context.Context, o runOptions, args []string, stdout, stder
 		return exitUsage, true
 	}
 	o.out, o.resume, o.sets = o.resume, "", rec.Sets
-	return runSuite(ctx, o, rec, "", args, stdout, stderr), true
+	return runSuite(ctx, o, rec, args, stdout, stderr), true
 }
 
 // suiteFor returns the named preset or file as a suite record, when it is
 // one. A suite file's parts are presets or scenario files, the latter
 // relative to the suite file; the record holds their absolute paths, so a
 // resume finds them from anywhere.
-func suiteFor(name string, sets []string) (suiteRecord, string, bool, error) {
+func suiteFor(name string, sets []string) (suiteRecord, bool, error) {
 	s, ok, err := readSuite(name)
 	if !ok || err != nil {
-		return suiteRecord{}, "", ok, err
+		return suiteRecord{}, ok, err
 	}
 	parts := s.Parts
 	if isFile(name) {
@@ -121,11 +122,11 @@ func suiteFor(name string, sets []string) (suiteRecord, string, bool, error) {
 	dirs := map[string]string{}
 	for _, p := range parts {
 		if other, dup := dirs[partDir(p)]; dup {
-			return suiteRecord{}, "", true, fmt.Errorf("%s: parts %s and %s would both run into %s", name, other, p, partDir(p))
+			return suiteRecord{}, true, fmt.Errorf("%s: parts %s and %s would both run into %s", name, other, p, partDir(p))
 		}
 		dirs[partDir(p)] = p
 	}
-	return suiteRecord{Name: s.Name, Parts: parts, Sets: sets}, s.Description, true, nil
+	return suiteRecord{Name: s.Name, Description: s.Description, Parts: parts, Sets: sets}, true, nil
 }
 
 // readSuite reads a preset or a scenario file as a suite, when it is one.
@@ -184,12 +185,9 @@ var suiteIndex = template.Must(template.New("index").Funcs(template.FuncMap{"par
 </body></html>
 `))
 
-func writeSuiteIndex(dir string, rec suiteRecord, description string) error {
+func writeSuiteIndex(dir string, rec suiteRecord) error {
 	var b bytes.Buffer
-	if err := suiteIndex.Execute(&b, struct {
-		suiteRecord
-		Description string
-	}{rec, description}); err != nil {
+	if err := suiteIndex.Execute(&b, rec); err != nil {
 		return err
 	}
 	return results.WriteFileAtomic(filepath.Join(dir, "index.html"), b.Bytes())

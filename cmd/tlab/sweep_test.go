@@ -484,7 +484,8 @@ func TestSuiteResumesAfterInterrupt(t *testing.T) {
 			t.Errorf("part %s has %d rows, want 2", p, len(rows))
 		}
 	}
-	if b, err := os.ReadFile(filepath.Join(out, "index.html")); err != nil || !strings.Contains(string(b), `href="second/report.html"`) {
+	// The index, written by the resume, keeps the suite's description.
+	if b, err := os.ReadFile(filepath.Join(out, "index.html")); err != nil || !strings.Contains(string(b), `href="second/report.html"`) || !strings.Contains(string(b), "two parts") {
 		t.Errorf("index.html: %v %s", err, b)
 	}
 }

@@ -149,6 +149,9 @@ func Job(s Spec) (*batchv1.Job, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
+	if s.Image == "" {
+		return nil, errors.New("no image: give the container image with tlab (see Containerfile)")
+	}
 	mode := batchv1.IndexedCompletion
 	retries := int32(s.Retries)
 	shards, parallel := int32(s.Shards), int32(s.Parallelism)
@@ -194,9 +197,6 @@ func Job(s Spec) (*batchv1.Job, error) {
 				},
 			},
 		},
-	}
-	if s.Image == "" {
-		return nil, errors.New("no image: give the container image with tlab (see Containerfile)")
 	}
 	return job, nil
 }

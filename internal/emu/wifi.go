@@ -124,30 +124,30 @@ func newWiFiMAC(cfg WiFiConfig, rng *rand.Rand) *wifiMAC {
 
 // attempt returns how many retries a frame of airtime txNs needed, the
 // extra airtime they cost (ns) and whether the frame was lost after the
-// last one.
+// last one. It runs on the engine's path for every frame: no allocation.
 func (m *wifiMAC) attempt(txNs float64) (retries int, extraNs float64, lost bool) {
 	c := m.cfg
 	fer := float64(c.FrameErrorRate)
-	failed := -1 // index of the first successful attempt, -1: none
+	// Every possible attempt draws, so the number of draws per frame does
+	// not depend on the outcome; failed counts attempts before the first
+	// success.
+	failed, success := 0, false
 	for a := 0; a <= c.Retries; a++ {
-		if m.rng.Float64() >= fer && failed < 0 {
-			failed = a
+		if m.rng.Float64() >= fer && !success {
+			success = true
+		} else if !success {
+			failed++
 		}
 	}
-	backoffs := make([]int, c.Retries)
+	lost = !success
+	slot, difs := float64(c.Slot.D().Nanoseconds()), float64(c.DIFS().Nanoseconds())
+	// Each failed attempt costs its airtime and the ACK timeout; each
+	// retry k a DIFS and a backoff in [0, CW_k] slots (drawn for every k).
+	extraNs = float64(failed) * (txNs + float64(c.ACKTimeout.D().Nanoseconds()))
 	for k := 1; k <= c.Retries; k++ {
-		backoffs[k-1] = m.rng.IntN(c.CW(k) + 1)
-	}
-	n := failed // failed attempts before the success
-	if failed < 0 {
-		n, lost = c.Retries+1, true
-	}
-	perFail := txNs + float64(c.ACKTimeout.D().Nanoseconds())
-	for k := 1; k <= n; k++ {
-		extraNs += perFail
-		if k <= c.Retries {
-			// The DIFS and backoff before retry k.
-			extraNs += float64(c.DIFS().Nanoseconds()) + float64(backoffs[k-1])*float64(c.Slot.D().Nanoseconds())
+		backoff := m.rng.IntN(c.CW(k) + 1)
+		if k <= failed {
+			extraNs += difs + float64(backoff)*slot
 			retries++
 		}
 	}

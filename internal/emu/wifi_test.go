@@ -149,3 +149,16 @@ func TestWiFiHalfDuplexSharesTheAir(t *testing.T) {
 		t.Error("a frame error rate of 100 % was accepted")
 	}
 }
+
+// TestWiFiAdmitDoesNotAllocate: the 802.11 model runs for every frame on
+// the engine's loop, which must not make garbage.
+func TestWiFiAdmitDoesNotAllocate(t *testing.T) {
+	d := wifiDirection(t, WiFiConfig{FrameErrorRate: 0.3, Retries: 3}, 1)
+	now := int64(0)
+	if a := testing.AllocsPerRun(1000, func() {
+		now += int64(10 * time.Millisecond)
+		d.Admit(now, 1000)
+	}); a != 0 {
+		t.Errorf("Admit allocates %.1f times per frame", a)
+	}
+}

@@ -240,4 +240,7 @@ settings: {zero_rtt: true}
 	if _, err := scenario.Parse("p.yaml", []byte("name: p\nprofiles: [ethernet]\nprotocols: [mqtt-tcp]\nworkload: {type: pubsub, pattern: reconnect, pipeline: true, qos: 1}\n")); err == nil || !strings.Contains(err.Error(), "QoS 0") {
 		t.Errorf("a pipelined QoS 1 publish: %v", err)
 	}
+	if _, err := scenario.Parse("p.yaml", []byte("name: p\nprofiles: [ethernet]\nprotocols: [mqtt-tcp]\nworkload: {type: pubsub, pipeline: true}\n")); err == nil || !strings.Contains(err.Error(), "pipeline") {
+		t.Errorf("pipelining a pattern that keeps one connection: %v", err)
+	}
 }

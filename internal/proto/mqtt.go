@@ -74,8 +74,6 @@ type PubSubOptions struct {
 	// OnMessage is called for each message the client receives, in order,
 	// with the time it arrived.
 	OnMessage func(topic string, payload []byte, at time.Time)
-	// OnLost is called when a connection breaks without Disconnect.
-	OnLost func(error)
 }
 
 // PubSubClient is one MQTT client.

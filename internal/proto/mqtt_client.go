@@ -76,11 +76,6 @@ func newPaho3Client(d *mqttDialer, o PubSubOptions) *paho3Client {
 			p.finish, p.readyAt = finish, time.Now()
 			p.mu.Unlock()
 			return c, nil
-		}).
-		SetConnectionLostHandler(func(_ paho3.Client, err error) {
-			if p.o.OnLost != nil {
-				p.o.OnLost(err)
-			}
 		})
 	p.c = paho3.NewClient(opts)
 	return p
@@ -174,11 +169,6 @@ func (p *paho5Client) Connect(ctx context.Context) (ConnSetup, error) {
 			}
 			return true, nil
 		}},
-		OnClientError: func(err error) {
-			if p.o.OnLost != nil {
-				p.o.OnLost(err)
-			}
-		},
 	})
 	ack, err := c.Connect(ctx, &paho5.Connect{ClientID: p.o.ClientID, KeepAlive: uint16(p.o.KeepAlive / time.Second), CleanStart: true})
 	if err != nil {

@@ -27,6 +27,11 @@ type PipelinedPublisher interface {
 	Connections() int
 }
 
+// Pipeliner is a PubSub stack that can pipeline (the MQTT protocols).
+type Pipeliner interface {
+	NewPipelinedPublisher(n Net, addr string, s Settings, o PubSubOptions) (PipelinedPublisher, error)
+}
+
 // ErrPipelineVersion refuses pipelining over MQTT 5.0.
 var ErrPipelineVersion = errors.New("pipelined publishing is implemented for MQTT 3.1.1 (settings.mqtt_version 3.1.1)")
 

@@ -30,11 +30,7 @@ func Compare(dirs []string, out string) (string, error) {
 		names = append(names, name)
 		// Each run's own verdicts (its records and seed), labelled with
 		// the run: which stack is faster there, by how much.
-		seed := uint64(1)
-		if r.Manifest != nil {
-			seed = r.Manifest.Seed
-		}
-		vs, err := stats.ForRun(&results.Run{Dir: r.Dir, Manifest: r.Manifest, Rows: r.Rows}, seed)
+		vs, err := stats.ForRun(&results.Run{Dir: r.Dir, Manifest: r.Manifest, Rows: r.Rows}, r.seed())
 		if err != nil {
 			return "", fmt.Errorf("%s: comparisons: %w", d, err)
 		}

@@ -150,7 +150,7 @@ func drawXi(p panel) ([]Figure, error) {
 			if len(a) == 0 || len(b) == 0 {
 				continue
 			}
-			cmp := stats.Compare(a, b, 1)
+			cmp := stats.Compare(a, b, p.run.seed())
 			ratio[proto][c] = cmp.Ratio
 			// The interval is not symmetric; the bar shows its larger
 			// half, so that it never looks tighter than it is.
@@ -195,7 +195,7 @@ func drawReconnect(p panel) ([]Figure, error) {
 		means[proto], half[proto] = map[string]float64{}, map[string]float64{}
 		for c, v := range byCat {
 			m := metrics.Describe(v).Mean
-			lo, hi := stats.MeanCI(v, 1)
+			lo, hi := stats.MeanCI(v, p.run.seed())
 			means[proto][c], half[proto][c] = m, math.Max(hi-m, m-lo)
 		}
 	}

@@ -42,6 +42,15 @@ type Run struct {
 	cells         map[string]*cellSeries
 }
 
+// seed is the run's seed, which every bootstrap of the report uses, so
+// that a figure's interval is the one comparisons.csv has.
+func (r *Run) seed() uint64 {
+	if r.Manifest != nil {
+		return r.Manifest.Seed
+	}
+	return 1
+}
+
 // cellSeries is what the plots need of a cell's records, reduced as they
 // stream by: quantiles for a CDF and a thinned time series.
 type cellSeries struct {
@@ -252,11 +261,7 @@ func Build(r *Run) (string, error) {
 			return "", err
 		}
 	} else if _, err := os.Stat(filepath.Join(r.Dir, results.RecordsFile)); err == nil || hasRepeats(r.Rows) {
-		seed := uint64(1)
-		if r.Manifest != nil {
-			seed = r.Manifest.Seed
-		}
-		if r.Verdicts, err = stats.ForRun(&results.Run{Dir: r.Dir, Manifest: r.Manifest, Rows: r.Rows}, seed); err != nil {
+		if r.Verdicts, err = stats.ForRun(&results.Run{Dir: r.Dir, Manifest: r.Manifest, Rows: r.Rows}, r.seed()); err != nil {
 			return "", fmt.Errorf("comparisons: %w", err)
 		}
 		if err := stats.Write(r.Dir, r.Verdicts); err != nil {

@@ -203,6 +203,8 @@ func decodePubSub(file string, node *yaml.Node, c Common) (Workload, error) {
 		return nil, strictyaml.ErrorAt(file, node, "keepalive", "workload.keepalive %v: want 1 s to 18 h (MQTT's limit)", p.KeepAlive)
 	case p.Timeout <= 0:
 		return nil, strictyaml.ErrorAt(file, node, "timeout", "workload.timeout must be positive")
+	case p.Pipeline && p.Pattern != PatternReconnect:
+		return nil, strictyaml.ErrorAt(file, node, "pipeline", "workload.pipeline: only pattern %s opens a connection per message to pipeline", PatternReconnect)
 	case p.Pipeline && p.QoS != 0:
 		return nil, strictyaml.ErrorAt(file, node, "pipeline", "workload.pipeline: a pipelined PUBLISH is QoS 0 (qos is %d)", p.QoS)
 	}
@@ -305,9 +307,7 @@ func (p PubSub) Run(ctx context.Context, env *Env) error {
 	env.Note("publishers", float64(len(pubs)))
 	failAll := func(why string) error {
 		env.Fail(why)
-		for i := 0; i < p.Messages; i++ {
-			env.Emit(results.Record{Seq: i, ReqBytes: p.Size, Error: why, Unsent: true})
-		}
+		p.emitUnsent(env.Emit, 0, why)
 		return nil
 	}
 	port := ps.DefaultPort()
@@ -399,15 +399,8 @@ func (p PubSub) runPublisher(ctx context.Context, env *Env, ps proto.PubSub, hos
 		}
 		return 0
 	}
-	c, err := ps.NewPubSubClient(env.Hosts.Net(host), net.JoinHostPort(ip.String(), fmt.Sprint(ps.DefaultPort())), env.Settings, proto.PubSubOptions{
-		ClientID: fmt.Sprintf("tlab-publisher%d", idx), KeepAlive: p.KeepAlive})
-	if err != nil {
-		if rec != nil {
-			rec.Fail(err.Error())
-		}
-		return 0
-	}
-	defer c.Disconnect()
+	addr := net.JoinHostPort(ip.String(), fmt.Sprint(ps.DefaultPort()))
+	opts := proto.PubSubOptions{ClientID: fmt.Sprintf("tlab-publisher%d", idx), KeepAlive: p.KeepAlive}
 	clock := time.Now()
 	sinceMs := func(t time.Time) float64 { return ms(t.Sub(clock)) }
 	topic := topicOf(idx)
@@ -439,11 +432,28 @@ func (p PubSub) runPublisher(ctx context.Context, env *Env, ps proto.PubSub, hos
 		why := describeMQTTError(err)
 		r.Error = why
 		emit(r)
-		for s := r.Seq + 1; s < p.Messages+p.firstSeq(); s++ {
-			emit(results.Record{Seq: s, ReqBytes: p.Size, Error: "not sent: message " + fmt.Sprint(r.Seq) + " failed", Unsent: true})
-		}
+		p.emitUnsent(emit, r.Seq+1, fmt.Sprintf("not sent: message %d failed", r.Seq))
 		rec.Fail(fmt.Sprintf("publisher: message %d: %s", r.Seq, why))
 		return delivered
+	}
+
+	// Paho's client, or the pipelined publisher (pattern reconnect only).
+	var c proto.PubSubClient
+	var pipe proto.PipelinedPublisher
+	if p.Pipeline {
+		pl, ok := ps.(proto.Pipeliner)
+		if !ok {
+			return fail(results.Record{Seq: 0, Warmup: true, ReqBytes: p.Size}, fmt.Errorf("%s cannot pipeline", env.Protocol.Name()))
+		}
+		if pipe, err = pl.NewPipelinedPublisher(env.Hosts.Net(host), addr, env.Settings, opts); err != nil {
+			return fail(results.Record{Seq: 0, Warmup: true, ReqBytes: p.Size}, err)
+		}
+		defer pipe.Disconnect()
+	} else {
+		if c, err = ps.NewPubSubClient(env.Hosts.Net(host), addr, env.Settings, opts); err != nil {
+			return fail(results.Record{Seq: 0, Warmup: p.firstSeq() > 0, ReqBytes: p.Size}, err)
+		}
+		defer c.Disconnect()
 	}
 
 	if p.Pattern == PatternStopAndWait {
@@ -486,32 +496,17 @@ func (p PubSub) runPublisher(ctx context.Context, env *Env, ps proto.PubSub, hos
 	// Reconnect: message 0 on the first connection is the warm-up that
 	// gives the client a session ticket; every later one opens its own.
 	// Pipelined, CONNECT and PUBLISH leave together.
-	var pipe proto.PipelinedPublisher
-	if p.Pipeline {
-		pp, ok := ps.(interface {
-			NewPipelinedPublisher(proto.Net, string, proto.Settings, proto.PubSubOptions) (proto.PipelinedPublisher, error)
-		})
-		if !ok {
-			return fail(results.Record{Seq: 0, ReqBytes: p.Size}, fmt.Errorf("%s cannot pipeline", env.Protocol.Name()))
-		}
-		if pipe, err = pp.NewPipelinedPublisher(env.Hosts.Net(host), net.JoinHostPort(ip.String(), fmt.Sprint(ps.DefaultPort())), env.Settings,
-			proto.PubSubOptions{ClientID: fmt.Sprintf("tlab-publisher%d", idx), KeepAlive: p.KeepAlive}); err != nil {
-			return fail(results.Record{Seq: 0, ReqBytes: p.Size}, err)
-		}
-		defer pipe.Disconnect()
-	}
 	for seq := 0; rec != nil && seq <= p.Messages || rec == nil && ctx.Err() == nil; seq++ {
 		if seq == 1 && rec != nil {
 			rec.StartWindow()
 		}
-		start := time.Now()
-		r := results.Record{Seq: seq, Warmup: seq == 0, ReqBytes: p.Size, NewConn: true, ScheduledMs: sinceMs(start), SentMs: sinceMs(start)}
+		var start, sent time.Time
 		var setup proto.ConnSetup
 		var err error
-		sent := start
 		if pipe != nil {
 			pipe.Disconnect()
-			start, sent = time.Now(), time.Now()
+			start = time.Now()
+			sent = start
 			setup, err = pipe.ConnectAndPublish(ctx, topic, pubsubPayload(idx, seq, p.Size))
 		} else {
 			c.Disconnect()
@@ -521,7 +516,7 @@ func (p PubSub) runPublisher(ctx context.Context, env *Env, ps proto.PubSub, hos
 				err = c.Publish(ctx, topic, p.QoS, pubsubPayload(idx, seq, p.Size))
 			}
 		}
-		r.ScheduledMs, r.SentMs = sinceMs(start), sinceMs(start)
+		r := results.Record{Seq: seq, Warmup: seq == 0, ReqBytes: p.Size, NewConn: true, ScheduledMs: sinceMs(start), SentMs: sinceMs(start)}
 		r.ConnID, r.ConnectMs, r.HandshakeMs, r.Resumed, r.EarlyData = setup.ConnID, ms(setup.Connect), ms(setup.Handshake), setup.Resumed, setup.EarlyData
 		if err != nil {
 			return fail(r, err)
@@ -545,6 +540,13 @@ func (p PubSub) firstSeq() int {
 		return 1
 	}
 	return 0
+}
+
+// emitUnsent records the messages from seq on as never sent, for why.
+func (p PubSub) emitUnsent(emit func(results.Record), from int, why string) {
+	for s := from; s < p.Messages+p.firstSeq(); s++ {
+		emit(results.Record{Seq: s, Warmup: s < p.firstSeq(), ReqBytes: p.Size, Error: why, Unsent: true})
+	}
 }
 
 // describeMQTTError says what happened in a user's words.
