@@ -19,6 +19,7 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+	_ "tlab/internal/proto/all" // every protocol family registers itself
 
 	"tlab/internal/emu"
 	"tlab/internal/hostnoise"

@@ -28,6 +28,9 @@ func runWorkloads(_ context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	for _, t := range workload.Types() {
 		fmt.Fprintf(stdout, "%s: %s\n", t.Name, t.Summary)
+		if c, err := t.Needs(); err == nil {
+			fmt.Fprintf(stdout, "  runs over protocols that can %s: %s\n", c, strings.Join(proto.NamesWith(c), ", "))
+		}
 		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 		for _, p := range t.Params {
 			fmt.Fprintf(tw, "  workload.%s\t%s\t%s\n", p.Name, p.Default, p.Doc)
@@ -85,24 +88,38 @@ func runPlots(_ context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func runProtocols(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("protocols", "protocols [--json]\n\nList the protocols and the settings (a scenario's settings: section) each honours.", stderr)
+	fs := newFlags("protocols", "protocols [--json]\n\nList the protocols: what each can do (the capability a workload needs: tlab workloads),\nthe settings (a scenario's settings: section) each honours, and its stack.", stderr)
 	asJSON := fs.Bool("json", false, "print the list as JSON")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
+	type protocolInfo struct {
+		Capabilities []proto.Capability `json:"capabilities"`
+		Settings     []string           `json:"settings"`
+		Doc          string             `json:"doc"`
+	}
+	out := map[string]protocolInfo{}
+	for _, n := range proto.Names() {
+		s, _ := proto.Lookup(n)
+		out[n] = protocolInfo{Capabilities: s.Capabilities(), Settings: s.Options(), Doc: s.Doc()}
+	}
 	if *asJSON {
-		out := map[string][]string{}
-		for _, n := range proto.Names() {
-			out[n] = proto.Options(n)
-		}
 		return writeJSON(stdout, out)
 	}
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROTOCOL\tSETTINGS IT HONOURS")
+	fmt.Fprintln(tw, "PROTOCOL\tCAN\tSETTINGS IT HONOURS")
 	for _, n := range proto.Names() {
-		fmt.Fprintf(tw, "%s\t%s\n", n, strings.Join(proto.Options(n), ", "))
+		caps := make([]string, 0, 2)
+		for _, c := range out[n].Capabilities {
+			caps = append(caps, string(c))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", n, strings.Join(caps, ", "), strings.Join(out[n].Settings, ", "))
 	}
 	tw.Flush()
+	fmt.Fprintln(stdout, "\nCapabilities:")
+	for _, c := range proto.Capabilities() {
+		fmt.Fprintf(stdout, "  %-17s %s\n", c, c.Doc())
+	}
 	d := proto.DefaultSettings()
 	fmt.Fprintf(stdout, "\nDefaults: tls_version %s, key_exchange %s, resumption %v, zero_rtt %v, tcp_congestion %s, idle_timeout %v, h1_max_idle %d;\nquic windows 0 (quic-go's own). A setting none of a scenario's protocols honours is refused.\n",
 		d.TLSVersion, d.KeyExchange, d.Resumption, d.ZeroRTT, d.Congestion, d.IdleTimeout, d.MaxIdle)

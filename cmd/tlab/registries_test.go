@@ -43,14 +43,18 @@ func TestRegistriesAgree(t *testing.T) {
 		if strings.HasPrefix(typ.Name, "toy") {
 			continue
 		}
-		// The first protocol the workload accepts.
+		// Every protocol with the capability the workload needs.
 		sets := []string{"workload={type: " + typ.Name + "}", "plots=[]"}
-		for _, p := range proto.Names() {
-			if _, err := loadScenario("quick", append(sets, "protocols=["+p+"]")); err == nil {
-				sets = append(sets, "protocols=["+p+"]")
-				break
-			}
+		needs, err := typ.Needs()
+		if err != nil {
+			t.Fatal(err)
 		}
+		capable := proto.NamesWith(needs)
+		if len(capable) == 0 {
+			t.Errorf("%s: no protocol has the capability it needs", typ.Name)
+			continue
+		}
+		sets = append(sets, "protocols=["+strings.Join(capable, ", ")+"]")
 		code, out, errs := run("validate", "--set", sets[0], "--set", sets[1], "--set", sets[len(sets)-1], "quick")
 		if code != exitOK {
 			t.Errorf("%s with its defaults does not validate over any protocol: %s %s", typ.Name, out, errs)

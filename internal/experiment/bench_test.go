@@ -13,6 +13,7 @@ import (
 
 	"tlab/internal/emu"
 	"tlab/internal/metrics"
+	"tlab/internal/pki"
 	"tlab/internal/proto"
 	"tlab/internal/results"
 	"tlab/internal/testbed"
@@ -157,8 +158,9 @@ func BenchmarkTCPOverhead(b *testing.B) {
 	defer tb.Close()
 	ip, _ := tb.Addr("client", "server")
 	s := proto.DefaultSettings()
-	s.Certs, _ = proto.NewCertificates(ip)
-	p, _ := proto.Lookup("tcp")
+	s.Certs, _ = pki.NewCertificates(ip)
+	stack, _ := proto.Lookup("tcp")
+	p, _ := proto.As[proto.Exchanger](stack)
 	srv, err := p.Serve(tb.Host("server"), 7101, s)
 	if err != nil {
 		b.Fatal(err)

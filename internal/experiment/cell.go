@@ -19,6 +19,7 @@ import (
 	"tlab/internal/emu"
 	"tlab/internal/hostnoise"
 	"tlab/internal/metrics"
+	"tlab/internal/pki"
 	"tlab/internal/proto"
 	"tlab/internal/results"
 	"tlab/internal/testbed"
@@ -129,6 +130,9 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 			return CellResult{}, fmt.Errorf("no host plays the workload's role %q", r)
 		}
 	}
+	if err := info.Accepts(spec.Cell.Protocol); err != nil {
+		return CellResult{}, err
+	}
 	p, err := proto.Lookup(spec.Cell.Protocol)
 	if err != nil {
 		return CellResult{}, err
@@ -164,7 +168,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 			return CellResult{}, err
 		}
 	}
-	if settings.Certs, err = proto.NewCertificates(certIP); err != nil {
+	if settings.Certs, err = pki.NewCertificates(certIP); err != nil {
 		return CellResult{}, err
 	}
 	measured, upIsAtoB, err := measuredLink(spec.Topology, spec.Roles[info.Roles[0]])

@@ -15,8 +15,10 @@ import (
 	"strings"
 	"time"
 
+	"tlab/internal/dns"
 	"tlab/internal/emu"
 	"tlab/internal/metrics"
+	"tlab/internal/pki"
 	"tlab/internal/proto"
 	"tlab/internal/testbed"
 	"tlab/internal/workload"
@@ -102,14 +104,12 @@ func (cc CrossCheck) one(ctx context.Context, protocol string) ([]PhaseCheck, er
 	if err != nil {
 		return nil, err
 	}
-	p, err := proto.Lookup(protocol)
-	if err != nil {
+	if err := proto.Require(protocol, proto.CapFetch); err != nil {
 		return nil, err
 	}
-	f, ok := p.(proto.Fetcher)
-	if !ok {
-		return nil, fmt.Errorf("%s cannot make one-shot requests", protocol)
-	}
+	stack, _ := proto.Lookup(protocol)
+	f, _ := proto.As[proto.Fetcher](stack)
+	server, _ := proto.As[proto.Exchanger](stack)
 	tb, err := testbed.Build(testbed.ClientServer(cc.Link), testbed.Options{Seed: cc.Seed, Label: "tlab crosscheck"})
 	if err != nil {
 		return nil, err
@@ -120,19 +120,19 @@ func (cc CrossCheck) one(ctx context.Context, protocol string) ([]PhaseCheck, er
 		return nil, err
 	}
 	settings := cc.Settings
-	if settings.Certs, err = proto.NewCertificates(ip); err != nil {
+	if settings.Certs, err = pki.NewCertificates(ip); err != nil {
 		return nil, err
 	}
-	srv, err := p.Serve(tb.Host("server"), workload.ServerPort, settings)
+	srv, err := server.Serve(tb.Host("server"), workload.ServerPort, settings)
 	if err != nil {
 		return nil, err
 	}
 	defer srv.Close()
-	dns, err := proto.ServeDNS(tb.Host("server"), map[string]net.IP{proto.ServerName: ip})
+	names, err := dns.Serve(tb.Host("server"), map[string]net.IP{proto.ServerName: ip})
 	if err != nil {
 		return nil, err
 	}
-	defer dns.Close()
+	defer names.Close()
 	// What the real clients read: the run's CA, and a resolv.conf naming
 	// the server's name server with tlab's own resolver settings.
 	caFile := filepath.Join(tb.TempDir, "ca.pem")
@@ -140,7 +140,7 @@ func (cc CrossCheck) one(ctx context.Context, protocol string) ([]PhaseCheck, er
 		return nil, err
 	}
 	resolv := filepath.Join(tb.TempDir, "resolv.conf")
-	conf := fmt.Sprintf("nameserver %s\noptions timeout:%d attempts:%d\n", ip, int(proto.DNSTimeout.Seconds()), proto.DNSAttempts)
+	conf := fmt.Sprintf("nameserver %s\noptions timeout:%d attempts:%d\n", ip, int(dns.Timeout.Seconds()), dns.Attempts)
 	if err := os.WriteFile(resolv, []byte(conf), 0o644); err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	_ "tlab/internal/proto/all" // every protocol family registers itself
 
 	"tlab/internal/proto"
 	"tlab/internal/results"
@@ -77,12 +78,7 @@ func byProtocol(rows []results.Summary) map[string]results.Summary {
 // no delay beats the link's RTT.
 func TestEveryProtocolThroughTheLink(t *testing.T) {
 	requireRoot(t)
-	var names []string
-	for _, n := range proto.Names() {
-		if proto.Exchanges(n) {
-			names = append(names, n)
-		}
-	}
+	names := proto.NamesWith(proto.CapRequestResponse)
 	rows, _ := sweep(t, "", names, "rtt=10ms", 20*time.Millisecond, 25, "", nil)
 	for _, r := range rows {
 		if r.Int("requests") != 25 || r.Int("errors") != 0 || r.Int("unsent") != 0 {

@@ -2,87 +2,148 @@ package proto
 
 import (
 	"context"
-	"strconv"
+	"io"
+	"slices"
+	"strings"
 	"testing"
-	"time"
-
-	"tlab/internal/emu"
-	"tlab/internal/testbed"
-	"tlab/internal/testbed/tbtest"
-	"tlab/internal/units"
 )
 
-func TestMain(m *testing.M) { tbtest.Main(m) }
+// Fake implementations of each capability, to test the registry without a
+// network.
+type (
+	fakeExchanger struct{}
+	fakeFetcher   struct{ fakeExchanger }
+	fakeFrames    struct{}
+	fakePubSub    struct{}
+	notAStack     struct{}
+)
 
-func newTestbed(t *testing.T, oneWay time.Duration) *testbed.Testbed {
-	t.Helper()
-	tbtest.RequirePrivileges(t)
-	d := emu.DirectionConfig{Delay: units.Duration(oneWay)}
-	tb, err := testbed.Build(testbed.ClientServer(emu.LinkConfig{Up: d, Down: d}), testbed.Options{Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tb.Close() })
-	return tb
+func (fakeExchanger) Serve(Net, int, Settings) (io.Closer, error) { return nil, nil }
+func (fakeExchanger) NewClient(context.Context, Net, string, Settings) (Client, error) {
+	return nil, nil
+}
+func (fakeFetcher) Fetch(context.Context, Net, Target, Settings, int, int) (Phases, error) {
+	return Phases{}, nil
+}
+func (fakeFrames) ServeFrames(Net, int, Settings, FrameOptions, func(FrameArrival) int) (io.Closer, error) {
+	return nil, nil
+}
+func (fakeFrames) DialFrames(context.Context, Net, string, Settings, FrameOptions) (FrameClient, error) {
+	return nil, nil
+}
+func (fakePubSub) StartBroker(Net, int, Settings, string) (io.Closer, error) { return nil, nil }
+func (fakePubSub) NewPubSubClient(Net, string, Settings, PubSubOptions) (PubSubClient, error) {
+	return nil, nil
+}
+func (fakePubSub) DefaultPort() int         { return 1 }
+func (fakePubSub) CheckBroker(string) error { return nil }
+
+func newFakeRegistry() *Registry {
+	r := &Registry{stacks: map[string]*Stack{}}
+	r.Register(Registration{Name: "rr", Doc: "request/response", Options: []string{"tcp_congestion"}, Impl: fakeExchanger{}})
+	r.Register(Registration{Name: "web", Doc: "fetches", Options: []string{"tls_version"}, Impl: fakeFetcher{}})
+	r.Register(Registration{Name: "dgram", Doc: "frames only", Impl: fakeFrames{}})
+	r.Register(Registration{Name: "broker", Impl: fakePubSub{}})
+	// A second family adds frames to rr, with an option of its own.
+	r.Register(Registration{Name: "rr", Doc: "frames too", Options: []string{"zero_rtt", "tcp_congestion"}, Impl: fakeFrames{}})
+	return r
 }
 
-// TestEveryProtocolExchanges runs a few exchanges of every protocol through
-// a 10 ms RTT link: each completes, returns the asked size, and takes at
-// least the RTT.
-func TestEveryProtocolExchanges(t *testing.T) {
-	tb := newTestbed(t, 5*time.Millisecond)
-	ip, _ := tb.Addr("client", "server")
-	certs, err := NewCertificates(ip)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := DefaultSettings()
-	s.Certs = certs
-	for i, name := range Names() {
-		if !Exchanges(name) {
-			continue // carries frames or messages, not exchanges
+// TestCapabilitiesFollowTheImplementations: a stack can do exactly what
+// its registered implementations implement, merged across families.
+func TestCapabilitiesFollowTheImplementations(t *testing.T) {
+	r := newFakeRegistry()
+	for name, want := range map[string][]Capability{
+		"rr":     {CapFrames, CapRequestResponse},
+		"web":    {CapFetch, CapRequestResponse},
+		"dgram":  {CapFrames},
+		"broker": {CapPubSub},
+	} {
+		s, err := r.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
 		}
+		if got := s.Capabilities(); !slices.Equal(got, want) {
+			t.Errorf("%s can %v, want %v", name, got, want)
+		}
+	}
+	if got := r.NamesWith(CapFrames); !slices.Equal(got, []string{"dgram", "rr"}) {
+		t.Errorf("frames: %v", got)
+	}
+	if got := r.NamesWith(""); !slices.Equal(got, []string{"rr", "web"}) {
+		t.Errorf("the zero capability lists %v, want the request/response stacks", got)
+	}
+	rr, _ := r.Lookup("rr")
+	if got := rr.Options(); !slices.Equal(got, []string{"tcp_congestion", "zero_rtt"}) {
+		t.Errorf("rr's options merge to %v", got)
+	}
+	if rr.Doc() != "request/response; frames too" {
+		t.Errorf("rr's doc %q", rr.Doc())
+	}
+	if _, ok := As[FrameTransport](rr); !ok {
+		t.Error("As finds no frame transport in rr")
+	}
+	if _, ok := As[PubSub](rr); ok {
+		t.Error("As finds a pubsub stack in rr")
+	}
+}
+
+// TestRequireExplains: a protocol without the capability is refused with
+// what it can do and which protocols can; the zero capability is
+// request/response, so a workload that says nothing refuses frames-only
+// and pubsub stacks.
+func TestRequireExplains(t *testing.T) {
+	r := newFakeRegistry()
+	if err := r.Require("rr", CapRequestResponse); err != nil {
+		t.Error(err)
+	}
+	for _, name := range []string{"dgram", "broker"} {
+		err := r.Require(name, "")
+		if err == nil {
+			t.Fatalf("%s accepted by a workload that needs request/response", name)
+		}
+		for _, want := range []string{name + " lacks capability request-response", "protocols that can: rr, web"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%v: want %q", err, want)
+			}
+		}
+	}
+	if err := r.Require("rr", CapFetch); err == nil || !strings.Contains(err.Error(), "it can: frames, request-response") {
+		t.Errorf("rr needing fetch: %v", err)
+	}
+	if err := r.Require("nope", CapFrames); err == nil || !strings.Contains(err.Error(), "unknown protocol") {
+		t.Errorf("unknown protocol: %v", err)
+	}
+}
+
+// TestRegisterRefusesMistakes: an unknown option, an implementation of no
+// capability and a capability given twice are programming errors.
+func TestRegisterRefusesMistakes(t *testing.T) {
+	for name, reg := range map[string]Registration{
+		"unknown option":   {Name: "x", Options: []string{"no_such_setting"}, Impl: fakeExchanger{}},
+		"no capability":    {Name: "x", Impl: notAStack{}},
+		"capability twice": {Name: "rr", Impl: fakeExchanger{}},
+	} {
 		t.Run(name, func(t *testing.T) {
-			p, _ := Lookup(name)
-			port := 5000 + i
-			srv, err := p.Serve(tb.Host("server"), port, s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer srv.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			c, err := p.NewClient(ctx, tb.Host("client"), ip.String()+":"+itoa(port), s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			for k := 0; k < 5; k++ {
-				ex, err := c.Exchange(ctx, 300, 700+k)
-				if err != nil {
-					t.Fatalf("exchange %d: %v", k, err)
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Register accepted %+v", reg)
 				}
-				if ex.RespBytes != 700+k {
-					t.Errorf("exchange %d: %d response bytes, want %d", k, ex.RespBytes, 700+k)
-				}
-				if d := ex.Done.Sub(ex.Start); d < 10*time.Millisecond {
-					t.Errorf("exchange %d took %v, less than the 10 ms RTT", k, d)
-				}
-				if ex.FirstByte.IsZero() || ex.FirstByte.After(ex.Done) || ex.ConnID < 1 {
-					t.Errorf("exchange %d: first byte %v, done %v, conn %d", k, ex.FirstByte, ex.Done, ex.ConnID)
-				}
-				if k == 0 && !ex.NewConn {
-					t.Errorf("first exchange does not report its connection set-up")
-				}
-				if k > 0 && ex.NewConn {
-					t.Errorf("exchange %d opened a connection although the previous one was idle", k)
-				}
-			}
-			if n := c.Connections(); n != 1 {
-				t.Errorf("%d connections for sequential exchanges, want 1", n)
-			}
+			}()
+			newFakeRegistry().Register(reg)
 		})
 	}
 }
 
-func itoa(i int) string { return strconv.Itoa(i) }
+// TestEveryCapabilityDocumented: every capability has a line for tlab
+// protocols and the docs.
+func TestEveryCapabilityDocumented(t *testing.T) {
+	for _, c := range Capabilities() {
+		if c.Doc() == "" {
+			t.Errorf("%s has no doc", c)
+		}
+	}
+	if Capability("").Or() != CapRequestResponse {
+		t.Error("the zero capability is not request/response")
+	}
+}

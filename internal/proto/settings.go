@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 	"gopkg.in/yaml.v3"
 
+	"tlab/internal/pki"
 	"tlab/internal/strictyaml"
 	"tlab/internal/units"
 )
@@ -58,13 +59,13 @@ func CheckOptions(set, protocols []string) error {
 	for _, name := range set {
 		var users []string
 		for _, p := range Names() {
-			if slices.Contains(options[p], name) {
+			if slices.Contains(Options(p), name) {
 				users = append(users, p)
 			}
 		}
 		used := false
 		for _, p := range protocols {
-			used = used || slices.Contains(options[p], name)
+			used = used || slices.Contains(Options(p), name)
 		}
 		if !used {
 			return fmt.Errorf("settings.%s: none of %s uses it (it applies to %s)", name, strings.Join(protocols, ", "), strings.Join(users, ", "))
@@ -116,7 +117,7 @@ type Settings struct {
 	// QlogDir receives one qlog file per QUIC connection when set.
 	QlogDir string `json:"-" yaml:"-"`
 	// Certs is the run's PKI; servers need it, clients trust its roots.
-	Certs *Certificates `json:"-" yaml:"-"`
+	Certs *pki.Certificates `json:"-" yaml:"-"`
 }
 
 // DefaultSettings are tlab's defaults.
@@ -174,8 +175,8 @@ func (s Settings) tlsVersion() uint16 {
 	return tls.VersionTLS13
 }
 
-// serverTLS is the TLS configuration of a server speaking alpn.
-func (s Settings) serverTLS(alpn ...string) *tls.Config {
+// ServerTLS is the TLS configuration of a server speaking alpn.
+func (s Settings) ServerTLS(alpn ...string) *tls.Config {
 	return &tls.Config{
 		Certificates:           []tls.Certificate{s.Certs.Server},
 		MinVersion:             s.tlsVersion(),
@@ -186,8 +187,8 @@ func (s Settings) serverTLS(alpn ...string) *tls.Config {
 	}
 }
 
-// clientTLS is the TLS configuration of a client speaking alpn.
-func (s Settings) clientTLS(alpn ...string) *tls.Config {
+// ClientTLS is the TLS configuration of a client speaking alpn.
+func (s Settings) ClientTLS(alpn ...string) *tls.Config {
 	c := &tls.Config{
 		RootCAs:          s.Certs.Roots,
 		ServerName:       "tlab-server",
@@ -203,15 +204,15 @@ func (s Settings) clientTLS(alpn ...string) *tls.Config {
 	return c
 }
 
-// quicTLS forces TLS 1.3, which QUIC requires.
-func quicTLS(c *tls.Config) *tls.Config {
+// QUICTLS forces TLS 1.3, which QUIC requires.
+func QUICTLS(c *tls.Config) *tls.Config {
 	c.MinVersion, c.MaxVersion = tls.VersionTLS13, tls.VersionTLS13
 	return c
 }
 
-// control sets the TCP congestion control on a socket before it connects
+// Control sets the TCP congestion control on a socket before it connects
 // or listens.
-func (s Settings) control(_, _ string, c syscall.RawConn) error {
+func (s Settings) Control(_, _ string, c syscall.RawConn) error {
 	if s.Congestion == "" {
 		return nil
 	}

@@ -199,11 +199,9 @@ func (s *Scenario) validate() error {
 	if err := s.decodeWorkload(); err != nil {
 		return err
 	}
-	if accepts := s.workload.Info().Accepts; accepts != nil {
-		for i, p := range s.Protocols {
-			if err := accepts(p); err != nil {
-				return s.errAt([]any{"protocols", i}, "%v", err)
-			}
+	for i, p := range s.Protocols {
+		if err := s.workload.Info().Accepts(p); err != nil {
+			return s.errAt([]any{"protocols", i}, "%v", err)
 		}
 	}
 	if n := s.workload.Info().Records; n > workload.MaxRecordsPerCell {

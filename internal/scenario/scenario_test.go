@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	_ "tlab/internal/proto/all" // every protocol family registers itself
 
 	"tlab/internal/workload"
 	"tlab/scenarios"

@@ -12,10 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"tlab/internal/pki"
 
 	"github.com/quic-go/quic-go"
-
-	"tlab/internal/proto"
 )
 
 // TestQUICEchoOverDelayedLossyLink runs quic-go through a lossy, delayed
@@ -24,7 +23,7 @@ func TestQUICEchoOverDelayedLossyLink(t *testing.T) {
 	capDir := t.TempDir()
 	tb := build(t, ClientServer(delayLoss(10*time.Millisecond, 0.02)), Options{Seed: 3, CaptureDir: capDir})
 	ip, _ := tb.Addr("client", "server")
-	certs, err := proto.NewCertificates(ip)
+	certs, err := pki.NewCertificates(ip)
 	if err != nil {
 		t.Fatal(err)
 	}

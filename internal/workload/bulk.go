@@ -117,7 +117,6 @@ func (b Bulk) Info() Info {
 			{Name: "bytes_per_stream", Value: float64(b.Bytes)},
 		},
 		Roles:    ClientServerRoles,
-		Accepts:  RequestResponse,
 		Metrics:  []string{"requests", "errors", "transfer_ms", "goodput_mbps", "delay_p50_ms", "delay_p95_ms", "delay_p50_ci_low_ms", "delay_p50_ci_high_ms", "delay_p95_ci_low_ms", "delay_p95_ci_high_ms", "bytes_per_response"},
 		Table:    []string{"requests", "errors", "transfer_ms", "goodput_mbps", "delay_p50_ms", "delay_p95_ms"},
 		Plots:    []string{"goodput_bars", "delay_cdf"},

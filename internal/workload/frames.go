@@ -182,16 +182,7 @@ func (f Frames) Info() Info {
 		Records: n,
 		Key:     []results.Field{{Name: "frame_bytes", Value: float64(f.Size)}, {Name: "fps", Value: f.FPS}},
 		Roles:   ClientServerRoles,
-		Accepts: func(protocol string) error {
-			p, err := proto.Lookup(protocol)
-			if err != nil {
-				return err
-			}
-			if _, ok := p.(proto.FrameTransport); !ok {
-				return fmt.Errorf("%s does not carry frames (udp, tcp, rtp, mpegts, quic-streams, quic-dgram)", protocol)
-			}
-			return nil
-		},
+		Needs:   proto.CapFrames,
 		Metrics: []string{"frames", "frames_lost_pct", "frame_rtt_p50_ms", "frame_rtt_p95_ms", "frame_rtt_p99_ms", "frame_rtt_mean_ms",
 			"delay_p50_ci_low_ms", "delay_p50_ci_high_ms", "delay_p95_ci_low_ms", "delay_p95_ci_high_ms", "deadline_miss_pct", "owd_p50_ms", "owd_p99_ms", "jitter_rfc3550_ms", "packets_lost_pct", "throughput_mbps", "late_sends"},
 		Table:    []string{"frames", "frames_lost_pct", "frame_rtt_p50_ms", "frame_rtt_p99_ms", "deadline_miss_pct", "owd_p50_ms", "jitter_rfc3550_ms", "packets_lost_pct", "throughput_mbps"},
@@ -213,9 +204,9 @@ type frameLedger struct {
 
 // Run streams the frames on a client-server cell.
 func (f Frames) Run(ctx context.Context, env *Env) error {
-	ft, ok := env.Protocol.(proto.FrameTransport)
+	ft, ok := proto.As[proto.FrameTransport](env.Protocol)
 	if !ok {
-		return fmt.Errorf("frames: %s does not carry frames", env.Protocol.Name())
+		return fmt.Errorf("frames: %w", proto.Require(env.Protocol.Name, proto.CapFrames))
 	}
 	opts := proto.FrameOptions{FPS: f.FPS, ReassemblyTimeout: f.Reassembly}
 	led := &frameLedger{sent: map[uint64]time.Time{}, frameOf: map[uint64]uint32{}, server: map[uint32]proto.FrameArrival{}}

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	_ "tlab/internal/proto/all" // every protocol family registers itself
 
 	"tlab/internal/proto"
 	"tlab/internal/results"

@@ -238,11 +238,10 @@ func (p PubSub) Info() Info {
 		Records: p.Messages + 1,
 		Key:     []results.Field{{Name: "message_bytes", Value: float64(p.Size)}, {Name: "qos", Value: float64(p.QoS)}},
 		Roles:   PubSubRoles,
-		Accepts: func(protocol string) error {
-			if !proto.IsPubSub(protocol) {
-				return fmt.Errorf("%s does not speak MQTT (use mqtt-tcp, mqtt-tls or mqtt-quic)", protocol)
-			}
-			return proto.CheckBroker(protocol, p.Broker)
+		Needs:   proto.CapPubSub,
+		Check: func(stack *proto.Stack) error {
+			ps, _ := proto.As[proto.PubSub](stack)
+			return ps.CheckBroker(p.Broker)
 		},
 		Metrics: []string{"messages", "messages_failed", "completion_ms", "reconnect_ms", "reconnect_p50_ms", "reconnect_p95_ms",
 			"message_latency_p50_ms", "message_latency_p95_ms", "message_latency_p99_ms", "message_latency_mean_ms",
@@ -299,9 +298,9 @@ func topicOf(i int) string { return fmt.Sprintf("tlab/pubsub/publisher%d", i) }
 
 // Run runs the pattern on a publisher-broker-subscriber cell.
 func (p PubSub) Run(ctx context.Context, env *Env) error {
-	ps, ok := env.Protocol.(proto.PubSub)
+	ps, ok := proto.As[proto.PubSub](env.Protocol)
 	if !ok {
-		return fmt.Errorf("pubsub: %s does not speak MQTT", env.Protocol.Name())
+		return fmt.Errorf("pubsub: %w", proto.Require(env.Protocol.Name, proto.CapPubSub))
 	}
 	pubs := env.Hosts.Group("publisher")
 	env.Note("publishers", float64(len(pubs)))
@@ -441,9 +440,9 @@ func (p PubSub) runPublisher(ctx context.Context, env *Env, ps proto.PubSub, hos
 	var c proto.PubSubClient
 	var pipe proto.PipelinedPublisher
 	if p.Pipeline {
-		pl, ok := ps.(proto.Pipeliner)
+		pl, ok := proto.As[proto.Pipeliner](env.Protocol)
 		if !ok {
-			return fail(results.Record{Seq: 0, Warmup: true, ReqBytes: p.Size}, fmt.Errorf("%s cannot pipeline", env.Protocol.Name()))
+			return fail(results.Record{Seq: 0, Warmup: true, ReqBytes: p.Size}, fmt.Errorf("%s cannot pipeline", env.Protocol.Name))
 		}
 		if pipe, err = pl.NewPipelinedPublisher(env.Hosts.Net(host), addr, env.Settings, opts); err != nil {
 			return fail(results.Record{Seq: 0, Warmup: true, ReqBytes: p.Size}, err)

@@ -11,6 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"tlab/internal/dns"
 	"tlab/internal/metrics"
 	"tlab/internal/proto"
 	"tlab/internal/results"
@@ -168,16 +169,7 @@ func (u Upload) Info() Info {
 			{Name: "upload_size", Value: float64(u.Size)},
 		},
 		Roles: ClientServerRoles,
-		Accepts: func(protocol string) error {
-			p, err := proto.Lookup(protocol)
-			if err != nil {
-				return err
-			}
-			if _, ok := p.(proto.Fetcher); !ok {
-				return fmt.Errorf("upload makes one request per connection as curl does: %s cannot (use h1, h1s, h2 or h3)", protocol)
-			}
-			return nil
-		},
+		Needs: proto.CapFetch,
 		Metrics: []string{"requests", "errors", "response_time_mean_ms", "response_time_std_ms", "response_time_p50_ms",
 			"e2e_mean_ms", "e2e_std_ms", "e2e_p50_ms", "e2e_p95_ms", "delay_p50_ci_low_ms", "delay_p50_ci_high_ms", "delay_p95_ci_low_ms", "delay_p95_ci_high_ms", "e2e_outliers",
 			"time_namelookup_mean_ms", "time_connect_mean_ms", "time_appconnect_mean_ms", "time_pretransfer_mean_ms", "time_starttransfer_mean_ms", "time_total_mean_ms",
@@ -192,9 +184,9 @@ func (u Upload) Info() Info {
 // Run makes the uploads on a client-server cell: a name server on the
 // server's host when Resolve is dns, then one request at a time.
 func (u Upload) Run(ctx context.Context, env *Env) error {
-	f, ok := env.Protocol.(proto.Fetcher)
+	f, ok := proto.As[proto.Fetcher](env.Protocol)
 	if !ok {
-		return fmt.Errorf("upload: %s cannot make one request per connection; use h1, h1s, h2 or h3", env.Protocol.Name())
+		return fmt.Errorf("upload: %w", proto.Require(env.Protocol.Name, proto.CapFetch))
 	}
 	stop, err := StartServer(env)
 	if err != nil {
@@ -208,11 +200,11 @@ func (u Upload) Run(ctx context.Context, env *Env) error {
 	client := env.Hosts.Net("client")
 	target := u.Target(client, serverIP)
 	if u.Resolve == "dns" {
-		dns, err := proto.ServeDNS(env.Hosts.Net("server"), map[string]net.IP{proto.ServerName: serverIP})
+		names, err := dns.Serve(env.Hosts.Net("server"), map[string]net.IP{proto.ServerName: serverIP})
 		if err != nil {
 			return err
 		}
-		defer dns.Close()
+		defer names.Close()
 	}
 	env.StartWindow()
 	clock, err := newClock()
@@ -246,7 +238,7 @@ func (u Upload) Target(client proto.Net, serverIP net.IP) proto.Target {
 	if u.Resolve == "dns" {
 		t.Host = proto.ServerName
 		t.Resolve = func(ctx context.Context, host string) (net.IP, error) {
-			return proto.LookupA(ctx, client, serverIP, host)
+			return dns.LookupA(ctx, client, serverIP, host)
 		}
 	}
 	return t

@@ -63,10 +63,13 @@ type Info struct {
 	// Plots are the plot kinds (see tlab plots) that suit the workload's
 	// records and summaries, in the order a report shows them.
 	Plots []string
-	// Accepts says whether the workload can run over the named protocol
-	// (nil: any request/response protocol); the scenario refuses the
+	// Needs is the capability a protocol must have to run the workload
+	// (the zero value: request/response); the scenario refuses the
 	// others where they are listed.
-	Accepts func(protocol string) error
+	Needs proto.Capability
+	// Check, when set, refuses a capable protocol for the workload's own
+	// reasons (a broker that cannot speak it), before anything runs.
+	Check func(stack *proto.Stack) error
 	// Describe is one line for the top of the terminal table.
 	Describe string
 }
@@ -80,10 +83,26 @@ func (i Info) PlanOn(rtt time.Duration) time.Duration {
 	return i.Planned
 }
 
+// Accepts says why the workload cannot run over the named protocol: it
+// lacks the capability the workload needs, or the workload's own Check
+// refuses it. nil when it can.
+func (i Info) Accepts(protocol string) error {
+	if err := proto.Require(protocol, i.Needs); err != nil {
+		return err
+	}
+	if i.Check != nil {
+		stack, _ := proto.Lookup(protocol)
+		return i.Check(stack)
+	}
+	return nil
+}
+
 // Env is what a workload runs against: the cell's hosts, the protocol and
 // its settings, and the hooks through which it reports.
 type Env struct {
-	Protocol proto.Protocol
+	// Protocol is the cell's stack; it has the capability Info().Needs
+	// (proto.As gives the implementation).
+	Protocol *proto.Stack
 	Settings proto.Settings
 	Hosts    Hosts
 	// Emit passes one record on. It is safe for concurrent use.
@@ -140,6 +159,16 @@ type Type struct {
 	Decode func(file string, node *yaml.Node, c Common) (Workload, error) `json:"-"`
 }
 
+// Needs is the capability the type needs of a protocol, as its defaults
+// configure it.
+func (t Type) Needs() (proto.Capability, error) {
+	w, err := t.Decode("defaults", &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}, Common{Count: 1})
+	if err != nil {
+		return "", fmt.Errorf("workload %s with its defaults: %w", t.Name, err)
+	}
+	return w.Info().Needs.Or(), nil
+}
+
 // types holds the registered workload types.
 var types = map[string]Type{}
 
@@ -184,18 +213,6 @@ func Types() []Type {
 // and as much memory. Study A's longest cell (an hour at 5 ms) has 720 000.
 const MaxRecordsPerCell = 1_000_000
 
-// RequestResponse accepts the protocols that exchange requests and
-// responses (not those that only carry frames).
-func RequestResponse(protocol string) error {
-	if proto.FramesOnly(protocol) {
-		return fmt.Errorf("%s only carries frames (workload frames)", protocol)
-	}
-	if proto.IsPubSub(protocol) {
-		return fmt.Errorf("%s only publishes and subscribes (workload pubsub)", protocol)
-	}
-	return nil
-}
-
 // ServerPort is where a client-server workload's server listens.
 const ServerPort = 4433
 
@@ -205,7 +222,11 @@ var ClientServerRoles = []string{"client", "server"}
 // StartServer starts the protocol's server on the host playing role
 // server; the returned function stops it.
 func StartServer(env *Env) (stop func() error, err error) {
-	srv, err := env.Protocol.Serve(env.Hosts.Net("server"), ServerPort, env.Settings)
+	ex, ok := proto.As[proto.Exchanger](env.Protocol)
+	if !ok {
+		return nil, proto.Require(env.Protocol.Name, proto.CapRequestResponse)
+	}
+	srv, err := ex.Serve(env.Hosts.Net("server"), ServerPort, env.Settings)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -220,9 +241,13 @@ func NewClient(ctx context.Context, env *Env) (proto.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	ex, ok := proto.As[proto.Exchanger](env.Protocol)
+	if !ok {
+		return nil, proto.Require(env.Protocol.Name, proto.CapRequestResponse)
+	}
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	c, err := env.Protocol.NewClient(dctx, env.Hosts.Net("client"), net.JoinHostPort(ip.String(), strconv.Itoa(ServerPort)), env.Settings)
+	c, err := ex.NewClient(dctx, env.Hosts.Net("client"), net.JoinHostPort(ip.String(), strconv.Itoa(ServerPort)), env.Settings)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}

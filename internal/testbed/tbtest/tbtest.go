@@ -7,10 +7,12 @@ package tbtest
 import (
 	"os"
 	"testing"
+	"time"
 
 	"tlab/internal/emu"
 	"tlab/internal/hostnoise"
 	"tlab/internal/testbed"
+	"tlab/internal/units"
 )
 
 // Main runs the tests of a package whose tests build testbeds. Call it from
@@ -32,4 +34,19 @@ func RequirePrivileges(t testing.TB) {
 		}
 		t.Skip(err)
 	}
+}
+
+// ClientServer builds a client and a server joined by a link of oneWay
+// delay each way, closed when the test ends; it skips (or fails in CI)
+// without the privileges.
+func ClientServer(t testing.TB, oneWay time.Duration) *testbed.Testbed {
+	t.Helper()
+	RequirePrivileges(t)
+	d := emu.DirectionConfig{Delay: units.Duration(oneWay)}
+	tb, err := testbed.Build(testbed.ClientServer(emu.LinkConfig{Up: d, Down: d}), testbed.Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tb.Close() })
+	return tb
 }

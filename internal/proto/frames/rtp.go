@@ -1,4 +1,4 @@
-package proto
+package frames
 
 import (
 	"context"
@@ -8,13 +8,14 @@ import (
 	"net"
 	"sync"
 	"time"
+	"tlab/internal/proto"
 
 	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
 )
 
 func init() {
-	register("rtp", func() Protocol { return rtpFrames{} })
+	proto.Register(proto.Registration{Name: "rtp", Doc: "frames as RTP over UDP (pion), with RTCP sender reports", Impl: rtpFrames{}})
 }
 
 // rtpFrames carries frames as RTP over UDP (RFC 3550), packetised by pion:
@@ -29,7 +30,7 @@ func init() {
 // belongs to and when the frame is whole, whichever packets are lost; a
 // frame whose packets do not all arrive within the reassembly timeout is
 // lost.
-type rtpFrames struct{ framesOnly }
+type rtpFrames struct{}
 
 func (rtpFrames) Name() string { return "rtp" }
 
@@ -69,7 +70,7 @@ type rtpServer struct {
 	base      time.Time
 }
 
-func (rtpFrames) ServeFrames(n Net, port int, _ Settings, o FrameOptions, onFrame func(FrameArrival) int) (io.Closer, error) {
+func (rtpFrames) ServeFrames(n proto.Net, port int, _ proto.Settings, o proto.FrameOptions, onFrame func(proto.FrameArrival) int) (io.Closer, error) {
 	udp, err := n.ListenUDP(&net.UDPAddr{Port: port})
 	if err != nil {
 		return nil, err
@@ -80,7 +81,7 @@ func (rtpFrames) ServeFrames(n Net, port int, _ Settings, o FrameOptions, onFram
 		return nil, err
 	}
 	s := &rtpServer{udp: udp, rtcpConn: rc, done: make(chan struct{}), base: time.Now()}
-	s.re = newReassembler(o.ReassemblyTimeout, func(a FrameArrival) {
+	s.re = newReassembler(o.ReassemblyTimeout, func(a proto.FrameArrival) {
 		if size := onFrame(a); size > 0 && a.Complete {
 			s.mu.Lock()
 			peer := s.peer
@@ -92,7 +93,7 @@ func (rtpFrames) ServeFrames(n Net, port int, _ Settings, o FrameOptions, onFram
 	})
 	go s.serveRTP()
 	go s.serveRTCP()
-	return closerFunc(func() error {
+	return proto.CloserFunc(func() error {
 		err := udp.Close()
 		rc.Close()
 		<-s.done
@@ -124,7 +125,7 @@ func (s *rtpServer) serveRTP() {
 			continue
 		}
 		id, length := binary.BigEndian.Uint32(ext[0:4]), int(binary.BigEndian.Uint32(ext[4:8]))
-		s.re.add(id, int(p.SequenceNumber), len(p.Payload), Packet{Hash: HashBytes(d), At: at, Size: n},
+		s.re.add(id, int(p.SequenceNumber), len(p.Payload), proto.Packet{Hash: proto.HashBytes(d), At: at, Size: n},
 			func(_, bytes int) bool { return bytes >= length })
 	}
 }
@@ -181,7 +182,7 @@ type rtpClient struct {
 	server, rtcpS *net.UDPAddr
 	pk            rtp.Packetizer
 	samples       uint32
-	results       chan FrameResult
+	results       chan proto.FrameResult
 	done          chan struct{}
 	stop          chan struct{}
 
@@ -190,7 +191,7 @@ type rtpClient struct {
 	lastTS         uint32
 }
 
-func (rtpFrames) DialFrames(_ context.Context, n Net, addr string, _ Settings, o FrameOptions) (FrameClient, error) {
+func (rtpFrames) DialFrames(_ context.Context, n proto.Net, addr string, _ proto.Settings, o proto.FrameOptions) (proto.FrameClient, error) {
 	udp, server, err := udpTowards(n, addr)
 	if err != nil {
 		return nil, err
@@ -207,7 +208,7 @@ func (rtpFrames) DialFrames(_ context.Context, n Net, addr string, _ Settings, o
 	c := &rtpClient{udp: udp, rtcpConn: rc, server: server, rtcpS: &net.UDPAddr{IP: server.IP, Port: server.Port + 1},
 		// The extension takes 12 bytes of each packet's room.
 		pk:      rtp.NewPacketizer(rtpMTU-12, rtpPayloadType, rtpSSRC, rawPayloader{}, rtp.NewFixedSequencer(0), rtpClockRate),
-		samples: uint32(math.Round(rtpClockRate / fps)), results: make(chan FrameResult, 4096), done: make(chan struct{}), stop: make(chan struct{})}
+		samples: uint32(math.Round(rtpClockRate / fps)), results: make(chan proto.FrameResult, 4096), done: make(chan struct{}), stop: make(chan struct{})}
 	go readResults(udp, c.results, c.done)
 	go c.senderReports()
 	go func() { // receiver reports: read and drop (the server's view)
@@ -248,14 +249,14 @@ func ntpTime(t time.Time) uint64 {
 	return secs<<32 | frac
 }
 
-func (c *rtpClient) Send(id uint32, payload []byte) ([]Packet, error) {
+func (c *rtpClient) Send(id uint32, payload []byte) ([]proto.Packet, error) {
 	var ext [8]byte
 	binary.BigEndian.PutUint32(ext[0:4], id)
 	binary.BigEndian.PutUint32(ext[4:8], uint32(len(payload)))
 	c.mu.Lock()
 	pkts := c.pk.Packetize(payload, c.samples)
 	c.mu.Unlock()
-	var sent []Packet
+	var sent []proto.Packet
 	for _, p := range pkts {
 		if err := p.SetExtension(rtpFrameExtID, ext[:]); err != nil {
 			return sent, err
@@ -264,11 +265,11 @@ func (c *rtpClient) Send(id uint32, payload []byte) ([]Packet, error) {
 		if err != nil {
 			return sent, err
 		}
-		h, at := HashBytes(b), time.Now()
+		h, at := proto.HashBytes(b), time.Now()
 		if _, err := c.udp.WriteToUDP(b, c.server); err != nil {
 			return sent, err
 		}
-		sent = append(sent, Packet{Hash: h, At: at, Size: len(b)})
+		sent = append(sent, proto.Packet{Hash: h, At: at, Size: len(b)})
 		c.mu.Lock()
 		c.packets++
 		c.bytes += uint32(len(p.Payload))
@@ -278,7 +279,7 @@ func (c *rtpClient) Send(id uint32, payload []byte) ([]Packet, error) {
 	return sent, nil
 }
 
-func (c *rtpClient) Results() <-chan FrameResult { return c.results }
+func (c *rtpClient) Results() <-chan proto.FrameResult { return c.results }
 
 func (c *rtpClient) Close() error {
 	close(c.stop)

@@ -1,16 +1,14 @@
-package proto
+package mqtt
 
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
-	"io"
 	"net"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+	"tlab/internal/proto"
 
 	"github.com/quic-go/quic-go"
 )
@@ -29,9 +27,9 @@ import (
 // Paho's Go libraries, 3.1.1 and 5.0), which run over the net.Conn that the
 // transport gives them.
 func init() {
-	register("mqtt-tcp", func() Protocol { return mqttProto{transport: mqttTCP} }, "tcp_congestion", "mqtt_version")
-	register("mqtt-tls", func() Protocol { return mqttProto{transport: mqttTLS} }, "tls_version", "key_exchange", "resumption", "tcp_congestion", "mqtt_version")
-	register("mqtt-quic", func() Protocol { return mqttProto{transport: mqttQUIC} }, "key_exchange", "resumption", "zero_rtt", "mqtt_version")
+	proto.Register(proto.Registration{Name: "mqtt-tcp", Doc: "MQTT (3.1.1, or 5.0 with settings.mqtt_version) over TCP, port 1883: Eclipse Paho clients, a mochi-mqtt or Mosquitto broker", Options: []string{"tcp_congestion", "mqtt_version"}, Impl: mqttProto{transport: mqttTCP}})
+	proto.Register(proto.Registration{Name: "mqtt-tls", Doc: "MQTT over TLS 1.3 (or 1.2), ALPN mqtt, port 8883", Options: []string{"tls_version", "key_exchange", "resumption", "tcp_congestion", "mqtt_version"}, Impl: mqttProto{transport: mqttTLS}})
+	proto.Register(proto.Registration{Name: "mqtt-quic", Doc: "MQTT on one client-initiated bidirectional QUIC stream per connection, ALPN mqtt, port 14567 (EMQX's mapping); a reconnect sends its CONNECT as 0-RTT data with settings.zero_rtt", Options: []string{"key_exchange", "resumption", "zero_rtt", "mqtt_version"}, Impl: mqttProto{transport: mqttQUIC}})
 }
 
 // MQTT transports.
@@ -44,79 +42,9 @@ const (
 // ALPNMQTT is the ALPN of MQTT over TLS and QUIC (EMQX, HiveMQ, Mosquitto).
 const ALPNMQTT = "mqtt"
 
-// PubSub is a publish/subscribe stack: MQTT over a transport, through a
-// broker. The request/response methods of a PubSub protocol fail: it only
-// serves the pubsub workload.
-type PubSub interface {
-	// StartBroker starts a broker of the given kind (BrokerEmbedded or
-	// BrokerMosquitto) in host n, listening on port.
-	StartBroker(n Net, port int, s Settings, kind string) (io.Closer, error)
-	// NewPubSubClient makes a client in host n for the broker at addr
-	// ("ip:port"); it connects when Connect is called, and again at each
-	// Connect after a Disconnect, keeping its TLS session cache.
-	NewPubSubClient(n Net, addr string, s Settings, o PubSubOptions) (PubSubClient, error)
-	// DefaultPort is the transport's customary broker port.
-	DefaultPort() int
-}
-
-// Broker kinds.
-const (
-	BrokerEmbedded  = "embedded"
-	BrokerMosquitto = "mosquitto"
-)
-
-// PubSubOptions configure one MQTT client.
-type PubSubOptions struct {
-	ClientID string
-	// KeepAlive is MQTT's keep-alive interval (the broker drops a client
-	// silent for 1.5 times as long).
-	KeepAlive time.Duration
-	// OnMessage is called for each message the client receives, in order,
-	// with the time it arrived.
-	OnMessage func(topic string, payload []byte, at time.Time)
-}
-
-// PubSubClient is one MQTT client.
-type PubSubClient interface {
-	// Connect opens a transport connection and an MQTT session on it
-	// (CONNECT, CONNACK), and says what the set-up cost.
-	Connect(ctx context.Context) (ConnSetup, error)
-	// Subscribe subscribes to topic (a filter) at qos and waits for the
-	// SUBACK.
-	Subscribe(ctx context.Context, topic string, qos byte) error
-	// Publish sends one message and returns when its QoS flow allows: at
-	// once for QoS 0, at the PUBACK for 1, at the PUBCOMP for 2.
-	Publish(ctx context.Context, topic string, qos byte, payload []byte) error
-	// Disconnect sends DISCONNECT and closes the connection.
-	Disconnect() error
-	// Connections is the number of transport connections opened so far.
-	Connections() int
-}
-
-// ConnSetup is what one connection's set-up cost.
-type ConnSetup struct {
-	// Start is when Connect began; Connect (TCP's handshake), Handshake
-	// (TLS or QUIC) and Session (CONNECT to CONNACK) its phases.
-	Start                       time.Time
-	Connect, Handshake, Session time.Duration
-	// Resumed tells whether TLS resumed a session; EarlyData whether QUIC
-	// sent 0-RTT data (the CONNECT) and the server accepted it.
-	Resumed, EarlyData bool
-	// ConnID numbers the client's connections from 1.
-	ConnID int
-}
-
 type mqttProto struct{ transport string }
 
 func (m mqttProto) Name() string { return "mqtt-" + m.transport }
-
-func (m mqttProto) Serve(Net, int, Settings) (io.Closer, error) { return nil, ErrPubSubOnly }
-func (m mqttProto) NewClient(context.Context, Net, string, Settings) (Client, error) {
-	return nil, ErrPubSubOnly
-}
-
-// ErrPubSubOnly is returned by the request/response methods of MQTT.
-var ErrPubSubOnly = errors.New("MQTT only publishes and subscribes (workload pubsub)")
 
 // DefaultPort is the customary broker port of the transport.
 func (m mqttProto) DefaultPort() int {
@@ -129,33 +57,18 @@ func (m mqttProto) DefaultPort() int {
 	return 1883
 }
 
-// IsPubSub tells whether the named protocol is a PubSub stack.
-func IsPubSub(name string) bool {
-	f, ok := constructors[name]
-	if !ok {
-		return false
-	}
-	_, is := f().(PubSub)
-	return is
-}
-
-// Exchanges tells whether the named protocol carries request/response
-// exchanges (Protocol.Serve and NewClient work): not one that only carries
-// frames, nor MQTT, which only publishes and subscribes.
-func Exchanges(name string) bool { return !FramesOnly(name) && !IsPubSub(name) }
-
 // listen opens the transport's listener; every accepted net.Conn carries
 // one client's MQTT byte stream.
-func (m mqttProto) listen(n Net, port int, s Settings) (net.Listener, error) {
+func (m mqttProto) listen(n proto.Net, port int, s proto.Settings) (net.Listener, error) {
 	switch m.transport {
 	case mqttTCP:
-		return listenTCP(n, port, s)
+		return proto.ListenTCP(n, port, s)
 	case mqttTLS:
-		ln, err := listenTCP(n, port, s)
+		ln, err := proto.ListenTCP(n, port, s)
 		if err != nil {
 			return nil, err
 		}
-		return tls.NewListener(ln, s.serverTLS(ALPNMQTT)), nil
+		return tls.NewListener(ln, s.ServerTLS(ALPNMQTT)), nil
 	default:
 		return listenQUICStreams(n, port, s)
 	}
@@ -165,23 +78,23 @@ func (m mqttProto) listen(n Net, port int, s Settings) (net.Listener, error) {
 // session cache (and QUIC's address tokens) between them.
 type mqttDialer struct {
 	proto mqttProto
-	n     Net
+	n     proto.Net
 	addr  string
-	s     Settings
+	s     proto.Settings
 	tls   *tls.Config
 	qconf *quic.Config
-	qlogs *qlogFiles
+	qlogs *proto.QlogFiles
 	conns atomic.Int32
 }
 
-func (m mqttProto) newDialer(n Net, addr string, s Settings) *mqttDialer {
+func (m mqttProto) newDialer(n proto.Net, addr string, s proto.Settings) *mqttDialer {
 	d := &mqttDialer{proto: m, n: n, addr: addr, s: s}
 	switch m.transport {
 	case mqttTLS:
-		d.tls = s.clientTLS(ALPNMQTT)
+		d.tls = s.ClientTLS(ALPNMQTT)
 	case mqttQUIC:
-		d.tls = quicTLS(s.clientTLS(ALPNMQTT))
-		d.qconf, d.qlogs = quicConfig(s)
+		d.tls = proto.QUICTLS(s.ClientTLS(ALPNMQTT))
+		d.qconf, d.qlogs = proto.QUICConfig(s)
 		d.qconf.TokenStore = quic.NewLRUTokenStore(4, 4)
 	}
 	return d
@@ -191,14 +104,14 @@ func (m mqttProto) newDialer(n Net, addr string, s Settings) *mqttDialer {
 // open, before the handshake ends when 0-RTT is possible; finish then
 // waits for the handshake and fills in its phase and whether 0-RTT and
 // resumption happened.
-func (d *mqttDialer) dial(ctx context.Context, setup *ConnSetup) (c net.Conn, finish func(), err error) {
+func (d *mqttDialer) dial(ctx context.Context, setup *proto.ConnSetup) (c net.Conn, finish func(), err error) {
 	setup.ConnID = int(d.conns.Add(1))
 	switch d.proto.transport {
 	case mqttTCP:
-		c, setup.Connect, err = dialTCP(ctx, d.n, d.addr, d.s)
+		c, setup.Connect, err = proto.DialTCP(ctx, d.n, d.addr, d.s)
 		return c, func() {}, err
 	case mqttTLS:
-		raw, connect, err := dialTCP(ctx, d.n, d.addr, d.s)
+		raw, connect, err := proto.DialTCP(ctx, d.n, d.addr, d.s)
 		setup.Connect = connect
 		if err != nil {
 			return nil, nil, err
@@ -213,7 +126,7 @@ func (d *mqttDialer) dial(ctx context.Context, setup *ConnSetup) (c net.Conn, fi
 		return tc, func() {}, nil
 	}
 	t0 := time.Now()
-	conn, udp, err := dialQUIC(ctx, d.n, d.addr, d.tls, d.qconf, d.s.ZeroRTT)
+	conn, udp, err := proto.DialQUIC(ctx, d.n, d.addr, d.tls, d.qconf, d.s.ZeroRTT)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -250,7 +163,7 @@ type quicStreamConn struct {
 	*quic.Stream
 	conn  *quic.Conn
 	udp   *net.UDPConn // the client's own socket; nil on the server
-	qlogs *qlogFiles
+	qlogs *proto.QlogFiles
 	once  sync.Once
 }
 
@@ -280,7 +193,7 @@ func (q *quicStreamConn) Close() error {
 type quicStreamListener struct {
 	ln     *quic.EarlyListener
 	udp    *net.UDPConn
-	qlogs  *qlogFiles
+	qlogs  *proto.QlogFiles
 	conns  chan net.Conn
 	done   chan struct{}
 	once   sync.Once
@@ -288,8 +201,8 @@ type quicStreamListener struct {
 	closed error
 }
 
-func listenQUICStreams(n Net, port int, s Settings) (net.Listener, error) {
-	ln, udp, qlogs, err := listenEarly(n, port, s, ALPNMQTT)
+func listenQUICStreams(n proto.Net, port int, s proto.Settings) (net.Listener, error) {
+	ln, udp, qlogs, err := proto.ListenEarly(n, port, s, ALPNMQTT)
 	if err != nil {
 		return nil, err
 	}
@@ -346,6 +259,3 @@ func (l *quicStreamListener) Close() error {
 }
 
 func (l *quicStreamListener) Addr() net.Addr { return l.udp.LocalAddr() }
-
-// hostPort joins an address and a port.
-func hostPort(ip string, port int) string { return net.JoinHostPort(ip, strconv.Itoa(port)) }

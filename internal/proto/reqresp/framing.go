@@ -1,4 +1,4 @@
-package proto
+package reqresp
 
 import (
 	"bufio"
@@ -8,6 +8,7 @@ import (
 	"io"
 	"sync"
 	"time"
+	"tlab/internal/proto"
 )
 
 // The stream protocols (tcp, tls, quic, quic-streams) carry each request as
@@ -20,7 +21,7 @@ const (
 	responseHeader = 4
 	// maxMessage bounds a message so a corrupted header cannot make a
 	// server allocate without limit.
-	maxMessage = MaxMessage
+	maxMessage = proto.MaxMessage
 )
 
 // payloadPool holds zero-filled buffers for payloads.

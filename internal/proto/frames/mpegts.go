@@ -1,4 +1,4 @@
-package proto
+package frames
 
 import (
 	"bytes"
@@ -10,12 +10,13 @@ import (
 	"net"
 	"sync"
 	"time"
+	"tlab/internal/proto"
 
 	"github.com/asticode/go-astits"
 )
 
 func init() {
-	register("mpegts", func() Protocol { return mpegtsFrames{} })
+	proto.Register(proto.Registration{Name: "mpegts", Doc: "frames as MPEG-TS over UDP (go-astits), 7 TS packets per datagram", Impl: mpegtsFrames{}})
 }
 
 // mpegtsFrames carries frames as an MPEG transport stream over UDP, muxed
@@ -27,7 +28,7 @@ func init() {
 // interval of latency). The frame's first PES starts with [id 4][length 4]
 // so the server knows when it is whole; it parses the TS packets itself.
 // Results go back as small application datagrams.
-type mpegtsFrames struct{ framesOnly }
+type mpegtsFrames struct{}
 
 func (mpegtsFrames) Name() string { return "mpegts" }
 
@@ -56,13 +57,13 @@ type tsFrame struct {
 	known  bool
 }
 
-func (mpegtsFrames) ServeFrames(n Net, port int, _ Settings, o FrameOptions, onFrame func(FrameArrival) int) (io.Closer, error) {
+func (mpegtsFrames) ServeFrames(n proto.Net, port int, _ proto.Settings, o proto.FrameOptions, onFrame func(proto.FrameArrival) int) (io.Closer, error) {
 	udp, err := n.ListenUDP(&net.UDPAddr{Port: port})
 	if err != nil {
 		return nil, err
 	}
 	s := &tsServer{udp: udp, frames: map[int64]*tsFrame{}, done: make(chan struct{}), cur: -1}
-	s.re = newReassembler(o.ReassemblyTimeout, func(a FrameArrival) {
+	s.re = newReassembler(o.ReassemblyTimeout, func(a proto.FrameArrival) {
 		if size := onFrame(a); size > 0 && a.Complete {
 			s.mu.Lock()
 			peer := s.peer
@@ -73,7 +74,7 @@ func (mpegtsFrames) ServeFrames(n Net, port int, _ Settings, o FrameOptions, onF
 		}
 	})
 	go s.serve()
-	return closerFunc(func() error {
+	return proto.CloserFunc(func() error {
 		err := udp.Close()
 		<-s.done
 		s.re.close()
@@ -116,7 +117,7 @@ func (s *tsServer) serve() {
 		}
 		s.mu.Unlock()
 		if known {
-			s.re.add(id, dg, payload, Packet{Hash: HashBytes(d), At: at, Size: n}, func(_, bytes int) bool { return bytes >= length })
+			s.re.add(id, dg, payload, proto.Packet{Hash: proto.HashBytes(d), At: at, Size: n}, func(_, bytes int) bool { return bytes >= length })
 		}
 	}
 }
@@ -167,11 +168,11 @@ type tsClient struct {
 	out     bytes.Buffer
 	ticks   int64 // 90 kHz per frame
 	mu      sync.Mutex
-	results chan FrameResult
+	results chan proto.FrameResult
 	done    chan struct{}
 }
 
-func (mpegtsFrames) DialFrames(_ context.Context, n Net, addr string, _ Settings, o FrameOptions) (FrameClient, error) {
+func (mpegtsFrames) DialFrames(_ context.Context, n proto.Net, addr string, _ proto.Settings, o proto.FrameOptions) (proto.FrameClient, error) {
 	udp, server, err := udpTowards(n, addr)
 	if err != nil {
 		return nil, err
@@ -180,7 +181,7 @@ func (mpegtsFrames) DialFrames(_ context.Context, n Net, addr string, _ Settings
 	if fps <= 0 {
 		fps = 30
 	}
-	c := &tsClient{udp: udp, server: server, ticks: int64(math.Round(90000 / fps)), results: make(chan FrameResult, 4096), done: make(chan struct{})}
+	c := &tsClient{udp: udp, server: server, ticks: int64(math.Round(90000 / fps)), results: make(chan proto.FrameResult, 4096), done: make(chan struct{})}
 	c.mx = astits.NewMuxer(context.Background(), &c.out)
 	if err := c.mx.AddElementaryStream(astits.PMTElementaryStream{ElementaryPID: tsPID, StreamType: astits.StreamTypePrivateData}); err != nil {
 		udp.Close()
@@ -191,7 +192,7 @@ func (mpegtsFrames) DialFrames(_ context.Context, n Net, addr string, _ Settings
 	return c, nil
 }
 
-func (c *tsClient) Send(id uint32, payload []byte) ([]Packet, error) {
+func (c *tsClient) Send(id uint32, payload []byte) ([]proto.Packet, error) {
 	frame := make([]byte, 8+len(payload))
 	binary.BigEndian.PutUint32(frame[0:4], id)
 	binary.BigEndian.PutUint32(frame[4:8], uint32(len(payload)))
@@ -217,19 +218,19 @@ func (c *tsClient) Send(id uint32, payload []byte) ([]Packet, error) {
 		}
 	}
 	ts := c.out.Bytes()
-	var sent []Packet
+	var sent []proto.Packet
 	for off := 0; off < len(ts); off += tsPacket * tsPerDatagram {
 		d := ts[off:min(off+tsPacket*tsPerDatagram, len(ts))]
-		h, at := HashBytes(d), time.Now()
+		h, at := proto.HashBytes(d), time.Now()
 		if _, err := c.udp.WriteToUDP(d, c.server); err != nil {
 			return sent, err
 		}
-		sent = append(sent, Packet{Hash: h, At: at, Size: len(d)})
+		sent = append(sent, proto.Packet{Hash: h, At: at, Size: len(d)})
 	}
 	return sent, nil
 }
 
-func (c *tsClient) Results() <-chan FrameResult { return c.results }
+func (c *tsClient) Results() <-chan proto.FrameResult { return c.results }
 
 func (c *tsClient) Close() error {
 	err := c.udp.Close()

@@ -1,4 +1,4 @@
-package proto
+package mqtt
 
 import (
 	"bytes"
@@ -16,39 +16,32 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"tlab/internal/proto"
 
 	mochi "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/hooks/auth"
 	"github.com/mochi-mqtt/server/v2/listeners"
 )
 
-// ProcessHost is a host that can run a program in its network (the
-// testbed's hosts can): Mosquitto runs that way.
-type ProcessHost interface {
-	// StartProcess starts cmd in the host and returns at once; stop ends
-	// it (and waits), done is closed when it has ended by itself or not.
-	StartProcess(cmd *exec.Cmd) (stop func() error, done <-chan struct{}, err error)
-}
-
 // StartBroker starts the broker of the given kind in host n on port.
-func (m mqttProto) StartBroker(n Net, port int, s Settings, kind string) (io.Closer, error) {
+func (m mqttProto) StartBroker(n proto.Net, port int, s proto.Settings, kind string) (io.Closer, error) {
 	switch kind {
-	case BrokerEmbedded, "":
+	case proto.BrokerEmbedded, "":
 		return m.startMochi(n, port, s)
-	case BrokerMosquitto:
+	case proto.BrokerMosquitto:
 		return m.startMosquitto(n, port, s)
 	}
-	return nil, fmt.Errorf("broker %q: want %s or %s", kind, BrokerEmbedded, BrokerMosquitto)
+	return nil, fmt.Errorf("broker %q: want %s or %s", kind, proto.BrokerEmbedded, proto.BrokerMosquitto)
 }
 
-// CheckBroker tells whether the named protocol can use a broker of kind on
-// this machine, so that a scenario is refused before it runs.
-func CheckBroker(protocol, kind string) error {
+// CheckBroker tells whether the stack can use a broker of kind on this
+// machine, so that a scenario is refused before it runs.
+func (m mqttProto) CheckBroker(kind string) error {
 	switch kind {
-	case BrokerEmbedded, "":
+	case proto.BrokerEmbedded, "":
 		return nil
-	case BrokerMosquitto:
-		if protocol == "mqtt-quic" {
+	case proto.BrokerMosquitto:
+		if m.transport == mqttQUIC {
 			return errors.New("mosquitto speaks MQTT over TCP and TLS, not QUIC: use broker embedded for mqtt-quic")
 		}
 		if _, err := exec.LookPath("mosquitto"); err != nil {
@@ -56,7 +49,7 @@ func CheckBroker(protocol, kind string) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("broker %q: want %s or %s", kind, BrokerEmbedded, BrokerMosquitto)
+	return fmt.Errorf("broker %q: want %s or %s", kind, proto.BrokerEmbedded, proto.BrokerMosquitto)
 }
 
 // mochiBroker is mochi-mqtt, embedded, behind tlab's own listener.
@@ -97,7 +90,7 @@ func (l *trackingListener) closeAll() {
 	l.conns = map[net.Conn]bool{}
 }
 
-func (m mqttProto) startMochi(n Net, port int, s Settings) (io.Closer, error) {
+func (m mqttProto) startMochi(n proto.Net, port int, s proto.Settings) (io.Closer, error) {
 	raw, err := m.listen(n, port, s)
 	if err != nil {
 		return nil, fmt.Errorf("broker listener: %w", err)
@@ -151,11 +144,11 @@ type mosquittoBroker struct {
 	once sync.Once
 }
 
-func (m mqttProto) startMosquitto(n Net, port int, s Settings) (io.Closer, error) {
-	if err := CheckBroker(m.Name(), BrokerMosquitto); err != nil {
+func (m mqttProto) startMosquitto(n proto.Net, port int, s proto.Settings) (io.Closer, error) {
+	if err := m.CheckBroker(proto.BrokerMosquitto); err != nil {
 		return nil, err
 	}
-	ph, ok := n.(ProcessHost)
+	ph, ok := n.(proto.ProcessHost)
 	if !ok {
 		return nil, errors.New("mosquitto: this host cannot start programs")
 	}
@@ -187,7 +180,7 @@ func (m mqttProto) startMosquitto(n Net, port int, s Settings) (io.Closer, error
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		c, err := n.DialContext(ctx, nil, "tcp4", hostPort("127.0.0.1", port))
+		c, err := n.DialContext(ctx, nil, "tcp4", proto.HostPort("127.0.0.1", port))
 		cancel()
 		if err == nil {
 			c.Close()
@@ -220,7 +213,7 @@ func (b *mosquittoBroker) Close() error {
 // returns its configuration. TCP_NODELAY is set as Go's sockets (mochi's
 // and Paho's) set it, so that Nagle's algorithm does not hold small
 // messages back in one broker and not the other.
-func mosquittoConfig(dir string, port int, transport string, s Settings) (string, error) {
+func mosquittoConfig(dir string, port int, transport string, s proto.Settings) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# written by tlab for one cell\nper_listener_settings false\nallow_anonymous true\npersistence false\nuser root\nlog_dest stderr\nlog_type error\nlog_type warning\nset_tcp_nodelay true\nmax_inflight_messages 20\nlistener %d\n", port)
 	if transport == mqttTLS {

@@ -1,4 +1,8 @@
-package proto
+// Package dns is the name service of study B's testbed: a small server that
+// answers A queries for tlab's server name in the server's host, and the
+// stub resolver a fresh connection's lookup uses, so that the lookup crosses
+// the emulated link as curl's did.
+package dns
 
 import (
 	"context"
@@ -14,17 +18,23 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 )
 
-// DNSPort is where ServeDNS listens.
-const DNSPort = 53
+// Port is where ServeDNS listens.
+const Port = 53
 
-// DNSAttempts and DNSTimeout are the resolver's retries and the wait for
+// Attempts and Timeout are the resolver's retries and the wait for
 // each answer: glibc's "options timeout:1 attempts:3", which tlab also
 // writes into the resolv.conf it gives external clients (curl), so that a
 // lost query costs both the same.
 const (
-	DNSAttempts = 3
-	DNSTimeout  = time.Second
+	Attempts = 3
+	Timeout  = time.Second
 )
+
+// UDPHost opens UDP sockets inside one host (proto.Net and
+// *testbed.Host do).
+type UDPHost interface {
+	ListenUDP(addr *net.UDPAddr) (*net.UDPConn, error)
+}
 
 // dnsServer answers A queries for a fixed set of names.
 type dnsServer struct {
@@ -33,12 +43,12 @@ type dnsServer struct {
 	wg    sync.WaitGroup
 }
 
-// ServeDNS answers A queries for names (case-insensitive, with or without
+// Serve answers A queries for names (case-insensitive, with or without
 // the final dot) on UDP port 53 of host n: the name service a fresh
 // connection's lookup crosses the emulated link to reach, as study B's
 // curl did. Other names get NXDOMAIN; other types an empty answer.
-func ServeDNS(n Net, names map[string]net.IP) (io.Closer, error) {
-	conn, err := n.ListenUDP(&net.UDPAddr{Port: DNSPort})
+func Serve(n UDPHost, names map[string]net.IP) (io.Closer, error) {
+	conn, err := n.ListenUDP(&net.UDPAddr{Port: Port})
 	if err != nil {
 		return nil, fmt.Errorf("dns: %w", err)
 	}
@@ -109,8 +119,8 @@ func (s *dnsServer) Close() error {
 
 // LookupA asks the name server at server (port 53) from host n for name's
 // IPv4 address, as a stub resolver does: one query over UDP, retried after
-// DNSTimeout, DNSAttempts times in all.
-func LookupA(ctx context.Context, n Net, server net.IP, name string) (net.IP, error) {
+// Timeout, Attempts times in all.
+func LookupA(ctx context.Context, n UDPHost, server net.IP, name string) (net.IP, error) {
 	qname, err := dnsmessage.NewName(strings.TrimSuffix(name, ".") + ".")
 	if err != nil {
 		return nil, err
@@ -128,16 +138,16 @@ func LookupA(ctx context.Context, n Net, server net.IP, name string) (net.IP, er
 	if err != nil {
 		return nil, err
 	}
-	dst := &net.UDPAddr{IP: server, Port: DNSPort}
+	dst := &net.UDPAddr{IP: server, Port: Port}
 	buf := make([]byte, 1500)
-	for attempt := 0; attempt < DNSAttempts; attempt++ {
+	for attempt := 0; attempt < Attempts; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		if _, err := conn.WriteToUDP(query, dst); err != nil {
 			return nil, err
 		}
-		deadline := time.Now().Add(DNSTimeout)
+		deadline := time.Now().Add(Timeout)
 		if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 			deadline = d
 		}
@@ -157,7 +167,7 @@ func LookupA(ctx context.Context, n Net, server net.IP, name string) (net.IP, er
 			}
 		}
 	}
-	return nil, fmt.Errorf("no answer from %v after %d attempts", server, DNSAttempts)
+	return nil, fmt.Errorf("no answer from %v after %d attempts", server, Attempts)
 }
 
 // parseA reads an answer to query id; done is false for a datagram that

@@ -1,4 +1,4 @@
-package proto
+package mqtt
 
 import (
 	"context"
@@ -8,35 +8,40 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"tlab/internal/pki"
+	"tlab/internal/proto"
+	"tlab/internal/testbed/tbtest"
 )
+
+func TestMain(m *testing.M) { tbtest.Main(m) }
 
 // TestMQTTDeliversInOrder publishes through a real broker on the far side
 // of a 10 ms RTT link, for each MQTT transport, version and broker: every
 // message arrives once, in order, and no delivery beats the two link
 // crossings it needs.
 func TestMQTTDeliversInOrder(t *testing.T) {
-	tb := newTestbed(t, 5*time.Millisecond)
+	tb := tbtest.ClientServer(t, 5*time.Millisecond)
 	ip, _ := tb.Addr("client", "server")
-	certs, err := NewCertificates(ip)
+	certs, err := pki.NewCertificates(ip)
 	if err != nil {
 		t.Fatal(err)
 	}
 	port := 6000
 	for _, name := range []string{"mqtt-tcp", "mqtt-tls", "mqtt-quic"} {
 		for _, version := range []string{"3.1.1", "5.0"} {
-			for _, broker := range []string{BrokerEmbedded, BrokerMosquitto} {
+			for _, broker := range []string{proto.BrokerEmbedded, proto.BrokerMosquitto} {
 				port++
 				t.Run(fmt.Sprintf("%s/%s/%s", name, version, broker), func(t *testing.T) {
-					if err := CheckBroker(name, broker); err != nil {
+					stack, _ := proto.Lookup(name)
+					ps, _ := proto.As[proto.PubSub](stack)
+					if err := ps.CheckBroker(broker); err != nil {
 						if _, lookErr := exec.LookPath("mosquitto"); lookErr != nil || name == "mqtt-quic" {
 							t.Skip(err)
 						}
 						t.Fatal(err)
 					}
-					s := DefaultSettings()
+					s := proto.DefaultSettings()
 					s.Certs, s.MQTTVersion, s.ZeroRTT = certs, version, true
-					p, _ := Lookup(name)
-					ps := p.(PubSub)
 					b, err := ps.StartBroker(tb.Host("server"), port, s, broker)
 					if err != nil {
 						t.Fatal(err)
@@ -44,11 +49,11 @@ func TestMQTTDeliversInOrder(t *testing.T) {
 					defer b.Close()
 					ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 					defer cancel()
-					addr := hostPort(ip.String(), port)
+					addr := proto.HostPort(ip.String(), port)
 					var mu sync.Mutex
 					var got []string
 					var at []time.Time
-					sub, err := ps.NewPubSubClient(tb.Host("client"), addr, s, PubSubOptions{ClientID: "sub", OnMessage: func(_ string, payload []byte, t time.Time) {
+					sub, err := ps.NewPubSubClient(tb.Host("client"), addr, s, proto.PubSubOptions{ClientID: "sub", OnMessage: func(_ string, payload []byte, t time.Time) {
 						mu.Lock()
 						got, at = append(got, string(payload)), append(at, t)
 						mu.Unlock()
@@ -63,11 +68,11 @@ func TestMQTTDeliversInOrder(t *testing.T) {
 					if err := sub.Subscribe(ctx, "t/1", 1); err != nil {
 						t.Fatal(err)
 					}
-					pub, err := ps.NewPubSubClient(tb.Host("client"), addr, s, PubSubOptions{ClientID: "pub"})
+					pub, err := ps.NewPubSubClient(tb.Host("client"), addr, s, proto.PubSubOptions{ClientID: "pub"})
 					if err != nil {
 						t.Fatal(err)
 					}
-					var setups []ConnSetup
+					var setups []proto.ConnSetup
 					const n = 10
 					sent := make([]time.Time, n)
 					for i := 0; i < n; i++ {
@@ -136,17 +141,18 @@ func TestMQTTDeliversInOrder(t *testing.T) {
 // TestMQTTBrokerDownIsAClearError: connecting where no broker listens
 // fails promptly, for every transport, with an error that says so.
 func TestMQTTBrokerDownIsAClearError(t *testing.T) {
-	tb := newTestbed(t, time.Millisecond)
+	tb := tbtest.ClientServer(t, time.Millisecond)
 	ip, _ := tb.Addr("client", "server")
-	certs, err := NewCertificates(ip)
+	certs, err := pki.NewCertificates(ip)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := DefaultSettings()
+	s := proto.DefaultSettings()
 	s.Certs = certs
 	for _, name := range []string{"mqtt-tcp", "mqtt-tls", "mqtt-quic"} {
-		p, _ := Lookup(name)
-		c, err := p.(PubSub).NewPubSubClient(tb.Host("client"), hostPort(ip.String(), 7999), s, PubSubOptions{ClientID: "x"})
+		stack, _ := proto.Lookup(name)
+		ps, _ := proto.As[proto.PubSub](stack)
+		c, err := ps.NewPubSubClient(tb.Host("client"), proto.HostPort(ip.String(), 7999), s, proto.PubSubOptions{ClientID: "x"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package proto
+package reqresp
 
 import (
 	"bytes"
@@ -14,10 +14,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"tlab/internal/proto"
 )
 
 func init() {
-	register("h2", func() Protocol { return httpProto{name: "h2", tls: true, h2: true} }, "tls_version", "key_exchange", "resumption", "tcp_congestion", "idle_timeout")
+	proto.Register(proto.Registration{Name: "h2", Doc: "HTTP/2 over TLS (net/http), one connection; multiplexes", Options: []string{"tls_version", "key_exchange", "resumption", "tcp_congestion", "idle_timeout"}, Impl: httpProto{name: "h2", tls: true, h2: true}})
 }
 
 // responseSizeHeader asks the server for a response body of that many bytes.
@@ -98,15 +99,15 @@ type httpServer struct {
 	done chan error
 }
 
-func (p httpProto) Serve(n Net, port int, s Settings) (io.Closer, error) {
-	ln, err := listenTCP(n, port, s)
+func (p httpProto) Serve(n proto.Net, port int, s proto.Settings) (io.Closer, error) {
+	ln, err := proto.ListenTCP(n, port, s)
 	if err != nil {
 		return nil, err
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(payloadHandler), Protocols: p.protocols(), ReadHeaderTimeout: 30 * time.Second}
 	hs := &httpServer{srv: srv, done: make(chan error, 1)}
 	if p.tls {
-		srv.TLSConfig = s.serverTLS(p.alpn())
+		srv.TLSConfig = s.ServerTLS(p.alpn())
 		go func() { hs.done <- srv.ServeTLS(ln, "", "") }()
 	} else {
 		go func() { hs.done <- srv.Serve(ln) }()
@@ -133,14 +134,14 @@ type httpClient struct {
 	connIDs   map[net.Conn]int
 }
 
-func (p httpProto) NewClient(_ context.Context, n Net, addr string, s Settings) (Client, error) {
+func (p httpProto) NewClient(_ context.Context, n proto.Net, addr string, s proto.Settings) (proto.Client, error) {
 	c := &httpClient{proto: p, connIDs: map[net.Conn]int{}}
 	scheme := "http"
 	if p.tls {
 		scheme = "https"
 	}
 	c.url = scheme + "://" + addr + "/exchange"
-	dialer := &net.Dialer{Control: s.control}
+	dialer := &net.Dialer{Control: s.Control}
 	t := &http.Transport{
 		DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
 			conn, err := n.DialContext(ctx, dialer, "tcp4", a)
@@ -156,7 +157,7 @@ func (p httpProto) NewClient(_ context.Context, n Net, addr string, s Settings) 
 		ForceAttemptHTTP2:   p.h2,
 	}
 	if p.tls {
-		t.TLSClientConfig = s.clientTLS(p.alpn())
+		t.TLSClientConfig = s.ClientTLS(p.alpn())
 	}
 	if p.h2 {
 		// One connection carries every request.
@@ -186,8 +187,8 @@ func (c *httpClient) connID(conn net.Conn) int {
 	return id
 }
 
-func (c *httpClient) Exchange(ctx context.Context, reqSize, respSize int) (Exchange, error) {
-	ex := Exchange{Start: time.Now()}
+func (c *httpClient) Exchange(ctx context.Context, reqSize, respSize int) (proto.Exchange, error) {
+	ex := proto.Exchange{Start: time.Now()}
 	var connectStart, tlsStart time.Time
 	trace := &httptrace.ClientTrace{
 		ConnectStart: func(string, string) { connectStart = time.Now() },

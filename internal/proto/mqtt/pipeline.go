@@ -1,4 +1,4 @@
-package proto
+package mqtt
 
 import (
 	"bytes"
@@ -7,39 +7,16 @@ import (
 	"fmt"
 	"net"
 	"time"
+	"tlab/internal/proto"
 
 	"github.com/eclipse/paho.mqtt.golang/packets"
 )
 
-// PipelinedPublisher publishes one message per connection and writes the
-// PUBLISH right behind the CONNECT, before the CONNACK comes back, as MQTT
-// allows (3.1.1, section 3.1.4: "Clients are allowed to send further
-// Control Packets immediately after sending a CONNECT Packet"). Over QUIC
-// with 0-RTT both then travel as early data. Neither Paho client does this
-// (each waits for the CONNACK), so the packets are Paho's (the
-// paho.mqtt.golang packet codec) and the order is tlab's: MQTT 3.1.1, QoS 0.
-type PipelinedPublisher interface {
-	// ConnectAndPublish opens a connection, writes CONNECT and PUBLISH in
-	// one write, and waits for the CONNACK, which must accept.
-	ConnectAndPublish(ctx context.Context, topic string, payload []byte) (ConnSetup, error)
-	// Disconnect sends DISCONNECT and closes the connection.
-	Disconnect() error
-	Connections() int
-}
-
-// Pipeliner is a PubSub stack that can pipeline (the MQTT protocols).
-type Pipeliner interface {
-	NewPipelinedPublisher(n Net, addr string, s Settings, o PubSubOptions) (PipelinedPublisher, error)
-}
-
-// ErrPipelineVersion refuses pipelining over MQTT 5.0.
-var ErrPipelineVersion = errors.New("pipelined publishing is implemented for MQTT 3.1.1 (settings.mqtt_version 3.1.1)")
-
 // NewPipelinedPublisher makes a pipelined publisher in host n for the
 // broker at addr, keeping its TLS session cache across connections.
-func (m mqttProto) NewPipelinedPublisher(n Net, addr string, s Settings, o PubSubOptions) (PipelinedPublisher, error) {
+func (m mqttProto) NewPipelinedPublisher(n proto.Net, addr string, s proto.Settings, o proto.PubSubOptions) (proto.PipelinedPublisher, error) {
 	if s.MQTTVersion != "3.1.1" {
-		return nil, ErrPipelineVersion
+		return nil, proto.ErrPipelineVersion
 	}
 	if o.KeepAlive <= 0 {
 		o.KeepAlive = 60 * time.Second
@@ -49,14 +26,14 @@ func (m mqttProto) NewPipelinedPublisher(n Net, addr string, s Settings, o PubSu
 
 type pipelined struct {
 	d    *mqttDialer
-	o    PubSubOptions
+	o    proto.PubSubOptions
 	conn net.Conn
 }
 
-func (p *pipelined) ConnectAndPublish(ctx context.Context, topic string, payload []byte) (ConnSetup, error) {
+func (p *pipelined) ConnectAndPublish(ctx context.Context, topic string, payload []byte) (proto.ConnSetup, error) {
 	ctx, cancel := withConnectTimeout(ctx)
 	defer cancel()
-	setup := ConnSetup{Start: time.Now()}
+	setup := proto.ConnSetup{Start: time.Now()}
 	conn, finish, err := p.d.dial(ctx, &setup)
 	if err != nil {
 		return setup, fmt.Errorf("connect: %w", err)
@@ -77,11 +54,11 @@ func (p *pipelined) ConnectAndPublish(ctx context.Context, topic string, payload
 	}
 	ready := time.Now()
 	if _, err := conn.Write(b.Bytes()); err != nil {
-		return setup, fmt.Errorf("connect and publish: %w", orCanceled(ctx, err))
+		return setup, fmt.Errorf("connect and publish: %w", proto.OrCanceled(ctx, err))
 	}
 	pkt, err := packets.ReadPacket(conn)
 	if err != nil {
-		return setup, fmt.Errorf("waiting for CONNACK: %w", orCanceled(ctx, err))
+		return setup, fmt.Errorf("waiting for CONNACK: %w", proto.OrCanceled(ctx, err))
 	}
 	ack, ok := pkt.(*packets.ConnackPacket)
 	if !ok {

@@ -1,4 +1,6 @@
-package proto
+// Package pki makes the throw-away certificates of one run: a CA and the
+// server certificate every tlab server presents.
+package pki
 
 import (
 	"crypto/ecdsa"
@@ -13,6 +15,10 @@ import (
 	"time"
 )
 
+// ServerName is the name every tlab server answers to: its certificate's
+// DNS name, and the name tlab's DNS service resolves to the server.
+const ServerName = "tlab-server"
+
 // Certificates is a throw-away PKI made for one run: a CA and a server
 // certificate it signed, valid for the given addresses. Nothing is written
 // to disk and nothing is reused between runs.
@@ -25,7 +31,7 @@ type Certificates struct {
 }
 
 // NewCertificates makes an ECDSA P-256 CA and a server certificate for ips
-// and the name "tlab-server".
+// and the name ServerName.
 func NewCertificates(ips ...net.IP) (*Certificates, error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -52,8 +58,8 @@ func NewCertificates(ips ...net.IP) (*Certificates, error) {
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "tlab-server"},
-		DNSNames:     []string{"tlab-server"},
+		Subject:      pkix.Name{CommonName: ServerName},
+		DNSNames:     []string{ServerName},
 		IPAddresses:  ips,
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.Add(48 * time.Hour),

@@ -1,4 +1,4 @@
-package proto
+package reqresp
 
 import (
 	"context"
@@ -11,13 +11,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"tlab/internal/proto"
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 )
 
 func init() {
-	register("h3", func() Protocol { return h3Proto{} }, "key_exchange", "resumption", "zero_rtt", "quic_stream_window", "quic_stream_window_max", "quic_conn_window", "quic_conn_window_max")
+	proto.Register(proto.Registration{Name: "h3", Doc: "HTTP/3 (quic-go's http3), one connection, a stream per request; multiplexes", Options: []string{"key_exchange", "resumption", "zero_rtt", "quic_stream_window", "quic_stream_window_max", "quic_conn_window", "quic_conn_window_max"}, Impl: h3Proto{}})
 }
 
 // h3Proto is HTTP/3 with quic-go's http3 at both ends: one QUIC connection,
@@ -30,18 +31,18 @@ type h3Server struct {
 	srv   *http3.Server
 	udp   *net.UDPConn
 	done  chan error
-	qlogs *qlogFiles
+	qlogs *proto.QlogFiles
 }
 
-func (h3Proto) Serve(n Net, port int, s Settings) (io.Closer, error) {
+func (h3Proto) Serve(n proto.Net, port int, s proto.Settings) (io.Closer, error) {
 	udp, err := n.ListenUDP(&net.UDPAddr{Port: port})
 	if err != nil {
 		return nil, err
 	}
-	qc, qlogs := quicConfig(s)
+	qc, qlogs := proto.QUICConfig(s)
 	srv := &http3.Server{
 		Handler:    http.HandlerFunc(payloadHandler),
-		TLSConfig:  http3.ConfigureTLSConfig(quicTLS(s.serverTLS())),
+		TLSConfig:  http3.ConfigureTLSConfig(proto.QUICTLS(s.ServerTLS())),
 		QUICConfig: qc,
 	}
 	h := &h3Server{srv: srv, udp: udp, done: make(chan error, 1), qlogs: qlogs}
@@ -69,19 +70,19 @@ type h3Client struct {
 	claimed atomic.Int64
 	mu      sync.Mutex
 	udps    []*net.UDPConn
-	setup   map[int64]Exchange
-	qlogs   *qlogFiles
+	setup   map[int64]proto.Exchange
+	qlogs   *proto.QlogFiles
 }
 
-func (h3Proto) NewClient(_ context.Context, n Net, addr string, s Settings) (Client, error) {
-	qc, qlogs := quicConfig(s)
-	c := &h3Client{url: "https://" + addr + "/exchange", setup: map[int64]Exchange{}, qlogs: qlogs}
+func (h3Proto) NewClient(_ context.Context, n proto.Net, addr string, s proto.Settings) (proto.Client, error) {
+	qc, qlogs := proto.QUICConfig(s)
+	c := &h3Client{url: "https://" + addr + "/exchange", setup: map[int64]proto.Exchange{}, qlogs: qlogs}
 	c.transport = &http3.Transport{
-		TLSClientConfig: quicTLS(s.clientTLS(http3.NextProtoH3)),
+		TLSClientConfig: proto.QUICTLS(s.ClientTLS(http3.NextProtoH3)),
 		QUICConfig:      qc,
 		Dial: func(ctx context.Context, a string, tlsCfg *tls.Config, qc *quic.Config) (*quic.Conn, error) {
 			t0 := time.Now()
-			conn, udp, err := dialQUIC(ctx, n, a, tlsCfg, qc, s.ZeroRTT)
+			conn, udp, err := proto.DialQUIC(ctx, n, a, tlsCfg, qc, s.ZeroRTT)
 			if err != nil {
 				return nil, err
 			}
@@ -89,7 +90,7 @@ func (h3Proto) NewClient(_ context.Context, n Net, addr string, s Settings) (Cli
 			st := conn.ConnectionState()
 			c.mu.Lock()
 			c.udps = append(c.udps, udp)
-			c.setup[id] = Exchange{Handshake: time.Since(t0), Resumed: st.TLS.DidResume, EarlyData: st.Used0RTT}
+			c.setup[id] = proto.Exchange{Handshake: time.Since(t0), Resumed: st.TLS.DidResume, EarlyData: st.Used0RTT}
 			c.mu.Unlock()
 			return conn, nil
 		},
@@ -112,8 +113,8 @@ func (c *h3Client) Close() error {
 	return err
 }
 
-func (c *h3Client) Exchange(ctx context.Context, reqSize, respSize int) (Exchange, error) {
-	ex := Exchange{Start: time.Now()}
+func (c *h3Client) Exchange(ctx context.Context, reqSize, respSize int) (proto.Exchange, error) {
+	ex := proto.Exchange{Start: time.Now()}
 	trace := &httptrace.ClientTrace{GotFirstResponseByte: func() { ex.FirstByte = time.Now() }}
 	n, err := post(httptrace.WithClientTrace(ctx, trace), c.client, c.url, reqSize, respSize)
 	ex.Done, ex.RespBytes = time.Now(), n

@@ -1,4 +1,4 @@
-package proto
+package reqresp
 
 import (
 	"bufio"
@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"tlab/internal/proto"
 )
 
 // TestFramingOverPipe exercises tlab's framing without a namespace: a
@@ -42,7 +43,7 @@ func TestFramingRefusesOversizedMessages(t *testing.T) {
 	go func() { done <- serveStream(server); server.Close() }()
 	var hdr [requestHeader]byte
 	binary.BigEndian.PutUint32(hdr[0:4], 0)
-	binary.BigEndian.PutUint32(hdr[4:8], MaxMessage+1)
+	binary.BigEndian.PutUint32(hdr[4:8], proto.MaxMessage+1)
 	go client.Write(hdr[:])
 	if err := <-done; err == nil || !strings.Contains(err.Error(), "over") {
 		t.Errorf("oversized request: %v", err)
@@ -52,7 +53,7 @@ func TestFramingRefusesOversizedMessages(t *testing.T) {
 	c2, s2 := net.Pipe()
 	go func() {
 		var h [responseHeader]byte
-		binary.BigEndian.PutUint32(h[:], MaxMessage+1)
+		binary.BigEndian.PutUint32(h[:], proto.MaxMessage+1)
 		s2.Write(h[:])
 	}()
 	if _, _, _, err := readResponse(bufio.NewReader(c2)); err == nil || !strings.Contains(err.Error(), "exceeds") {
@@ -60,20 +61,4 @@ func TestFramingRefusesOversizedMessages(t *testing.T) {
 	}
 	c2.Close()
 	s2.Close()
-}
-
-// TestEveryProtocolDeclaresKnownOptions: every registered protocol names
-// only real settings, and the TLS and QUIC stacks declare what they use.
-func TestEveryProtocolDeclaresKnownOptions(t *testing.T) {
-	for _, name := range Names() {
-		if len(Options(name)) == 0 && !FramesOnly(name) && name != "quic-dgram" {
-			t.Errorf("%s declares no option", name)
-		}
-	}
-	if err := CheckOptions([]string{"zero_rtt"}, []string{"tcp", "h3"}); err != nil {
-		t.Errorf("h3 uses zero_rtt: %v", err)
-	}
-	if err := CheckOptions([]string{"zero_rtt"}, []string{"tcp", "h1s"}); err == nil || !strings.Contains(err.Error(), "applies to h3, mqtt-quic, quic, quic-streams") {
-		t.Errorf("zero_rtt on tcp and h1s: %v", err)
-	}
 }

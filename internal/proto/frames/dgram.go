@@ -1,4 +1,4 @@
-package proto
+package frames
 
 import (
 	"context"
@@ -8,19 +8,20 @@ import (
 	"net"
 	"sync"
 	"time"
+	"tlab/internal/proto"
 
 	"github.com/quic-go/quic-go"
 )
 
 func init() {
-	register("udp", func() Protocol { return udpFrames{} })
-	register("quic-dgram", func() Protocol { return quicDgramFrames{} }, "key_exchange", "resumption")
+	proto.Register(proto.Registration{Name: "udp", Doc: "frames as UDP datagrams under the path MTU, reassembled with a timeout; no retransmission", Impl: udpFrames{}})
+	proto.Register(proto.Registration{Name: "quic-dgram", Doc: "frames as QUIC DATAGRAM frames (RFC 9221), unreliable, reassembled with a timeout", Options: []string{"key_exchange", "resumption"}, Impl: quicDgramFrames{}})
 }
 
 // udpFrames carries each frame as datagrams under the path MTU with a small
 // header (frame id, fragment index and count), reassembled at the server
 // with a timeout: a frame missing a fragment is lost. No retransmission.
-type udpFrames struct{ framesOnly }
+type udpFrames struct{}
 
 func (udpFrames) Name() string { return "udp" }
 
@@ -33,8 +34,8 @@ type datagramConn interface {
 
 // serveDatagrams runs a frame server on one datagram conversation (a UDP
 // socket with a reply address, or a QUIC connection).
-func serveDatagrams(c datagramConn, o FrameOptions, onFrame func(FrameArrival) int) func() error {
-	re := newReassembler(o.ReassemblyTimeout, func(a FrameArrival) {
+func serveDatagrams(c datagramConn, o proto.FrameOptions, onFrame func(proto.FrameArrival) int) func() error {
+	re := newReassembler(o.ReassemblyTimeout, func(a proto.FrameArrival) {
 		if size := onFrame(a); size > 0 && a.Complete {
 			c.send(resultDatagram(a.ID, size))
 		}
@@ -52,7 +53,7 @@ func serveDatagrams(c datagramConn, o FrameOptions, onFrame func(FrameArrival) i
 			if !ok || magic != fragMagic {
 				continue
 			}
-			re.add(id, idx, len(d)-fragHeader, Packet{Hash: HashBytes(d), At: at, Size: len(d)}, func(pieces, _ int) bool { return pieces == count })
+			re.add(id, idx, len(d)-fragHeader, proto.Packet{Hash: proto.HashBytes(d), At: at, Size: len(d)}, func(pieces, _ int) bool { return pieces == count })
 		}
 	}()
 	return func() error {
@@ -67,13 +68,13 @@ func serveDatagrams(c datagramConn, o FrameOptions, onFrame func(FrameArrival) i
 type datagramClient struct {
 	c       datagramConn
 	chunk   int
-	results chan FrameResult
+	results chan proto.FrameResult
 	done    chan struct{}
 	once    sync.Once
 }
 
 func newDatagramClient(c datagramConn, chunk int) *datagramClient {
-	dc := &datagramClient{c: c, chunk: chunk, results: make(chan FrameResult, 4096), done: make(chan struct{})}
+	dc := &datagramClient{c: c, chunk: chunk, results: make(chan proto.FrameResult, 4096), done: make(chan struct{})}
 	go func() {
 		defer close(dc.done)
 		defer close(dc.results)
@@ -85,7 +86,7 @@ func newDatagramClient(c datagramConn, chunk int) *datagramClient {
 			at := time.Now()
 			if magic, id, _, _, ok := parseFragHeader(d); ok && magic == resultMagic {
 				select {
-				case dc.results <- FrameResult{ID: id, At: at}:
+				case dc.results <- proto.FrameResult{ID: id, At: at}:
 				default: // a reader that fell behind loses results, not the sender
 				}
 			}
@@ -94,20 +95,20 @@ func newDatagramClient(c datagramConn, chunk int) *datagramClient {
 	return dc
 }
 
-func (dc *datagramClient) Send(id uint32, payload []byte) ([]Packet, error) {
-	var sent []Packet
+func (dc *datagramClient) Send(id uint32, payload []byte) ([]proto.Packet, error) {
+	var sent []proto.Packet
 	for _, d := range fragment(id, payload, dc.chunk) {
-		h := HashBytes(d)
+		h := proto.HashBytes(d)
 		at := time.Now()
 		if err := dc.c.send(d); err != nil {
 			return sent, err
 		}
-		sent = append(sent, Packet{Hash: h, At: at, Size: len(d)})
+		sent = append(sent, proto.Packet{Hash: h, At: at, Size: len(d)})
 	}
 	return sent, nil
 }
 
-func (dc *datagramClient) Results() <-chan FrameResult { return dc.results }
+func (dc *datagramClient) Results() <-chan proto.FrameResult { return dc.results }
 
 func (dc *datagramClient) Close() error {
 	var err error
@@ -162,15 +163,15 @@ func (u udpClientConn) receive() ([]byte, error) {
 func (u udpClientConn) send(d []byte) error { _, err := u.udp.WriteToUDP(d, u.server); return err }
 func (u udpClientConn) close() error        { return u.udp.Close() }
 
-func (udpFrames) ServeFrames(n Net, port int, _ Settings, o FrameOptions, onFrame func(FrameArrival) int) (io.Closer, error) {
+func (udpFrames) ServeFrames(n proto.Net, port int, _ proto.Settings, o proto.FrameOptions, onFrame func(proto.FrameArrival) int) (io.Closer, error) {
 	udp, err := n.ListenUDP(&net.UDPAddr{Port: port})
 	if err != nil {
 		return nil, err
 	}
-	return closerFunc(serveDatagrams(&udpServerConn{udp: udp}, o, onFrame)), nil
+	return proto.CloserFunc(serveDatagrams(&udpServerConn{udp: udp}, o, onFrame)), nil
 }
 
-func (udpFrames) DialFrames(_ context.Context, n Net, addr string, _ Settings, _ FrameOptions) (FrameClient, error) {
+func (udpFrames) DialFrames(_ context.Context, n proto.Net, addr string, _ proto.Settings, _ proto.FrameOptions) (proto.FrameClient, error) {
 	udp, server, err := udpTowards(n, addr)
 	if err != nil {
 		return nil, err
@@ -179,7 +180,7 @@ func (udpFrames) DialFrames(_ context.Context, n Net, addr string, _ Settings, _
 }
 
 // udpTowards opens a client's UDP socket in host n for the server at addr.
-func udpTowards(n Net, addr string) (*net.UDPConn, *net.UDPAddr, error) {
+func udpTowards(n proto.Net, addr string) (*net.UDPConn, *net.UDPAddr, error) {
 	server, err := net.ResolveUDPAddr("udp4", addr)
 	if err != nil {
 		return nil, nil, err
@@ -191,7 +192,7 @@ func udpTowards(n Net, addr string) (*net.UDPConn, *net.UDPAddr, error) {
 // readResults passes the result datagrams arriving on udp to ch until the
 // socket closes, then closes ch and done. A reader that fell behind loses
 // results, never the sender.
-func readResults(udp *net.UDPConn, ch chan<- FrameResult, done chan<- struct{}) {
+func readResults(udp *net.UDPConn, ch chan<- proto.FrameResult, done chan<- struct{}) {
 	defer close(done)
 	defer close(ch)
 	buf := make([]byte, 65536)
@@ -203,7 +204,7 @@ func readResults(udp *net.UDPConn, ch chan<- FrameResult, done chan<- struct{}) 
 		at := time.Now()
 		if magic, id, _, _, ok := parseFragHeader(buf[:n]); ok && magic == resultMagic {
 			select {
-			case ch <- FrameResult{ID: id, At: at}:
+			case ch <- proto.FrameResult{ID: id, At: at}:
 			default:
 			}
 		}
@@ -212,7 +213,7 @@ func readResults(udp *net.UDPConn, ch chan<- FrameResult, done chan<- struct{}) 
 
 // quicDgramFrames carries frames as QUIC datagrams (RFC 9221), fragmented
 // as udp's: unreliable, but encrypted and congestion controlled.
-type quicDgramFrames struct{ framesOnly }
+type quicDgramFrames struct{}
 
 func (quicDgramFrames) Name() string { return "quic-dgram" }
 
@@ -234,14 +235,14 @@ func (q quicDatagrams) close() error {
 	return err
 }
 
-func (quicDgramFrames) ServeFrames(n Net, port int, s Settings, o FrameOptions, onFrame func(FrameArrival) int) (io.Closer, error) {
+func (quicDgramFrames) ServeFrames(n proto.Net, port int, s proto.Settings, o proto.FrameOptions, onFrame func(proto.FrameArrival) int) (io.Closer, error) {
 	udp, err := n.ListenUDP(&net.UDPAddr{Port: port})
 	if err != nil {
 		return nil, err
 	}
-	qc, qlogs := quicConfig(s)
+	qc, qlogs := proto.QUICConfig(s)
 	qc.EnableDatagrams = true
-	ln, err := quic.Listen(udp, quicTLS(s.serverTLS(alpnFrames)), qc)
+	ln, err := quic.Listen(udp, proto.QUICTLS(s.ServerTLS(alpnFrames)), qc)
 	if err != nil {
 		udp.Close()
 		return nil, err
@@ -261,7 +262,7 @@ func (quicDgramFrames) ServeFrames(n Net, port int, s Settings, o FrameOptions, 
 			mu.Unlock()
 		}
 	}()
-	return closerFunc(func() error {
+	return proto.CloserFunc(func() error {
 		err := ln.Close()
 		<-done
 		mu.Lock()
@@ -275,11 +276,11 @@ func (quicDgramFrames) ServeFrames(n Net, port int, s Settings, o FrameOptions, 
 	}), nil
 }
 
-func (quicDgramFrames) DialFrames(ctx context.Context, n Net, addr string, s Settings, _ FrameOptions) (FrameClient, error) {
-	qc, _ := quicConfig(s)
+func (quicDgramFrames) DialFrames(ctx context.Context, n proto.Net, addr string, s proto.Settings, _ proto.FrameOptions) (proto.FrameClient, error) {
+	qc, _ := proto.QUICConfig(s)
 	qc.EnableDatagrams = true
-	c := s.clientTLS(alpnFrames)
-	conn, udp, err := dialQUIC(ctx, n, addr, quicTLS(c), qc, false)
+	c := s.ClientTLS(alpnFrames)
+	conn, udp, err := proto.DialQUIC(ctx, n, addr, proto.QUICTLS(c), qc, false)
 	if err != nil {
 		return nil, err
 	}
@@ -290,8 +291,3 @@ func (quicDgramFrames) DialFrames(ctx context.Context, n Net, addr string, s Set
 	}
 	return newDatagramClient(quicDatagrams{conn: conn, udp: udp}, quicMaxChunk), nil
 }
-
-// closerFunc adapts a function to io.Closer.
-type closerFunc func() error
-
-func (f closerFunc) Close() error { return f() }

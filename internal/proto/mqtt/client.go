@@ -1,4 +1,4 @@
-package proto
+package mqtt
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"sync"
 	"time"
+	"tlab/internal/proto"
 
 	"github.com/eclipse/paho.golang/packets"
 	paho5 "github.com/eclipse/paho.golang/paho"
@@ -18,7 +19,7 @@ import (
 // version: paho.mqtt.golang for 3.1.1, paho.golang for 5.0. Both run over
 // the transport's net.Conn, so that TCP, TLS and QUIC carry the same
 // client.
-func (m mqttProto) NewPubSubClient(n Net, addr string, s Settings, o PubSubOptions) (PubSubClient, error) {
+func (m mqttProto) NewPubSubClient(n proto.Net, addr string, s proto.Settings, o proto.PubSubOptions) (proto.PubSubClient, error) {
 	if o.ClientID == "" {
 		return nil, errors.New("mqtt client: no client id")
 	}
@@ -42,17 +43,17 @@ const connectTimeout = 60 * time.Second
 // through the struct.
 type paho3Client struct {
 	d *mqttDialer
-	o PubSubOptions
+	o proto.PubSubOptions
 	c paho3.Client
 
 	mu      sync.Mutex
 	ctx     context.Context
-	setup   *ConnSetup
+	setup   *proto.ConnSetup
 	finish  func()
 	readyAt time.Time
 }
 
-func newPaho3Client(d *mqttDialer, o PubSubOptions) *paho3Client {
+func newPaho3Client(d *mqttDialer, o proto.PubSubOptions) *paho3Client {
 	p := &paho3Client{d: d, o: o}
 	opts := paho3.NewClientOptions().
 		AddBroker("tcp://" + d.addr). // the scheme is ignored: the connection is ours
@@ -81,8 +82,8 @@ func newPaho3Client(d *mqttDialer, o PubSubOptions) *paho3Client {
 	return p
 }
 
-func (p *paho3Client) Connect(ctx context.Context) (ConnSetup, error) {
-	setup := &ConnSetup{Start: time.Now()}
+func (p *paho3Client) Connect(ctx context.Context) (proto.ConnSetup, error) {
+	setup := &proto.ConnSetup{Start: time.Now()}
 	p.mu.Lock()
 	p.ctx, p.setup, p.finish = ctx, setup, nil
 	p.mu.Unlock()
@@ -135,7 +136,7 @@ func waitToken(ctx context.Context, t paho3.Token) error {
 // net.Conn: each Connect makes a new paho client on a new connection.
 type paho5Client struct {
 	d *mqttDialer
-	o PubSubOptions
+	o proto.PubSubOptions
 
 	mu   sync.Mutex
 	c    *paho5.Client
@@ -150,10 +151,10 @@ func withConnectTimeout(ctx context.Context) (context.Context, context.CancelFun
 	return context.WithTimeout(ctx, connectTimeout)
 }
 
-func (p *paho5Client) Connect(ctx context.Context) (ConnSetup, error) {
+func (p *paho5Client) Connect(ctx context.Context) (proto.ConnSetup, error) {
 	ctx, cancel := withConnectTimeout(ctx)
 	defer cancel()
-	setup := ConnSetup{Start: time.Now()}
+	setup := proto.ConnSetup{Start: time.Now()}
 	conn, finish, err := p.d.dial(ctx, &setup)
 	if err != nil {
 		return setup, fmt.Errorf("connect: %w", err)

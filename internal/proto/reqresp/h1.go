@@ -1,4 +1,4 @@
-package proto
+package reqresp
 
 import (
 	"bufio"
@@ -13,11 +13,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"tlab/internal/proto"
 )
 
 func init() {
-	register("h1", func() Protocol { return h1Proto{} }, "tcp_congestion", "idle_timeout", "h1_max_idle")
-	register("h1s", func() Protocol { return h1Proto{tls: true} }, "tls_version", "key_exchange", "resumption", "tcp_congestion", "idle_timeout", "h1_max_idle")
+	proto.Register(proto.Registration{Name: "h1", Doc: "HTTP/1.1 in clear (net/http's wire format); more exchanges open more connections", Options: []string{"tcp_congestion", "idle_timeout", "h1_max_idle"}, Impl: h1Proto{}})
+	proto.Register(proto.Registration{Name: "h1s", Doc: "HTTP/1.1 over TLS; more exchanges open more connections", Options: []string{"tls_version", "key_exchange", "resumption", "tcp_congestion", "idle_timeout", "h1_max_idle"}, Impl: h1Proto{tls: true}})
 }
 
 // h1Proto is HTTP/1.1 in clear (h1) or over TLS (h1s). Requests and
@@ -39,18 +40,18 @@ func (p h1Proto) Name() string {
 	return "h1"
 }
 
-func (p h1Proto) Serve(n Net, port int, s Settings) (io.Closer, error) {
+func (p h1Proto) Serve(n proto.Net, port int, s proto.Settings) (io.Closer, error) {
 	return httpProto{name: p.Name(), tls: p.tls}.Serve(n, port, s)
 }
 
-func (p h1Proto) NewClient(_ context.Context, n Net, addr string, s Settings) (Client, error) {
+func (p h1Proto) NewClient(_ context.Context, n proto.Net, addr string, s proto.Settings) (proto.Client, error) {
 	scheme := "http"
 	if p.tls {
 		scheme = "https"
 	}
 	c := &h1Client{n: n, addr: addr, url: scheme + "://" + addr + "/exchange", settings: s, idleTimeout: s.IdleTimeout.D(), maxIdle: max(s.MaxIdle, 1)}
 	if p.tls {
-		c.tlsConf = s.clientTLS("http/1.1")
+		c.tlsConf = s.ClientTLS("http/1.1")
 	}
 	return c, nil
 }
@@ -63,9 +64,9 @@ type h1Conn struct {
 }
 
 type h1Client struct {
-	n           Net
+	n           proto.Net
 	addr, url   string
-	settings    Settings
+	settings    proto.Settings
 	tlsConf     *tls.Config
 	idleTimeout time.Duration
 	maxIdle     int
@@ -148,8 +149,8 @@ func (c *h1Client) discard(hc *h1Conn) {
 }
 
 // dial opens a connection and reports its handshakes into ex.
-func (c *h1Client) dial(ctx context.Context, ex *Exchange) (*h1Conn, error) {
-	raw, connect, err := dialTCP(ctx, c.n, c.addr, c.settings)
+func (c *h1Client) dial(ctx context.Context, ex *proto.Exchange) (*h1Conn, error) {
+	raw, connect, err := proto.DialTCP(ctx, c.n, c.addr, c.settings)
 	if err != nil {
 		return nil, err
 	}
@@ -175,8 +176,8 @@ func (c *h1Client) dial(ctx context.Context, ex *Exchange) (*h1Conn, error) {
 	return hc, nil
 }
 
-func (c *h1Client) Exchange(ctx context.Context, reqSize, respSize int) (Exchange, error) {
-	ex := Exchange{Start: time.Now()}
+func (c *h1Client) Exchange(ctx context.Context, reqSize, respSize int) (proto.Exchange, error) {
+	ex := proto.Exchange{Start: time.Now()}
 	hc := c.take()
 	if hc == nil {
 		var err error

@@ -1,15 +1,15 @@
-package proto
+package frames
 
 import (
 	"bufio"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"sync"
 	"time"
+	"tlab/internal/proto"
 
 	"github.com/quic-go/quic-go"
 )
@@ -20,6 +20,18 @@ import (
 // [id 4][length 4][bytes]. A stream transport reports a frame as one packet
 // whose hash is the frame id, sent when its first byte was written and
 // arrived when its last byte was read.
+
+func init() {
+	proto.Register(proto.Registration{Name: "tcp", Doc: "frames one after another on one TCP connection, open loop", Options: []string{"tcp_congestion"}, Impl: tcpFrames{}})
+	proto.Register(proto.Registration{Name: "quic-streams", Doc: "a QUIC stream of its own per frame", Options: []string{"key_exchange", "resumption", "quic_stream_window", "quic_stream_window_max", "quic_conn_window", "quic_conn_window_max"}, Impl: quicStreamFrames{}})
+}
+
+// tcpFrames carries frames on one TCP connection; quicStreamFrames on a
+// QUIC stream of their own each.
+type (
+	tcpFrames        struct{}
+	quicStreamFrames struct{}
+)
 
 const streamFrameHeader = 8
 
@@ -43,8 +55,8 @@ func readStreamFrame(r *bufio.Reader) (id uint32, size int, first, last time.Tim
 	}
 	first = time.Now()
 	id, size = binary.BigEndian.Uint32(h[0:4]), int(binary.BigEndian.Uint32(h[4:8]))
-	if size > maxMessage {
-		err = fmt.Errorf("frame of %d bytes exceeds %d", size, maxMessage)
+	if size > proto.MaxMessage {
+		err = fmt.Errorf("frame of %d bytes exceeds %d", size, proto.MaxMessage)
 		return
 	}
 	if _, err = r.Discard(size); err != nil {
@@ -53,19 +65,19 @@ func readStreamFrame(r *bufio.Reader) (id uint32, size int, first, last time.Tim
 	return id, size, first, time.Now(), nil
 }
 
-func streamPacket(id uint32, at time.Time, size int) Packet {
-	return Packet{Hash: uint64(id), At: at, Size: size}
+func streamPacket(id uint32, at time.Time, size int) proto.Packet {
+	return proto.Packet{Hash: uint64(id), At: at, Size: size}
 }
 
 // serveFrameStream answers every frame on one stream until it ends.
-func serveFrameStream(rw io.ReadWriter, onFrame func(FrameArrival) int, wmu *sync.Mutex) {
+func serveFrameStream(rw io.ReadWriter, onFrame func(proto.FrameArrival) int, wmu *sync.Mutex) {
 	br := bufio.NewReaderSize(rw, 64<<10)
 	for {
 		id, size, first, last, err := readStreamFrame(br)
 		if err != nil {
 			return
 		}
-		a := FrameArrival{ID: id, Complete: true, Bytes: size, First: first, Last: last, Packets: []Packet{streamPacket(id, last, size)}}
+		a := proto.FrameArrival{ID: id, Complete: true, Bytes: size, First: first, Last: last, Packets: []proto.Packet{streamPacket(id, last, size)}}
 		if rs := onFrame(a); rs > 0 {
 			wmu.Lock()
 			err := writeStreamFrame(rw, id, make([]byte, rs))
@@ -78,7 +90,7 @@ func serveFrameStream(rw io.ReadWriter, onFrame func(FrameArrival) int, wmu *syn
 }
 
 // streamResults reads results from r into ch until it ends.
-func streamResults(r io.Reader, ch chan<- FrameResult) {
+func streamResults(r io.Reader, ch chan<- proto.FrameResult) {
 	br := bufio.NewReader(r)
 	for {
 		id, _, _, last, err := readStreamFrame(br)
@@ -86,14 +98,14 @@ func streamResults(r io.Reader, ch chan<- FrameResult) {
 			return
 		}
 		select {
-		case ch <- FrameResult{ID: id, At: last}:
+		case ch <- proto.FrameResult{ID: id, At: last}:
 		default:
 		}
 	}
 }
 
-func (tcpProto) ServeFrames(n Net, port int, s Settings, _ FrameOptions, onFrame func(FrameArrival) int) (io.Closer, error) {
-	ln, err := listenTCP(n, port, s)
+func (tcpFrames) ServeFrames(n proto.Net, port int, s proto.Settings, _ proto.FrameOptions, onFrame func(proto.FrameArrival) int) (io.Closer, error) {
+	ln, err := proto.ListenTCP(n, port, s)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +130,7 @@ func (tcpProto) ServeFrames(n Net, port int, s Settings, _ FrameOptions, onFrame
 			}()
 		}
 	}()
-	return closerFunc(func() error {
+	return proto.CloserFunc(func() error {
 		err := ln.Close()
 		mu.Lock()
 		for _, c := range conns {
@@ -134,31 +146,31 @@ func (tcpProto) ServeFrames(n Net, port int, s Settings, _ FrameOptions, onFrame
 type tcpFrameClient struct {
 	conn    net.Conn
 	mu      sync.Mutex
-	results chan FrameResult
+	results chan proto.FrameResult
 	done    chan struct{}
 }
 
-func (tcpProto) DialFrames(ctx context.Context, n Net, addr string, s Settings, _ FrameOptions) (FrameClient, error) {
-	conn, err := n.DialContext(ctx, &net.Dialer{Control: s.control}, "tcp4", addr)
+func (tcpFrames) DialFrames(ctx context.Context, n proto.Net, addr string, s proto.Settings, _ proto.FrameOptions) (proto.FrameClient, error) {
+	conn, err := n.DialContext(ctx, &net.Dialer{Control: s.Control}, "tcp4", addr)
 	if err != nil {
 		return nil, err
 	}
-	c := &tcpFrameClient{conn: conn, results: make(chan FrameResult, 4096), done: make(chan struct{})}
+	c := &tcpFrameClient{conn: conn, results: make(chan proto.FrameResult, 4096), done: make(chan struct{})}
 	go func() { defer close(c.done); defer close(c.results); streamResults(conn, c.results) }()
 	return c, nil
 }
 
-func (c *tcpFrameClient) Send(id uint32, payload []byte) ([]Packet, error) {
+func (c *tcpFrameClient) Send(id uint32, payload []byte) ([]proto.Packet, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	at := time.Now()
 	// A frame blocks here while the socket buffer is full: TCP's
 	// back-pressure, which delays the next frame's send (the workload
 	// records that lateness).
-	return []Packet{streamPacket(id, at, len(payload)+streamFrameHeader)}, writeStreamFrame(c.conn, id, payload)
+	return []proto.Packet{streamPacket(id, at, len(payload)+streamFrameHeader)}, writeStreamFrame(c.conn, id, payload)
 }
 
-func (c *tcpFrameClient) Results() <-chan FrameResult { return c.results }
+func (c *tcpFrameClient) Results() <-chan proto.FrameResult { return c.results }
 
 func (c *tcpFrameClient) Close() error {
 	err := c.conn.Close()
@@ -168,16 +180,13 @@ func (c *tcpFrameClient) Close() error {
 
 // quic-streams: a stream of its own per frame; the result comes back on it.
 
-func (q quicProto) ServeFrames(n Net, port int, s Settings, _ FrameOptions, onFrame func(FrameArrival) int) (io.Closer, error) {
-	if !q.perRequest {
-		return nil, errors.New("quic carries one stream for everything: use quic-streams for frames")
-	}
+func (quicStreamFrames) ServeFrames(n proto.Net, port int, s proto.Settings, _ proto.FrameOptions, onFrame func(proto.FrameArrival) int) (io.Closer, error) {
 	udp, err := n.ListenUDP(&net.UDPAddr{Port: port})
 	if err != nil {
 		return nil, err
 	}
-	qc, qlogs := quicConfig(s)
-	ln, err := quic.Listen(udp, quicTLS(s.serverTLS(alpnFrames)), qc)
+	qc, qlogs := proto.QUICConfig(s)
+	ln, err := quic.Listen(udp, proto.QUICTLS(s.ServerTLS(alpnFrames)), qc)
 	if err != nil {
 		udp.Close()
 		return nil, err
@@ -214,7 +223,7 @@ func (q quicProto) ServeFrames(n Net, port int, s Settings, _ FrameOptions, onFr
 			}()
 		}
 	}()
-	return closerFunc(func() error {
+	return proto.CloserFunc(func() error {
 		err := ln.Close()
 		mu.Lock()
 		for _, c := range conns {
@@ -231,23 +240,20 @@ func (q quicProto) ServeFrames(n Net, port int, s Settings, _ FrameOptions, onFr
 type quicFrameClient struct {
 	conn    *quic.Conn
 	udp     *net.UDPConn
-	results chan FrameResult
+	results chan proto.FrameResult
 	wg      sync.WaitGroup
 }
 
-func (q quicProto) DialFrames(ctx context.Context, n Net, addr string, s Settings, _ FrameOptions) (FrameClient, error) {
-	if !q.perRequest {
-		return nil, errors.New("quic carries one stream for everything: use quic-streams for frames")
-	}
-	qc, _ := quicConfig(s)
-	conn, udp, err := dialQUIC(ctx, n, addr, quicTLS(s.clientTLS(alpnFrames)), qc, false)
+func (quicStreamFrames) DialFrames(ctx context.Context, n proto.Net, addr string, s proto.Settings, _ proto.FrameOptions) (proto.FrameClient, error) {
+	qc, _ := proto.QUICConfig(s)
+	conn, udp, err := proto.DialQUIC(ctx, n, addr, proto.QUICTLS(s.ClientTLS(alpnFrames)), qc, false)
 	if err != nil {
 		return nil, err
 	}
-	return &quicFrameClient{conn: conn, udp: udp, results: make(chan FrameResult, 4096)}, nil
+	return &quicFrameClient{conn: conn, udp: udp, results: make(chan proto.FrameResult, 4096)}, nil
 }
 
-func (c *quicFrameClient) Send(id uint32, payload []byte) ([]Packet, error) {
+func (c *quicFrameClient) Send(id uint32, payload []byte) ([]proto.Packet, error) {
 	at := time.Now()
 	st, err := c.conn.OpenStream()
 	if err != nil {
@@ -262,10 +268,10 @@ func (c *quicFrameClient) Send(id uint32, payload []byte) ([]Packet, error) {
 		defer c.wg.Done()
 		streamResults(st, c.results)
 	}()
-	return []Packet{streamPacket(id, at, len(payload)+streamFrameHeader)}, nil
+	return []proto.Packet{streamPacket(id, at, len(payload)+streamFrameHeader)}, nil
 }
 
-func (c *quicFrameClient) Results() <-chan FrameResult { return c.results }
+func (c *quicFrameClient) Results() <-chan proto.FrameResult { return c.results }
 
 func (c *quicFrameClient) Close() error {
 	err := c.conn.CloseWithError(0, "")
