@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"tlab/internal/catalog"
 	"tlab/internal/metrics"
 	"tlab/internal/proto"
 	"tlab/internal/report"
@@ -50,7 +51,7 @@ func runMetrics(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	switch {
 	case *md:
-		if err := metrics.Default.WriteMarkdown(stdout); err != nil {
+		if err := catalog.WriteMetricsMarkdown(stdout, metrics.Default); err != nil {
 			return errorExit(stderr, err)
 		}
 		return exitOK

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"tlab/internal/catalog"
 	"tlab/internal/metrics"
 	"tlab/internal/proto"
 	"tlab/internal/report"
@@ -19,7 +20,7 @@ import (
 //	go run ./cmd/tlab metrics --markdown > docs/metrics.md
 func TestMetricsDocIsCurrent(t *testing.T) {
 	var b bytes.Buffer
-	if err := metrics.Default.WriteMarkdown(&b); err != nil {
+	if err := catalog.WriteMetricsMarkdown(&b, metrics.Default); err != nil {
 		t.Fatal(err)
 	}
 	doc, err := os.ReadFile("../../docs/metrics.md")

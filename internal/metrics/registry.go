@@ -39,6 +39,10 @@ type Metric struct {
 	Precision int
 	// Definition is one or two sentences for docs/metrics.md.
 	Definition string
+	// Verdict marks a metric that tlab stats compares between protocols
+	// (one value per repetition, where cells are repeated), with a
+	// verdict in its unit.
+	Verdict bool
 	// Compute returns the value from a cell's input; nil for parameters
 	// and settings, which the runner sets, and for facts (then the value
 	// is Input.Facts[Name]).
@@ -211,4 +215,21 @@ func (r *Registry) Compute(names []string, in *Input) ([]results.Field, error) {
 		}
 	}
 	return out, nil
+}
+
+// RecordDelay is the delay each record carries (a response, a frame's
+// round trip, an upload's end-to-end delay): stats compares it record by
+// record in a single cell, and by its per-cell median where cells repeat.
+const RecordDelay = "delay_ms"
+
+// Verdicts lists the metrics stats compares between protocols, in
+// registration order, after RecordDelay (a record column, unit ms).
+func (r *Registry) Verdicts() []Metric {
+	out := []Metric{{Name: RecordDelay, Kind: Measured, Unit: "ms", Verdict: true}}
+	for _, m := range r.list {
+		if m.Verdict {
+			out = append(out, m)
+		}
+	}
+	return out
 }

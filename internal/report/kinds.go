@@ -114,7 +114,7 @@ func init() {
 		"All bytes the client sent (Ethernet frames: headers, handshakes, ACKs and control frames included) divided by the requests."))
 	registerPlot(barKind("goodput_bars", "goodput_mbps", "goodput (Mbit/s)", "Goodput",
 		"Payload bytes of every completed stream over the transfer time (mean over repetitions)."))
-	registerPlot(PlotKind{Name: "conns_heatmap", Doc: "HTTP/1.1 connections per 1000 requests by interval and payload (study A)",
+	registerPlot(PlotKind{Name: "conns_heatmap", Doc: "connections per 1000 requests by interval and payload, for each protocol that opened more than one connection in a cell (study A: HTTP/1.1)",
 		Needs: []string{"conns_per_1000", "interval_ms", "req_size"}, Draw: drawConnsHeatmap})
 	registerPlot(PlotKind{Name: "delay_cdf", Doc: "empirical distribution of the delay per protocol (first repetition)",
 		Needs: []string{"records"}, Draw: func(p panel) ([]Figure, error) { return drawRecordLines(p, true) }})
@@ -192,12 +192,25 @@ func meanBy(rows []results.Summary, v func(results.Summary) float64, cat func(re
 	return sum
 }
 
-// drawConnsHeatmap plots HTTP/1.1 connections per 1000 requests by
-// interval (columns) and payload (rows), as study A does.
+// opensConnections tells whether proto opened more than one connection in
+// a measured window of any of the rows: a client that keeps one
+// connection has nothing to show on a connections heatmap.
+func opensConnections(rows []results.Summary, proto string) bool {
+	for _, r := range rows {
+		if r.Protocol == proto && r.Float("conns_per_1000")*r.Float("requests")/1000 > 1.5 {
+			return true
+		}
+	}
+	return false
+}
+
+// drawConnsHeatmap plots connections per 1000 requests by interval
+// (columns) and payload (rows), as study A does for HTTP/1.1, for every
+// protocol that opened more than one connection in some cell.
 func drawConnsHeatmap(p panel) ([]Figure, error) {
 	var figs []Figure
 	for _, proto := range p.protos {
-		if proto != "h1" && proto != "h1s" {
+		if !opensConnections(p.rows, proto) {
 			continue
 		}
 		var ivs, pls []float64
@@ -467,7 +480,7 @@ func bySizeKind(name, field, ylabel, title, caption string) PlotKind {
 			pl.Legend.Left = true
 			// Marks at the measured sizes: a protocol measured at one
 			// size only (or lost at the others) is still seen.
-			for si, proto := range p.protos {
+			for _, proto := range p.protos {
 				if len(pts[proto]) == 0 {
 					continue
 				}
@@ -475,7 +488,7 @@ func bySizeKind(name, field, ylabel, title, caption string) PlotKind {
 				if err != nil {
 					return nil, err
 				}
-				sc.GlyphStyle.Color = colorOf(proto, si)
+				sc.GlyphStyle.Color = colorOf(proto)
 				sc.GlyphStyle.Radius = vg.Points(3)
 				pl.Add(sc)
 			}

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"hash/fnv"
 	"image/color"
 	"math"
 	"os"
@@ -26,7 +27,8 @@ type Figure struct {
 	SVG     []byte
 }
 
-// protocolColors gives every protocol the same colour in every plot.
+// protocolColors gives every protocol the same colour in every plot; a
+// test fails when a registered protocol has none or two share one.
 var protocolColors = map[string]color.RGBA{
 	"tcp":          {0x1f, 0x77, 0xb4, 0xff},
 	"tls":          {0x17, 0xbe, 0xcf, 0xff},
@@ -41,6 +43,10 @@ var protocolColors = map[string]color.RGBA{
 	"rtp":        {0x63, 0x79, 0x39, 0xff},
 	"mpegts":     {0x39, 0x3b, 0x79, 0xff},
 	"quic-dgram": {0xa6, 0x56, 0x28, 0xff},
+	// Study D's MQTT stacks.
+	"mqtt-tcp":  {0x1f, 0x4e, 0x79, 0xff},
+	"mqtt-tls":  {0x8e, 0x1b, 0x5c, 0xff},
+	"mqtt-quic": {0xe6, 0xab, 0x02, 0xff},
 	// Study C's allowances.
 	"static":          {0x7f, 0x7f, 0x7f, 0xff},
 	"improved-static": {0x1f, 0x77, 0xb4, 0xff},
@@ -58,12 +64,17 @@ const (
 	measuredSuffix = " (measured)"
 )
 
-func colorOf(name string, i int) color.RGBA {
+// colorOf is name's colour: its own where it has one, otherwise one picked
+// by a hash of the name, so that a name keeps its colour in every plot of
+// every report whatever else is drawn beside it.
+func colorOf(name string) color.RGBA {
 	if c, ok := protocolColors[name]; ok {
 		return c
 	}
-	fallback := []color.RGBA{{0x7f, 0x7f, 0x7f, 0xff}, {0xe3, 0x77, 0xc2, 0xff}, {0x33, 0x33, 0x33, 0xff}}
-	return fallback[i%len(fallback)]
+	fallback := []color.RGBA{{0x7f, 0x7f, 0x7f, 0xff}, {0xe3, 0x77, 0xc2, 0xff}, {0x33, 0x33, 0x33, 0xff}, {0x99, 0x66, 0x00, 0xff}}
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return fallback[h.Sum32()%uint32(len(fallback))]
 }
 
 // render writes a plot as SVG and PNG into dir and returns the figure.
@@ -183,7 +194,7 @@ func groupedBoxes(categories, series []string, stats map[string]map[string]boxSt
 			}
 			boxes = append(boxes, st)
 		}
-		b := &quantileBoxes{Boxes: boxes, Width: slots.width, Color: colorOf(s, si)}
+		b := &quantileBoxes{Boxes: boxes, Width: slots.width, Color: colorOf(s)}
 		p.Add(b)
 		if !slots.own {
 			p.Legend.Add(s, b)
@@ -237,7 +248,7 @@ func groupedBars(categories, series []string, values map[string]map[string]float
 		if err != nil {
 			return nil, err
 		}
-		bars.Color = colorOf(s, si)
+		bars.Color = colorOf(s)
 		bars.LineStyle.Width = 0
 		if !slots.own {
 			bars.Offset = slots.offset(si)
@@ -256,7 +267,7 @@ func groupedBars(categories, series []string, values map[string]map[string]float
 // lines draws one line per series from x,y points.
 func lines(series []string, pts map[string]plotter.XYs, xLabel, yLabel string) (*plot.Plot, error) {
 	p := newPlot(xLabel, yLabel)
-	for si, s := range series {
+	for _, s := range series {
 		xy := pts[s]
 		if len(xy) == 0 {
 			continue
@@ -266,7 +277,7 @@ func lines(series []string, pts map[string]plotter.XYs, xLabel, yLabel string) (
 			return nil, err
 		}
 		base := strings.TrimSuffix(strings.TrimSuffix(s, simSuffix), measuredSuffix)
-		l.LineStyle.Color = colorOf(base, si)
+		l.LineStyle.Color = colorOf(base)
 		l.LineStyle.Width = vg.Points(1.3)
 		if strings.HasSuffix(s, simSuffix) {
 			l.LineStyle.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}

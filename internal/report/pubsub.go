@@ -122,13 +122,9 @@ func drawCompletionBox(p panel) ([]Figure, error) {
 	return []Figure{fig}, err
 }
 
-// xiReference is the protocol ξ divides by: mqtt-tcp where it ran.
-func xiReference(protos []string) string {
-	if slices.Contains(protos, "mqtt-tcp") {
-		return "mqtt-tcp"
-	}
-	return protos[0]
-}
+// xiReference is the protocol ξ divides by: the first the scenario lists
+// (study D's presets list mqtt-tcp first, the study's reference).
+func xiReference(protos []string) string { return protos[0] }
 
 func drawXi(p panel) ([]Figure, error) {
 	q, cat := p.definedFor("completion_ms")

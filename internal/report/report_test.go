@@ -1,10 +1,13 @@
 package report
 
 import (
+	"image/color"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"tlab/internal/proto"
+	_ "tlab/internal/proto/all" // every protocol, for the colour check
 
 	"tlab/internal/results"
 	"tlab/internal/stats"
@@ -108,5 +111,25 @@ func TestVerdictsSayWhenTooFewRepetitions(t *testing.T) {
 		if s := powerNote(vs); s != "" {
 			t.Errorf("%+v: %q", vs, s)
 		}
+	}
+}
+
+// TestEveryProtocolHasItsOwnColour: every registered protocol has a colour
+// of its own, the same in every plot, and no two share one.
+func TestEveryProtocolHasItsOwnColour(t *testing.T) {
+	seen := map[color.RGBA]string{}
+	for _, name := range proto.Names() {
+		c, ok := protocolColors[name]
+		if !ok {
+			t.Errorf("%s has no colour in protocolColors", name)
+			continue
+		}
+		if other, dup := seen[c]; dup {
+			t.Errorf("%s and %s share a colour", name, other)
+		}
+		seen[c] = name
+	}
+	if colorOf("no-such-protocol") != colorOf("no-such-protocol") {
+		t.Error("an unknown name's colour is not stable")
 	}
 }

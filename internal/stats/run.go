@@ -11,19 +11,9 @@ import (
 	"strconv"
 	"strings"
 
+	"tlab/internal/metrics"
 	"tlab/internal/results"
 )
-
-// Metrics compared, with their unit for verdicts: the delay each record
-// carries (the response delay, a frame's round trip, an upload's
-// end-to-end delay), and, where cells are repeated, jitter and bytes per
-// request.
-var compared = []struct{ name, unit string }{
-	{"delay_ms", "ms"}, {"jitter_pct", "%"}, {"bytes_per_request", "B"},
-	// Study D's: Δ and Δ+ per repetition (their mean_ratio is ξ), and
-	// the bytes per message.
-	{"completion_ms", "ms"}, {"reconnect_ms", "ms"}, {"wire_bytes_per_message", "B"},
-}
 
 // ForRun compares every pair of protocols on each network and set of
 // swept values of a run directory, Holm-corrects the p-values of the whole
@@ -50,6 +40,9 @@ func ForRun(r *results.Run, seed uint64) ([]Comparison, error) {
 		}
 		groups[k][row.Protocol] = append(groups[k][row.Protocol], row)
 	}
+	// The metrics compared are those registered with Verdict (their unit
+	// for verdicts), after the delay each record carries.
+	compared := metrics.Default.Verdicts()
 	var delays map[string][]float64
 	var out []Comparison
 	for _, k := range order {
@@ -62,14 +55,14 @@ func ForRun(r *results.Run, seed uint64) ([]Comparison, error) {
 					var a, b []float64
 					unit := "repetition"
 					switch {
-					case repeated && m.name == "delay_ms":
+					case repeated && m.Name == metrics.RecordDelay:
 						a, b = column(ra, "delay_p50_ms"), column(rb, "delay_p50_ms")
 						if len(a) == 0 {
 							a, b = column(ra, "frame_rtt_p50_ms"), column(rb, "frame_rtt_p50_ms")
 						}
 					case repeated:
-						a, b = column(ra, m.name), column(rb, m.name)
-					case m.name == "delay_ms":
+						a, b = column(ra, m.Name), column(rb, m.Name)
+					case m.Name == metrics.RecordDelay:
 						if delays == nil {
 							var err error
 							if delays, err = readDelays(filepath.Join(r.Dir, results.RecordsFile), seed); err != nil {
@@ -90,7 +83,7 @@ func ForRun(r *results.Run, seed uint64) ([]Comparison, error) {
 						continue
 					}
 					c := Compare(a, b, seed)
-					c.Profile, c.Params, c.Metric, c.A, c.B, c.Unit = k.profile, k.params, m.name, protos[i], protos[j], unit
+					c.Profile, c.Params, c.Metric, c.A, c.B, c.Unit = k.profile, k.params, m.Name, protos[i], protos[j], unit
 					out = append(out, c)
 				}
 			}
@@ -99,8 +92,8 @@ func ForRun(r *results.Run, seed uint64) ([]Comparison, error) {
 	Holm(out)
 	for i := range out {
 		for _, m := range compared {
-			if m.name == out[i].Metric {
-				Judge(out[i:i+1], m.unit)
+			if m.Name == out[i].Metric {
+				Judge(out[i:i+1], m.Unit)
 			}
 		}
 	}

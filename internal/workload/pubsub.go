@@ -88,10 +88,10 @@ func init() {
 				}
 				return float64(n)
 			}},
-		{Name: "completion_ms", Kind: metrics.Measured, Unit: "ms", Header: "Δ ms", Precision: 1,
+		{Name: "completion_ms", Kind: metrics.Measured, Verdict: true, Unit: "ms", Header: "Δ ms", Precision: 1,
 			Definition: "Study D's Δ (pattern stop-and-wait): from the first message's publish to the last message's delivery to the subscriber; NaN when a message failed.",
 			Compute:    func(in *metrics.Input) float64 { return in.Fact("completion_ms") }},
-		{Name: "reconnect_ms", Kind: metrics.Measured, Unit: "ms", Header: "Δ+ ms", Precision: 1,
+		{Name: "reconnect_ms", Kind: metrics.Measured, Verdict: true, Unit: "ms", Header: "Δ+ ms", Precision: 1,
 			Definition: "Study D's Δ+ (pattern reconnect): from the start of a new connection's set-up to the subscriber's receipt of the message it carried; the mean over the cell's reconnections.",
 			Compute:    func(in *metrics.Input) float64 { return metrics.Describe(reconnects(in)).Mean }},
 		{Name: "reconnect_p50_ms", Kind: metrics.Measured, Unit: "ms", Header: "Δ+ P50 ms", Precision: 1, Definition: "Median Δ+ over the cell's reconnections.",
@@ -117,7 +117,7 @@ func init() {
 			Compute: func(in *metrics.Input) float64 {
 				return connFraction(in, func(r results.Record) bool { return r.Resumed })
 			}},
-		{Name: "wire_bytes_per_message", Kind: metrics.Measured, Unit: "B", Header: "B/MSG", Precision: 0,
+		{Name: "wire_bytes_per_message", Kind: metrics.Measured, Verdict: true, Unit: "B", Header: "B/MSG", Precision: 0,
 			Definition: "Bytes the recorded publisher's access link carried, both directions, Ethernet frames, over the measured window, per message (with several publishers on a shared link, everyone's bytes over the recorded publisher's messages).",
 			Compute: func(in *metrics.Input) float64 {
 				if len(in.Records) == 0 {

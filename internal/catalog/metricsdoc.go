@@ -1,18 +1,27 @@
-package metrics
+// Package catalog writes what tlab offers from its registries (metrics,
+// workloads, protocols and their capabilities), so that no list a user or a
+// doc sees is written by hand beside the registry it mirrors.
+package catalog
 
 import (
 	"fmt"
 	"io"
 	"strings"
 
+	"tlab/internal/metrics"
+	"tlab/internal/proto"
 	"tlab/internal/results"
+	"tlab/internal/workload"
+
+	"gopkg.in/yaml.v3"
 )
 
-// WriteMarkdown writes docs/metrics.md: the records' columns, every
-// registered summary column grouped by kind, and how bytes and windows are
-// counted. The document is generated from the registries so that it cannot
-// drift from the code; a test fails when the committed copy is stale.
-func (r *Registry) WriteMarkdown(w io.Writer) error {
+// WriteMetricsMarkdown writes docs/metrics.md: the records' columns, every
+// registered summary column grouped by kind, each workload's key, the
+// metrics tlab stats compares, and the protocols with their capabilities.
+// The document is generated from the registries so that it cannot drift
+// from the code; a test fails when the committed copy is stale.
+func WriteMetricsMarkdown(w io.Writer, r *metrics.Registry) error {
 	var b strings.Builder
 	b.WriteString(docHead)
 	b.WriteString("| column | meaning |\n|---|---|\n")
@@ -27,17 +36,22 @@ func (r *Registry) WriteMarkdown(w io.Writer) error {
 	}
 	b.WriteString(docSummary)
 	for _, k := range []struct {
-		kind  Kind
+		kind  metrics.Kind
 		title string
 	}{
-		{Parameter, "Cell parameters"}, {Measured, "Measured"}, {Setting, "Settings the row ran with"}, {Instrument, "The instrument"},
+		{metrics.Parameter, "Cell parameters"}, {metrics.Measured, "Measured"}, {metrics.Setting, "Settings the row ran with"}, {metrics.Instrument, "The instrument"},
 	} {
 		fmt.Fprintf(&b, "\n### %s\n\n| name | unit | definition |\n|---|---|---|\n", k.title)
-		if k.kind == Parameter {
-			b.WriteString("| `interval_ms`, `req_size`, `resp_size` | ms, B, B | periodic's key: its interval and payload sizes |\n")
-			b.WriteString("| `streams`, `bytes_per_stream` | –, B | bulk's key: parallel streams and bytes per stream |\n")
+		if k.kind == metrics.Parameter {
+			for _, t := range workload.Types() {
+				keys, err := workloadKey(t)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(&b, "| %s | – | %s's key: the parameters that identify its cells |\n", keys, t.Name)
+			}
 		}
-		for _, m := range r.list {
+		for _, m := range r.All() {
 			if m.Kind == k.kind {
 				unit := m.Unit
 				if unit == "" {
@@ -47,10 +61,53 @@ func (r *Registry) WriteMarkdown(w io.Writer) error {
 			}
 		}
 	}
-	b.WriteString(docComparisons)
+	var compared []string
+	for _, m := range r.Verdicts() {
+		compared = append(compared, "`"+m.Name+"`")
+	}
+	fmt.Fprintf(&b, docComparisons, strings.Join(compared, ", "))
+	b.WriteString(docMeasured)
+	writeProtocols(&b)
 	b.WriteString(docTail)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// workloadKey lists the key columns of a workload type with its defaults.
+func workloadKey(t workload.Type) (string, error) {
+	w, err := t.Decode("defaults", &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}, workload.Common{Count: 1})
+	if err != nil {
+		return "", fmt.Errorf("workload %s with its defaults: %w", t.Name, err)
+	}
+	var names []string
+	for _, f := range w.Info().Key {
+		names = append(names, "`"+f.Name+"`")
+	}
+	return strings.Join(names, ", "), nil
+}
+
+// writeProtocols writes the protocol table: every registered protocol,
+// what it can do, and each family's description of it.
+func writeProtocols(b *strings.Builder) {
+	b.WriteString("\n## The protocols\n\n`tlab protocols` lists the same. A workload runs over the protocols that have the capability it needs:\n\n| capability | meaning | workloads |\n|---|---|---|\n")
+	for _, c := range proto.Capabilities() {
+		var ws []string
+		for _, t := range workload.Types() {
+			if n, err := t.Needs(); err == nil && n == c {
+				ws = append(ws, t.Name)
+			}
+		}
+		fmt.Fprintf(b, "| `%s` | %s | %s |\n", c, c.Doc(), strings.Join(ws, ", "))
+	}
+	b.WriteString("\n| name | can | stack |\n|---|---|---|\n")
+	for _, n := range proto.Names() {
+		s, _ := proto.Lookup(n)
+		var caps []string
+		for _, c := range s.Capabilities() {
+			caps = append(caps, string(c))
+		}
+		fmt.Fprintf(b, "| `%s` | %s | %s |\n", n, strings.Join(caps, ", "), s.Doc())
+	}
 }
 
 const docHead = `# Metrics and output files
@@ -86,11 +143,9 @@ const docComparisons = `
 ## comparisons.json and comparisons.csv: is A faster than B here?
 
 Written by ` + "`tlab stats DIR`" + ` and with every report: one row per pair of
-protocols (A, B) on the same network and swept values, per metric
-(` + "`delay_ms`" + `, the delay each record carries; ` + "`jitter_pct`" + ` and
-` + "`bytes_per_request`" + ` when cells are repeated; for study D's pubsub,
-` + "`completion_ms`" + ` (Δ), ` + "`reconnect_ms`" + ` (Δ+) and
-` + "`wire_bytes_per_message`" + ` when cells are repeated).
+protocols (A, B) on the same network and swept values, per metric: %s
+(the delay each record carries, record by record in a single cell and by its
+per-cell median where cells repeat; the others where cells are repeated).
 
 | name | definition |
 |---|---|
@@ -98,8 +153,8 @@ protocols (A, B) on the same network and swept values, per metric
 | ` + "`sampling_unit`" + ` | ` + "`repetition`" + ` (each repeated cell's value: the unit whenever cells are repeated) or ` + "`request`" + ` (the records of a single cell: consecutive requests share the link's state, so p-values are optimistic) |
 | ` + "`n_a`, `n_b`" + ` | samples (a seeded random subset of at most 2000) |
 | ` + "`median_a`, `median_b`, `median_diff`" + ` | medians and their difference, B − A |
-| ` + "`median_diff_ci_low`, `median_diff_ci_high`" + ` | 95 % percentile bootstrap interval of that difference (2000 seeded resamples) |
-| ` + "`mean_ratio`, `mean_ratio_ci_low`, `mean_ratio_ci_high`" + ` | mean of B over mean of A, with a 95 % bootstrap interval from the same resamples; for ` + "`completion_ms`" + ` this is study D's **ξ = T_B / T_A** (below 1: B completes faster), for example ξ of mqtt-quic against mqtt-tcp and against mqtt-tls |
+| ` + "`median_diff_ci_low`, `median_diff_ci_high`" + ` | 95 %% percentile bootstrap interval of that difference (2000 seeded resamples) |
+| ` + "`mean_ratio`, `mean_ratio_ci_low`, `mean_ratio_ci_high`" + ` | mean of B over mean of A, with a 95 %% bootstrap interval from the same resamples; for ` + "`completion_ms`" + ` this is study D's **ξ = T_B / T_A** (below 1: B completes faster), for example ξ of mqtt-quic against mqtt-tcp and against mqtt-tls |
 | ` + "`hodges_lehmann`" + ` | the median of all pairwise differences B − A |
 | ` + "`cliffs_delta`" + ` | (pairs with B > A − pairs with B < A) / all pairs, from −1 to 1 |
 | ` + "`mann_whitney_u`, `p_value`" + ` | the Mann-Whitney U test (go-moremath: exact with ties for small samples, normal approximation with continuity correction otherwise; checked against scipy) |
@@ -107,7 +162,7 @@ protocols (A, B) on the same network and swept values, per metric
 | ` + "`verdict`" + ` | which is lower by how much with its interval, when ` + "`p_holm`" + ` < 0.05 and the interval excludes 0; otherwise "no significant difference" |
 `
 
-const docTail = `
+const docMeasured = `
 **Bytes on the wire** are whole Ethernet frames as the emulator reads them
 from the client's link: Ethernet (14 B), IP and transport headers, TLS and
 QUIC framing, tlab's framing (8 B per request and 4 B per response on ` + "`tcp`" + `,
@@ -121,22 +176,9 @@ an interval before the first request after the warm-up is due (with
 ` + "`warmup: 0s`" + ` before the client connects, so connection set-up is
 included); bulk, when the requests are sent.
 
-## The protocols
+`
 
-| name | stack | multiplexes |
-|---|---|---|
-| ` + "`tcp`" + ` | TCP, length-prefixed messages, no TLS | no: one exchange at a time |
-| ` + "`tls`" + ` | TLS 1.3 (or 1.2) over TCP, same messages | no |
-| ` + "`quic`" + ` | QUIC (quic-go), one stream for the whole session | no |
-| ` + "`quic-streams`" + ` | QUIC, one client-initiated bidirectional stream per request | yes |
-| ` + "`h1`" + ` | HTTP/1.1 in clear (net/http's wire format) | by opening connections |
-| ` + "`h1s`" + ` | HTTP/1.1 over TLS | by opening connections |
-| ` + "`h2`" + ` | HTTP/2 over TLS (net/http), one connection | yes |
-| ` + "`h3`" + ` | HTTP/3 (quic-go's http3), one connection, a stream per request | yes |
-| ` + "`mqtt-tcp`" + ` | MQTT (3.1.1, or 5.0 with ` + "`settings.mqtt_version`" + `) over TCP, port 1883: Eclipse Paho clients, a mochi-mqtt or Mosquitto broker (workload pubsub only) | publish/subscribe |
-| ` + "`mqtt-tls`" + ` | the same over TLS 1.3 (or 1.2), ALPN ` + "`mqtt`" + `, port 8883 | publish/subscribe |
-| ` + "`mqtt-quic`" + ` | the same on one client-initiated bidirectional QUIC stream per connection, ALPN ` + "`mqtt`" + `, port 14567 (EMQX's mapping); early dial with a session cache, so a reconnect sends its CONNECT as 0-RTT data with ` + "`settings.zero_rtt`" + ` | publish/subscribe |
-
+const docTail = `
 The HTTP/1.1 client follows study A: a request takes the idle persistent
 connection if there is one and otherwise opens a new connection (TCP and TLS
 handshakes, which the request waits for). It keeps at most
