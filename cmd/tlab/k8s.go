@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"tlab/internal/cluster"
+	"tlab/internal/experiment"
 	"tlab/internal/results"
 )
 
@@ -34,11 +35,11 @@ func runK8s(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "tlab k8s: give a scenario file or preset and --shards N")
 		return exitUsage
 	}
-	if _, isSuite, _ := readSuite(pos[0]); isSuite {
+	if _, isSuite, _ := experiment.ReadSuite(pos[0]); isSuite {
 		fmt.Fprintf(stderr, "tlab k8s: %s is a suite; write a job for each of its parts (tlab presets lists them)\n", pos[0])
 		return exitUsage
 	}
-	sc, err := loadScenario(pos[0], sets)
+	sc, err := experiment.LoadScenario(pos[0], sets)
 	if err != nil {
 		fmt.Fprintf(stderr, "tlab k8s: %v\n", err)
 		return exitUsage

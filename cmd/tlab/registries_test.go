@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"tlab/internal/catalog"
+	"tlab/internal/experiment"
 	"tlab/internal/metrics"
 	"tlab/internal/proto"
 	"tlab/internal/report"
@@ -61,7 +62,7 @@ func TestRegistriesAgree(t *testing.T) {
 			t.Errorf("%s with its defaults does not validate over any protocol: %s %s", typ.Name, out, errs)
 			continue
 		}
-		sc, err := loadScenario("quick", sets)
+		sc, err := experiment.LoadScenario("quick", sets)
 		if err != nil {
 			t.Fatalf("%s: %v", typ.Name, err)
 		}

@@ -103,14 +103,18 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		o := runOptions{nameOrFile: name, resume: *resume, sets: sets, out: *out, noCal: *noCal, noReport: *noReport, asJSON: *asJSON, quality: *quality, requireCal: *requireCal, shard: *shard, resumeExisting: *resumeExisting}
 		if *resume != "" {
-			if code, isSuite := resumeSuite(ctx, o, args, stdout, stderr); isSuite {
-				return code
+			if suite, isSuite, err := experiment.ResumeSuite(*resume); err != nil {
+				fmt.Fprintf(stderr, "tlab run: %v\n", err)
+				return exitUsage
+			} else if isSuite {
+				o.resume, o.sets = "", nil
+				return runSuite(ctx, o, suite, args, stdout, stderr)
 			}
-		} else if rec, isSuite, err := suiteFor(name, sets); err != nil {
+		} else if rec, isSuite, err := experiment.SuiteFor(name, sets); err != nil {
 			fmt.Fprintf(stderr, "tlab run: %v\n", err)
 			return exitUsage
 		} else if isSuite {
-			return runSuite(ctx, o, rec, args, stdout, stderr)
+			return runSuite(ctx, o, experiment.Suite{Record: rec, Dir: *out}, args, stdout, stderr)
 		}
 		return runScenario(ctx, o, args, stdout, stderr)
 	}

@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -23,46 +20,6 @@ type listFlag []string
 
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
-
-// loadScenario reads a scenario file, or a preset by name.
-func loadScenario(nameOrFile string, sets []string) (*scenario.Scenario, error) {
-	if isFile(nameOrFile) {
-		return scenario.Load(nameOrFile, sets...)
-	}
-	data, ok := scenarios.Read(nameOrFile)
-	if !ok {
-		return nil, fmt.Errorf("no scenario file or preset %q; presets are %s", nameOrFile, strings.Join(scenarios.Names(), ", "))
-	}
-	return scenario.Parse("preset:"+nameOrFile, data, sets...)
-}
-
-// plannedDuration estimates a scenario's running time: each cell's plan on
-// its own links (a workload paced by round trips takes longer on a
-// satellite), and ~0.4 s per cell to build and remove its testbed.
-func plannedDuration(sc *scenario.Scenario, cells []scenario.Cell) time.Duration {
-	// Cells of one profile and matrix point share their scenario: plan
-	// each once (resolving a topology reads its profiles).
-	type key struct {
-		sc      *scenario.Scenario
-		profile string
-	}
-	plans := map[key]time.Duration{}
-	var total time.Duration
-	for _, c := range cells {
-		k := key{c.Scenario, c.Profile}
-		plan, ok := plans[k]
-		if !ok {
-			info := c.Scenario.WorkloadSpec().Info()
-			plan = info.Planned
-			if topo, err := c.Scenario.TestbedTopology(c.Profile); err == nil {
-				plan = info.PlanOn(topo.PathRTT())
-			}
-			plans[k] = plan
-		}
-		total += plan + 400*time.Millisecond
-	}
-	return total
-}
 
 // runOptions say what runScenario runs and where.
 type runOptions struct {
@@ -89,133 +46,76 @@ type runOptions struct {
 	resumeExisting bool
 }
 
-// runScenario runs (or resumes) a scenario into a run directory and
-// writes its report.
+// exitCode is an error that carries the exit code the command line
+// returns for it (the privilege check's).
+type exitCode int
+
+func (c exitCode) Error() string { return fmt.Sprintf("exit %d", int(c)) }
+
+// runScenario runs (or resumes) a scenario into a run directory through
+// experiment.Run, and prints its plan, progress and table.
 func runScenario(ctx context.Context, o runOptions, args []string, stdout, stderr io.Writer) int {
-	sc := o.scenario
-	var err error
-	if o.resumeExisting && o.resume == "" && o.out != "" {
-		// A retried cluster task: continue its shard's directory.
-		if _, err := os.Stat(filepath.Join(o.out, results.ScenarioFile)); err == nil {
-			prev, err1 := experiment.OpenResume(o.out)
-			want, err2 := loadScenario(o.nameOrFile, o.sets)
-			if err := errors.Join(err1, err2); err != nil {
-				fmt.Fprintf(stderr, "tlab run: %v\n", err)
-				return exitUsage
+	run := experiment.Run{
+		Scenario: o.scenario, NameOrFile: o.nameOrFile, Sets: o.sets, Resume: o.resume, Out: o.out,
+		Temporary: o.adhoc && o.out == "", ResumeExisting: o.resumeExisting, Shard: o.shard,
+		NoCalibration: o.noCal, RequireCalibration: o.requireCal, NoReport: o.noReport, Quality: o.quality,
+		Progress: progressPrinter(stderr), Log: stderr,
+		Ready: func(r experiment.Ready) error {
+			if code, handled := ensurePrivileges(append([]string{"run"}, args...), stderr); handled {
+				return exitCode(code)
 			}
-			if prev.Name != want.Name {
-				fmt.Fprintf(stderr, "tlab run: %s holds a run of %s, not of %s: choose another --out\n", o.out, prev.Name, want.Name)
-				return exitUsage
+			where := "into " + r.Dir
+			if r.Temporary {
+				where = "nothing kept (give --out DIR to keep records, summaries and a report)"
 			}
-			fmt.Fprintf(stderr, "%s holds an interrupted run: continuing it (--resume-existing)\n", o.out)
-			o.resume, o.nameOrFile, o.sets, o.shard = o.out, "", nil, ""
-		}
+			fmt.Fprintf(stderr, "%s: %d cells, about %v, %s\n", r.Scenario.Name, len(r.Cells), r.Plan.Round(time.Second), where)
+			return nil
+		},
 	}
-	switch {
-	case o.resume != "":
-		if o.nameOrFile != "" || len(o.sets) > 0 {
-			fmt.Fprintln(stderr, "tlab run: --resume DIR continues the run's own scenario; give no file and no --set")
-			return exitUsage
-		}
-		sc, err = experiment.OpenResume(o.resume)
-		o.out = o.resume
-	case sc == nil:
-		sc, err = loadScenario(o.nameOrFile, o.sets)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "tlab run: %v\n", err)
-		return exitUsage
-	}
-	cells, err := sc.Cells()
-	if err != nil {
-		fmt.Fprintf(stderr, "tlab run: %v\n", err)
-		return exitUsage
-	}
-	temporary := false
-	if o.out == "" {
-		if o.adhoc {
-			if o.out, err = os.MkdirTemp("", "tlab-adhoc-"); err != nil {
-				return errorExit(stderr, err)
-			}
-			temporary = true
-			defer os.RemoveAll(o.out)
-		} else {
-			o.out = filepath.Join("results", sc.Name+"-"+time.Now().Format("20060102-150405"))
-		}
-	}
-	if code, handled := ensurePrivileges(append([]string{"run"}, args...), stderr); handled {
-		return code
-	}
-	where := "into " + o.out
-	if temporary {
-		where = "nothing kept (give --out DIR to keep records, summaries and a report)"
-	}
-	fmt.Fprintf(stderr, "%s: %d cells, about %v, %s\n", sc.Name, len(cells), plannedDuration(sc, cells).Round(time.Second), where)
-	if o.quality != "" && !slices.Contains(experiment.QualityModes, o.quality) {
-		fmt.Fprintf(stderr, "tlab run: --quality %q: want %s\n", o.quality, strings.Join(experiment.QualityModes, ", "))
-		return exitUsage
-	}
-	var shard experiment.Shard
-	if o.shard != "" {
-		if o.shard, err = experiment.ShardFromEnv(o.shard, os.Getenv); err != nil {
-			fmt.Fprintf(stderr, "tlab run: --%v\n", err)
-			return exitUsage
-		}
-		if shard, err = experiment.ParseShard(o.shard); err != nil {
-			fmt.Fprintf(stderr, "tlab run: --%v\n", err)
-			return exitUsage
-		}
-		cells = shard.Of(cells)
-	}
-	sw := experiment.Sweep{Shard: shard, Scenario: sc, Dir: o.out, Resume: o.resume != "", SkipCalibration: o.noCal, Progress: progressPrinter(stderr), Log: stderr, Quality: experiment.Quality{Mode: o.quality}, RequireCalibration: o.requireCal}
-	rows, err := sw.Run(ctx)
+	out, err := run.Execute(ctx)
+	defer out.Close()
 	clearProgress(stderr)
-	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			if temporary {
-				fmt.Fprintf(stderr, "tlab run: interrupted after %d of %d cells; nothing is left running. An ad-hoc run without --out cannot be resumed.\n", len(rows), len(cells))
-			} else {
-				fmt.Fprintf(stderr, "tlab run: interrupted after %d of %d cells; nothing is left running.\nContinue with: tlab run --resume %s\n", len(rows), len(cells), o.out)
-			}
-			return exitCanceled
+	var code exitCode
+	switch {
+	case errors.As(err, &code):
+		return int(code)
+	case errors.Is(err, context.Canceled):
+		if out.Temporary {
+			fmt.Fprintf(stderr, "tlab run: interrupted after %d of %d cells; nothing is left running. An ad-hoc run without --out cannot be resumed.\n", len(out.Rows), out.Cells)
+		} else {
+			fmt.Fprintf(stderr, "tlab run: interrupted after %d of %d cells; nothing is left running.\nContinue with: tlab run --resume %s\n", len(out.Rows), out.Cells, out.Dir)
 		}
-		if errors.Is(err, experiment.ErrCalibration) {
-			fmt.Fprintf(stderr, "tlab run: %v\n", err)
-			return exitFailure
-		}
-		if errors.Is(err, experiment.ErrRunExists) {
-			fmt.Fprintf(stderr, "tlab run: %v\n", err)
-			return exitUsage
-		}
+		return exitCanceled
+	case errors.Is(err, experiment.ErrInput):
+		fmt.Fprintf(stderr, "tlab run: %v\n", err)
+		return exitUsage
+	case errors.Is(err, experiment.ErrCalibration):
+		fmt.Fprintf(stderr, "tlab run: %v\n", err)
+		return exitFailure
+	case errors.Is(err, experiment.ErrReport):
+		fmt.Fprintf(stderr, "tlab run: %v\n", err)
+		return exitError
+	case err != nil:
 		return errorExit(stderr, err)
 	}
-	if !o.noReport {
-		r, err := report.Load(o.out)
-		if err == nil {
-			_, err = report.Build(r)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "tlab run: report: %v\n", err)
-			return exitError
-		}
-	}
-	code := exitOK
+	rows := out.Rows
+	result := exitOK
 	if o.asJSON {
 		if rows == nil {
 			rows = []results.Summary{}
 		}
-		code = writeJSON(stdout, rows)
+		result = writeJSON(stdout, rows)
 	} else {
-		info := sc.WorkloadSpec().Info()
-		if m, err := results.ReadManifest(o.out); err == nil && len(m.Calibrations) > 0 {
+		info := out.Scenario.WorkloadSpec().Info()
+		if m, err := results.ReadManifest(out.Dir); err == nil && len(m.Calibrations) > 0 {
 			if w := experiment.CalibrationWarning(m.Calibrations[len(m.Calibrations)-1]); w != "" {
 				fmt.Fprintf(stdout, "WARNING: %s.\n\n", w)
 			}
 		}
-		fmt.Fprintf(stdout, "%s; seed %d\n\n", info.Describe, sc.Seed)
+		fmt.Fprintf(stdout, "%s; seed %d\n\n", info.Describe, out.Scenario.Seed)
 		printRows(stdout, rows, info)
-		if !temporary {
-			fmt.Fprintf(stdout, "\nResults in %s: report.html, summary.csv, summary.json, records.csv, manifest.json\n", o.out)
+		if !out.Temporary {
+			fmt.Fprintf(stdout, "\nResults in %s: report.html, summary.csv, summary.json, records.csv, manifest.json\n", out.Dir)
 		}
 	}
 	// A run whose cell measured nothing did not answer its question,
@@ -224,7 +124,7 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 		fmt.Fprintf(stderr, "tlab run: %d of %d cells completed no request (%s): see the error column of their records.csv\n", len(empty), len(rows), strings.Join(empty, ", "))
 		return exitFailure
 	}
-	return code
+	return result
 }
 
 // emptyCells lists the cells whose rows count requests and have none.
@@ -284,7 +184,7 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "tlab validate: give a scenario file or preset name")
 		return exitUsage
 	}
-	if suite, isSuite, err := suiteFor(pos[0], sets); isSuite || err != nil {
+	if suite, isSuite, err := experiment.SuiteFor(pos[0], sets); isSuite || err != nil {
 		if err != nil {
 			fmt.Fprintf(stderr, "tlab validate: %v\n", err)
 			return exitUsage
@@ -297,13 +197,13 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stdout, "%s: a valid suite of %d scenarios.\n", suite.Name, len(suite.Parts))
 		return exitOK
 	}
-	sc, err := loadScenario(pos[0], sets)
+	sc, err := experiment.LoadScenario(pos[0], sets)
 	if err == nil {
 		var cells []scenario.Cell
 		if cells, err = sc.Cells(); err == nil {
 			fmt.Fprintf(stdout, "%s: valid. %d cells (%d profiles x %d protocols x %d matrix points x %d repetitions), about %v.\n",
 				sc.Name, len(cells), len(sc.Profiles), len(sc.Protocols), len(cells)/max(1, len(sc.Profiles)*len(sc.Protocols)*sc.Repetitions), sc.Repetitions,
-				plannedDuration(sc, cells).Round(time.Second))
+				experiment.Plan(cells).Round(time.Second))
 			return exitOK
 		}
 	}
@@ -374,7 +274,7 @@ func runPresets(_ context.Context, args []string, stdout, stderr io.Writer) int 
 				if sc, err := scenario.Parse(part, data); err == nil {
 					cells, _ := sc.Cells()
 					total += len(cells)
-					planned += plannedDuration(sc, cells)
+					planned += experiment.Plan(cells)
 				}
 			}
 			fmt.Fprintf(stdout, "%-20s %4d cells, ~%-10v suite of %s. %s\n", n, total, planned.Round(time.Minute), strings.Join(suite.Parts, ", "), firstSentence(suite.Description))
@@ -387,7 +287,7 @@ func runPresets(_ context.Context, args []string, stdout, stderr io.Writer) int 
 			continue
 		}
 		cells, _ := sc.Cells()
-		fmt.Fprintf(stdout, "%-20s %4d cells, ~%-10v %s\n", n, len(cells), plannedDuration(sc, cells).Round(time.Minute), firstSentence(sc.Description))
+		fmt.Fprintf(stdout, "%-20s %4d cells, ~%-10v %s\n", n, len(cells), experiment.Plan(cells).Round(time.Minute), firstSentence(sc.Description))
 	}
 	return exitOK
 }

@@ -1,0 +1,70 @@
+package experiment
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"tlab/internal/scenario"
+	"tlab/scenarios"
+)
+
+// LoadScenario reads a scenario file, or a preset by name, with --set
+// overrides.
+func LoadScenario(nameOrFile string, sets []string) (*scenario.Scenario, error) {
+	if IsFile(nameOrFile) {
+		return scenario.Load(nameOrFile, sets...)
+	}
+	data, ok := scenarios.Read(nameOrFile)
+	if !ok {
+		return nil, fmt.Errorf("no scenario file or preset %q; presets are %s", nameOrFile, strings.Join(scenarios.Names(), ", "))
+	}
+	return scenario.Parse("preset:"+nameOrFile, data, sets...)
+}
+
+// IsFile tells whether name names a file rather than a preset: it exists,
+// or it has a slash or a dot.
+func IsFile(name string) bool {
+	_, err := os.Stat(name)
+	return err == nil || strings.ContainsAny(name, "/.")
+}
+
+// CellOverhead is what building and removing a cell's testbed adds to its
+// plan, in estimates.
+const CellOverhead = 400 * time.Millisecond
+
+// Plan estimates how long cells take: each cell's plan on its own links (a
+// workload paced by round trips takes longer on a satellite), and
+// CellOverhead per cell.
+func Plan(cells []scenario.Cell) time.Duration {
+	// Cells of one profile and matrix point share their scenario: plan
+	// each once (resolving a topology reads its profiles).
+	type key struct {
+		sc      *scenario.Scenario
+		profile string
+	}
+	plans := map[key]time.Duration{}
+	var total time.Duration
+	for _, c := range cells {
+		k := key{c.Scenario, c.Profile}
+		plan, ok := plans[k]
+		if !ok {
+			info := c.Scenario.WorkloadSpec().Info()
+			plan = info.Planned
+			if topo, err := c.Scenario.TestbedTopology(c.Profile); err == nil {
+				plan = info.PlanOn(topo.PathRTT())
+			}
+			plans[k] = plan
+		}
+		total += plan + CellOverhead
+	}
+	return total
+}
+
+// DefaultDir is where a run of name goes without --out:
+// results/NAME-YYYYMMDD-HHMMSS.
+func DefaultDir(name string, now time.Time) string {
+	return filepath.Join("results", name+"-"+now.Format("20060102-150405"))
+}

@@ -1,0 +1,216 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"tlab/internal/report"
+	"tlab/internal/results"
+	"tlab/internal/scenario"
+)
+
+// ErrInput marks an error in what the user asked (a scenario that does not
+// load, a bad shard, a resume of the wrong run): the command line exits 2
+// for it.
+var ErrInput = errors.New("bad input")
+
+// ErrReport marks a run whose cells completed but whose report could not
+// be written.
+var ErrReport = errors.New("report")
+
+// inputError is an error in the input: it reads as err and is ErrInput.
+type inputError struct{ err error }
+
+func (e inputError) Error() string        { return e.err.Error() }
+func (e inputError) Unwrap() error        { return e.err }
+func (e inputError) Is(target error) bool { return target == ErrInput }
+
+// inputErr marks err as an error in the input.
+func inputErr(err error) error { return inputError{err} }
+
+// Run is one scenario run into a run directory: what `tlab run` does for
+// a scenario, a preset, an ad-hoc comparison or a resume, without printing.
+type Run struct {
+	// The scenario: in memory (ad hoc), or a file or preset by name with
+	// Sets, or the run in Resume to continue.
+	Scenario   *scenario.Scenario
+	NameOrFile string
+	Sets       []string
+	Resume     string
+	// Out is the run directory; empty: DefaultDir, or with Temporary a
+	// directory removed when the run's Outcome is closed.
+	Out       string
+	Temporary bool
+	// ResumeExisting continues the run already in Out, if it is one of the
+	// same scenario (a retried cluster task).
+	ResumeExisting bool
+	// Shard is "I/N" or "auto/N" (Getenv's task index picks I).
+	Shard  string
+	Getenv func(string) string
+
+	NoCalibration, RequireCalibration, NoReport bool
+	// Quality is the rule that re-runs disturbed cells ("" keeps a
+	// resumed run's own, and means normal otherwise).
+	Quality string
+
+	Progress func(Progress)
+	Log      io.Writer
+	// Ready is called once the scenario, its cells and the directory are
+	// known, before any cell runs; an error stops the run and is returned
+	// as it is (the command line checks privileges and prints the plan).
+	Ready func(Ready) error
+	// Now names the default directory (time.Now when nil).
+	Now func() time.Time
+}
+
+// Ready is what a run is about to do.
+type Ready struct {
+	Scenario  *scenario.Scenario
+	Cells     []scenario.Cell
+	Plan      time.Duration
+	Dir       string
+	Temporary bool
+}
+
+// Outcome is what a run did.
+type Outcome struct {
+	Scenario *scenario.Scenario
+	// Cells is how many cells the run (or its shard) has; Rows the
+	// summaries of those that completed.
+	Cells     int
+	Rows      []results.Summary
+	Dir       string
+	Temporary bool
+	// Report is the report's path, when one was written.
+	Report string
+}
+
+// Close removes a temporary run directory.
+func (o Outcome) Close() error {
+	if o.Temporary && o.Dir != "" {
+		return os.RemoveAll(o.Dir)
+	}
+	return nil
+}
+
+// Execute runs (or resumes) the scenario into its run directory and builds
+// the report. Errors in the input wrap ErrInput; an interrupted run
+// returns context.Canceled with the rows it completed. The caller closes
+// the Outcome (a temporary directory is removed then).
+func (r Run) Execute(ctx context.Context) (Outcome, error) {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if r.Getenv == nil {
+		r.Getenv = os.Getenv
+	}
+	if err := r.continueExisting(); err != nil {
+		return Outcome{}, err
+	}
+	sc, err := r.scenario()
+	if err != nil {
+		return Outcome{}, inputErr(err)
+	}
+	cells, err := sc.Cells()
+	if err != nil {
+		return Outcome{}, inputErr(err)
+	}
+	if r.Quality != "" && !slices.Contains(QualityModes, r.Quality) {
+		return Outcome{}, inputErr(fmt.Errorf("--quality %q: want %s", r.Quality, strings.Join(QualityModes, ", ")))
+	}
+	var shard Shard
+	if r.Shard != "" {
+		spec, err := ShardFromEnv(r.Shard, r.Getenv)
+		if err == nil {
+			shard, err = ParseShard(spec)
+		}
+		if err != nil {
+			return Outcome{}, inputErr(fmt.Errorf("--%w", err))
+		}
+	}
+	out := Outcome{Scenario: sc, Dir: r.Out}
+	switch {
+	case r.Resume != "":
+		out.Dir = r.Resume
+	case out.Dir == "" && r.Temporary:
+		if out.Dir, err = os.MkdirTemp("", "tlab-adhoc-"); err != nil {
+			return Outcome{}, err
+		}
+		out.Temporary = true
+	case out.Dir == "":
+		out.Dir = DefaultDir(sc.Name, r.Now())
+	}
+	if r.Shard != "" {
+		cells = shard.Of(cells)
+	}
+	out.Cells = len(cells)
+	if r.Ready != nil {
+		if err := r.Ready(Ready{Scenario: sc, Cells: cells, Plan: Plan(cells), Dir: out.Dir, Temporary: out.Temporary}); err != nil {
+			return out, err
+		}
+	}
+	sw := Sweep{Shard: shard, Scenario: sc, Dir: out.Dir, Resume: r.Resume != "", SkipCalibration: r.NoCalibration,
+		Progress: r.Progress, Log: r.Log, Quality: Quality{Mode: r.Quality}, RequireCalibration: r.RequireCalibration}
+	out.Rows, err = sw.Run(ctx)
+	if err != nil {
+		if errors.Is(err, ErrRunExists) {
+			err = inputErr(err)
+		}
+		return out, err
+	}
+	if !r.NoReport {
+		rep, err := report.Load(out.Dir)
+		if err == nil {
+			out.Report, err = report.Build(rep)
+		}
+		if err != nil {
+			return out, fmt.Errorf("%w: %w", ErrReport, err)
+		}
+	}
+	return out, nil
+}
+
+// continueExisting turns a run whose Out already holds an interrupted run
+// of the same scenario into a resume of it (ResumeExisting).
+func (r *Run) continueExisting() error {
+	if !r.ResumeExisting || r.Resume != "" || r.Out == "" {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(r.Out, results.ScenarioFile)); err != nil {
+		return nil
+	}
+	prev, err1 := OpenResume(r.Out)
+	want, err2 := LoadScenario(r.NameOrFile, r.Sets)
+	if err := errors.Join(err1, err2); err != nil {
+		return inputErr(err)
+	}
+	if prev.Name != want.Name {
+		return inputErr(fmt.Errorf("%s holds a run of %s, not of %s: choose another --out", r.Out, prev.Name, want.Name))
+	}
+	if r.Log != nil {
+		fmt.Fprintf(r.Log, "%s holds an interrupted run: continuing it (--resume-existing)\n", r.Out)
+	}
+	r.Resume, r.NameOrFile, r.Sets, r.Shard = r.Out, "", nil, ""
+	return nil
+}
+
+// scenario is the run's scenario: in memory, resumed or loaded.
+func (r Run) scenario() (*scenario.Scenario, error) {
+	switch {
+	case r.Resume != "":
+		if r.NameOrFile != "" || len(r.Sets) > 0 || r.Scenario != nil {
+			return nil, errors.New("--resume DIR continues the run's own scenario; give no file and no --set")
+		}
+		return OpenResume(r.Resume)
+	case r.Scenario != nil:
+		return r.Scenario, nil
+	}
+	return LoadScenario(r.NameOrFile, r.Sets)
+}
