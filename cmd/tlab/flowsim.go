@@ -9,8 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"tlab/internal/experiment"
 	"tlab/internal/flowsim"
+	"tlab/internal/flowsim/study"
 	"tlab/internal/units"
 )
 
@@ -70,16 +70,16 @@ func runFlowsim(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		cfgs[i].Rate, cfgs[i].OneWay, cfgs[i].Loss, cfgs[i].Congestion, cfgs[i].ConsumeRate, cfgs[i].Seed = float64(r), *rtt/2, float64(l), !*noCC, float64(c)/8, *seed
 		cfgs[i].InitialCwnd = *cwnd
 	}
-	study := experiment.FlowStudy{Configs: cfgs, Allowances: allowances, Real: *real, Seed: *seed, EmulatorMode: *mode, Dir: *out, Log: stderr}
-	if *real && study.Dir == "" {
+	flows := study.FlowStudy{Configs: cfgs, Allowances: allowances, Real: *real, Seed: *seed, EmulatorMode: *mode, Dir: *out, Log: stderr}
+	if *real && flows.Dir == "" {
 		dir, err := os.MkdirTemp("", "tlab-flowsim-")
 		if err != nil {
 			return errorExit(stderr, err)
 		}
 		defer os.RemoveAll(dir)
-		study.Dir = dir
+		flows.Dir = dir
 	}
-	res, err := study.Run(ctx)
+	res, err := flows.Run(ctx)
 	if err != nil {
 		return errorExit(stderr, err)
 	}
@@ -89,7 +89,7 @@ func runFlowsim(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		if *real {
 			setup += ", and quic-go measured through the emulated link (time zero when the requests reach the server)"
 		}
-		if err := experiment.WriteFlowStudy(*out, *name, setup, res); err != nil {
+		if err := study.WriteFlowStudy(*out, *name, setup, res); err != nil {
 			return errorExit(stderr, err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -252,11 +253,6 @@ func (f Frames) Run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	type sentFrame struct {
-		scheduled, sent time.Duration
-		packets         int
-		err             error
-	}
 	sentFrames := make([]sentFrame, n)
 	resultAt := map[uint32]time.Duration{}
 	var resMu sync.Mutex
@@ -337,7 +333,33 @@ func (f Frames) Run(ctx context.Context, env *Env) error {
 	<-resultsDone
 
 	led.mu.Lock()
-	defer led.mu.Unlock()
+	records, notes := f.account(led, sentFrames, resultAt, warm)
+	led.mu.Unlock()
+	for _, r := range records {
+		env.Emit(r)
+	}
+	for _, k := range slices.Sorted(maps.Keys(notes)) {
+		env.Note(k, notes[k])
+	}
+	return ctx.Err()
+}
+
+// sentFrame is what the client did with one frame: when it was due and
+// sent, how many packets it became, and why it could not be sent.
+type sentFrame struct {
+	scheduled, sent time.Duration
+	packets         int
+	err             error
+}
+
+// account turns what both ends saw of a cell's frames into a record per
+// frame and the cell's figures (one-way delay quantiles, RFC 3550 jitter,
+// packet loss, the measured window), from the ledger of packets sent and
+// arrived, each frame's sending, and the times its results came back
+// (on the cell's clock). Frames before warm are warm-up. It is pure: the
+// tests give it made-up ledgers.
+func (f Frames) account(led *frameLedger, sentFrames []sentFrame, resultAt map[uint32]time.Duration, warm int) ([]results.Record, map[string]float64) {
+	n := len(sentFrames)
 	owds := map[uint32][]float64{}
 	var measuredOWD []float64
 	var jitter, lastTransit float64
@@ -370,6 +392,7 @@ func (f Frames) Run(ctx context.Context, env *Env) error {
 			}
 		}
 	}
+	records := make([]results.Record, 0, n)
 	for id := 0; id < n; id++ {
 		sf := sentFrames[id]
 		r := results.Record{Seq: id, Warmup: id < warm, ScheduledMs: ms(sf.scheduled), SentMs: ms(sf.sent),
@@ -402,17 +425,18 @@ func (f Frames) Run(ctx context.Context, env *Env) error {
 			}
 			r.Extra["deadline_miss"] = miss
 		}
-		env.Emit(r)
+		records = append(records, r)
 	}
 	slices.Sort(measuredOWD)
-	env.Note("owd_p50_ms", metrics.Quantile(measuredOWD, 0.5))
-	env.Note("owd_p99_ms", metrics.Quantile(measuredOWD, 0.99))
-	env.Note("jitter_rfc3550_ms", jitter)
-	env.Note("packets_lost_pct", ratioPct(lostPkts, sentPkts))
 	// Throughput is over the schedule (the frames sent in the measured
 	// window, one interval each), not the grace period after it.
-	env.Note("window_s", (time.Duration(n-warm) * f.interval()).Seconds())
-	return ctx.Err()
+	return records, map[string]float64{
+		"owd_p50_ms":        metrics.Quantile(measuredOWD, 0.5),
+		"owd_p99_ms":        metrics.Quantile(measuredOWD, 0.99),
+		"jitter_rfc3550_ms": jitter,
+		"packets_lost_pct":  ratioPct(lostPkts, sentPkts),
+		"window_s":          (time.Duration(n-warm) * f.interval()).Seconds(),
+	}
 }
 
 // framePayload is frame id's content: pseudo-random bytes seeded by the

@@ -1,10 +1,12 @@
-package experiment
+package study
 
 import (
 	"context"
 	"errors"
 	"testing"
 	"time"
+	_ "tlab/internal/proto/all" // quic-streams
+	"tlab/internal/testbed/tbtest"
 
 	"tlab/internal/flowsim"
 )
@@ -14,8 +16,10 @@ import (
 // must never be seen above their size, autotuned ones must grow but stay
 // under their bound, the qlog must account for every byte of every stream,
 // and autotuning must finish faster than static.
+func TestMain(m *testing.M) { tbtest.Main(m) }
+
 func TestFlowControlOnQuicGo(t *testing.T) {
-	requireRoot(t)
+	tbtest.RequirePrivileges(t)
 	cfg := flowsim.Scenarios()["small-buffer"][0]
 	cfg.BytesPerStream = 256 << 10
 	runs := map[bool]FlowControlRun{}
@@ -60,7 +64,7 @@ func TestFlowControlOnQuicGo(t *testing.T) {
 // TestFlowControlStopsWhenCancelled cancels a transfer that would take
 // half a minute: it must end within seconds, with the context's error.
 func TestFlowControlStopsWhenCancelled(t *testing.T) {
-	requireRoot(t)
+	tbtest.RequirePrivileges(t)
 	cfg := flowsim.Scenarios()["small-buffer"][0]
 	cfg.BytesPerStream = 16 << 20
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)

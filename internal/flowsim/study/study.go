@@ -1,4 +1,8 @@
-package experiment
+// Package study runs study C: the flow-control simulator's allowances
+// (internal/flowsim) on the study's scenarios, and the same questions on a
+// real stack (quic-go through the emulated link, windows read from qlog),
+// side by side, into a directory with plots and a report.
+package study
 
 import (
 	"context"

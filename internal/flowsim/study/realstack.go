@@ -1,4 +1,4 @@
-package experiment
+package study
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"tlab/internal/emu"
+	"tlab/internal/experiment"
 	"tlab/internal/flowsim"
 	"tlab/internal/proto"
 	"tlab/internal/qlogflow"
@@ -115,12 +116,12 @@ func RunFlowControl(ctx context.Context, spec FlowControlSpec) (FlowControlRun, 
 		return FlowControlRun{}, err
 	}
 	w := workload.Bulk{Streams: cfg.Streams, Bytes: int(cfg.BytesPerStream)}
-	cell := CellSpec{
+	cell := experiment.CellSpec{
 		Cell:     results.Cell{ID: results.SafeName(cfg.Name + "-" + spec.Name()), Profile: "flowsim", Protocol: "quic-streams", Workload: "bulk", Rep: 1, Seed: spec.Seed, Key: w.Info().Key},
 		Topology: testbed.ClientServer(spec.Link()), Roles: map[string]string{"client": "client", "server": "server"},
 		Workload: w, Settings: settings, EmulatorMode: spec.EmulatorMode,
 	}
-	res, err := RunCell(ctx, cell, nil, nil)
+	res, err := experiment.RunCell(ctx, cell, nil, nil)
 	if err != nil {
 		return FlowControlRun{}, err
 	}
