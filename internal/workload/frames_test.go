@@ -23,7 +23,9 @@ func TestFramesAccounting(t *testing.T) {
 	at := func(ms float64) time.Time { return t0.Add(time.Duration(ms * float64(time.Millisecond))) }
 	led := &frameLedger{sent: map[uint64]time.Time{}, frameOf: map[uint64]uint32{}, server: map[uint32]proto.FrameArrival{}}
 	send := func(hash uint64, frame uint32, sentMs float64) { led.sent[hash], led.frameOf[hash] = at(sentMs), frame }
-	arrive := func(hash uint64, atMs float64) { led.arrivals = append(led.arrivals, proto.Packet{Hash: hash, At: at(atMs)}) }
+	arrive := func(hash uint64, atMs float64) {
+		led.arrivals = append(led.arrivals, proto.Packet{Hash: hash, At: at(atMs)})
+	}
 	send(100, 0, 0)
 	send(11, 1, 100)
 	send(12, 1, 100)
