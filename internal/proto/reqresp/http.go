@@ -39,7 +39,8 @@ func (p httpProto) Name() string { return p.name }
 func (p httpProto) protocols() *http.Protocols {
 	var ps http.Protocols
 	ps.SetHTTP1(!p.h2)
-	ps.SetHTTP2(p.h2)
+	ps.SetHTTP2(p.h2 && p.tls)
+	ps.SetUnencryptedHTTP2(p.h2 && !p.tls) // h2c: HTTP/2 with prior knowledge
 	return &ps
 }
 
