@@ -158,9 +158,12 @@ type Registry struct {
 	stacks map[string]*Stack
 }
 
+// NewRegistry returns an empty registry (tests fill their own with fakes).
+func NewRegistry() *Registry { return &Registry{stacks: map[string]*Stack{}} }
+
 // Default is the registry the protocol families register themselves in,
 // as database/sql's drivers do.
-var Default = &Registry{stacks: map[string]*Stack{}}
+var Default = NewRegistry()
 
 // Register adds what a family implements under a name to Default.
 func Register(r Registration) { Default.Register(r) }

@@ -39,7 +39,7 @@ func (fakePubSub) DefaultPort() int         { return 1 }
 func (fakePubSub) CheckBroker(string) error { return nil }
 
 func newFakeRegistry() *Registry {
-	r := &Registry{stacks: map[string]*Stack{}}
+	r := NewRegistry()
 	r.Register(Registration{Name: "rr", Doc: "request/response", Options: []string{"tcp_congestion"}, Impl: fakeExchanger{}})
 	r.Register(Registration{Name: "web", Doc: "fetches", Options: []string{"tls_version"}, Impl: fakeFetcher{}})
 	r.Register(Registration{Name: "dgram", Doc: "frames only", Impl: fakeFrames{}})

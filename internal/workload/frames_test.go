@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"context"
 	"errors"
 	"math"
 	"strings"
@@ -89,5 +90,40 @@ func TestFramesAccounting(t *testing.T) {
 		if got := notes[k]; math.Abs(got-v) > 1e-9 {
 			t.Errorf("%s = %v, want %v", k, got, v)
 		}
+	}
+}
+
+// TestFramesRunOverAMemoryTransport: the whole workload (schedule, sender,
+// results, accounting) over an in-memory transport that drops every
+// fourth frame before the server: 12 frames, 2 of warm-up, each answered
+// but the dropped ones, whose records say no packet reached the server.
+func TestFramesRunOverAMemoryTransport(t *testing.T) {
+	m := &memFrames{dropEvery: 4}
+	env, rec := newEnv(t, "mem", m, fakeHosts{})
+	f := Frames{FPS: 200, Size: 1000, ResultSize: 10, Count: 10, Warmup: 10 * time.Millisecond, Reassembly: 10 * time.Millisecond}
+	if err := f.Run(context.Background(), env); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.records) != 12 || rec.windows != 1 {
+		t.Fatalf("%d records, %d windows", len(rec.records), rec.windows)
+	}
+	for i, r := range rec.records {
+		dropped := (i+1)%4 == 0
+		switch {
+		case r.Seq != i || r.Warmup != (i < 2):
+			t.Errorf("record %d: seq %d warm-up %v", i, r.Seq, r.Warmup)
+		case dropped && r.Error != "lost: no packet of the frame reached the server":
+			t.Errorf("frame %d was dropped, record says %q", i, r.Error)
+		case !dropped && (r.Error != "" || r.RespBytes != 10 || r.Extra["packets_arrived"] != 1):
+			t.Errorf("frame %d: %+v", i, r)
+		}
+	}
+	// Frames 4 and 8 of the measured 3..12 (seq 3, 7, 11 dropped; seq 3
+	// is measured): 3 of 10 measured packets lost.
+	if got := rec.notes["packets_lost_pct"]; got != 30 {
+		t.Errorf("packets_lost_pct %v, want 30", got)
+	}
+	if got := rec.notes["window_s"]; got != 0.05 {
+		t.Errorf("window_s %v, want 0.05 (10 frames at 200 Hz)", got)
 	}
 }
