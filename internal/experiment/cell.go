@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"time"
 
 	"tlab/internal/emu"
@@ -85,6 +84,9 @@ type CellResult struct {
 	// Failed, when set, says why the workload failed the cell; its
 	// records and summary are kept.
 	Failed string
+	// window is the measured link's counters, up being what the
+	// workload's first role sends.
+	window emu.LinkStats
 }
 
 // hosts gives a workload its hosts by role (or by host name, for the
@@ -176,63 +178,10 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 		return CellResult{}, err
 	}
 
-	em := tb.Emulator()
-	var (
-		mu        sync.Mutex
-		records   []results.Record
-		lastDelay float64
-		sinkErr   error
-		atStart   emu.EngineStats
-		start     time.Time
-		startErr  error
-		facts     = map[string]float64{}
-		probe     *hostnoise.Probe
-		failure   string
-	)
-	// The window's start reads the link counters, resets the emulator's
-	// release statistics and starts the host-noise probe afresh.
-	startWindow := func() {
-		s, err := em.Stats()
-		if err == nil {
-			err = em.ResetLateness()
-		}
-		mu.Lock()
-		atStart, start, startErr = s, time.Now(), err
-		if probe != nil {
-			probe.Stop()
-		}
-		probe = hostnoise.Start()
-		mu.Unlock()
-	}
+	led := newCellLedger(tb.Emulator(), sink, func() noiseProbe { return hostnoise.Start() })
 	// A workload that never marks its window is measured from here.
-	startWindow()
-	env := &workload.Env{
-		Protocol: p, Settings: settings, Hosts: h,
-		Emit: func(r results.Record) {
-			mu.Lock()
-			defer mu.Unlock()
-			records = append(records, r)
-			if r.OK() {
-				lastDelay = r.DelayMs
-			}
-			if sink != nil && sinkErr == nil {
-				sinkErr = sink(r)
-			}
-		},
-		StartWindow: startWindow,
-		Note: func(name string, v float64) {
-			mu.Lock()
-			facts[name] = v
-			mu.Unlock()
-		},
-		Fail: func(reason string) {
-			mu.Lock()
-			if failure == "" {
-				failure = reason
-			}
-			mu.Unlock()
-		},
-	}
+	led.startWindow()
+	env := led.env(p, settings, h)
 	// Other runs are sampled at the start, every second and at the end.
 	var overlaps []testbed.LiveRun
 	sampleOthers := func() {
@@ -259,9 +208,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 					sampleOthers()
 				}
 				if progress != nil {
-					mu.Lock()
-					n, last := len(records), lastDelay
-					mu.Unlock()
+					n, last := led.progress()
 					progress(Progress{Cell: spec.Index + 1, Cells: spec.Total, Profile: spec.Cell.Profile, Protocol: spec.Cell.Protocol,
 						Elapsed: time.Since(began), Planned: info.PlanOn(spec.Topology.PathRTT()), Records: n, LastDelayMs: last})
 				}
@@ -272,36 +219,20 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	close(stopProgress)
 	<-progressDone
 	sampleOthers()
-	mu.Lock()
-	host := probe.Stop()
-	mu.Unlock()
+	host := led.stopProbe()
 	if runErr != nil {
 		return CellResult{}, runErr
 	}
-	if err := errors.Join(sinkErr, startErr); err != nil {
+	if err := led.err(); err != nil {
 		return CellResult{}, err
 	}
-	end, err := em.Stats()
+	end, err := tb.Emulator().Stats()
 	if err != nil {
 		return CellResult{}, err
 	}
-	res := CellResult{Records: records, WindowStart: start, Links: map[string]emu.LinkStats{}, Release: end.Lateness, Overlaps: overlaps, Host: host}
-	for _, l := range end.Links {
-		before, _ := atStart.Link(l.Name)
-		res.Links[l.Name] = emu.LinkStats{Name: l.Name, Up: l.Up.Sub(before.Up), Down: l.Down.Sub(before.Down)}
-	}
-	window := res.Links[measured.Name]
-	if !upIsAtoB {
-		window.Up, window.Down = window.Down, window.Up
-	}
-	facts["emu_release_p50_us"], facts["emu_release_p99_us"] = end.Lateness.P50, end.Lateness.P99
-	facts["emu_release_p999_us"], facts["emu_release_max_us"] = end.Lateness.P999, end.Lateness.Max
-	facts["emu_read_lag_p99_us"], facts["emu_read_lag_max_us"] = end.ReadLag.P99, end.ReadLag.Max
-	facts["overlapping_runs"] = float64(len(overlaps))
-	facts["host_steal_pct"], facts["host_wakeup_p99_us"], facts["host_wakeup_max_us"] = host.StealPct, host.WakeP99Us, host.WakeMaxUs
-	res.Summary, err = summarize(spec, info, records, window, measured.Config, facts)
-	res.Failed = failure
-	res.Summary.Set("cell_error", failure)
+	res := led.result(end, measured.Name, upIsAtoB, overlaps, host)
+	res.Summary, err = summarize(spec, info, res.Records, res.window, measured.Config, led.facts)
+	res.Summary.Set("cell_error", res.Failed)
 	return res, err
 }
 

@@ -40,6 +40,9 @@ type Sweep struct {
 	RequireCalibration bool
 	// Shard, when set, runs only this shard's share of the cells.
 	Shard Shard
+	// attempt runs one attempt at a cell (RunCell when nil); tests give a
+	// fake, to test the sweep's bookkeeping without a network.
+	attempt func(ctx context.Context, spec CellSpec, sink func(results.Record) error, progress func(Progress)) (CellResult, error)
 }
 
 // Shard is one of N parts of a scenario's cells: cell k (in the
@@ -349,6 +352,10 @@ func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir 
 	if err != nil {
 		return results.Summary{}, nil, err
 	}
+	run := sw.attempt
+	if run == nil {
+		run = RunCell
+	}
 	var best results.Summary
 	var bestOverlaps []testbed.LiveRun
 	bestWhy, bestSeverity, bestAttempt := "", math.Inf(1), 0
@@ -357,7 +364,7 @@ func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir 
 		rec.SetAttempt(attempt)
 		spec.Cell.Attempt = attempt
 		spec.CaptureDir = captureDir(attempt)
-		res, err := RunCell(ctx, spec, rec.Write, sw.Progress)
+		res, err := run(ctx, spec, rec.Write, sw.Progress)
 		if err != nil {
 			return results.Summary{}, nil, err
 		}

@@ -1,0 +1,150 @@
+package experiment
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"tlab/internal/emu"
+	"tlab/internal/hostnoise"
+	"tlab/internal/proto"
+	"tlab/internal/results"
+	"tlab/internal/testbed"
+	"tlab/internal/workload"
+)
+
+// meter is what a cell reads of its emulator: the engine's counters, and
+// the reset of its release statistics when the measured window starts.
+// *emu.Emulator implements it; tests give a fake.
+type meter interface {
+	Stats() (emu.EngineStats, error)
+	ResetLateness() error
+}
+
+// noiseProbe measures the host's own noise over the window.
+type noiseProbe interface{ Stop() hostnoise.Sample }
+
+// cellLedger keeps what a cell's workload reports through its Env: the
+// records (passed on to the sink as they come), the facts it notes, the
+// failure it marks, and the counters when its window started. It is safe
+// for concurrent use, as Env's hooks must be.
+type cellLedger struct {
+	meter    meter
+	sink     func(results.Record) error
+	newProbe func() noiseProbe
+
+	mu        sync.Mutex
+	records   []results.Record
+	lastDelay float64
+	sinkErr   error
+	facts     map[string]float64
+	failure   string
+	atStart   emu.EngineStats
+	start     time.Time
+	startErr  error
+	probe     noiseProbe
+}
+
+func newCellLedger(m meter, sink func(results.Record) error, newProbe func() noiseProbe) *cellLedger {
+	return &cellLedger{meter: m, sink: sink, newProbe: newProbe, facts: map[string]float64{}}
+}
+
+// env is the workload's Env over the ledger.
+func (l *cellLedger) env(p *proto.Stack, s proto.Settings, h workload.Hosts) *workload.Env {
+	return &workload.Env{Protocol: p, Settings: s, Hosts: h, Emit: l.emit, StartWindow: l.startWindow, Note: l.note, Fail: l.fail}
+}
+
+func (l *cellLedger) emit(r results.Record) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.records = append(l.records, r)
+	if r.OK() {
+		l.lastDelay = r.DelayMs
+	}
+	if l.sink != nil && l.sinkErr == nil {
+		l.sinkErr = l.sink(r)
+	}
+}
+
+// startWindow reads the link counters, resets the emulator's release
+// statistics and starts the host-noise probe afresh. A later call moves
+// the window's start.
+func (l *cellLedger) startWindow() {
+	s, err := l.meter.Stats()
+	if err == nil {
+		err = l.meter.ResetLateness()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.atStart, l.start, l.startErr = s, time.Now(), err
+	if l.probe != nil {
+		l.probe.Stop()
+	}
+	l.probe = l.newProbe()
+}
+
+func (l *cellLedger) note(name string, v float64) {
+	l.mu.Lock()
+	l.facts[name] = v
+	l.mu.Unlock()
+}
+
+// fail keeps the first reason: a later one is a consequence.
+func (l *cellLedger) fail(reason string) {
+	l.mu.Lock()
+	if l.failure == "" {
+		l.failure = reason
+	}
+	l.mu.Unlock()
+}
+
+// progress is how many records came so far, and the last delay.
+func (l *cellLedger) progress() (int, float64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.records), l.lastDelay
+}
+
+// stopProbe ends the window's host-noise probe and returns its sample.
+func (l *cellLedger) stopProbe() hostnoise.Sample {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.probe == nil {
+		return hostnoise.Sample{}
+	}
+	s := l.probe.Stop()
+	l.probe = nil
+	return s
+}
+
+// err is the sink's or the window start's error.
+func (l *cellLedger) err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return errors.Join(l.sinkErr, l.startErr)
+}
+
+// result accounts for the window: each link's counters since its start,
+// the measured link seen from the workload's first role (its up is what
+// that role sends), and the instrument's facts. Call it after the workload
+// returned.
+func (l *cellLedger) result(end emu.EngineStats, measured string, upIsAtoB bool, overlaps []testbed.LiveRun, host hostnoise.Sample) CellResult {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	res := CellResult{Records: l.records, WindowStart: l.start, Links: map[string]emu.LinkStats{}, Release: end.Lateness, Overlaps: overlaps, Host: host, Failed: l.failure}
+	for _, ls := range end.Links {
+		before, _ := l.atStart.Link(ls.Name)
+		res.Links[ls.Name] = emu.LinkStats{Name: ls.Name, Up: ls.Up.Sub(before.Up), Down: ls.Down.Sub(before.Down)}
+	}
+	res.window = res.Links[measured]
+	if !upIsAtoB {
+		res.window.Up, res.window.Down = res.window.Down, res.window.Up
+	}
+	f := l.facts
+	f["emu_release_p50_us"], f["emu_release_p99_us"] = end.Lateness.P50, end.Lateness.P99
+	f["emu_release_p999_us"], f["emu_release_max_us"] = end.Lateness.P999, end.Lateness.Max
+	f["emu_read_lag_p99_us"], f["emu_read_lag_max_us"] = end.ReadLag.P99, end.ReadLag.Max
+	f["overlapping_runs"] = float64(len(overlaps))
+	f["host_steal_pct"], f["host_wakeup_p99_us"], f["host_wakeup_max_us"] = host.StealPct, host.WakeP99Us, host.WakeMaxUs
+	return res
+}
