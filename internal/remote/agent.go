@@ -1,0 +1,397 @@
+package remote
+
+import (
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"tlab/internal/dns"
+	"tlab/internal/hostnoise"
+	"tlab/internal/pki"
+	"tlab/internal/proto"
+)
+
+// Limits bound what one controller may ask of an agent.
+type Limits struct {
+	// MaxServers is how many servers may run at once.
+	MaxServers int `json:"max_servers"`
+	// MinPort and MaxPort bound the ports servers may bind (the name
+	// server's port 53 apart); the control port is never allowed.
+	MinPort int `json:"min_port"`
+	MaxPort int `json:"max_port"`
+	// MaxSessionS ends a session that lasts longer, whatever it does.
+	MaxSessionS int `json:"max_session_s"`
+	// IdleS ends a session whose controller is silent that long (the
+	// controller pings every few seconds): a killed controller or a
+	// broken path leaves nothing running.
+	IdleS int `json:"idle_s"`
+	// MaxNoiseMs bounds a host-noise sample.
+	MaxNoiseMs int `json:"max_noise_ms"`
+}
+
+// DefaultLimits are an agent's limits unless told otherwise.
+func DefaultLimits() Limits {
+	return Limits{MaxServers: 8, MinPort: 1024, MaxPort: 65535, MaxSessionS: 7 * 24 * 3600, IdleS: 20, MaxNoiseMs: 5000}
+}
+
+// maxWrongTokens is how many wrong pairing tokens an agent accepts before
+// it forgets its token: a guesser gets three tries in 2^256.
+const maxWrongTokens = 3
+
+// Agent runs tlab's servers for the controllers paired with it.
+type Agent struct {
+	Identity Identity
+	// Token is the one-time pairing token ("" : no pairing possible).
+	Token  string
+	Limits Limits
+	Log    io.Writer
+
+	controllers *peerList
+	mu          sync.Mutex
+	wrongTokens int
+	busy        bool // a paired session is running
+	controlPort int
+}
+
+// NewAgent makes an agent whose paired controllers are kept in dir.
+func NewAgent(id Identity, dir, token string, limits Limits, log io.Writer) (*Agent, error) {
+	l, err := loadPeerList(filepath.Join(dir, "controllers"))
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = io.Discard
+	}
+	return &Agent{Identity: id, Token: token, Limits: limits, Log: log, controllers: l}, nil
+}
+
+func (a *Agent) logf(format string, args ...any) {
+	fmt.Fprintf(a.Log, "%s agent: %s\n", time.Now().Format(time.RFC3339), fmt.Sprintf(format, args...))
+}
+
+// tlsConfig asks every peer for a certificate; who it is decides what it
+// may do (pair only, or everything).
+func (a *Agent) tlsConfig() *tls.Config {
+	return &tls.Config{
+		Certificates: []tls.Certificate{a.Identity.Cert},
+		ClientAuth:   tls.RequireAnyClientCert,
+		MinVersion:   tls.VersionTLS13,
+		NextProtos:   []string{Version},
+	}
+}
+
+// Serve accepts controllers on ln until ctx ends. Each session runs in
+// its own goroutine; a session that ends stops everything it started.
+func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok {
+		a.controlPort = tcp.Port
+	}
+	go func() { <-ctx.Done(); ln.Close() }()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.session(ctx, c)
+		}()
+	}
+}
+
+// session is one controller connection.
+func (a *Agent) session(ctx context.Context, raw net.Conn) {
+	defer raw.Close()
+	conn := tls.Server(raw, a.tlsConfig())
+	raw.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := conn.HandshakeContext(ctx); err != nil {
+		a.logf("%s: refused: TLS handshake: %v", raw.RemoteAddr(), err)
+		return
+	}
+	raw.SetDeadline(time.Time{})
+	peer := Fingerprint(conn.ConnectionState().PeerCertificates[0].Raw)
+	s := &session{agent: a, conn: conn, peer: peer, servers: map[int]io.Closer{}, local: raw.LocalAddr()}
+	_, s.paired = a.controllers.get(peer)
+	a.logf("%s: controller %s connected (%s)", raw.RemoteAddr(), short(peer), map[bool]string{true: "paired", false: "not paired: it may only pair"}[s.paired])
+	defer s.end()
+	sctx, cancel := context.WithTimeout(ctx, time.Duration(a.Limits.MaxSessionS)*time.Second)
+	defer cancel()
+	go func() { <-sctx.Done(); raw.Close() }()
+	s.loop(sctx)
+}
+
+func short(fp string) string {
+	if len(fp) > 16 {
+		return fp[:16]
+	}
+	return fp
+}
+
+// session is a controller's connection and what it started.
+type session struct {
+	agent   *Agent
+	conn    net.Conn
+	peer    string
+	paired  bool
+	holds   bool // holds the agent's one paired session
+	lastSeq uint64
+	local   net.Addr
+
+	servers map[int]io.Closer
+	nextID  int
+}
+
+func (s *session) loop(ctx context.Context) {
+	idle := time.Duration(s.agent.Limits.IdleS) * time.Second
+	for {
+		s.conn.SetReadDeadline(time.Now().Add(idle))
+		b, err := ReadFrame(s.conn)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && ctx.Err() == nil {
+				s.agent.logf("controller %s: session ends: %v", short(s.peer), err)
+				if errors.Is(err, ErrFrameTooLarge) {
+					s.reply(Response{Error: err.Error()})
+				}
+			}
+			return
+		}
+		req, err := DecodeRequest(b)
+		if err != nil {
+			// A malformed message ends the session: what follows it
+			// cannot be trusted to be framed right.
+			s.agent.logf("controller %s: refused: %v", short(s.peer), err)
+			s.reply(Response{Error: "refused: " + err.Error()})
+			return
+		}
+		if req.Seq <= s.lastSeq {
+			s.agent.logf("controller %s: refused: sequence %d after %d (a replayed or reordered message)", short(s.peer), req.Seq, s.lastSeq)
+			s.reply(Response{Seq: req.Seq, Error: fmt.Sprintf("refused: sequence %d after %d: a replayed or reordered message", req.Seq, s.lastSeq)})
+			return
+		}
+		s.lastSeq = req.Seq
+		result, err := s.handle(req)
+		resp := Response{Seq: req.Seq}
+		if err != nil {
+			resp.Error = err.Error()
+		} else if result != nil {
+			if resp.Result, err = json.Marshal(result); err != nil {
+				resp.Error = err.Error()
+			}
+		}
+		if err := s.reply(resp); err != nil || req.Op == OpBye {
+			return
+		}
+	}
+}
+
+func (s *session) reply(r Response) error {
+	s.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	return WriteFrame(s.conn, r)
+}
+
+// end stops every server the session started and frees the agent.
+func (s *session) end() {
+	for id, c := range s.servers {
+		c.Close()
+		delete(s.servers, id)
+	}
+	if s.holds {
+		s.agent.mu.Lock()
+		s.agent.busy = false
+		s.agent.mu.Unlock()
+	}
+	s.agent.logf("controller %s: session over; nothing of it runs", short(s.peer))
+}
+
+// handle performs one request.
+func (s *session) handle(req Request) (any, error) {
+	if req.Op == OpPair {
+		return nil, s.pair(req)
+	}
+	if !s.paired {
+		return nil, errors.New("refused: this controller is not paired with the agent: give tlab run the agent's --token-file once")
+	}
+	if !s.holds {
+		a := s.agent
+		a.mu.Lock()
+		busy := a.busy
+		if !busy {
+			a.busy, s.holds = true, true
+		}
+		a.mu.Unlock()
+		if busy {
+			return nil, errors.New("refused: busy: another controller session is running on this agent")
+		}
+	}
+	switch req.Op {
+	case OpHello:
+		var args HelloArgs
+		if err := decodeArgs(req, &args); err != nil {
+			return nil, err
+		}
+		if args.Version != Version {
+			return nil, fmt.Errorf("refused: control protocol %q, this agent speaks %q: use the same tlab version on both machines", args.Version, Version)
+		}
+		host, _ := os.Hostname()
+		return HelloResult{Version: Version, Fingerprint: s.agent.Identity.Fingerprint, Hostname: host, Limits: s.agent.Limits}, nil
+	case OpPing:
+		if err := decodeArgs(req, &struct{}{}); err != nil {
+			return nil, err
+		}
+		return PingResult{TimeNs: time.Now().UnixNano()}, nil
+	case OpServe:
+		var args ServeArgs
+		if err := decodeArgs(req, &args); err != nil {
+			return nil, err
+		}
+		return s.serve(args)
+	case OpStop:
+		var args StopArgs
+		if err := decodeArgs(req, &args); err != nil {
+			return nil, err
+		}
+		c, ok := s.servers[args.ID]
+		if !ok {
+			return nil, fmt.Errorf("no server %d in this session", args.ID)
+		}
+		delete(s.servers, args.ID)
+		return nil, c.Close()
+	case OpNoise:
+		var args NoiseArgs
+		if err := decodeArgs(req, &args); err != nil {
+			return nil, err
+		}
+		if args.Ms < 1 || args.Ms > s.agent.Limits.MaxNoiseMs {
+			return nil, fmt.Errorf("refused: a noise sample of %d ms: want 1 to %d", args.Ms, s.agent.Limits.MaxNoiseMs)
+		}
+		p := hostnoise.Start()
+		time.Sleep(time.Duration(args.Ms) * time.Millisecond)
+		return p.Stop(), nil
+	case OpBye:
+		return nil, nil
+	}
+	return nil, fmt.Errorf("unknown operation %q", req.Op)
+}
+
+// pair checks the one-time token and remembers the controller.
+func (s *session) pair(req Request) error {
+	var args PairArgs
+	if err := decodeArgs(req, &args); err != nil {
+		return err
+	}
+	a := s.agent
+	if s.paired {
+		return nil // already paired: nothing to do
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.Token == "" {
+		return errors.New("refused: this agent has no pairing token (it was used, or too many wrong ones were tried): restart tlab agent to make a new one")
+	}
+	if subtle.ConstantTimeCompare([]byte(args.Token), []byte(a.Token)) != 1 {
+		a.wrongTokens++
+		a.logf("controller %s: refused: wrong pairing token (%d of %d)", short(s.peer), a.wrongTokens, maxWrongTokens)
+		if a.wrongTokens >= maxWrongTokens {
+			a.Token = ""
+			a.logf("too many wrong pairing tokens: the token is void; restart tlab agent to make a new one")
+		}
+		return errors.New("refused: wrong pairing token")
+	}
+	a.Token = "" // one time only
+	if err := a.controllers.put(s.peer, fmt.Sprintf("paired %s from %s", time.Now().UTC().Format(time.RFC3339), s.conn.RemoteAddr())); err != nil {
+		return fmt.Errorf("remembering the controller: %w", err)
+	}
+	s.paired = true
+	a.logf("controller %s: paired (the token is used up)", short(s.peer))
+	return nil
+}
+
+// serve starts one of tlab's servers within the limits.
+func (s *session) serve(args ServeArgs) (any, error) {
+	l := s.agent.Limits
+	if len(s.servers) >= l.MaxServers {
+		return nil, fmt.Errorf("refused: %d servers already run (limit %d)", len(s.servers), l.MaxServers)
+	}
+	portOK := args.Port >= l.MinPort && args.Port <= l.MaxPort && args.Port != s.agent.controlPort
+	if args.Kind == KindDNS {
+		portOK = args.Port == dns.Port
+	}
+	if !portOK {
+		return nil, fmt.Errorf("refused: port %d: servers may bind %d to %d (the name server 53), not the control port", args.Port, l.MinPort, l.MaxPort)
+	}
+	var c io.Closer
+	var err error
+	switch args.Kind {
+	case KindDNS:
+		ip := s.local.(*net.TCPAddr).IP
+		if args.Name == "" {
+			return nil, errors.New("dns: no name to answer for")
+		}
+		c, err = dns.Serve(proto.LocalNet{}, map[string]net.IP{args.Name: ip})
+	case KindRequestResponse, KindBroker:
+		c, err = s.serveProtocol(args)
+	default:
+		return nil, fmt.Errorf("refused: server kind %q: want %s, %s or %s", args.Kind, KindRequestResponse, KindBroker, KindDNS)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s server on port %d: %w", args.Kind, args.Port, err)
+	}
+	s.nextID++
+	s.servers[s.nextID] = c
+	s.agent.logf("controller %s: %s %s on port %d (server %d)", short(s.peer), args.Kind, args.Protocol, args.Port, s.nextID)
+	return ServeResult{ID: s.nextID}, nil
+}
+
+// serveProtocol starts a registered protocol's server or embedded broker
+// with the controller's settings and the run's certificate.
+func (s *session) serveProtocol(args ServeArgs) (io.Closer, error) {
+	stack, err := proto.Lookup(args.Protocol)
+	if err != nil {
+		return nil, err
+	}
+	settings := proto.DefaultSettings()
+	if len(args.Settings) > 0 {
+		if err := decodeStrict(args.Settings, &settings); err != nil {
+			return nil, fmt.Errorf("settings: %w", err)
+		}
+	}
+	if err := settings.Validate(); err != nil {
+		return nil, fmt.Errorf("settings: %w", err)
+	}
+	if args.CertPEM != "" {
+		cert, err := tls.X509KeyPair([]byte(args.CertPEM), []byte(args.KeyPEM))
+		if err != nil {
+			return nil, fmt.Errorf("server certificate: %w", err)
+		}
+		settings.Certs = &pki.Certificates{Server: cert}
+	} else {
+		settings.Certs = &pki.Certificates{}
+	}
+	if args.Kind == KindBroker {
+		ps, ok := proto.As[proto.PubSub](stack)
+		if !ok {
+			return nil, proto.Require(args.Protocol, proto.CapPubSub)
+		}
+		return ps.StartBroker(proto.LocalNet{}, args.Port, settings, proto.BrokerEmbedded)
+	}
+	ex, ok := proto.As[proto.Exchanger](stack)
+	if !ok {
+		return nil, proto.Require(args.Protocol, proto.CapRequestResponse)
+	}
+	return ex.Serve(proto.LocalNet{}, args.Port, settings)
+}

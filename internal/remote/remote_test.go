@@ -1,0 +1,429 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/binary"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"tlab/internal/pki"
+	"tlab/internal/proto"
+	_ "tlab/internal/proto/all" // the agent serves registered protocols
+)
+
+// testAgent runs an agent on loopback for the test and returns it, its
+// address and a pairing for it.
+func testAgent(t *testing.T, limits Limits) (*Agent, string, Pairing, *syncBuffer) {
+	t.Helper()
+	id, err := NewIdentity("test agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _ := NewToken()
+	log := &syncBuffer{}
+	a, err := NewAgent(id, t.TempDir(), token, limits, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("agent: %v", err)
+		}
+	})
+	return a, ln.Addr().String(), Pairing{Agent: id.Fingerprint, Token: token}, log
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func dial(t *testing.T, addr string, state string, p *Pairing) (*Client, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, addr, DialOptions{StateDir: state, Pairing: p, Timeout: 5 * time.Second})
+	if err == nil {
+		t.Cleanup(func() { c.Close() })
+	}
+	return c, err
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// serverCert makes the run's throw-away certificate as PEM.
+func serverCert(t *testing.T) (*pki.Certificates, string, string) {
+	t.Helper()
+	certs, err := pki.NewCertificates(net.IPv4(127, 0, 0, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(certs.Server.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return certs, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: certs.Server.Certificate[0]})),
+		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))
+}
+
+// TestPairedControllerRunsServers: a controller pairs once with the token,
+// then reconnects with no token; the agent runs a TLS request/response
+// server with the run's certificate, the controller's client exchanges
+// with it, and stopping it (or ending the session) frees its port.
+func TestPairedControllerRunsServers(t *testing.T) {
+	_, addr, pairing, _ := testAgent(t, DefaultLimits())
+	state := t.TempDir()
+	c, err := dial(t, addr, state, &pairing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Agent.Fingerprint != pairing.Agent || c.Agent.Version != Version {
+		t.Errorf("hello: %+v", c.Agent)
+	}
+	c.Close()
+	// The second time the controller knows the agent: no token.
+	c, err = dial(t, addr, state, nil)
+	if err != nil {
+		t.Fatalf("a paired controller reconnecting: %v", err)
+	}
+	certs, certPEM, keyPEM := serverCert(t)
+	settings, _ := json.Marshal(proto.DefaultSettings())
+	port := freePort(t)
+	srv, err := c.Serve(ServeArgs{Kind: KindRequestResponse, Protocol: "tls", Port: port, Settings: settings, CertPEM: certPEM, KeyPEM: keyPEM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := proto.DefaultSettings()
+	s.Certs = certs
+	stack, _ := proto.Lookup("tls")
+	ex, _ := proto.As[proto.Exchanger](stack)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	client, err := ex.NewClient(ctx, proto.LocalNet{}, "127.0.0.1:"+strconv.Itoa(port), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := client.Exchange(ctx, 100, 2000)
+	client.Close()
+	if err != nil || r.RespBytes != 2000 {
+		t.Fatalf("exchange with the agent's server: %v, %d bytes", err, r.RespBytes)
+	}
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFree(t, port)
+	// A session that ends stops what it started.
+	port2 := freePort(t)
+	if _, err := c.Serve(ServeArgs{Kind: KindRequestResponse, Protocol: "tcp", Port: port2}); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	waitFree(t, port2)
+	clock, err := func() (PathClock, error) {
+		c, err := dial(t, addr, state, nil)
+		if err != nil {
+			return PathClock{}, err
+		}
+		return c.MeasureClock(5, time.Millisecond)
+	}()
+	// Both ends share this machine's clock: the offset is within its
+	// stated uncertainty (plus scheduling slack).
+	if err != nil || clock.Pings != 5 || clock.RTTMinMs <= 0 || clock.OffsetMs > clock.UncertaintyMs+1 || clock.OffsetMs < -clock.UncertaintyMs-1 {
+		t.Errorf("clock over loopback: %+v, %v", clock, err)
+	}
+}
+
+// waitFree waits until nothing listens on port any more.
+func waitFree(t *testing.T, port int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err == nil {
+			l.Close()
+			return
+		}
+	}
+	t.Errorf("port %d is still taken: the agent's server outlived its stop", port)
+}
+
+// TestStrangersAreRefused: a controller without the pairing, with a
+// wrong token, with a used token, or facing another agent's identity
+// gets a clear refusal; the paired controller keeps working meanwhile.
+func TestStrangersAreRefused(t *testing.T) {
+	a, addr, pairing, log := testAgent(t, DefaultLimits())
+	owner, err := dial(t, addr, t.TempDir(), &pairing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No pairing and never met: refused before connecting.
+	if _, err := dial(t, addr, t.TempDir(), nil); !errors.Is(err, ErrNotPaired) {
+		t.Errorf("a controller with no pairing: %v", err)
+	}
+	// The used token (a replayed token file) is refused.
+	if _, err := dial(t, addr, t.TempDir(), &pairing); err == nil || !strings.Contains(err.Error(), "no pairing token") {
+		t.Errorf("a replayed token: %v", err)
+	}
+	// Another agent's identity at the address: the controller refuses it.
+	other, _ := NewIdentity("impostor")
+	wrong := Pairing{Agent: other.Fingerprint, Token: pairing.Token}
+	if _, err := dial(t, addr, t.TempDir(), &wrong); err == nil || !strings.Contains(err.Error(), "not the paired agent") {
+		t.Errorf("a controller expecting another agent: %v", err)
+	}
+	// An unpaired controller that knows the fingerprint can only pair:
+	// every other operation is refused.
+	id, _ := NewIdentity("stranger")
+	rs := rawSession(t, addr, id, pairing.Agent)
+	if resp := rs.call(t, Request{Seq: 1, Op: OpServe, Args: json.RawMessage(`{"kind":"request-response","protocol":"tcp","port":5555}`)}); !strings.Contains(resp.Error, "not paired") {
+		t.Errorf("an unpaired serve: %+v", resp)
+	}
+	// Meanwhile the owner's session works.
+	if _, err := owner.MeasureClock(2, 0); err != nil {
+		t.Errorf("the paired controller after the strangers: %v", err)
+	}
+	if !strings.Contains(log.String(), "refused") {
+		t.Errorf("the agent's log says nothing of the refusals:\n%s", log)
+	}
+	_ = a
+}
+
+// TestWrongTokensVoidTheToken: three wrong tokens and the right one no
+// longer pairs.
+func TestWrongTokensVoidTheToken(t *testing.T) {
+	_, addr, pairing, _ := testAgent(t, DefaultLimits())
+	bad, _ := NewToken()
+	for i := 0; i < maxWrongTokens; i++ {
+		if _, err := dial(t, addr, t.TempDir(), &Pairing{Agent: pairing.Agent, Token: bad}); err == nil || !strings.Contains(err.Error(), "wrong pairing token") {
+			t.Fatalf("wrong token %d: %v", i+1, err)
+		}
+	}
+	if _, err := dial(t, addr, t.TempDir(), &pairing); err == nil || !strings.Contains(err.Error(), "no pairing token") {
+		t.Errorf("the right token after %d wrong ones: %v", maxWrongTokens, err)
+	}
+}
+
+// rawConn is a TLS session that sends whatever the test writes.
+type rawConn struct{ *tls.Conn }
+
+func rawSession(t *testing.T, addr string, id Identity, agentFP string) rawConn {
+	t.Helper()
+	conf := &tls.Config{Certificates: []tls.Certificate{id.Cert}, InsecureSkipVerify: true, MinVersion: tls.VersionTLS13, NextProtos: []string{Version},
+		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+			if Fingerprint(raw[0]) != agentFP {
+				return errors.New("wrong agent")
+			}
+			return nil
+		}}
+	c, err := tls.Dial("tcp", addr, conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	return rawConn{c}
+}
+
+func (r rawConn) call(t *testing.T, req Request) Response {
+	t.Helper()
+	if err := WriteFrame(r, req); err != nil {
+		t.Fatal(err)
+	}
+	return r.read(t)
+}
+
+func (r rawConn) read(t *testing.T) Response {
+	t.Helper()
+	b, err := ReadFrame(r)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	resp, err := DecodeResponse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// pairedState makes a controller state directory whose identity is paired
+// with the agent (using up its token), for raw sessions and Clients alike.
+func pairedState(t *testing.T, addr string, p Pairing) (string, Identity) {
+	t.Helper()
+	state := t.TempDir()
+	id, err := LoadOrCreateIdentity(filepath.Join(state, "controller.pem"), "raw controller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := rawSession(t, addr, id, p.Agent)
+	args, _ := json.Marshal(PairArgs{Token: p.Token})
+	if resp := rs.call(t, Request{Seq: 1, Op: OpPair, Args: args}); resp.Error != "" {
+		t.Fatal(resp.Error)
+	}
+	rs.closeAndWait(t)
+	return state, id
+}
+
+// closeAndWait ends the session and waits until the agent has ended it.
+func (r rawConn) closeAndWait(t *testing.T) {
+	t.Helper()
+	r.CloseWrite()
+	for {
+		if _, err := ReadFrame(r); err != nil {
+			return
+		}
+	}
+}
+
+// TestMalformedAndReplayedMessages: garbage before TLS, a malformed
+// message, an unknown field, a replayed sequence number and an oversized
+// frame each end that session with a refusal; the agent goes on serving.
+func TestMalformedAndReplayedMessages(t *testing.T) {
+	_, addr, pairing, log := testAgent(t, DefaultLimits())
+	// Garbage instead of a TLS handshake.
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 64)
+	c.Read(buf)
+	c.Close()
+
+	_, id := pairedState(t, addr, pairing)
+	for name, tc := range map[string]struct {
+		frame []byte
+		want  string
+	}{
+		"not JSON":       {[]byte("\x00\x00\x00\x05hello"), "malformed request"},
+		"unknown field":  {frame(`{"seq":2,"op":"ping","sudo":true}`), "unknown field"},
+		"unknown op":     {frame(`{"seq":2,"op":"exec","args":{"cmd":"sh"}}`), "unknown operation"},
+		"trailing data":  {frame(`{"seq":2,"op":"ping"}{"seq":3,"op":"ping"}`), "data after"},
+		"oversize frame": {[]byte("\x7f\xff\xff\xff"), "over the size limit"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			// Each case on a session of its own (the agent ends a
+			// session after a malformed message).
+			s := rawSession(t, addr, id, pairing.Agent)
+			if _, err := s.Write(tc.frame); err != nil {
+				t.Fatal(err)
+			}
+			resp := s.read(t)
+			if !strings.Contains(resp.Error, tc.want) {
+				t.Errorf("answer %+v, want %q", resp, tc.want)
+			}
+			if _, err := ReadFrame(s); err == nil {
+				t.Error("the session went on after a malformed message")
+			}
+		})
+	}
+	// A replayed sequence number.
+	s := rawSession(t, addr, id, pairing.Agent)
+	if resp := s.call(t, Request{Seq: 5, Op: OpHello, Args: json.RawMessage(`{"version":"` + Version + `"}`)}); resp.Error != "" {
+		t.Fatal(resp.Error)
+	}
+	if resp := s.call(t, Request{Seq: 5, Op: OpPing}); !strings.Contains(resp.Error, "replayed") {
+		t.Errorf("a replayed sequence number: %+v", resp)
+	}
+	s.closeAndWait(t)
+	// The agent still serves a paired controller.
+	if resp := rawSession(t, addr, id, pairing.Agent).call(t, Request{Seq: 1, Op: OpPing}); resp.Error != "" {
+		t.Errorf("after the malformed peers: %v", resp.Error)
+	}
+	if !strings.Contains(log.String(), "TLS handshake") {
+		t.Errorf("the garbage peer is not in the log:\n%s", log)
+	}
+}
+
+// frame frames s as it is, valid JSON or not.
+func frame(s string) []byte {
+	b := binary.BigEndian.AppendUint32(nil, uint32(len(s)))
+	return append(b, s...)
+}
+
+// TestLimits: the agent refuses ports outside its range and its own
+// control port, more servers than its limit, an unknown protocol, a
+// capability the protocol lacks, and a noise sample too long; a silent
+// controller's session ends after the idle time and its servers stop.
+func TestLimits(t *testing.T) {
+	limits := DefaultLimits()
+	limits.MaxServers, limits.IdleS = 2, 1
+	_, addr, pairing, _ := testAgent(t, limits)
+	state, id := pairedState(t, addr, pairing)
+	c, err := dial(t, addr, state, &pairing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, controlPort, _ := net.SplitHostPort(addr)
+	cp, _ := strconv.Atoi(controlPort)
+	for _, tc := range []struct {
+		args ServeArgs
+		want string
+	}{
+		{ServeArgs{Kind: KindRequestResponse, Protocol: "tcp", Port: 80}, "refused: port 80"},
+		{ServeArgs{Kind: KindRequestResponse, Protocol: "tcp", Port: cp}, "not the control port"},
+		{ServeArgs{Kind: KindRequestResponse, Protocol: "nope", Port: 20000}, "unknown protocol"},
+		{ServeArgs{Kind: KindRequestResponse, Protocol: "udp", Port: 20000}, "lacks capability request-response"},
+		{ServeArgs{Kind: "shell", Port: 20000}, "server kind"},
+		{ServeArgs{Kind: KindRequestResponse, Protocol: "tcp", Port: 20000, Settings: json.RawMessage(`{"tcp_congestion":"warp"}`)}, "tcp congestion control"},
+	} {
+		if _, err := c.Serve(tc.args); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	if err := c.Call(OpNoise, NoiseArgs{Ms: 60000}, nil); err == nil || !strings.Contains(err.Error(), "noise sample") {
+		t.Errorf("a long noise sample: %v", err)
+	}
+	p1, p2, p3 := freePort(t), freePort(t), freePort(t)
+	for _, p := range []int{p1, p2} {
+		if _, err := c.Serve(ServeArgs{Kind: KindRequestResponse, Protocol: "tcp", Port: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Serve(ServeArgs{Kind: KindRequestResponse, Protocol: "tcp", Port: p3}); err == nil || !strings.Contains(err.Error(), "limit 2") {
+		t.Errorf("a third server: %v", err)
+	}
+	// A controller that goes silent (killed, or its path broke): the
+	// agent ends the session after IdleS and stops its servers.
+	rs := rawSession(t, addr, id, pairing.Agent)
+	c.Close()
+	port := freePort(t)
+	if resp := rs.call(t, Request{Seq: 1, Op: OpServe, Args: json.RawMessage(`{"kind":"request-response","protocol":"tcp","port":` + strconv.Itoa(port) + `}`)}); resp.Error != "" {
+		t.Fatal(resp.Error)
+	}
+	waitFree(t, p1)
+	time.Sleep(1500 * time.Millisecond) // silence beyond IdleS
+	waitFree(t, port)
+}
