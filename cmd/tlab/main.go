@@ -61,6 +61,7 @@ func commands() map[string]command {
 		"metrics":    {"list every summary column and its definition", runMetrics},
 		"plots":      {"list the plot kinds a scenario can ask for", runPlots},
 		"version":    {"print the version", runVersion},
+		"agent":      {"serve tlab's servers on a far machine for remote runs", runAgent},
 	}
 }
 

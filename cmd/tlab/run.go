@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"tlab/internal/experiment"
 	"tlab/internal/metrics"
 	"tlab/internal/proto"
+	"tlab/internal/remote"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
 	"tlab/internal/workload"
@@ -54,6 +56,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	noReport := fs.Bool("no-report", false, "do not write report.html")
 	requireCal := fs.Bool("require-calibration", false, "refuse to run when the opening calibration does not pass")
 	shard := fs.String("shard", "", "run only shard I/N of the cells (merge the shards with tlab merge); auto/N takes I from a Kubernetes Indexed Job or a Slurm job array")
+	remoteAddr := fs.String("remote", "", "measure across the real path to the tlab agent at HOST:PORT (the servers there, the clients here)")
+	tokenFile := fs.String("token-file", "", "with --remote: the agent's pairing file (tlab agent --token-file), needed the first time")
+	stateDir := fs.String("state", "", "with --remote: the controller's identity and known agents (default $TLAB_STATE_DIR or ~/.config/tlab)")
 	resumeExisting := fs.Bool("resume-existing", false, "when --out already holds an interrupted run, continue it (for retried cluster tasks)")
 	quality := fs.String("quality", "", "re-run cells the host disturbed: normal (default: up to 3 attempts), strict (5, tighter), off; a resume keeps the run's")
 	fs.String("workload", "periodic", "traffic pattern: "+strings.Join(workload.Names(), ", ")+" (see tlab workloads)")
@@ -83,6 +88,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
+	target, err := remoteTarget(*remoteAddr, *tokenFile, *stateDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "tlab run: %v\n", err)
+		return exitUsage
+	}
 	var given []string
 	fs.Visit(func(f *flag.Flag) {
 		if _, ok := adhocFlags[f.Name]; ok {
@@ -101,7 +111,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if len(pos) == 1 {
 			name = pos[0]
 		}
-		o := runOptions{nameOrFile: name, resume: *resume, sets: sets, out: *out, noCal: *noCal, noReport: *noReport, asJSON: *asJSON, quality: *quality, requireCal: *requireCal, shard: *shard, resumeExisting: *resumeExisting}
+		o := runOptions{remote: target, nameOrFile: name, resume: *resume, sets: sets, out: *out, noCal: *noCal, noReport: *noReport, asJSON: *asJSON, quality: *quality, requireCal: *requireCal, shard: *shard, resumeExisting: *resumeExisting}
 		if *resume != "" {
 			if suite, isSuite, err := experiment.ResumeSuite(*resume); err != nil {
 				fmt.Fprintf(stderr, "tlab run: %v\n", err)
@@ -118,6 +128,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return runScenario(ctx, o, args, stdout, stderr)
 	}
+	if target != nil {
+		sets = append(sets, experiment.RemoteSets()...)
+	}
 	sc, err := adhocScenario(fs, given, sets)
 	if err != nil {
 		fmt.Fprintf(stderr, "tlab run: %v\n", err)
@@ -130,7 +143,37 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// Ad hoc, the run goes through the same runner as any scenario, into
 	// --out or into a directory removed at the end; no calibration unless
 	// it is kept.
-	return runScenario(ctx, runOptions{scenario: sc, out: *out, noCal: *out == "" || *noCal, noReport: *out == "" || *noReport, asJSON: *asJSON, adhoc: true, quality: *quality, requireCal: *requireCal, shard: *shard}, args, stdout, stderr)
+	return runScenario(ctx, runOptions{remote: target, scenario: sc, out: *out, noCal: *out == "" || *noCal, noReport: *out == "" || *noReport, asJSON: *asJSON, adhoc: true, quality: *quality, requireCal: *requireCal, shard: *shard}, args, stdout, stderr)
+}
+
+// remoteTarget reads --remote's flags.
+func remoteTarget(addr, tokenFile, stateDir string) (*experiment.RemoteTarget, error) {
+	if addr == "" {
+		switch {
+		case tokenFile != "":
+			return nil, errors.New("--token-file goes with --remote HOST:PORT")
+		case stateDir != "":
+			// A resume of a remote run: its manifest names the agent.
+			return &experiment.RemoteTarget{StateDir: stateDir}, nil
+		}
+		return nil, nil
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return nil, fmt.Errorf("--remote %s: want HOST:PORT (the agent's --listen; its default port is %d)", addr, remote.DefaultPort)
+	}
+	t := &experiment.RemoteTarget{Addr: addr, StateDir: stateDir}
+	if tokenFile != "" {
+		data, err := os.ReadFile(tokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("--token-file: %w", err)
+		}
+		p, err := remote.ParsePairing(data)
+		if err != nil {
+			return nil, fmt.Errorf("--token-file %s: %w", tokenFile, err)
+		}
+		t.Pairing = &p
+	}
+	return t, nil
 }
 
 // adhocScenario builds the in-memory scenario of an ad-hoc run: defaults,

@@ -44,6 +44,8 @@ type runOptions struct {
 	// resumeExisting continues the run already in out, if there is one
 	// (a retried cluster task).
 	resumeExisting bool
+	// remote measures across a real path to an agent.
+	remote *experiment.RemoteTarget
 }
 
 // exitCode is an error that carries the exit code the command line
@@ -59,10 +61,14 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 		Scenario: o.scenario, NameOrFile: o.nameOrFile, Sets: o.sets, Resume: o.resume, Out: o.out,
 		Temporary: o.adhoc && o.out == "", ResumeExisting: o.resumeExisting, Shard: o.shard,
 		NoCalibration: o.noCal, RequireCalibration: o.requireCal, NoReport: o.noReport, Quality: o.quality,
+		Remote:   o.remote,
 		Progress: progressPrinter(stderr), Log: stderr,
 		Ready: func(r experiment.Ready) error {
-			if code, handled := ensurePrivileges(append([]string{"run"}, args...), stderr); handled {
-				return exitCode(code)
+			// A remote run builds nothing here: no namespace, no emulator.
+			if !r.Remote {
+				if code, handled := ensurePrivileges(append([]string{"run"}, args...), stderr); handled {
+					return exitCode(code)
+				}
 			}
 			where := "into " + r.Dir
 			if r.Temporary {

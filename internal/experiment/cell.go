@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"tlab/internal/metrics"
 	"tlab/internal/pki"
 	"tlab/internal/proto"
+	"tlab/internal/remote"
 	"tlab/internal/results"
 	"tlab/internal/testbed"
 	"tlab/internal/workload"
@@ -48,6 +50,9 @@ type CellSpec struct {
 	// CaptureDir, when set, receives pcap per host interface, the TLS key
 	// log and qlog files.
 	CaptureDir string
+	// Remote, when set, runs the cell across the real path to an agent
+	// instead of on Topology: the servers there, the clients here.
+	Remote *RemotePath
 	// Label names the run in the run registry, so that a concurrent run
 	// can say which run disturbed it.
 	Label string
@@ -156,29 +161,42 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 		defer kl.Close()
 		settings.KeyLog = kl
 	}
-	tb, err := testbed.Build(spec.Topology, opts)
-	if err != nil {
-		return CellResult{}, err
-	}
-	defer tb.Close()
-	h := hosts{tb, spec.Roles, spec.Groups}
-	// Certificates name the address at which the first role reaches the
-	// second (the client its server).
-	var certIP net.IP
-	if len(info.Roles) > 1 {
-		if certIP, err = h.Addr(info.Roles[0], info.Roles[1]); err != nil {
+	var (
+		h        workload.Hosts
+		em       meter
+		measured testbed.Link
+		upIsAtoB = true
+		certIP   net.IP
+	)
+	if spec.Remote != nil {
+		// Across a real path: the servers run on the agent, the clients
+		// here; no emulated link, no counters.
+		agentIP := spec.Remote.Agent.Host()
+		h, em, certIP = remoteHosts{spec.Remote, agentIP}, noLinkMeter{}, agentIP
+	} else {
+		tb, err := testbed.Build(spec.Topology, opts)
+		if err != nil {
 			return CellResult{}, err
 		}
+		defer tb.Close()
+		th := hosts{tb, spec.Roles, spec.Groups}
+		// Certificates name the address at which the first role
+		// reaches the second (the client its server).
+		if len(info.Roles) > 1 {
+			if certIP, err = th.Addr(info.Roles[0], info.Roles[1]); err != nil {
+				return CellResult{}, err
+			}
+		}
+		if measured, upIsAtoB, err = measuredLink(spec.Topology, spec.Roles[info.Roles[0]]); err != nil {
+			return CellResult{}, err
+		}
+		h, em = th, tb.Emulator()
 	}
 	if settings.Certs, err = pki.NewCertificates(certIP); err != nil {
 		return CellResult{}, err
 	}
-	measured, upIsAtoB, err := measuredLink(spec.Topology, spec.Roles[info.Roles[0]])
-	if err != nil {
-		return CellResult{}, err
-	}
 
-	led := newCellLedger(tb.Emulator(), sink, func() noiseProbe { return hostnoise.Start() })
+	led := newCellLedger(em, sink, func() noiseProbe { return hostnoise.Start() })
 	// A workload that never marks its window is measured from here.
 	led.startWindow()
 	env := led.env(p, settings, h)
@@ -226,11 +244,25 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	if err := led.err(); err != nil {
 		return CellResult{}, err
 	}
-	end, err := tb.Emulator().Stats()
+	if spec.Remote != nil {
+		// A cell during which the agent went away measured a broken
+		// path, not the protocol: it is not complete, and a resume runs
+		// it again.
+		if err := spec.Remote.Agent.Call(remote.OpPing, nil, nil); err != nil {
+			return CellResult{}, fmt.Errorf("the agent at %s went away during the cell: %w", spec.Remote.Agent.Addr, err)
+		}
+	}
+	end, err := em.Stats()
 	if err != nil {
 		return CellResult{}, err
 	}
 	res := led.result(end, measured.Name, upIsAtoB, overlaps, host)
+	if spec.Remote != nil {
+		// No emulator ran: its figures are unknown, not zero.
+		for _, k := range []string{"emu_release_p50_us", "emu_release_p99_us", "emu_release_p999_us", "emu_release_max_us", "emu_read_lag_p99_us", "emu_read_lag_max_us"} {
+			led.facts[k] = math.NaN()
+		}
+	}
 	res.Summary, err = summarize(spec, info, res.Records, res.window, measured.Config, led.facts)
 	res.Summary.Set("cell_error", res.Failed)
 	return res, err
@@ -258,7 +290,11 @@ func summarize(spec CellSpec, info workload.Info, records []results.Record, wind
 	c := spec.Cell
 	s := results.Summary{Cell: c.ID, Profile: c.Profile, Protocol: c.Protocol, Workload: info.Type, Rep: c.Rep, Seed: c.Seed, Params: c.Params}
 	s.Fields = append(s.Fields, c.Key...)
-	s.Set("rtt_ms", float64(link.BaseRTT().Nanoseconds())/1e6)
+	if spec.Remote != nil {
+		s.Set("rtt_ms", spec.Remote.RTTMs) // the real path's, measured at the run's start
+	} else {
+		s.Set("rtt_ms", float64(link.BaseRTT().Nanoseconds())/1e6)
+	}
 	var measured []results.Record
 	for _, r := range records {
 		if !r.Warmup {
@@ -267,7 +303,7 @@ func summarize(spec CellSpec, info workload.Info, records []results.Record, wind
 	}
 	slices.SortFunc(measured, func(a, b results.Record) int { return a.Seq - b.Seq })
 	in := &metrics.Input{Records: measured, Facts: facts, RemoveOutliers: spec.RemoveOutliers,
-		Up: counters(window.Up), Down: counters(window.Down)}
+		Up: counters(window.Up), Down: counters(window.Down), NoLink: spec.Remote != nil}
 	fields, err := metrics.Default.Compute(info.Metrics, in)
 	if err != nil {
 		return s, err

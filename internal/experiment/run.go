@@ -60,6 +60,11 @@ type Run struct {
 	// resumed run's own, and means normal otherwise).
 	Quality string
 
+	// Remote, when set, measures across the real path to a tlab agent
+	// instead of emulated links (a resume of a remote run finds its agent
+	// in the manifest).
+	Remote *RemoteTarget
+
 	Progress func(Progress)
 	Log      io.Writer
 	// Ready is called once the scenario, its cells and the directory are
@@ -77,6 +82,9 @@ type Ready struct {
 	Plan      time.Duration
 	Dir       string
 	Temporary bool
+	// Remote says the cells cross a real path to an agent: nothing is
+	// emulated here.
+	Remote bool
 }
 
 // Outcome is what a run did.
@@ -152,13 +160,43 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 	}
 	out.Cells = len(cells)
 	if r.Ready != nil {
-		if err := r.Ready(Ready{Scenario: sc, Cells: cells, Plan: Plan(cells), Dir: out.Dir, Temporary: out.Temporary}); err != nil {
+		remoteRun := r.Remote != nil && r.Remote.Addr != "" || len(sc.Profiles) == 1 && sc.Profiles[0] == RemoteProfile
+		if err := r.Ready(Ready{Scenario: sc, Cells: cells, Plan: Plan(cells), Dir: out.Dir, Temporary: out.Temporary, Remote: remoteRun}); err != nil {
 			return out, err
 		}
 	}
 	sw := Sweep{Shard: shard, Scenario: sc, Dir: out.Dir, Resume: r.Resume != "", SkipCalibration: r.NoCalibration,
 		Progress: r.Progress, Log: r.Log, Quality: Quality{Mode: r.Quality}, RequireCalibration: r.RequireCalibration}
+	agent, _, err := dialRemote(ctx, r.Remote, r.Resume)
+	if err != nil {
+		return out, err
+	}
+	if agent != nil {
+		defer agent.Close()
+		phase := "start"
+		if r.Resume != "" {
+			phase = "resume"
+		}
+		check, err := checkPath(agent, phase)
+		if err != nil {
+			return out, fmt.Errorf("agent %s: %w", agent.Addr, err)
+		}
+		if r.Log != nil {
+			fmt.Fprintf(r.Log, "across the real path to agent %s (%s, %s): round trip %.2f ms (median %.2f), clock offset %+.2f ± %.2f ms\n",
+				agent.Addr, agent.Agent.Hostname, agent.Agent.Fingerprint[:16], check.RTTMinMs, check.RTTMedianMs, check.OffsetMs, check.UncertaintyMs)
+		}
+		sw.Remote, sw.PathCheck = &RemotePath{Agent: agent, RTTMs: check.RTTMinMs}, &check
+	}
 	out.Rows, err = sw.Run(ctx)
+	if err == nil && agent != nil {
+		check, cerr := checkPath(agent, "end")
+		if cerr == nil {
+			cerr = recordPathCheck(out.Dir, agent, check)
+		}
+		if cerr != nil {
+			err = fmt.Errorf("agent %s at the end: %w", agent.Addr, cerr)
+		}
+	}
 	if err != nil {
 		if errors.Is(err, ErrRunExists) {
 			err = inputErr(err)
@@ -211,6 +249,8 @@ func (r Run) scenario() (*scenario.Scenario, error) {
 		return OpenResume(r.Resume)
 	case r.Scenario != nil:
 		return r.Scenario, nil
+	case r.Remote != nil && r.Remote.Addr != "":
+		return LoadScenario(r.NameOrFile, append(slices.Clone(r.Sets), RemoteSets()...))
 	}
 	return LoadScenario(r.NameOrFile, r.Sets)
 }

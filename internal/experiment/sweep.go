@@ -40,6 +40,11 @@ type Sweep struct {
 	RequireCalibration bool
 	// Shard, when set, runs only this shard's share of the cells.
 	Shard Shard
+	// Remote, when set, runs every cell across the real path to an agent;
+	// PathCheck is the path as measured at this start (or resume), for
+	// the manifest.
+	Remote    *RemotePath
+	PathCheck *results.PathCheck
 	// attempt runs one attempt at a cell (RunCell when nil); tests give a
 	// fake, to test the sweep's bookkeeping without a network.
 	attempt func(ctx context.Context, spec CellSpec, sink func(results.Record) error, progress func(Progress)) (CellResult, error)
@@ -204,6 +209,15 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 		sw.Quality.Mode = "normal"
 	}
 	m.Quality = sw.Quality.Mode
+	if sw.Remote != nil {
+		a := sw.Remote.Agent
+		if m.Remote == nil {
+			m.Remote = &results.Remote{Address: a.Addr, Fingerprint: a.Agent.Fingerprint, Hostname: a.Agent.Hostname}
+		}
+		if sw.PathCheck != nil {
+			m.Remote.Checks = append(m.Remote.Checks, *sw.PathCheck)
+		}
+	}
 	pending := 0
 	for _, c := range cells {
 		if !results.CellDone(results.CellDir(sw.Dir, c.ID)) {
@@ -334,6 +348,7 @@ func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir 
 		return results.Summary{}, nil, err
 	}
 	spec.Label = "tlab run " + cell.Scenario.Name + " into " + sw.Dir
+	spec.Remote = sw.Remote
 	// Each attempt captures into its own directory; the reported
 	// attempt's becomes captures/, so the pcap, key log and qlog always
 	// belong to the summarised run.

@@ -142,6 +142,10 @@ type Input struct {
 	// Up and Down are the counters of the link the workload measures, up
 	// being from the workload's first role (the client) outward.
 	Up, Down Counters
+	// NoLink says the counters were not measured (a run across a real
+	// path has no emulated link to count on): metrics computed from them
+	// are NaN, never 0.
+	NoLink bool
 	// Facts are figures the runner and the workload noted (rtt_ms,
 	// conns_opened, emu_release_p99_us, ...).
 	Facts map[string]float64
@@ -153,6 +157,14 @@ type Input struct {
 	dist     *Distribution
 	removed  int
 	computed bool
+}
+
+// Bytes returns n as a float, or NaN when the link was not counted.
+func (in *Input) Bytes(n uint64) float64 {
+	if in.NoLink {
+		return math.NaN()
+	}
+	return float64(n)
 }
 
 // DelayDistribution describes Delays, computed once.

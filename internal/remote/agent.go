@@ -395,3 +395,54 @@ func (s *session) serveProtocol(args ServeArgs) (io.Closer, error) {
 	}
 	return ex.Serve(proto.LocalNet{}, args.Port, settings)
 }
+
+// AgentOptions configure `tlab agent`.
+type AgentOptions struct {
+	// Listen is the control channel's address (":7447" when empty).
+	Listen string
+	// StateDir keeps the agent's identity and paired controllers.
+	StateDir string
+	// NoToken starts without a pairing token (only controllers paired
+	// before can connect).
+	NoToken bool
+	Limits  Limits
+	Log     io.Writer
+}
+
+// DefaultPort is the control channel's port unless told otherwise.
+const DefaultPort = 7447
+
+// PrepareAgent loads (or makes) the agent's identity, makes a one-time
+// pairing token and opens the control listener. The caller prints the
+// pairing and calls Serve.
+func PrepareAgent(o AgentOptions) (*Agent, Pairing, net.Listener, error) {
+	if o.Listen == "" {
+		o.Listen = fmt.Sprintf(":%d", DefaultPort)
+	}
+	if o.StateDir == "" {
+		o.StateDir = StateDir()
+	}
+	if o.Limits == (Limits{}) {
+		o.Limits = DefaultLimits()
+	}
+	dir := filepath.Join(o.StateDir, "agent")
+	id, err := LoadOrCreateIdentity(filepath.Join(dir, "agent.pem"), "tlab agent")
+	if err != nil {
+		return nil, Pairing{}, nil, err
+	}
+	token := ""
+	if !o.NoToken {
+		if token, err = NewToken(); err != nil {
+			return nil, Pairing{}, nil, err
+		}
+	}
+	a, err := NewAgent(id, dir, token, o.Limits, o.Log)
+	if err != nil {
+		return nil, Pairing{}, nil, err
+	}
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return nil, Pairing{}, nil, fmt.Errorf("control channel: %w", err)
+	}
+	return a, Pairing{Agent: id.Fingerprint, Token: token}, ln, nil
+}

@@ -408,6 +408,11 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 <div class="wide"><table><tr><th class="l">network</th><th class="l">swept</th><th class="l">metric</th><th class="l">A</th><th class="l">B</th><th>median A</th><th>median B</th><th>mean B/A (95 % CI)</th><th>p (Holm)</th><th class="l">verdict</th></tr>
 {{range .Run.Verdicts}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Params}}</td><td class="l">{{.Metric}}</td><td class="l">{{.A}}</td><td class="l">{{.B}}</td><td>{{num .MedianA 3}}</td><td>{{num .MedianB 3}}</td><td>{{num .Ratio 3}} ({{num .RatioLow 3}}–{{num .RatioHigh 3}})</td><td>{{num .PHolm 4}}</td><td class="l">{{.Verdict}}</td></tr>
 {{end}}</table></div></details>{{end}}
+{{with .Run.Manifest}}{{with .Remote}}<h2>A real path</h2>
+<p>Every cell crossed the real network to the tlab agent at <b>{{.Address}}</b> ({{.Hostname}}, identity {{.Fingerprint}}): its servers ran there, the clients here. Nothing was emulated, so the bytes on the wire and the emulator's figures are not measured (empty). The path and both machines, as measured at each start and at the end (20 pings; the agent's clock offset is within ± half the smallest round trip, and no metric of this run reads both clocks):</p>
+<table><tr><th class="l">when</th><th class="l">phase</th><th>RTT min ms</th><th>RTT median ms</th><th>clock offset ms</th><th>± ms</th><th>agent wake-up p99 µs</th><th>agent steal %</th><th>local wake-up p99 µs</th><th>local steal %</th></tr>
+{{range .Checks}}<tr><td class="l">{{when .When}}</td><td class="l">{{.Phase}}</td><td>{{num .RTTMinMs 2}}</td><td>{{num .RTTMedianMs 2}}</td><td>{{num .OffsetMs 2}}</td><td>{{num .UncertaintyMs 2}}</td><td>{{num .AgentNoise.WakeP99Us 0}}</td><td>{{num .AgentNoise.StealPct 1}}</td><td>{{num .LocalNoise.WakeP99Us 0}}</td><td>{{num .LocalNoise.StealPct 1}}</td></tr>
+{{end}}</table>{{end}}{{end}}
 {{with .Run.Manifest}}{{if .Merged}}<h2>Machines (merged from {{len .Merged}} shards)</h2>
 <table class="meta"><tr><th class="l">shard</th><th class="l">machine</th><th class="l">cells</th><th class="l">opening calibration</th></tr>
 {{range .Merged}}<tr><td>{{.Shard}}</td><td>{{.Hostname}}: {{.CPU}}, kernel {{.Kernel}}</td><td>{{len .Cells}}</td><td>{{range .Calibrations}}{{.Verdict}} {{end}}</td></tr>

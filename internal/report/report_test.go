@@ -2,6 +2,7 @@ package report
 
 import (
 	"image/color"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -131,5 +132,37 @@ func TestEveryProtocolHasItsOwnColour(t *testing.T) {
 	}
 	if colorOf("no-such-protocol") != colorOf("no-such-protocol") {
 		t.Error("an unknown name's colour is not stable")
+	}
+}
+
+// TestReportSaysThePathWasReal: a remote run's report names the agent,
+// its identity and the path's checks, and shows the unmeasured bytes as
+// empty rather than 0.
+func TestReportSaysThePathWasReal(t *testing.T) {
+	dir := t.TempDir()
+	rows := []results.Summary{{Cell: "c1", Profile: "remote", Protocol: "tcp", Workload: "periodic", Rep: 1, Seed: 1,
+		Fields: []results.Field{{Name: "delay_p50_ms", Value: 21.5}, {Name: "bytes_per_request", Value: math.NaN()}}}}
+	if err := results.WriteSummaries(dir, rows); err != nil {
+		t.Fatal(err)
+	}
+	m := &results.Manifest{Scenario: "remote", Table: []string{"delay_p50_ms", "bytes_per_request"}, Remote: &results.Remote{Address: "192.0.2.7:7447", Fingerprint: "ab12cd", Hostname: "far",
+		Checks: []results.PathCheck{{Phase: "start", RTTMinMs: 20.25, RTTMedianMs: 20.5, OffsetMs: -3.5, UncertaintyMs: 10.125}, {Phase: "end", RTTMinMs: 20.75}}}}
+	if err := m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := Build(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html, _ := os.ReadFile(path)
+	page := string(html)
+	for _, want := range []string{"A real path", "192.0.2.7:7447", "ab12cd", "20.25", "-3.50", "10.12", "20.75"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
 	}
 }

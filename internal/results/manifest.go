@@ -136,6 +136,37 @@ type Manifest struct {
 	// Warnings say what disturbed the run (other runs on the machine
 	// during a cell, ...), one line each, as they happened.
 	Warnings []string `json:"warnings,omitempty"`
+	// Remote, when set, says the run measured a real path to a tlab
+	// agent rather than an emulated link.
+	Remote *Remote `json:"remote,omitempty"`
+}
+
+// Remote is the real path a remote run measured: the agent at its far
+// end, and the path and both hosts as they were at each start and at the
+// end of the run.
+type Remote struct {
+	Address     string `json:"address"`
+	Fingerprint string `json:"agent_fingerprint"`
+	Hostname    string `json:"agent_hostname"`
+	// Checks are the path's round trips, the agent's clock offset and
+	// both hosts' noise, measured at each start and at the end.
+	Checks []PathCheck `json:"checks"`
+}
+
+// PathCheck is one measurement of the path and of both hosts.
+type PathCheck struct {
+	When time.Time `json:"when"`
+	// Phase is "start", "resume" or "end".
+	Phase         string  `json:"phase"`
+	RTTMinMs      float64 `json:"rtt_min_ms"`
+	RTTMedianMs   float64 `json:"rtt_median_ms"`
+	OffsetMs      float64 `json:"clock_offset_ms"`
+	UncertaintyMs float64 `json:"clock_offset_uncertainty_ms"`
+	Pings         int     `json:"pings"`
+	// AgentNoise and LocalNoise are each host's own noise over the
+	// same short window.
+	AgentNoise HostNoise `json:"agent_noise"`
+	LocalNoise HostNoise `json:"local_noise"`
 }
 
 // MergedShard is one shard of a merged run: where it ran, which cells it

@@ -123,7 +123,7 @@ func init() {
 				if len(in.Records) == 0 {
 					return math.NaN()
 				}
-				return float64(in.Up.TxBytes+in.Down.TxBytes) / float64(len(in.Records))
+				return in.Bytes(in.Up.TxBytes+in.Down.TxBytes) / float64(len(in.Records))
 			}},
 		{Name: "publishers", Kind: metrics.Measured, Header: "PUBS", Definition: "Publishers running the pattern at once (the stations of a shared access); the first one is recorded.",
 			Compute: func(in *metrics.Input) float64 { return in.Fact("publishers") }},
@@ -310,7 +310,7 @@ func (p PubSub) Run(ctx context.Context, env *Env) error {
 		return nil
 	}
 	port := ps.DefaultPort()
-	broker, err := ps.StartBroker(env.Hosts.Net("broker"), port, env.Settings, p.Broker)
+	broker, err := serveBroker(env, ps, "broker", port, p.Broker)
 	if err != nil {
 		return failAll("broker: " + err.Error())
 	}

@@ -200,7 +200,7 @@ func (u Upload) Run(ctx context.Context, env *Env) error {
 	client := env.Hosts.Net("client")
 	target := u.Target(client, serverIP)
 	if u.Resolve == "dns" {
-		names, err := dns.Serve(env.Hosts.Net("server"), map[string]net.IP{proto.ServerName: serverIP})
+		names, err := serveNames(env, "server", serverIP)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"tlab/internal/remote"
+)
+
+func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("agent", "agent [--listen ADDR] [--token-file FILE]\n\nServe tlab's own servers for the controller that pairs with this machine: run it on the far\nmachine, then tlab run ... --remote THIS_HOST:PORT --token-file FILE on the near one. The first\nconnection pairs with the one-time token printed here (and written to --token-file); later ones\nare recognised by their identity (mutual TLS). See docs/guide.md, \"Across a real network\".", stderr)
+	listen := fs.String("listen", fmt.Sprintf(":%d", remote.DefaultPort), "address of the control channel (TCP)")
+	tokenFile := fs.String("token-file", "", "also write the pairing (the agent's fingerprint and the one-time token) to FILE, mode 0600")
+	state := fs.String("state", "", "directory of the agent's identity and paired controllers (default $TLAB_STATE_DIR or ~/.config/tlab)")
+	noToken := fs.Bool("no-token", false, "make no pairing token: only controllers paired before may connect")
+	limits := remote.DefaultLimits()
+	fs.IntVar(&limits.MaxServers, "max-servers", limits.MaxServers, "servers one controller may run at once")
+	fs.IntVar(&limits.MinPort, "min-port", limits.MinPort, "lowest port a server may bind")
+	fs.IntVar(&limits.MaxPort, "max-port", limits.MaxPort, "highest port a server may bind")
+	idle := fs.Duration("idle", time.Duration(limits.IdleS)*time.Second, "end a session whose controller is silent this long, stopping its servers")
+	maxSession := fs.Duration("max-session", time.Duration(limits.MaxSessionS)*time.Second, "end any session after this long")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	limits.IdleS, limits.MaxSessionS = max(int(idle.Seconds()), 1), max(int(maxSession.Seconds()), 1)
+	a, pairing, ln, err := remote.PrepareAgent(remote.AgentOptions{Listen: *listen, StateDir: *state, NoToken: *noToken, Limits: limits, Log: stderr})
+	if err != nil {
+		return errorExit(stderr, err)
+	}
+	fmt.Fprintf(stdout, "tlab agent listening on %s\nidentity %s\n", ln.Addr(), pairing.Agent)
+	if pairing.Token != "" {
+		fmt.Fprintf(stdout, "pairing token %s (one time)\n", pairing.Token)
+		if *tokenFile != "" {
+			if err := os.WriteFile(*tokenFile, pairing.Marshal(), 0o600); err != nil {
+				ln.Close()
+				return errorExit(stderr, err)
+			}
+			fmt.Fprintf(stdout, "pairing written to %s: copy it to the controller and run\n  tlab run FILE|PRESET --remote THIS_HOST:%d --token-file %s\n", *tokenFile, remote.DefaultPort, *tokenFile)
+		}
+	}
+	if f, ok := stdout.(*os.File); ok {
+		f.Sync()
+	}
+	if err := a.Serve(ctx, ln); err != nil {
+		return errorExit(stderr, err)
+	}
+	return exitOK
+}

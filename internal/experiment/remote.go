@@ -1,0 +1,200 @@
+package experiment
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"tlab/internal/emu"
+	"tlab/internal/hostnoise"
+	"tlab/internal/proto"
+	"tlab/internal/remote"
+	"tlab/internal/results"
+	"tlab/internal/workload"
+)
+
+// RemoteProfile is the profile of every cell of a remote run: the real
+// path to the agent, on which nothing is emulated.
+const RemoteProfile = "remote"
+
+// RemoteTarget says which agent a remote run measures across, and how the
+// controller knows it (a pairing the first time). An empty Addr resumes
+// a remote run across the path its manifest names.
+type RemoteTarget struct {
+	Addr     string
+	Pairing  *remote.Pairing
+	StateDir string
+}
+
+// RemotePath is the real path to a tlab agent that a remote run measures
+// across: its session, and the path's round trip measured at the run's
+// start (the cells' rtt_ms).
+type RemotePath struct {
+	Agent *remote.Client
+	RTTMs float64
+}
+
+// remoteRoles are the roles that run on the agent: the servers. The
+// clients, and study D's subscriber (so that Δ is read on one clock), stay
+// on this machine.
+var remoteRoles = map[string]bool{"server": true, "broker": true}
+
+// remoteHosts plays a remote cell's roles: the servers' on the agent,
+// every other in this process's own network.
+type remoteHosts struct {
+	path    *RemotePath
+	agentIP net.IP
+}
+
+func (h remoteHosts) IsRemote(role string) bool { return remoteRoles[role] }
+
+func (h remoteHosts) Net(role string) proto.Net {
+	if h.IsRemote(role) {
+		return agentNet{role}
+	}
+	return proto.LocalNet{}
+}
+
+func (h remoteHosts) Addr(_, to string) (net.IP, error) {
+	if h.IsRemote(to) {
+		return h.agentIP, nil
+	}
+	return net.IPv4(127, 0, 0, 1), nil
+}
+
+func (h remoteHosts) Group(role string) []string { return []string{role} }
+
+// Serve asks the agent for a server, with the run's settings and server
+// certificate (its CA stays here).
+func (h remoteHosts) Serve(_, kind, protocol string, port int, s proto.Settings) (io.Closer, error) {
+	args := remote.ServeArgs{Kind: kind, Protocol: protocol, Port: port}
+	switch kind {
+	case workload.ServerDNS:
+		args.Protocol, args.Name = "", proto.ServerName
+	default:
+		settings, err := json.Marshal(s)
+		if err != nil {
+			return nil, err
+		}
+		args.Settings = settings
+		if s.Certs != nil && len(s.Certs.Server.Certificate) > 0 {
+			key, err := x509.MarshalPKCS8PrivateKey(s.Certs.Server.PrivateKey)
+			if err != nil {
+				return nil, err
+			}
+			args.CertPEM = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certs.Server.Certificate[0]}))
+			args.KeyPEM = string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key}))
+		}
+	}
+	return h.path.Agent.Serve(args)
+}
+
+// agentNet is the network of a role that runs on the agent: nothing of
+// this process may open a socket there.
+type agentNet struct{ role string }
+
+func (n agentNet) err() error {
+	return fmt.Errorf("role %s runs on the agent: this workload cannot start it there", n.role)
+}
+func (n agentNet) ListenWith(*net.ListenConfig, string, string) (net.Listener, error) {
+	return nil, n.err()
+}
+func (n agentNet) ListenUDP(*net.UDPAddr) (*net.UDPConn, error) { return nil, n.err() }
+func (n agentNet) DialContext(context.Context, *net.Dialer, string, string) (net.Conn, error) {
+	return nil, n.err()
+}
+
+// noLinkMeter is a remote cell's meter: no emulated link, no counters.
+type noLinkMeter struct{}
+
+func (noLinkMeter) Stats() (emu.EngineStats, error) { return emu.EngineStats{}, nil }
+func (noLinkMeter) ResetLateness() error            { return nil }
+
+// checkPath measures the path (20 pings) and both hosts' noise over the
+// same second, for the manifest.
+func checkPath(c *remote.Client, phase string) (results.PathCheck, error) {
+	check := results.PathCheck{When: time.Now(), Phase: phase}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var local hostnoise.Sample
+	go func() {
+		defer wg.Done()
+		p := hostnoise.Start()
+		time.Sleep(time.Second)
+		local = p.Stop()
+	}()
+	err := c.Call(remote.OpNoise, remote.NoiseArgs{Ms: 1000}, &check.AgentNoise)
+	wg.Wait()
+	check.LocalNoise = local
+	if err != nil {
+		return check, fmt.Errorf("agent noise: %w", err)
+	}
+	clock, err := c.MeasureClock(20, 5*time.Millisecond)
+	if err != nil {
+		return check, err
+	}
+	check.RTTMinMs, check.RTTMedianMs, check.OffsetMs, check.UncertaintyMs, check.Pings = clock.RTTMinMs, clock.RTTMedianMs, clock.OffsetMs, clock.UncertaintyMs, clock.Pings
+	return check, nil
+}
+
+// dialRemote connects to the run's agent: the target given, or, for a
+// resume, the agent the run's manifest names (a known agent by then).
+func dialRemote(ctx context.Context, t *RemoteTarget, dir string) (*remote.Client, *results.Manifest, error) {
+	var m *results.Manifest
+	if dir != "" {
+		if mm, err := results.ReadManifest(dir); err == nil {
+			m = mm
+		}
+	}
+	switch {
+	case (t == nil || t.Addr == "") && (m == nil || m.Remote == nil):
+		if t != nil {
+			return nil, m, inputErr(errors.New("--state applies to runs across a real path (--remote, or the resume of one)"))
+		}
+		return nil, m, nil // not a remote run
+	case t == nil:
+		t = &RemoteTarget{Addr: m.Remote.Address}
+	case t.Addr == "":
+		t = &RemoteTarget{Addr: m.Remote.Address, StateDir: t.StateDir}
+	case m != nil && m.Remote != nil && m.Remote.Address != t.Addr:
+		return nil, m, inputErr(fmt.Errorf("%s was measured across the path to %s, not %s", dir, m.Remote.Address, t.Addr))
+	case m != nil && m.Remote == nil && t != nil:
+		return nil, m, inputErr(fmt.Errorf("%s holds a run on emulated links: it cannot continue across a real path", dir))
+	}
+	c, err := remote.Dial(ctx, t.Addr, remote.DialOptions{StateDir: t.StateDir, Pairing: t.Pairing})
+	if err != nil {
+		if errors.Is(err, remote.ErrNotPaired) {
+			return nil, m, inputErr(err)
+		}
+		return nil, m, err
+	}
+	if m != nil && m.Remote != nil && m.Remote.Fingerprint != c.Agent.Fingerprint {
+		c.Close()
+		return nil, m, inputErr(fmt.Errorf("the agent at %s is not the one %s was measured with", t.Addr, dir))
+	}
+	return c, m, nil
+}
+
+// recordPathCheck appends a check to the run's manifest.
+func recordPathCheck(dir string, c *remote.Client, check results.PathCheck) error {
+	m, err := results.ReadManifest(dir)
+	if err != nil {
+		return err
+	}
+	if m.Remote == nil {
+		m.Remote = &results.Remote{Address: c.Addr, Fingerprint: c.Agent.Fingerprint, Hostname: c.Agent.Hostname}
+	}
+	m.Remote.Checks = append(m.Remote.Checks, check)
+	return m.Save(dir)
+}
+
+// RemoteSets are the overrides that make a scenario a remote run's: every
+// cell on the real path, no link override (nothing is emulated on it).
+func RemoteSets() []string { return []string{"profiles=[" + RemoteProfile + "]", "link={}"} }
