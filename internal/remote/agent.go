@@ -125,7 +125,7 @@ func (a *Agent) session(ctx context.Context, raw net.Conn) {
 	}
 	raw.SetDeadline(time.Time{})
 	peer := Fingerprint(conn.ConnectionState().PeerCertificates[0].Raw)
-	s := &session{agent: a, conn: conn, peer: peer, servers: map[int]io.Closer{}, local: raw.LocalAddr()}
+	s := &session{agent: a, conn: conn, peer: peer, servers: map[int]io.Closer{}, reflectors: map[int]*reflector{}, local: raw.LocalAddr()}
 	_, s.paired = a.controllers.get(peer)
 	a.logf("%s: controller %s connected (%s)", raw.RemoteAddr(), short(peer), map[bool]string{true: "paired", false: "not paired: it may only pair"}[s.paired])
 	defer s.end()
@@ -152,8 +152,36 @@ type session struct {
 	lastSeq uint64
 	local   net.Addr
 
-	servers map[int]io.Closer
-	nextID  int
+	servers    map[int]io.Closer
+	reflectors map[int]*reflector
+	nextID     int
+}
+
+// probe starts a path prober's reflector, within the limits, answering
+// only the controller's own address.
+func (s *session) probe(args ProbeArgs) (any, error) {
+	l := s.agent.Limits
+	if len(s.servers) >= l.MaxServers {
+		return nil, fmt.Errorf("refused: %d servers already run (limit %d)", len(s.servers), l.MaxServers)
+	}
+	if args.Port < l.MinPort || args.Port > l.MaxPort || args.Port == s.agent.controlPort {
+		return nil, fmt.Errorf("refused: port %d: servers may bind %d to %d, not the control port", args.Port, l.MinPort, l.MaxPort)
+	}
+	if args.Seconds < 1 || args.Seconds > MaxProbeSeconds {
+		return nil, fmt.Errorf("refused: a prober for %d s: want 1 to %d", args.Seconds, MaxProbeSeconds)
+	}
+	peer, ok := s.conn.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return nil, errors.New("the controller's address is not TCP's")
+	}
+	r, err := startReflector(args.Port, peer.IP, time.Duration(args.Seconds)*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("prober on port %d: %w", args.Port, err)
+	}
+	s.nextID++
+	s.servers[s.nextID], s.reflectors[s.nextID] = r, r
+	s.agent.logf("controller %s: path prober on port %d for %d s (server %d)", short(s.peer), args.Port, args.Seconds, s.nextID)
+	return ServeResult{ID: s.nextID}, nil
 }
 
 func (s *session) loop(ctx context.Context) {
@@ -282,6 +310,26 @@ func (s *session) handle(req Request) (any, error) {
 		p := hostnoise.Start()
 		time.Sleep(time.Duration(args.Ms) * time.Millisecond)
 		return p.Stop(), nil
+	case OpProbe:
+		var args ProbeArgs
+		if err := decodeArgs(req, &args); err != nil {
+			return nil, err
+		}
+		return s.probe(args)
+	case OpProbeReport:
+		var args StopArgs
+		if err := decodeArgs(req, &args); err != nil {
+			return nil, err
+		}
+		r, ok := s.reflectors[args.ID]
+		if !ok {
+			return nil, fmt.Errorf("no prober %d in this session", args.ID)
+		}
+		rep := r.report()
+		r.Close()
+		delete(s.reflectors, args.ID)
+		delete(s.servers, args.ID)
+		return rep, nil
 	case OpBye:
 		return nil, nil
 	}

@@ -22,16 +22,18 @@ const Version = "tlab-control/1"
 
 // The operations an agent performs.
 const (
-	OpPair  = "pair"  // with the one-time token: remember this controller
-	OpHello = "hello" // versions and identities
-	OpPing  = "ping"  // the agent's clock, for round trips and clock offset
-	OpServe = "serve" // start one of tlab's servers
-	OpStop  = "stop"  // stop one
-	OpNoise = "noise" // the agent host's own noise over a short window
-	OpBye   = "bye"   // end the session: everything it started stops
+	OpPair        = "pair"         // with the one-time token: remember this controller
+	OpHello       = "hello"        // versions and identities
+	OpPing        = "ping"         // the agent's clock, for round trips and clock offset
+	OpServe       = "serve"        // start one of tlab's servers
+	OpStop        = "stop"         // stop one
+	OpNoise       = "noise"        // the agent host's own noise over a short window
+	OpBye         = "bye"          // end the session: everything it started stops
+	OpProbe       = "probe"        // a path prober's reflector for a while
+	OpProbeReport = "probe_report" // what the reflector saw, and stop it
 )
 
-var ops = []string{OpPair, OpHello, OpPing, OpServe, OpStop, OpNoise, OpBye}
+var ops = []string{OpPair, OpHello, OpPing, OpServe, OpStop, OpNoise, OpBye, OpProbe, OpProbeReport}
 
 // Request is one controller message.
 type Request struct {

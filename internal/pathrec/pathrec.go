@@ -1,0 +1,463 @@
+// Package pathrec records a real path through a tlab agent and fits a
+// link profile to it, so that the emulator can replay a seeded, repeatable
+// copy of the user's own network.
+//
+// What it measures, with UDP probes to the agent's reflector (see
+// docs/methodology.md): the round trip; each direction's one-way delay
+// variation (the agent stamps each probe on arrival, so the clocks' offset
+// cancels in the variation); each direction's loss and its burstiness
+// (which probes the agent saw, which echoes came back); and each
+// direction's bottleneck rate over time, from the dispersion of short
+// packet trains. What it cannot capture: the split of the base round trip
+// between the directions (each gets half), the available rate under other
+// traffic (a train's dispersion measures the bottleneck's capacity), queue
+// depths and their AQM, reordering, and anything shorter than a probe's
+// spacing.
+package pathrec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"tlab/internal/remote"
+)
+
+// Options say how to probe.
+type Options struct {
+	Duration time.Duration
+	// Rate is probes per second (100 when zero), ProbeSize their size.
+	Rate      int
+	ProbeSize int
+	// Every TrainEvery a train of TrainLen packets of TrainSize goes each
+	// way.
+	TrainEvery time.Duration
+	TrainLen   int
+	TrainSize  int
+	// Port is the agent's prober port (7448 when zero).
+	Port int
+}
+
+func (o *Options) defaults() {
+	if o.Rate == 0 {
+		o.Rate = 100
+	}
+	if o.ProbeSize == 0 {
+		o.ProbeSize = 200
+	}
+	if o.TrainEvery == 0 {
+		o.TrainEvery = time.Second
+	}
+	if o.TrainLen == 0 {
+		o.TrainLen = 16
+	}
+	if o.TrainSize == 0 {
+		o.TrainSize = 1200
+	}
+	if o.Port == 0 {
+		o.Port = remote.DefaultPort + 1
+	}
+}
+
+// Probe is one regular probe: when it left (this clock), when the agent
+// saw it (its clock, 0 if not echoed), when the echo came back (0: lost),
+// and whether the agent saw it at all.
+type Probe struct {
+	Seq                     uint32
+	SentNs, AgentNs, BackNs int64
+	AgentSaw                bool
+}
+
+// Train is one train's rate estimate at a time.
+type Train struct {
+	At      time.Duration // since the recording started
+	RateBps float64
+}
+
+// Recording is what probing a path found.
+type Recording struct {
+	Agent    string
+	Start    time.Time
+	Duration time.Duration
+	Probes   []Probe
+	Up, Down []Train
+	Options  Options
+}
+
+// frameOverhead is what a UDP datagram adds on the wire in whole Ethernet
+// frames, as the emulator's rate counts them: Ethernet 14, IPv4 20, UDP 8.
+const frameOverhead = 42
+
+// trainBase numbers the up trains' probes apart from the regular ones.
+const trainBase = remote.MaxProbes / 2
+
+// Record probes the path to the agent for o.Duration.
+func Record(ctx context.Context, c *remote.Client, o Options) (*Recording, error) {
+	o.defaults()
+	if o.Duration < time.Second {
+		return nil, errors.New("a recording needs at least a second")
+	}
+	n := int(o.Duration.Seconds() * float64(o.Rate))
+	if n >= trainBase {
+		return nil, fmt.Errorf("%d probes: at most %d (shorten --duration or lower the rate)", n, trainBase-1)
+	}
+	var sr remote.ServeResult
+	secs := int(o.Duration.Seconds()) + 30
+	if err := c.Call(remote.OpProbe, remote.ProbeArgs{Port: o.Port, Seconds: min(secs, remote.MaxProbeSeconds)}, &sr); err != nil {
+		return nil, err
+	}
+	conn, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: c.Host(), Port: o.Port})
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	rec := &Recording{Agent: c.Addr, Start: time.Now(), Options: o, Probes: make([]Probe, n)}
+	var mu sync.Mutex
+	upTrain := map[uint32]int64{}          // train probe seq → agent's receive time
+	downTrain := map[int64][]int64{}       // train id → arrival times here
+	trainSent := map[int]time.Duration{}   // up train index → when
+	downAsked := map[int64]time.Duration{} // down train id → when
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		buf := make([]byte, 2048)
+		for {
+			k, err := conn.Read(buf)
+			if err != nil {
+				return
+			}
+			now := time.Now().UnixNano()
+			p, err := remote.ParseProbe(buf[:k])
+			if err != nil {
+				continue
+			}
+			mu.Lock()
+			switch {
+			case p.Kind == 'E' && p.Seq < uint32(n):
+				pr := &rec.Probes[p.Seq]
+				if pr.BackNs == 0 {
+					pr.AgentNs, pr.BackNs = p.AgentNs, now
+				}
+			case p.Kind == 'E' && p.Seq >= trainBase:
+				upTrain[p.Seq] = p.AgentNs
+			case p.Kind == 'D':
+				downTrain[p.TimeNs] = append(downTrain[p.TimeNs], now)
+			}
+			mu.Unlock()
+		}
+	}()
+	gap := time.Second / time.Duration(o.Rate)
+	nextTrain := time.Duration(0)
+	trains := 0
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if d := time.Until(start.Add(time.Duration(i) * gap)); d > 0 {
+			time.Sleep(d)
+		}
+		sent := time.Now().UnixNano()
+		mu.Lock()
+		rec.Probes[i].Seq, rec.Probes[i].SentNs = uint32(i), sent
+		mu.Unlock()
+		conn.Write(remote.ProbePacket{Kind: 'E', Seq: uint32(i), TimeNs: sent}.Marshal(o.ProbeSize))
+		if since := time.Since(start); since >= nextTrain {
+			nextTrain += o.TrainEvery
+			mu.Lock()
+			trainSent[trains] = since
+			downAsked[int64(trains+1)] = since
+			mu.Unlock()
+			for j := 0; j < o.TrainLen; j++ {
+				seq := uint32(trainBase + trains*remote.MaxTrain + j)
+				conn.Write(remote.ProbePacket{Kind: 'E', Seq: seq, TimeNs: time.Now().UnixNano()}.Marshal(o.TrainSize))
+			}
+			conn.Write(remote.ProbePacket{Kind: 'T', Seq: uint32(o.TrainLen), TimeNs: int64(o.TrainSize)}.Marshal(o.ProbeSize))
+			trains++
+		}
+	}
+	rec.Duration = time.Since(start)
+	// Echoes still on their way.
+	time.Sleep(time.Second)
+	var rep remote.ProbeReport
+	err = c.Call(remote.OpProbeReport, remote.StopArgs{ID: sr.ID}, &rep)
+	conn.Close()
+	<-readDone
+	if err != nil {
+		return nil, err
+	}
+	for i := range rec.Probes {
+		s := rec.Probes[i].Seq
+		rec.Probes[i].AgentSaw = int(s/8) < len(rep.Received) && rep.Received[s/8]&(1<<(s%8)) != 0
+	}
+	bits := float64((o.TrainSize + frameOverhead) * 8)
+	for t := 0; t < trains; t++ {
+		var at []int64
+		for j := 0; j < o.TrainLen; j++ {
+			if v, ok := upTrain[uint32(trainBase+t*remote.MaxTrain+j)]; ok {
+				at = append(at, v)
+			}
+		}
+		if r := trainRate(at, bits); r > 0 {
+			rec.Up = append(rec.Up, Train{At: trainSent[t], RateBps: r})
+		}
+	}
+	ids := make([]int64, 0, len(downTrain))
+	for id := range downTrain {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if r := trainRate(downTrain[id], bits); r > 0 {
+			rec.Down = append(rec.Down, Train{At: downAsked[id], RateBps: r})
+		}
+	}
+	return rec, nil
+}
+
+// trainRate is a train's rate from its packets' arrival times: bits per
+// packet over the mean spacing (packets lost in the train only widen a
+// gap, which the count of spacings accounts for poorly: at least half the
+// train must arrive).
+func trainRate(at []int64, bits float64) float64 {
+	if len(at) < 4 {
+		return 0
+	}
+	slices.Sort(at)
+	span := float64(at[len(at)-1] - at[0])
+	if span <= 0 {
+		return 0
+	}
+	return bits * float64(len(at)-1) / (span / 1e9)
+}
+
+// Direction is what a recording says of one direction.
+type Direction struct {
+	// DelayMs is half the smallest round trip plus the direction's median
+	// delay variation; JitterMs the variation's standard deviation.
+	DelayMs, JitterMs float64
+	// LossPct and MeanBurst (consecutive probes lost) of the direction.
+	LossPct, MeanBurst float64
+	// RateBps is the median train rate; Rates the trains over time.
+	RateBps float64
+	Rates   []Train
+}
+
+// Fit is the link a recording describes.
+type Fit struct {
+	RTTMinMs, RTTMedianMs float64
+	Probes                int
+	Up, Down              Direction
+}
+
+// Fit fits a link to the recording.
+func (r *Recording) Fit() (Fit, error) {
+	var rtts, up, down []float64
+	var upLost, downLost []bool
+	for _, p := range r.Probes {
+		upLost = append(upLost, !p.AgentSaw)
+		if !p.AgentSaw {
+			continue
+		}
+		downLost = append(downLost, p.BackNs == 0)
+		if p.BackNs == 0 {
+			continue
+		}
+		rtts = append(rtts, float64(p.BackNs-p.SentNs)/1e6)
+		up = append(up, float64(p.AgentNs-p.SentNs)/1e6)
+		down = append(down, float64(p.BackNs-p.AgentNs)/1e6)
+	}
+	if len(rtts) < 10 {
+		return Fit{}, fmt.Errorf("only %d of %d probes came back: the path (or the prober's port %d) is closed", len(rtts), len(r.Probes), r.Options.Port)
+	}
+	f := Fit{Probes: len(r.Probes), RTTMinMs: slices.Min(rtts), RTTMedianMs: median(rtts)}
+	f.Up = direction(f.RTTMinMs, up, upLost, r.Up)
+	f.Down = direction(f.RTTMinMs, down, downLost, r.Down)
+	return f, nil
+}
+
+func direction(rttMin float64, owd []float64, lost []bool, trains []Train) Direction {
+	lo := slices.Min(owd)
+	vari := make([]float64, len(owd))
+	for i, v := range owd {
+		vari[i] = v - lo
+	}
+	d := Direction{DelayMs: rttMin/2 + median(vari), JitterMs: stddev(vari), Rates: trains}
+	d.LossPct, d.MeanBurst = lossRuns(lost)
+	var rates []float64
+	for _, t := range trains {
+		rates = append(rates, t.RateBps)
+	}
+	if len(rates) > 0 {
+		d.RateBps = median(rates)
+	}
+	return d
+}
+
+// lossRuns is the share of true values in percent, and the mean length
+// of their runs.
+func lossRuns(lost []bool) (pct, meanBurst float64) {
+	n, runs, inRun := 0, 0, false
+	for _, l := range lost {
+		if l {
+			n++
+			if !inRun {
+				runs++
+			}
+		}
+		inRun = l
+	}
+	if len(lost) == 0 || n == 0 {
+		return 0, 0
+	}
+	return 100 * float64(n) / float64(len(lost)), float64(n) / float64(runs)
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func stddev(v []float64) float64 {
+	if len(v) < 2 {
+		return 0
+	}
+	var m float64
+	for _, x := range v {
+		m += x
+	}
+	m /= float64(len(v))
+	var ss float64
+	for _, x := range v {
+		ss += (x - m) * (x - m)
+	}
+	return math.Sqrt(ss / float64(len(v)-1))
+}
+
+// variable tells whether a direction's rate varied enough over the
+// recording to replay it as a trace rather than a constant (a coefficient
+// of variation over 15 %).
+func variable(trains []Train) bool {
+	var r []float64
+	for _, t := range trains {
+		r = append(r, t.RateBps)
+	}
+	if len(r) < 3 {
+		return false
+	}
+	var m float64
+	for _, x := range r {
+		m += x
+	}
+	m /= float64(len(r))
+	return stddev(r)/m > 0.15
+}
+
+// Trace writes a direction's rates over time as a mahimahi trace: each
+// train's rate holds until the next, as 1500-byte delivery opportunities
+// in whole milliseconds.
+func Trace(trains []Train, total time.Duration) []byte {
+	var b strings.Builder
+	b.WriteString("# tlab record: delivery opportunities of 1500 bytes, ms\n")
+	for i, t := range trains {
+		end := total
+		if i+1 < len(trains) {
+			end = trains[i+1].At
+		}
+		perMs := t.RateBps / (1500 * 8) / 1000 // opportunities per ms
+		acc := 0.0
+		for ms := t.At.Milliseconds(); ms < end.Milliseconds(); ms++ {
+			acc += perMs
+			for acc >= 1 {
+				b.WriteString(strconv.FormatInt(ms+1, 10))
+				b.WriteByte('\n')
+				acc--
+			}
+		}
+	}
+	return []byte(b.String())
+}
+
+// Profile writes the fit as a link profile (YAML) named name; a direction
+// whose rate varied refers to a trace file in traceDir, returned by path,
+// to be written there.
+func (f Fit) Profile(name, agent string, r *Recording, traceDir string) ([]byte, map[string][]byte) {
+	traces := map[string][]byte{}
+	var b strings.Builder
+	fmt.Fprintf(&b, "name: %s\n", name)
+	fmt.Fprintf(&b, "description: \"The path to the tlab agent at %s, recorded by tlab record on %s over %v.\"\n", agent, r.Start.UTC().Format(time.RFC3339), r.Duration.Round(time.Second))
+	fmt.Fprintf(&b, "source: \"tlab record: %d probes at %d/s and %d+%d packet trains; round trip min %.2f ms, median %.2f ms. Each direction gets half the smallest round trip plus its median delay variation; jitter is the variation's standard deviation (normal); loss is what the probes met, bursts as the simple Gilbert model; rate from train dispersion (the bottleneck's capacity, not what other traffic left). docs/methodology.md says what a recording cannot capture.\"\n",
+		f.Probes, r.Options.Rate, len(r.Up), len(r.Down), f.RTTMinMs, f.RTTMedianMs)
+	for _, d := range []struct {
+		key string
+		dir Direction
+	}{{"up", f.Up}, {"down", f.Down}} {
+		fmt.Fprintf(&b, "%s:\n  delay: %.3fms\n  jitter: %.3fms\n  jitter_dist: normal\n", d.key, d.dir.DelayMs, d.dir.JitterMs)
+		switch {
+		case variable(d.dir.Rates):
+			file := filepath.Join(traceDir, name+"-"+d.key+".trace")
+			traces[file] = Trace(d.dir.Rates, r.Duration)
+			fmt.Fprintf(&b, "  trace: %s\n", file)
+		case d.dir.RateBps > 0:
+			fmt.Fprintf(&b, "  rate: %.0fkbit\n", d.dir.RateBps/1000)
+		}
+		switch {
+		case d.dir.LossPct == 0:
+		case d.dir.MeanBurst > 1.05:
+			fmt.Fprintf(&b, "  loss:\n    model: gilbert-elliott\n    rate: %.3f%%\n    mean_burst: %.2f\n", d.dir.LossPct, d.dir.MeanBurst)
+		default:
+			fmt.Fprintf(&b, "  loss: %.3f%%\n", d.dir.LossPct)
+		}
+	}
+	return []byte(b.String()), traces
+}
+
+// RecordTo records the path to the agent at addr and writes the fitted
+// profile to out (and its traces beside it, by absolute path). The
+// profile's name is out's base name without its extension.
+func RecordTo(ctx context.Context, addr string, dial remote.DialOptions, o Options, out string) (Fit, []string, error) {
+	c, err := remote.Dial(ctx, addr, dial)
+	if err != nil {
+		return Fit{}, nil, err
+	}
+	defer c.Close()
+	rec, err := Record(ctx, c, o)
+	if err != nil {
+		return Fit{}, nil, err
+	}
+	fit, err := rec.Fit()
+	if err != nil {
+		return fit, nil, err
+	}
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return fit, nil, err
+	}
+	name := strings.TrimSuffix(filepath.Base(abs), filepath.Ext(abs))
+	profile, traces := fit.Profile(name, addr, rec, filepath.Dir(abs))
+	written := []string{abs}
+	for path, data := range traces {
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			return fit, nil, err
+		}
+		written = append(written, path)
+	}
+	if err := os.WriteFile(abs, profile, 0o644); err != nil {
+		return fit, nil, err
+	}
+	return fit, written, nil
+}

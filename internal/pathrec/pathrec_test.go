@@ -1,0 +1,102 @@
+package pathrec
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"tlab/internal/emu"
+)
+
+// synthetic makes a recording of a path with 10 ms up and 12 ms down,
+// agent clock 500 ms ahead, up delays varying 0, 1, 2, 3 ms in turn, and
+// losses given by pattern (u: lost up, d: lost down, .: fine), repeated.
+func synthetic(n int, pattern string) *Recording {
+	r := &Recording{Duration: time.Duration(n) * 10 * time.Millisecond, Options: Options{Rate: 100}}
+	for i := 0; i < n; i++ {
+		sent := int64(i) * 10e6
+		p := Probe{Seq: uint32(i), SentNs: sent}
+		switch pattern[i%len(pattern)] {
+		case 'u':
+		case 'd':
+			p.AgentSaw = true
+		default:
+			p.AgentSaw = true
+			up := int64(10e6) + int64(i%4)*1e6
+			p.AgentNs = sent + up + 500e6
+			p.BackNs = sent + up + 12e6
+		}
+		r.Probes = append(r.Probes, p)
+	}
+	return r
+}
+
+// TestFitRecoversTheSyntheticPath: the fit gives the round trip, each
+// direction's delay variation, loss and bursts as worked out by hand; the
+// agent's clock offset does not show.
+func TestFitRecoversTheSyntheticPath(t *testing.T) {
+	// 20 probes: 2 lost up in one burst, 1 lost down.
+	pattern := "....uu.......d......"
+	f, err := synthetic(2000, pattern).Fit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Round trips 22, 23, 24, 25 ms (up 10–13, down 12).
+	if f.RTTMinMs != 22 || f.RTTMedianMs < 23 || f.RTTMedianMs > 24 {
+		t.Errorf("rtt min %v median %v", f.RTTMinMs, f.RTTMedianMs)
+	}
+	// Up variation 0..3 ms: median 1.5 (between 1 and 2), sd of the
+	// pattern's 17 values; down none.
+	if f.Up.DelayMs < 12 || f.Up.DelayMs > 13 || f.Up.JitterMs < 1 || f.Up.JitterMs > 1.3 {
+		t.Errorf("up delay %v jitter %v", f.Up.DelayMs, f.Up.JitterMs)
+	}
+	if f.Down.DelayMs != 11 || f.Down.JitterMs != 0 {
+		t.Errorf("down delay %v jitter %v", f.Down.DelayMs, f.Down.JitterMs)
+	}
+	if math.Abs(f.Up.LossPct-10) > 1e-9 || f.Up.MeanBurst != 2 {
+		t.Errorf("up loss %v%%, burst %v; want 10%% in bursts of 2", f.Up.LossPct, f.Up.MeanBurst)
+	}
+	// Down loss counts among the probes the agent saw: 1 of 18.
+	if math.Abs(f.Down.LossPct-100.0/18) > 1e-9 || f.Down.MeanBurst != 1 {
+		t.Errorf("down loss %v%%, burst %v", f.Down.LossPct, f.Down.MeanBurst)
+	}
+}
+
+// TestProfileParsesAndTraceKeepsTheRate: the written profile is a valid
+// profile the emulator reads back with the fit's values, and a rate trace
+// carries each train's rate in its delivery opportunities.
+func TestProfileParsesAndTraceKeepsTheRate(t *testing.T) {
+	r := synthetic(1000, "......u.....")
+	r.Up = []Train{{At: 0, RateBps: 20e6}, {At: time.Second, RateBps: 20e6}, {At: 2 * time.Second, RateBps: 20e6}}
+	r.Down = []Train{{At: 0, RateBps: 10e6}, {At: 5 * time.Second, RateBps: 40e6}, {At: 8 * time.Second, RateBps: 10e6}}
+	f, err := r.Fit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	yaml, traces := f.Profile("mypath", "192.0.2.1:7447", r, dir)
+	p, err := emu.ParseProfile("mypath.yaml", yaml)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, yaml)
+	}
+	link := p.Link
+	if link.Up.Rate.BitsPerSecond() != 20e6 || link.Up.Trace != "" {
+		t.Errorf("up: rate %v, trace %q; want a constant 20 Mbit/s", link.Up.Rate, link.Up.Trace)
+	}
+	if link.Down.Trace == "" || len(traces) != 1 {
+		t.Fatalf("down varied 10–40 Mbit/s: want a trace, got %q and %d traces\n%s", link.Down.Trace, len(traces), yaml)
+	}
+	ops, err := emu.ParseTrace("down", strings.NewReader(string(traces[link.Down.Trace])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 5 s at 10, 3 s at 40, 2 s at 10 Mbit/s: 190 Mbit in 10 s, as
+	// 1500-byte opportunities.
+	if got, want := float64(len(ops)), 190e6/(1500*8); math.Abs(got-want) > 0.01*want {
+		t.Errorf("%v delivery opportunities, want %v", got, want)
+	}
+	if link.Up.Loss.Model == "" || !strings.Contains(string(yaml), "gilbert") && !strings.Contains(string(yaml), "loss: 8.") {
+		t.Errorf("up loss not in the profile:\n%s", yaml)
+	}
+}
