@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -301,4 +302,121 @@ func waitForCells(t *testing.T, dir string, n int) {
 		}
 	}
 	t.Fatalf("no cell started in %s", dir)
+}
+
+// TestRecordRecoversTheLink records a known path (10 ms each way; up:
+// normal jitter of 1 ms, 20 Mbit/s, Gilbert-Elliott loss of 3 % in bursts
+// of 3 on average; down: a rate trace alternating 10 and 30 Mbit/s every
+// 2 s) and checks that the fitted profile recovers it within stated
+// tolerances; then a run replayed on the recording agrees with the same
+// run across the path.
+func TestRecordRecoversTheLink(t *testing.T) {
+	bin := buildTlab(t)
+	tbtest.RequirePrivileges(t)
+	dir := t.TempDir()
+	var trace strings.Builder
+	for s := 0; s < 4; s++ {
+		mbit := map[bool]float64{true: 10, false: 30}[s%2 == 0]
+		perMs := mbit * 1e6 / (1500 * 8) / 1000
+		acc := 0.0
+		for ms := s * 2000; ms < (s+1)*2000; ms++ {
+			for acc += perMs; acc >= 1; acc-- {
+				fmt.Fprintln(&trace, ms+1)
+			}
+		}
+	}
+	tracePath := filepath.Join(dir, "down.trace")
+	if err := os.WriteFile(tracePath, []byte(trace.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	up := emu.DirectionConfig{Delay: units.Duration(10 * time.Millisecond), Jitter: units.Duration(time.Millisecond), JitterDist: "normal", Rate: 20e6,
+		Loss: emu.LossConfig{Model: "gilbert-elliott", Rate: 0.03, MeanBurst: 3}}
+	down := emu.DirectionConfig{Delay: units.Duration(10 * time.Millisecond), Trace: tracePath}
+	tb, err := testbed.Build(testbed.ClientServer(emu.LinkConfig{Up: up, Down: down}), testbed.Options{Seed: 3, Label: "record test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	ip, _ := tb.Addr("client", "server")
+	m := &twoMachines{tb: tb, bin: bin, agentAddr: net.JoinHostPort(ip.String(), "7447"), agentDir: t.TempDir(), ctlState: t.TempDir(), tokenFile: filepath.Join(dir, "pairing")}
+	m.startAgent(t, true)
+	profile := filepath.Join(dir, "mypath.yaml")
+	stdout, stderr, err := m.controller(t, "record", "--remote", m.agentAddr, "--token-file", m.tokenFile, "--state", m.ctlState, "--duration", "24s", "--out", profile)
+	if err != nil {
+		t.Fatalf("record: %v\n%s\n%s\nagent: %s", err, stdout, stderr, m.agentLog)
+	}
+	t.Log(stdout)
+	p, err := emu.LoadProfile(profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := p.Link
+	within := func(name string, got, want, tol float64) {
+		if math.Abs(got-want) > tol {
+			t.Errorf("%s: recorded %.3f, the link's %.3f (tolerance %.3f)", name, got, want, tol)
+		}
+	}
+	ms := func(d units.Duration) float64 { return float64(d.D().Nanoseconds()) / 1e6 }
+	// Delays: half the round trip each, plus the direction's median
+	// variation (the up jitter's median is about 0.8 ms above its
+	// minimum; serialisation adds ~0.1 ms per probe).
+	within("up delay (ms)", ms(l.Up.Delay), 10.9, 1.5)
+	within("down delay (ms)", ms(l.Down.Delay), 10, 1.5)
+	within("up jitter (ms)", ms(l.Up.Jitter), 1, 0.5)
+	if j := ms(l.Down.Jitter); j > 0.5 {
+		t.Errorf("down jitter %.2f ms on a link without", j)
+	}
+	// Loss: 2400 probes, 3 % in bursts of 3: ~24 bursts, so the rate's
+	// standard error is ~0.6 point; 1.5 points is 2.5 of them.
+	within("up loss (%)", float64(l.Up.Loss.Rate)*100, 3, 1.5)
+	if b := l.Up.Loss.MeanBurst; b < 1.8 || b > 5 {
+		t.Errorf("up mean burst %.2f, the link's 3", b)
+	}
+	if float64(l.Down.Loss.Rate) > 0.005 {
+		t.Errorf("down loss %v on a link without", l.Down.Loss.Rate)
+	}
+	within("up rate (Mbit/s)", l.Up.Rate.BitsPerSecond()/1e6, 20, 4)
+	if l.Down.Trace == "" {
+		t.Errorf("the down rate alternated 10 and 30 Mbit/s: want a trace, got a rate of %v", l.Down.Rate)
+	} else if ops, err := emu.LoadTrace(l.Down.Trace); err != nil {
+		t.Error(err)
+	} else {
+		within("down mean rate (Mbit/s)", emu.TraceMeanRate(ops)/1e6, 20, 5)
+	}
+	// A replay agrees with the path: the same run across the path and on
+	// the recording, alternately (--replay), delay p50 within 2 ms or
+	// 10 %, and replay.csv compares them.
+	args := []string{"--protocols", "tcp,quic", "--count", "200", "--interval", "20ms", "--payload", "256", "--warmup", "0s", "--no-calibration"}
+	out := filepath.Join(dir, "checked")
+	if so, se, err := m.controller(t, append(append([]string{"run"}, args...), "--remote", m.agentAddr, "--state", m.ctlState, "--replay", profile, "--out", out)...); err != nil {
+		t.Fatalf("the run across the path and its replay: %v\n%s\n%s", err, so, se)
+	}
+	r, err := results.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p50 := map[string]float64{}
+	for _, row := range r.Rows {
+		p50[row.Profile+"/"+row.Protocol] = row.Float("delay_p50_ms")
+	}
+	for _, proto := range []string{"tcp", "quic"} {
+		a, b := p50["remote/"+proto], p50[profile+"/"+proto]
+		t.Logf("%s: p50 %.2f ms across the path, %.2f ms on its recording", proto, a, b)
+		if !(math.Abs(a-b) <= math.Max(2, 0.1*a)) {
+			t.Errorf("%s: p50 %.2f ms across the path, %.2f ms replayed", proto, a, b)
+		}
+	}
+	csv, err := os.ReadFile(filepath.Join(out, "replay.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"tcp,,delay_ms,remote," + profile, "quic,,delay_ms,remote," + profile} {
+		if !strings.Contains(string(csv), want) {
+			t.Errorf("replay.csv lacks %q:\n%s", want, csv)
+		}
+	}
+	html, _ := os.ReadFile(filepath.Join(out, "report.html"))
+	if !strings.Contains(string(html), "The replay against the real path") {
+		t.Error("the report does not put the replay beside the path")
+	}
 }

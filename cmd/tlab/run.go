@@ -58,6 +58,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	shard := fs.String("shard", "", "run only shard I/N of the cells (merge the shards with tlab merge); auto/N takes I from a Kubernetes Indexed Job or a Slurm job array")
 	remoteAddr := fs.String("remote", "", "measure across the real path to the tlab agent at HOST:PORT (the servers there, the clients here)")
 	tokenFile := fs.String("token-file", "", "with --remote: the agent's pairing file (tlab agent --token-file), needed the first time")
+	replay := fs.String("replay", "", "with --remote: also run every cell on this recording of the path (tlab record's profile), alternately, and say where the replay agrees with the path (replay.csv, the report)")
 	stateDir := fs.String("state", "", "with --remote: the controller's identity and known agents (default $TLAB_STATE_DIR or ~/.config/tlab)")
 	resumeExisting := fs.Bool("resume-existing", false, "when --out already holds an interrupted run, continue it (for retried cluster tasks)")
 	quality := fs.String("quality", "", "re-run cells the host disturbed: normal (default: up to 3 attempts), strict (5, tighter), off; a resume keeps the run's")
@@ -89,6 +90,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	target, err := remoteTarget(*remoteAddr, *tokenFile, *stateDir)
+	if err == nil && *replay != "" && *remoteAddr == "" {
+		err = errors.New("--replay checks a recording against the real path: it goes with --remote")
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "tlab run: %v\n", err)
 		return exitUsage
@@ -111,7 +115,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if len(pos) == 1 {
 			name = pos[0]
 		}
-		o := runOptions{remote: target, nameOrFile: name, resume: *resume, sets: sets, out: *out, noCal: *noCal, noReport: *noReport, asJSON: *asJSON, quality: *quality, requireCal: *requireCal, shard: *shard, resumeExisting: *resumeExisting}
+		o := runOptions{remote: target, replay: *replay, nameOrFile: name, resume: *resume, sets: sets, out: *out, noCal: *noCal, noReport: *noReport, asJSON: *asJSON, quality: *quality, requireCal: *requireCal, shard: *shard, resumeExisting: *resumeExisting}
 		if *resume != "" {
 			if suite, isSuite, err := experiment.ResumeSuite(*resume); err != nil {
 				fmt.Fprintf(stderr, "tlab run: %v\n", err)
@@ -129,7 +133,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runScenario(ctx, o, args, stdout, stderr)
 	}
 	if target != nil {
-		sets = append(sets, experiment.RemoteSets()...)
+		sets = append(sets, experiment.RemoteSets(*replay)...)
 	}
 	sc, err := adhocScenario(fs, given, sets)
 	if err != nil {

@@ -44,8 +44,10 @@ type runOptions struct {
 	// resumeExisting continues the run already in out, if there is one
 	// (a retried cluster task).
 	resumeExisting bool
-	// remote measures across a real path to an agent.
+	// remote measures across a real path to an agent; replay also on a
+	// recording of it.
 	remote *experiment.RemoteTarget
+	replay string
 }
 
 // exitCode is an error that carries the exit code the command line
@@ -61,7 +63,7 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 		Scenario: o.scenario, NameOrFile: o.nameOrFile, Sets: o.sets, Resume: o.resume, Out: o.out,
 		Temporary: o.adhoc && o.out == "", ResumeExisting: o.resumeExisting, Shard: o.shard,
 		NoCalibration: o.noCal, RequireCalibration: o.requireCal, NoReport: o.noReport, Quality: o.quality,
-		Remote:   o.remote,
+		Remote: o.remote, Replay: o.replay,
 		Progress: progressPrinter(stderr), Log: stderr,
 		Ready: func(r experiment.Ready) error {
 			// A remote run builds nothing here: no namespace, no emulator.

@@ -62,8 +62,11 @@ type Run struct {
 
 	// Remote, when set, measures across the real path to a tlab agent
 	// instead of emulated links (a resume of a remote run finds its agent
-	// in the manifest).
+	// in the manifest). Replay, with it, names a recording of that path
+	// (tlab record's profile): every cell runs across the path and on the
+	// recording, alternately, and replay.csv says where they agree.
 	Remote *RemoteTarget
+	Replay string
 
 	Progress func(Progress)
 	Log      io.Writer
@@ -160,7 +163,7 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 	}
 	out.Cells = len(cells)
 	if r.Ready != nil {
-		remoteRun := r.Remote != nil && r.Remote.Addr != "" || len(sc.Profiles) == 1 && sc.Profiles[0] == RemoteProfile
+		remoteRun := r.Remote != nil && r.Remote.Addr != "" || slices.Contains(sc.Profiles, RemoteProfile)
 		if err := r.Ready(Ready{Scenario: sc, Cells: cells, Plan: Plan(cells), Dir: out.Dir, Temporary: out.Temporary, Remote: remoteRun}); err != nil {
 			return out, err
 		}
@@ -195,6 +198,11 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 		}
 		if cerr != nil {
 			err = fmt.Errorf("agent %s at the end: %w", agent.Addr, cerr)
+		}
+	}
+	if err == nil && len(sc.Profiles) == 2 && sc.Profiles[0] == RemoteProfile {
+		if err = writeReplayAgreement(out.Dir, sc.Profiles[1], sc.Seed); err != nil {
+			err = fmt.Errorf("replay agreement: %w", err)
 		}
 	}
 	if err != nil {
@@ -250,7 +258,7 @@ func (r Run) scenario() (*scenario.Scenario, error) {
 	case r.Scenario != nil:
 		return r.Scenario, nil
 	case r.Remote != nil && r.Remote.Addr != "":
-		return LoadScenario(r.NameOrFile, append(slices.Clone(r.Sets), RemoteSets()...))
+		return LoadScenario(r.NameOrFile, append(slices.Clone(r.Sets), RemoteSets(r.Replay)...))
 	}
 	return LoadScenario(r.NameOrFile, r.Sets)
 }

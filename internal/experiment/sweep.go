@@ -168,6 +168,9 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 		}
 	}
 	cells := sw.Shard.Of(all)
+	if sw.Remote != nil {
+		cells = interleaveNetworks(cells)
+	}
 	if _, err := os.Stat(filepath.Join(sw.Dir, results.ScenarioFile)); err == nil && !sw.Resume {
 		return nil, fmt.Errorf("%s: %w; continue it with --resume %s or choose another --out", sw.Dir, ErrRunExists, sw.Dir)
 	}
@@ -348,7 +351,9 @@ func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir 
 		return results.Summary{}, nil, err
 	}
 	spec.Label = "tlab run " + cell.Scenario.Name + " into " + sw.Dir
-	spec.Remote = sw.Remote
+	if cell.Profile == RemoteProfile {
+		spec.Remote = sw.Remote // a replay's cells run here, on its recording
+	}
 	// Each attempt captures into its own directory; the reported
 	// attempt's becomes captures/, so the pcap, key log and qlog always
 	// belong to the summarised run.
@@ -443,4 +448,27 @@ func keepCaptures(dir string, attemptDir func(int) string, keep int) error {
 		}
 	}
 	return nil
+}
+
+// interleaveNetworks orders cells so that the cells that differ only in
+// their network run one after the other: a remote run checked against its
+// recording alternates the real path and its replay, so that a change of
+// the path over the run affects both alike.
+func interleaveNetworks(cells []scenario.Cell) []scenario.Cell {
+	key := func(c scenario.Cell) string {
+		k := fmt.Sprintf("%s/%d", c.Protocol, c.Rep)
+		for _, p := range c.Params {
+			k += "/" + p.Value
+		}
+		return k
+	}
+	first := map[string]int{}
+	for i, c := range cells {
+		if _, ok := first[key(c)]; !ok {
+			first[key(c)] = i
+		}
+	}
+	out := slices.Clone(cells)
+	slices.SortStableFunc(out, func(a, b scenario.Cell) int { return first[key(a)] - first[key(b)] })
+	return out
 }

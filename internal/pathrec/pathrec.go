@@ -226,19 +226,23 @@ func Record(ctx context.Context, c *remote.Client, o Options) (*Recording, error
 }
 
 // trainRate is a train's rate from its packets' arrival times: bits per
-// packet over the mean spacing (packets lost in the train only widen a
-// gap, which the count of spacings accounts for poorly: at least half the
-// train must arrive).
+// packet over the median spacing of consecutive arrivals, which a packet
+// held up by jitter or lost in the train disturbs less than the span. At
+// least four packets must arrive.
 func trainRate(at []int64, bits float64) float64 {
 	if len(at) < 4 {
 		return 0
 	}
 	slices.Sort(at)
-	span := float64(at[len(at)-1] - at[0])
-	if span <= 0 {
+	gaps := make([]float64, 0, len(at)-1)
+	for i := 1; i < len(at); i++ {
+		gaps = append(gaps, float64(at[i]-at[i-1]))
+	}
+	g := median(gaps)
+	if g <= 0 {
 		return 0
 	}
-	return bits * float64(len(at)-1) / (span / 1e9)
+	return bits / (g / 1e9)
 }
 
 // Direction is what a recording says of one direction.

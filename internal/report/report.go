@@ -38,6 +38,9 @@ type Run struct {
 	// verdictsGiven says they were computed already (a comparison of runs
 	// takes each run's own), so Build writes them as they are.
 	Verdicts      []stats.Comparison
+	// Replay compares a remote run's real path with its recording, per
+	// protocol (Profile names the protocol, A the path, B the recording).
+	Replay []stats.Comparison
 	verdictsGiven bool
 	cells         map[string]*cellSeries
 }
@@ -245,6 +248,22 @@ func ordered(rows []results.Summary, f func(results.Summary) string) []string {
 	return out
 }
 
+// realAndReplay names the two networks of a remote run checked against
+// its recording: the real path ("remote") and the recording.
+func realAndReplay(r *Run) (string, string, bool) {
+	if r.Manifest == nil || r.Manifest.Remote == nil {
+		return "", "", false
+	}
+	nets := ordered(r.Rows, func(s results.Summary) string { return s.Profile })
+	if len(nets) != 2 || !slices.Contains(nets, "remote") {
+		return "", "", false
+	}
+	if nets[0] == "remote" {
+		return nets[0], nets[1], true
+	}
+	return nets[1], nets[0], true
+}
+
 // Build writes plots/ and report.html into the run directory and returns
 // the report's path.
 func Build(r *Run) (string, error) {
@@ -266,6 +285,11 @@ func Build(r *Run) (string, error) {
 		}
 		if err := stats.Write(r.Dir, r.Verdicts); err != nil {
 			return "", err
+		}
+	}
+	if real, replay, ok := realAndReplay(r); ok {
+		if r.Replay, err = stats.AcrossProfiles(&results.Run{Dir: r.Dir, Manifest: r.Manifest, Rows: r.Rows}, real, replay, r.seed()); err != nil {
+			return "", fmt.Errorf("replay against the path: %w", err)
 		}
 	}
 	path := filepath.Join(r.Dir, "report.html")
@@ -413,6 +437,11 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 <table><tr><th class="l">when</th><th class="l">phase</th><th>RTT min ms</th><th>RTT median ms</th><th>clock offset ms</th><th>± ms</th><th>agent wake-up p99 µs</th><th>agent steal %</th><th>local wake-up p99 µs</th><th>local steal %</th></tr>
 {{range .Checks}}<tr><td class="l">{{when .When}}</td><td class="l">{{.Phase}}</td><td>{{num .RTTMinMs 2}}</td><td>{{num .RTTMedianMs 2}}</td><td>{{num .OffsetMs 2}}</td><td>{{num .UncertaintyMs 2}}</td><td>{{num .AgentNoise.WakeP99Us 0}}</td><td>{{num .AgentNoise.StealPct 1}}</td><td>{{num .LocalNoise.WakeP99Us 0}}</td><td>{{num .LocalNoise.StealPct 1}}</td></tr>
 {{end}}</table>{{end}}{{end}}
+{{if .Run.Replay}}<h2>The replay against the real path</h2>
+<p>Every cell ran across the real path and on its recording (tlab record's profile), alternately. For each protocol, the recording's figures (B) against the path's (A): a difference is called when Holm's p is under 0.05 and the interval excludes zero; "no significant difference" is where the replay agrees with reality within tlab's intervals.</p>
+<div class="wide"><table><tr><th class="l">protocol</th><th class="l">swept</th><th class="l">metric</th><th>path</th><th>replay</th><th>difference (95 % CI)</th><th>p (Holm)</th><th class="l">verdict</th></tr>
+{{range .Run.Replay}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Params}}</td><td class="l">{{.Metric}}</td><td>{{num .MedianA 3}}</td><td>{{num .MedianB 3}}</td><td>{{num .Diff 3}} ({{num .DiffLow 3}}–{{num .DiffHigh 3}})</td><td>{{num .PHolm 4}}</td><td class="l">{{.Verdict}}</td></tr>
+{{end}}</table></div>{{end}}
 {{with .Run.Manifest}}{{if .Merged}}<h2>Machines (merged from {{len .Merged}} shards)</h2>
 <table class="meta"><tr><th class="l">shard</th><th class="l">machine</th><th class="l">cells</th><th class="l">opening calibration</th></tr>
 {{range .Merged}}<tr><td>{{.Shard}}</td><td>{{.Hostname}}: {{.CPU}}, kernel {{.Kernel}}</td><td>{{len .Cells}}</td><td>{{range .Calibrations}}{{.Verdict}} {{end}}</td></tr>

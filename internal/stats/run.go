@@ -21,24 +21,45 @@ import (
 // pair's cells are repeated; otherwise a cell's records are (for the
 // delay only: jitter and bytes are one value per cell).
 func ForRun(r *results.Run, seed uint64) ([]Comparison, error) {
+	return compareWithin(r, seed, r.Rows, func(row results.Summary) (string, string) { return row.Profile, row.Protocol })
+}
+
+// AcrossProfiles compares network a with network b for each protocol and
+// set of swept values (a Comparison's Profile then names the protocol, A
+// and B the networks): is a replay of a recorded path as fast as the path?
+// Only rows of a and b take part.
+func AcrossProfiles(r *results.Run, a, b string, seed uint64) ([]Comparison, error) {
+	var rows []results.Summary
+	for _, row := range r.Rows {
+		if row.Profile == a || row.Profile == b {
+			rows = append(rows, row)
+		}
+	}
+	return compareWithin(r, seed, rows, func(row results.Summary) (string, string) { return row.Protocol, row.Profile })
+}
+
+// compareWithin compares, within each group (by the row's group and its
+// swept values), every pair of members, in the order rows first name them.
+func compareWithin(r *results.Run, seed uint64, rows []results.Summary, split func(results.Summary) (group, member string)) ([]Comparison, error) {
 	type key struct{ profile, params string }
 	groups := map[key]map[string][]results.Summary{}
 	var order []key
 	var protoOrder = map[key][]string{}
-	for _, row := range r.Rows {
+	for _, row := range rows {
 		var vals []string
 		for _, p := range row.Params {
 			vals = append(vals, p.Value)
 		}
-		k := key{row.Profile, strings.Join(vals, " / ")}
+		group, member := split(row)
+		k := key{group, strings.Join(vals, " / ")}
 		if groups[k] == nil {
 			groups[k] = map[string][]results.Summary{}
 			order = append(order, k)
 		}
-		if groups[k][row.Protocol] == nil {
-			protoOrder[k] = append(protoOrder[k], row.Protocol)
+		if groups[k][member] == nil {
+			protoOrder[k] = append(protoOrder[k], member)
 		}
-		groups[k][row.Protocol] = append(groups[k][row.Protocol], row)
+		groups[k][member] = append(groups[k][member], row)
 	}
 	// The metrics compared are those registered with Verdict (their unit
 	// for verdicts), after the delay each record carries.
@@ -170,8 +191,11 @@ var Columns = []string{"profile", "params", "metric", "a", "b", "sampling_unit",
 	"median_diff", "median_diff_ci_low", "median_diff_ci_high", "hodges_lehmann", "cliffs_delta", "mann_whitney_u", "p_value", "p_holm", "mean_ratio", "mean_ratio_ci_low", "mean_ratio_ci_high", "verdict"}
 
 // Write writes comparisons.json and comparisons.csv into dir.
-func Write(dir string, cs []Comparison) error {
-	err := results.WriteAtomic(filepath.Join(dir, "comparisons.json"), func(w io.Writer) error {
+func Write(dir string, cs []Comparison) error { return WriteNamed(dir, "comparisons", cs) }
+
+// WriteNamed writes NAME.json and NAME.csv into dir.
+func WriteNamed(dir, name string, cs []Comparison) error {
+	err := results.WriteAtomic(filepath.Join(dir, name+".json"), func(w io.Writer) error {
 		if cs == nil {
 			cs = []Comparison{}
 		}
@@ -187,7 +211,7 @@ func Write(dir string, cs []Comparison) error {
 	if err != nil {
 		return err
 	}
-	return results.WriteAtomic(filepath.Join(dir, "comparisons.csv"), func(w io.Writer) error {
+	return results.WriteAtomic(filepath.Join(dir, name+".csv"), func(w io.Writer) error {
 		cw := csv.NewWriter(w)
 		if err := cw.Write(Columns); err != nil {
 			return err
