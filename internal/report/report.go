@@ -37,10 +37,10 @@ type Run struct {
 	// Verdicts compare the protocols pair by pair (package stats);
 	// verdictsGiven says they were computed already (a comparison of runs
 	// takes each run's own), so Build writes them as they are.
-	Verdicts      []stats.Comparison
+	Verdicts []stats.Comparison
 	// Replay compares a remote run's real path with its recording, per
 	// protocol (Profile names the protocol, A the path, B the recording).
-	Replay []stats.Comparison
+	Replay        []stats.Comparison
 	verdictsGiven bool
 	cells         map[string]*cellSeries
 }
