@@ -172,8 +172,10 @@ func TestRemoteRunMatchesLocal(t *testing.T) {
 				t.Errorf("%s %s: profile %s, rtt %v", r.name, p, row.Profile, row.Float("rtt_ms"))
 			}
 			for _, k := range []string{"bytes_per_request", "wire_bytes_per_message", "emu_release_p99_us"} {
-				if v, ok := row.Get(k); ok && v != nil {
-					t.Errorf("%s %s: %s = %v across a real path, want empty (not measured)", r.name, p, k, v)
+				// summary.json's null reads back as NaN; a 0 would be a
+				// claim that nothing crossed the wire.
+				if _, ok := row.Get(k); ok && !math.IsNaN(row.Float(k)) {
+					t.Errorf("%s %s: %s = %v across a real path, want empty (not measured)", r.name, p, k, row.Float(k))
 				}
 			}
 		}
@@ -332,7 +334,12 @@ func TestRecordRecoversTheLink(t *testing.T) {
 	up := emu.DirectionConfig{Delay: units.Duration(10 * time.Millisecond), Jitter: units.Duration(time.Millisecond), JitterDist: "normal", Rate: 20e6,
 		Loss: emu.LossConfig{Model: "gilbert-elliott", Rate: 0.03, MeanBurst: 3}}
 	down := emu.DirectionConfig{Delay: units.Duration(10 * time.Millisecond), Trace: tracePath}
-	tb, err := testbed.Build(testbed.ClientServer(emu.LinkConfig{Up: up, Down: down}), testbed.Options{Seed: 3, Label: "record test"})
+	// The path's emulator sleeps between packets instead of polling: the
+	// replay's cells build a busy-polling emulator of their own, and two
+	// polling engines on two CPUs would leave the endpoints none (a
+	// test-bench artefact: across a real path the near machine emulates
+	// nothing but the replay).
+	tb, err := testbed.Build(testbed.ClientServer(emu.LinkConfig{Up: up, Down: down}), testbed.Options{Seed: 3, Label: "record test", Mode: emu.ModeSleep})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,6 +353,12 @@ func TestRecordRecoversTheLink(t *testing.T) {
 		t.Fatalf("record: %v\n%s\n%s\nagent: %s", err, stdout, stderr, m.agentLog)
 	}
 	t.Log(stdout)
+	if y, err := os.ReadFile(profile); err == nil {
+		t.Log(string(y))
+	}
+	if os.Getenv("TLAB_KEEP") != "" {
+		exec.Command("cp", "-r", dir, os.Getenv("TLAB_KEEP")).Run()
+	}
 	p, err := emu.LoadProfile(profile)
 	if err != nil {
 		t.Fatal(err)
@@ -357,13 +370,15 @@ func TestRecordRecoversTheLink(t *testing.T) {
 		}
 	}
 	ms := func(d units.Duration) float64 { return float64(d.D().Nanoseconds()) / 1e6 }
-	// Delays: half the round trip each, plus the direction's median
-	// variation (the up jitter's median is about 0.8 ms above its
-	// minimum; serialisation adds ~0.1 ms per probe).
-	within("up delay (ms)", ms(l.Up.Delay), 10.9, 1.5)
-	within("down delay (ms)", ms(l.Down.Delay), 10, 1.5)
-	within("up jitter (ms)", ms(l.Up.Jitter), 1, 0.5)
-	if j := ms(l.Down.Jitter); j > 0.5 {
+	// Delays: half the median round trip each (the link's 20 ms, and
+	// up to a millisecond of waiting for the down trace's next delivery
+	// opportunity); the up jitter's normal 1 ms; down, only the trace's
+	// waiting (1.2 ms slots at 10 Mbit/s: a standard deviation of at most
+	// 0.35 ms).
+	within("up delay (ms)", ms(l.Up.Delay), 10.3, 1)
+	within("down delay (ms)", ms(l.Down.Delay), 10.3, 1)
+	within("up jitter (ms)", ms(l.Up.Jitter), 1, 0.4)
+	if j := ms(l.Down.Jitter); j > 0.6 {
 		t.Errorf("down jitter %.2f ms on a link without", j)
 	}
 	// Loss: 2400 probes, 3 % in bursts of 3: ~24 bursts, so the rate's
@@ -375,7 +390,15 @@ func TestRecordRecoversTheLink(t *testing.T) {
 	if float64(l.Down.Loss.Rate) > 0.005 {
 		t.Errorf("down loss %v on a link without", l.Down.Loss.Rate)
 	}
-	within("up rate (Mbit/s)", l.Up.Rate.BitsPerSecond()/1e6, 20, 4)
+	upRate := l.Up.Rate.BitsPerSecond()
+	if l.Up.Trace != "" { // trains on a jittery link vary: a trace is allowed
+		ops, err := emu.LoadTrace(l.Up.Trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		upRate = emu.TraceMeanRate(ops)
+	}
+	within("up rate (Mbit/s)", upRate/1e6, 20, 4)
 	if l.Down.Trace == "" {
 		t.Errorf("the down rate alternated 10 and 30 Mbit/s: want a trace, got a rate of %v", l.Down.Rate)
 	} else if ops, err := emu.LoadTrace(l.Down.Trace); err != nil {

@@ -76,7 +76,13 @@ type Probe struct {
 	Seq                     uint32
 	SentNs, AgentNs, BackNs int64
 	AgentSaw                bool
+	// NearTrain marks a probe sent soon after a train: it may wait behind
+	// the train's packets, so its delay is not the path's.
+	NearTrain bool
 }
+
+// trainShadow is how long after a train a probe's delay is not counted.
+const trainShadow = 150 * time.Millisecond
 
 // Train is one train's rate estimate at a time.
 type Train struct {
@@ -98,8 +104,9 @@ type Recording struct {
 // frames, as the emulator's rate counts them: Ethernet 14, IPv4 20, UDP 8.
 const frameOverhead = 42
 
-// trainBase numbers the up trains' probes apart from the regular ones.
-const trainBase = remote.MaxProbes / 2
+// trainBase numbers the up trains' probes apart from the regular ones,
+// above those the reflector tracks.
+const trainBase = remote.TrackedProbes
 
 // Record probes the path to the agent for o.Duration.
 func Record(ctx context.Context, c *remote.Client, o Options) (*Recording, error) {
@@ -170,6 +177,7 @@ func Record(ctx context.Context, c *remote.Client, o Options) (*Recording, error
 		sent := time.Now().UnixNano()
 		mu.Lock()
 		rec.Probes[i].Seq, rec.Probes[i].SentNs = uint32(i), sent
+		rec.Probes[i].NearTrain = trains > 0 && time.Since(start)-trainSent[trains-1] < trainShadow
 		mu.Unlock()
 		conn.Write(remote.ProbePacket{Kind: 'E', Seq: uint32(i), TimeNs: sent}.Marshal(o.ProbeSize))
 		if since := time.Since(start); since >= nextTrain {
@@ -226,29 +234,25 @@ func Record(ctx context.Context, c *remote.Client, o Options) (*Recording, error
 }
 
 // trainRate is a train's rate from its packets' arrival times: bits per
-// packet over the median spacing of consecutive arrivals, which a packet
-// held up by jitter or lost in the train disturbs less than the span. At
-// least four packets must arrive.
+// packet times the spacings over the span from the first arrival to the
+// last. At least four packets must arrive.
 func trainRate(at []int64, bits float64) float64 {
 	if len(at) < 4 {
 		return 0
 	}
 	slices.Sort(at)
-	gaps := make([]float64, 0, len(at)-1)
-	for i := 1; i < len(at); i++ {
-		gaps = append(gaps, float64(at[i]-at[i-1]))
-	}
-	g := median(gaps)
-	if g <= 0 {
+	span := float64(at[len(at)-1] - at[0])
+	if span <= 0 {
 		return 0
 	}
-	return bits / (g / 1e9)
+	return bits * float64(len(at)-1) / (span / 1e9)
 }
 
 // Direction is what a recording says of one direction.
 type Direction struct {
-	// DelayMs is half the smallest round trip plus the direction's median
-	// delay variation; JitterMs the variation's standard deviation.
+	// DelayMs is half the median round trip, less what the emulator adds
+	// on replay (the probe's serialisation, a trace's wait); JitterMs the
+	// standard deviation of the direction's one-way delay.
 	DelayMs, JitterMs float64
 	// LossPct and MeanBurst (consecutive probes lost) of the direction.
 	LossPct, MeanBurst float64
@@ -274,7 +278,7 @@ func (r *Recording) Fit() (Fit, error) {
 			continue
 		}
 		downLost = append(downLost, p.BackNs == 0)
-		if p.BackNs == 0 {
+		if p.BackNs == 0 || p.NearTrain {
 			continue
 		}
 		rtts = append(rtts, float64(p.BackNs-p.SentNs)/1e6)
@@ -285,24 +289,39 @@ func (r *Recording) Fit() (Fit, error) {
 		return Fit{}, fmt.Errorf("only %d of %d probes came back: the path (or the prober's port %d) is closed", len(rtts), len(r.Probes), r.Options.Port)
 	}
 	f := Fit{Probes: len(r.Probes), RTTMinMs: slices.Min(rtts), RTTMedianMs: median(rtts)}
-	f.Up = direction(f.RTTMinMs, up, upLost, r.Up)
-	f.Down = direction(f.RTTMinMs, down, downLost, r.Down)
+	f.Up = direction(f.RTTMedianMs, up, upLost, r.Up)
+	f.Down = direction(f.RTTMedianMs, down, downLost, r.Down)
+	// The probes' round trips include what the emulator will add again
+	// on replay: their serialisation at each direction's rate and, on a
+	// rate that varies (a trace), the wait for the next 1500-byte delivery
+	// opportunity (half its spacing on average).
+	for _, d := range []*Direction{&f.Up, &f.Down} {
+		if d.RateBps <= 0 {
+			continue
+		}
+		adjust := float64((r.Options.ProbeSize+frameOverhead)*8) / d.RateBps * 1e3
+		if variable(d.Rates) {
+			adjust += 1500 * 8 / d.RateBps * 1e3 / 2
+		}
+		d.DelayMs = math.Max(d.DelayMs-adjust, 0)
+	}
 	return f, nil
 }
 
-func direction(rttMin float64, owd []float64, lost []bool, trains []Train) Direction {
-	lo := slices.Min(owd)
-	vari := make([]float64, len(owd))
-	for i, v := range owd {
-		vari[i] = v - lo
-	}
-	d := Direction{DelayMs: rttMin/2 + median(vari), JitterMs: stddev(vari), Rates: trains}
+// direction fits one direction: half the median round trip (the split
+// between the directions needs one clock at both ends: it is not known),
+// and the standard deviation of its one-way delay variation (which the
+// clocks' offset does not touch) as its jitter.
+func direction(rttMedian float64, owd []float64, lost []bool, trains []Train) Direction {
+	d := Direction{DelayMs: rttMedian / 2, JitterMs: stddev(owd), Rates: trains}
 	d.LossPct, d.MeanBurst = lossRuns(lost)
 	var rates []float64
 	for _, t := range trains {
 		rates = append(rates, t.RateBps)
 	}
 	if len(rates) > 0 {
+		// A train whose packets bunched (held behind a delayed one)
+		// reads faster than the link; the median is robust to a few.
 		d.RateBps = median(rates)
 	}
 	return d
@@ -354,7 +373,8 @@ func stddev(v []float64) float64 {
 
 // variable tells whether a direction's rate varied enough over the
 // recording to replay it as a trace rather than a constant (a coefficient
-// of variation over 15 %).
+// of variation over 25 %: a train's own estimate varies by some 20 % on a
+// link with jitter).
 func variable(trains []Train) bool {
 	var r []float64
 	for _, t := range trains {
@@ -368,7 +388,7 @@ func variable(trains []Train) bool {
 		m += x
 	}
 	m /= float64(len(r))
-	return stddev(r)/m > 0.15
+	return stddev(r)/m > 0.25
 }
 
 // Trace writes a direction's rates over time as a mahimahi trace: each
@@ -404,7 +424,7 @@ func (f Fit) Profile(name, agent string, r *Recording, traceDir string) ([]byte,
 	var b strings.Builder
 	fmt.Fprintf(&b, "name: %s\n", name)
 	fmt.Fprintf(&b, "description: \"The path to the tlab agent at %s, recorded by tlab record on %s over %v.\"\n", agent, r.Start.UTC().Format(time.RFC3339), r.Duration.Round(time.Second))
-	fmt.Fprintf(&b, "source: \"tlab record: %d probes at %d/s and %d+%d packet trains; round trip min %.2f ms, median %.2f ms. Each direction gets half the smallest round trip plus its median delay variation; jitter is the variation's standard deviation (normal); loss is what the probes met, bursts as the simple Gilbert model; rate from train dispersion (the bottleneck's capacity, not what other traffic left). docs/methodology.md says what a recording cannot capture.\"\n",
+	fmt.Fprintf(&b, "source: \"tlab record: %d probes at %d/s and %d+%d packet trains; round trip min %.2f ms, median %.2f ms. Each direction gets half the median round trip (the split needs one clock at both ends); jitter is the standard deviation of its one-way delay (normal), probes right after a train left out; loss is what the probes met, bursts as the simple Gilbert model; rate from train dispersion (the bottleneck's capacity, not what other traffic left). docs/methodology.md says what a recording cannot capture.\"\n",
 		f.Probes, r.Options.Rate, len(r.Up), len(r.Down), f.RTTMinMs, f.RTTMedianMs)
 	for _, d := range []struct {
 		key string

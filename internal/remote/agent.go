@@ -221,7 +221,11 @@ func (s *session) loop(ctx context.Context) {
 				resp.Error = err.Error()
 			}
 		}
-		if err := s.reply(resp); err != nil || req.Op == OpBye {
+		if err := s.reply(resp); err != nil {
+			s.agent.logf("controller %s: session ends: answering %s: %v", short(s.peer), req.Op, err)
+			return
+		}
+		if req.Op == OpBye {
 			return
 		}
 	}

@@ -23,10 +23,12 @@ const (
 	probeEcho      = 'E' // echo me, stamped
 	probeTrainReq  = 'T' // send me a train: seq = packets, time = size
 	probeTrainData = 'D' // a train's packet: seq = index, time = train id
-	// MaxProbeSeconds bounds a reflector's life; MaxProbes the probes it
-	// keeps track of; MaxTrain a train's packets; MaxProbeSize a packet.
+	// MaxProbeSeconds bounds a reflector's life; TrackedProbes the
+	// sequence numbers whose arrival it keeps track of (higher ones, a
+	// train's, are echoed but not tracked: the report must fit a control
+	// message); MaxTrain a train's packets; MaxProbeSize a packet.
 	MaxProbeSeconds = 600
-	MaxProbes       = 1 << 20
+	TrackedProbes   = 1 << 18
 	MaxTrain        = 64
 	MaxProbeSize    = 1400
 )
@@ -96,7 +98,7 @@ func startReflector(port int, allowed net.IP, life time.Duration) (*reflector, e
 	if err != nil {
 		return nil, err
 	}
-	r := &reflector{conn: c, allowed: allowed, seen: make([]byte, MaxProbes/8), done: make(chan struct{})}
+	r := &reflector{conn: c, allowed: allowed, seen: make([]byte, TrackedProbes/8), done: make(chan struct{})}
 	go r.serve()
 	go func() {
 		select {
@@ -125,7 +127,7 @@ func (r *reflector) serve() {
 		}
 		switch p.Kind {
 		case probeEcho:
-			if p.Seq < MaxProbes {
+			if p.Seq < TrackedProbes {
 				r.mu.Lock()
 				if r.seen[p.Seq/8]&(1<<(p.Seq%8)) == 0 {
 					r.count++
