@@ -37,16 +37,7 @@ func TestReportFromSyntheticRows(t *testing.T) {
 	if err := m.Save(dir); err != nil {
 		t.Fatal(err)
 	}
-	r, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path, err := Build(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	html, _ := os.ReadFile(path)
-	page := string(html)
+	page := buildPage(t, dir)
 	for _, want := range []string{`<figure id="delay_box-1-5g">`, `<figure id="jitter_bars-1-5g">`, `plot &#34;bytes_bars&#34;: the rows lack bytes_per_request`, "synthetic", "rows made by a test", "EMU p99 us",
 		"cubic in every row over TCP (kernel default: bbr)"} {
 		if !strings.Contains(page, want) {
@@ -150,6 +141,17 @@ func TestReportSaysThePathWasReal(t *testing.T) {
 	if err := m.Save(dir); err != nil {
 		t.Fatal(err)
 	}
+	page := buildPage(t, dir)
+	for _, want := range []string{"A real path", "192.0.2.7:7447", "ab12cd", "20.25", "-3.50", "10.12", "20.75"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
+// buildPage builds the report of the run in dir and returns its page.
+func buildPage(t *testing.T, dir string) string {
+	t.Helper()
 	r, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -158,11 +160,9 @@ func TestReportSaysThePathWasReal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	html, _ := os.ReadFile(path)
-	page := string(html)
-	for _, want := range []string{"A real path", "192.0.2.7:7447", "ab12cd", "20.25", "-3.50", "10.12", "20.75"} {
-		if !strings.Contains(page, want) {
-			t.Errorf("report lacks %q", want)
-		}
+	html, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return string(html)
 }
