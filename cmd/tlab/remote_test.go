@@ -136,6 +136,7 @@ func TestRemoteRunMatchesLocal(t *testing.T) {
 		{"periodic", []string{"--protocols", "tcp,h2", "--count", "60", "--interval", "25ms", "--warmup", "0s"}, "delay_p50_ms"},
 		{"upload", []string{"--workload", "upload", "--protocols", "h1s", "--count", "15", "--set", "workload.resolve=dns"}, "e2e_p50_ms"},
 		{"pubsub", []string{"--workload", "pubsub", "--protocols", "mqtt-tcp,mqtt-quic", "--set", "workload.messages=10", "--set", "workload.pattern=reconnect", "--set", "settings.zero_rtt=true"}, "reconnect_p50_ms"},
+		{"frames", []string{"--workload", "frames", "--protocols", "udp,rtp,tcp", "--count", "90", "--warmup", "0s", "--set", "workload.size=20000"}, "frame_rtt_p50_ms"},
 	}
 	remoteRows := map[string]map[string]results.Summary{}
 	for i, r := range runs {
@@ -180,6 +181,13 @@ func TestRemoteRunMatchesLocal(t *testing.T) {
 			}
 		}
 	}
+	// Frames' one-way delays read both clocks: across the path they are
+	// corrected by the agent's offset and carry its uncertainty.
+	for p, row := range remoteRows["frames"] {
+		if u := row.Float("owd_offset_uncertainty_ms"); !(u >= 10 && u <= 15) {
+			t.Errorf("frames %s: owd uncertainty %v ms, want half the 20 ms round trip", p, u)
+		}
+	}
 	// The agent ran nothing after the runs: its servers' ports are free.
 	for _, port := range []int{4433, 1883, 14567} {
 		if l, err := m.tb.Host("server").Listen("tcp", fmt.Sprintf(":%d", port)); err != nil {
@@ -204,6 +212,15 @@ func TestRemoteRunMatchesLocal(t *testing.T) {
 			t.Logf("%s %s %s: remote %.2f ms, local %.2f ms", r.name, p, r.metric, a, b)
 			if !(math.Abs(a-b) <= math.Max(1.5, 0.1*b)) {
 				t.Errorf("%s %s: %s %.2f ms across the path, %.2f ms on the emulated link", r.name, p, r.metric, a, b)
+			}
+			if r.name == "frames" {
+				// The one-way delay across the path is the local one
+				// within the offset's stated uncertainty.
+				oa, ob, u := rem.Float("owd_p50_ms"), local.Float("owd_p50_ms"), rem.Float("owd_offset_uncertainty_ms")
+				t.Logf("frames %s owd_p50_ms: remote %.2f ± %.2f ms, local %.2f ms", p, oa, u, ob)
+				if !(math.Abs(oa-ob) <= u+1.5) || local.Float("owd_offset_uncertainty_ms") != 0 {
+					t.Errorf("frames %s: one-way p50 %.2f ± %.2f ms across the path, %.2f ms on the emulated link", p, oa, u, ob)
+				}
 			}
 		}
 	}

@@ -172,7 +172,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 		// Across a real path: the servers run on the agent, the clients
 		// here; no emulated link, no counters.
 		agentIP := spec.Remote.Agent.Host()
-		h, em, certIP = remoteHosts{spec.Remote, agentIP}, noLinkMeter{}, agentIP
+		h, em, certIP = remoteHosts{spec.Remote, agentIP, spec.Cell.Protocol}, noLinkMeter{}, agentIP
 	} else {
 		tb, err := testbed.Build(spec.Topology, opts)
 		if err != nil {

@@ -40,6 +40,9 @@ type RemoteTarget struct {
 type RemotePath struct {
 	Agent *remote.Client
 	RTTMs float64
+	// OffsetMs is the agent's clock less this one's, within
+	// ± UncertaintyMs, measured at the run's start.
+	OffsetMs, UncertaintyMs float64
 }
 
 // remoteRoles are the roles that run on the agent: the servers. The
@@ -50,8 +53,9 @@ var remoteRoles = map[string]bool{"server": true, "broker": true}
 // remoteHosts plays a remote cell's roles: the servers' on the agent,
 // every other in this process's own network.
 type remoteHosts struct {
-	path    *RemotePath
-	agentIP net.IP
+	path     *RemotePath
+	agentIP  net.IP
+	protocol string // the cell's
 }
 
 func (h remoteHosts) IsRemote(role string) bool { return remoteRoles[role] }
@@ -75,26 +79,66 @@ func (h remoteHosts) Group(role string) []string { return []string{role} }
 // Serve asks the agent for a server, with the run's settings and server
 // certificate (its CA stays here).
 func (h remoteHosts) Serve(_, kind, protocol string, port int, s proto.Settings) (io.Closer, error) {
-	args := remote.ServeArgs{Kind: kind, Protocol: protocol, Port: port}
-	switch kind {
-	case workload.ServerDNS:
-		args.Protocol, args.Name = "", proto.ServerName
-	default:
-		settings, err := json.Marshal(s)
-		if err != nil {
-			return nil, err
-		}
-		args.Settings = settings
-		if s.Certs != nil && len(s.Certs.Server.Certificate) > 0 {
-			key, err := x509.MarshalPKCS8PrivateKey(s.Certs.Server.PrivateKey)
-			if err != nil {
-				return nil, err
-			}
-			args.CertPEM = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certs.Server.Certificate[0]}))
-			args.KeyPEM = string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key}))
-		}
+	args, err := h.serveArgs(kind, protocol, port, s)
+	if err != nil {
+		return nil, err
 	}
 	return h.path.Agent.Serve(args)
+}
+
+// serveArgs asks for a server of kind: the name server, or a protocol's
+// with the run's settings and server certificate.
+func (h remoteHosts) serveArgs(kind, protocol string, port int, s proto.Settings) (remote.ServeArgs, error) {
+	args := remote.ServeArgs{Kind: kind, Protocol: protocol, Port: port}
+	if kind == workload.ServerDNS {
+		args.Protocol, args.Name = "", proto.ServerName
+		return args, nil
+	}
+	if protocol == "" {
+		args.Protocol = h.protocol
+	}
+	settings, err := json.Marshal(s)
+	if err != nil {
+		return args, err
+	}
+	args.Settings = settings
+	if s.Certs != nil && len(s.Certs.Server.Certificate) > 0 {
+		key, err := x509.MarshalPKCS8PrivateKey(s.Certs.Server.PrivateKey)
+		if err != nil {
+			return args, err
+		}
+		args.CertPEM = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certs.Server.Certificate[0]}))
+		args.KeyPEM = string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key}))
+	}
+	return args, nil
+}
+
+// ServeFrames runs a frame server on the agent; its arrivals come back on
+// this clock, corrected by the agent's offset.
+func (h remoteHosts) ServeFrames(_ string, port int, s proto.Settings, o proto.FrameOptions, resultSize int, processing time.Duration) (workload.RemoteFrameServer, error) {
+	args, err := h.serveArgs(remote.KindFrames, "", port, s)
+	if err != nil {
+		return nil, err
+	}
+	args.Frames = &remote.FrameServeArgs{FPS: o.FPS, ReassemblyMs: float64(o.ReassemblyTimeout) / 1e6, ResultSize: resultSize, ProcessingMs: float64(processing) / 1e6}
+	var r remote.ServeResult
+	if err := h.path.Agent.Call(remote.OpServe, args, &r); err != nil {
+		return nil, err
+	}
+	return &remoteFrameServer{path: h.path, id: r.ID}, nil
+}
+
+type remoteFrameServer struct {
+	path *RemotePath
+	id   int
+}
+
+func (f *remoteFrameServer) Arrivals() ([]proto.FrameArrival, error) {
+	return f.path.Agent.Arrivals(f.id, int64(f.path.OffsetMs*1e6))
+}
+func (f *remoteFrameServer) UncertaintyMs() float64 { return f.path.UncertaintyMs }
+func (f *remoteFrameServer) Close() error {
+	return f.path.Agent.Call(remote.OpStop, remote.StopArgs{ID: f.id}, nil)
 }
 
 // agentNet is the network of a role that runs on the agent: nothing of

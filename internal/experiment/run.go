@@ -188,7 +188,7 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 			fmt.Fprintf(r.Log, "across the real path to agent %s (%s, %s): round trip %.2f ms (median %.2f), clock offset %+.2f ± %.2f ms\n",
 				agent.Addr, agent.Agent.Hostname, agent.Agent.Fingerprint[:16], check.RTTMinMs, check.RTTMedianMs, check.OffsetMs, check.UncertaintyMs)
 		}
-		sw.Remote, sw.PathCheck = &RemotePath{Agent: agent, RTTMs: check.RTTMinMs}, &check
+		sw.Remote, sw.PathCheck = &RemotePath{Agent: agent, RTTMs: check.RTTMinMs, OffsetMs: check.OffsetMs, UncertaintyMs: check.UncertaintyMs}, &check
 	}
 	out.Rows, err = sw.Run(ctx)
 	if err == nil && agent != nil {

@@ -125,7 +125,7 @@ func (a *Agent) session(ctx context.Context, raw net.Conn) {
 	}
 	raw.SetDeadline(time.Time{})
 	peer := Fingerprint(conn.ConnectionState().PeerCertificates[0].Raw)
-	s := &session{agent: a, conn: conn, peer: peer, servers: map[int]io.Closer{}, reflectors: map[int]*reflector{}, local: raw.LocalAddr()}
+	s := &session{agent: a, conn: conn, peer: peer, servers: map[int]io.Closer{}, reflectors: map[int]*reflector{}, frames: map[int]*frameServer{}, local: raw.LocalAddr()}
 	_, s.paired = a.controllers.get(peer)
 	a.logf("%s: controller %s connected (%s)", raw.RemoteAddr(), short(peer), map[bool]string{true: "paired", false: "not paired: it may only pair"}[s.paired])
 	defer s.end()
@@ -154,6 +154,7 @@ type session struct {
 
 	servers    map[int]io.Closer
 	reflectors map[int]*reflector
+	frames     map[int]*frameServer
 	nextID     int
 }
 
@@ -302,6 +303,8 @@ func (s *session) handle(req Request) (any, error) {
 			return nil, fmt.Errorf("no server %d in this session", args.ID)
 		}
 		delete(s.servers, args.ID)
+		delete(s.frames, args.ID)
+		delete(s.reflectors, args.ID)
 		return nil, c.Close()
 	case OpNoise:
 		var args NoiseArgs
@@ -334,6 +337,16 @@ func (s *session) handle(req Request) (any, error) {
 		delete(s.reflectors, args.ID)
 		delete(s.servers, args.ID)
 		return rep, nil
+	case OpArrivals:
+		var args ArrivalsArgs
+		if err := decodeArgs(req, &args); err != nil {
+			return nil, err
+		}
+		fs, ok := s.frames[args.ID]
+		if !ok || args.From < 0 {
+			return nil, fmt.Errorf("no frame server %d in this session", args.ID)
+		}
+		return fs.page(args.From), nil
 	case OpBye:
 		return nil, nil
 	}
@@ -395,16 +408,19 @@ func (s *session) serve(args ServeArgs) (any, error) {
 			return nil, errors.New("dns: no name to answer for")
 		}
 		c, err = dns.Serve(proto.LocalNet{}, map[string]net.IP{args.Name: ip})
-	case KindRequestResponse, KindBroker:
+	case KindRequestResponse, KindBroker, KindFrames:
 		c, err = s.serveProtocol(args)
 	default:
-		return nil, fmt.Errorf("refused: server kind %q: want %s, %s or %s", args.Kind, KindRequestResponse, KindBroker, KindDNS)
+		return nil, fmt.Errorf("refused: server kind %q: want %s, %s, %s or %s", args.Kind, KindRequestResponse, KindBroker, KindFrames, KindDNS)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s server on port %d: %w", args.Kind, args.Port, err)
 	}
 	s.nextID++
 	s.servers[s.nextID] = c
+	if fs, ok := c.(*frameServer); ok {
+		s.frames[s.nextID] = fs
+	}
 	s.agent.logf("controller %s: %s %s on port %d (server %d)", short(s.peer), args.Kind, args.Protocol, args.Port, s.nextID)
 	return ServeResult{ID: s.nextID}, nil
 }
@@ -433,6 +449,9 @@ func (s *session) serveProtocol(args ServeArgs) (io.Closer, error) {
 		settings.Certs = &pki.Certificates{Server: cert}
 	} else {
 		settings.Certs = &pki.Certificates{}
+	}
+	if args.Kind == KindFrames {
+		return s.serveFrames(stack, args, settings)
 	}
 	if args.Kind == KindBroker {
 		ps, ok := proto.As[proto.PubSub](stack)

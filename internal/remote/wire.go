@@ -31,9 +31,10 @@ const (
 	OpBye         = "bye"          // end the session: everything it started stops
 	OpProbe       = "probe"        // a path prober's reflector for a while
 	OpProbeReport = "probe_report" // what the reflector saw, and stop it
+	OpArrivals    = "arrivals"     // what a frame server saw, page by page
 )
 
-var ops = []string{OpPair, OpHello, OpPing, OpServe, OpStop, OpNoise, OpBye, OpProbe, OpProbeReport}
+var ops = []string{OpPair, OpHello, OpPing, OpServe, OpStop, OpNoise, OpBye, OpProbe, OpProbeReport, OpArrivals}
 
 // Request is one controller message.
 type Request struct {
@@ -155,6 +156,7 @@ const (
 	KindRequestResponse = "request-response" // a protocol's Exchanger server
 	KindBroker          = "broker"           // a protocol's PubSub broker (embedded)
 	KindDNS             = "dns"              // study B's name server
+	KindFrames          = "frames"           // a protocol's frame server (study E)
 )
 
 // ServeArgs asks for one server: a registered protocol's server or broker
@@ -170,6 +172,43 @@ type ServeArgs struct {
 	KeyPEM  string `json:"key_pem,omitempty"`
 	// Name is what the name server answers with the agent's address.
 	Name string `json:"name,omitempty"`
+	// Frames configures a frame server.
+	Frames *FrameServeArgs `json:"frames,omitempty"`
+}
+
+// FrameServeArgs are what a frame server needs of the stream.
+type FrameServeArgs struct {
+	FPS          float64 `json:"fps"`
+	ReassemblyMs float64 `json:"reassembly_ms"`
+	ResultSize   int     `json:"result_size"`
+	ProcessingMs float64 `json:"processing_ms"`
+}
+
+// ArrivalsArgs asks for a frame server's arrivals from index From on.
+type ArrivalsArgs struct {
+	ID   int `json:"id"`
+	From int `json:"from"`
+}
+
+// WireArrival is one frame as the agent's server saw it, times on the
+// agent's clock (ns); each packet is [hash, time, size].
+type WireArrival struct {
+	ID       uint32      `json:"id"`
+	Complete bool        `json:"complete"`
+	Bytes    int         `json:"bytes"`
+	FirstNs  int64       `json:"first_ns"`
+	LastNs   int64       `json:"last_ns"`
+	Packets  [][3]uint64 `json:"packets"`
+}
+
+// ArrivalsPage is one page of arrivals; Next is where the next page
+// starts, Done says there is none (so far).
+type ArrivalsPage struct {
+	Arrivals []WireArrival `json:"arrivals"`
+	Next     int           `json:"next"`
+	Done     bool          `json:"done"`
+	// Dropped counts frames the server could not keep (over its bound).
+	Dropped int `json:"dropped"`
 }
 
 // ServeResult names the server started, for stop.

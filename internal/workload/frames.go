@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -92,6 +93,8 @@ func init() {
 		{Name: "owd_p50_ms", Kind: metrics.Measured, Unit: "ms", Header: "OWD P50 ms", Precision: 2,
 			Definition: "Median one-way delay client to server of every datagram that arrived (for tcp and quic-streams, of every frame: first byte sent to last byte read); exact, on the testbed's one clock."},
 		{Name: "owd_p99_ms", Kind: metrics.Measured, Unit: "ms", Header: "OWD P99 ms", Precision: 2, Definition: "99th percentile of that one-way delay."},
+		{Name: "owd_offset_uncertainty_ms", Kind: metrics.Measured, Unit: "ms", Header: "OWD ± ms", Precision: 2,
+			Definition: "How far the one-way delays (owd_*) may be off: 0 on an emulated link (both ends on one clock); across a real path they read two clocks, corrected by the agent's offset measured at the run's start, and are known within ± half its smallest round trip (the jitter, a difference of one-way delays, is not affected)."},
 		{Name: "jitter_rfc3550_ms", Kind: metrics.Measured, Unit: "ms", Header: "JITTER ms", Precision: 3,
 			Definition: "RFC 3550's interarrival jitter client to server, J += (|D| − J)/16 over the datagrams in arrival order, D the difference of consecutive one-way delays (frames for stream transports); its final value."},
 		{Name: "packets_lost_pct", Kind: metrics.Measured, Unit: "%", Header: "PKT LOST %", Precision: 2,
@@ -185,7 +188,7 @@ func (f Frames) Info() Info {
 		Roles:   ClientServerRoles,
 		Needs:   proto.CapFrames,
 		Metrics: []string{"frames", "frames_lost_pct", "frame_rtt_p50_ms", "frame_rtt_p95_ms", "frame_rtt_p99_ms", "frame_rtt_mean_ms",
-			"delay_p50_ci_low_ms", "delay_p50_ci_high_ms", "delay_p95_ci_low_ms", "delay_p95_ci_high_ms", "deadline_miss_pct", "owd_p50_ms", "owd_p99_ms", "jitter_rfc3550_ms", "packets_lost_pct", "throughput_mbps", "late_sends"},
+			"delay_p50_ci_low_ms", "delay_p50_ci_high_ms", "delay_p95_ci_low_ms", "delay_p95_ci_high_ms", "deadline_miss_pct", "owd_p50_ms", "owd_p99_ms", "owd_offset_uncertainty_ms", "jitter_rfc3550_ms", "packets_lost_pct", "throughput_mbps", "late_sends"},
 		Table:    []string{"frames", "frames_lost_pct", "frame_rtt_p50_ms", "frame_rtt_p99_ms", "deadline_miss_pct", "owd_p50_ms", "jitter_rfc3550_ms", "packets_lost_pct", "throughput_mbps"},
 		Columns:  []string{"owd_ms", "packets_sent", "packets_arrived", "deadline_miss"},
 		Plots:    []string{"rtt_by_size", "jitter_by_size", "throughput_by_size", "delay_cdf"},
@@ -203,21 +206,35 @@ type frameLedger struct {
 	server   map[uint32]proto.FrameArrival
 }
 
-// Run streams the frames on a client-server cell.
-func (f Frames) Run(ctx context.Context, env *Env) error {
-	ft, ok := proto.As[proto.FrameTransport](env.Protocol)
-	if !ok {
-		return fmt.Errorf("frames: %w", proto.Require(env.Protocol.Name, proto.CapFrames))
+// serve starts the frame server on the server's host, whose arrivals go
+// into the ledger: in this process, or on a remote agent, whose arrivals
+// are fetched (on this clock) when the server is closed.
+func (f Frames) serve(env *Env, ft proto.FrameTransport, opts proto.FrameOptions, led *frameLedger) (io.Closer, error) {
+	if rs, ok := remote(env, "server"); ok {
+		rf, ok := rs.(RemoteFrames)
+		if !ok {
+			return nil, errors.New("the server's machine cannot run a frame server")
+		}
+		srv, err := rf.ServeFrames("server", ServerPort, env.Settings, opts, f.ResultSize, f.Processing)
+		if err != nil {
+			return nil, err
+		}
+		env.Note("owd_offset_uncertainty_ms", srv.UncertaintyMs())
+		return closerFunc(func() error {
+			arrivals, ferr := srv.Arrivals()
+			led.mu.Lock()
+			for _, a := range arrivals {
+				led.server[a.ID] = a
+				led.arrivals = append(led.arrivals, a.Packets...)
+			}
+			slices.SortStableFunc(led.arrivals, func(a, b proto.Packet) int { return a.At.Compare(b.At) })
+			led.mu.Unlock()
+			return errors.Join(ferr, srv.Close())
+		}), nil
 	}
-	if _, ok := remote(env, "server"); ok {
-		// The frame server reports each datagram's arrival on its own
-		// clock, which a real path does not share with the client's.
-		return errors.New("frames across a real path (--remote) is not available yet: its one-way accounting needs both ends on one clock")
-	}
-	opts := proto.FrameOptions{FPS: f.FPS, ReassemblyTimeout: f.Reassembly}
-	led := &frameLedger{sent: map[uint64]time.Time{}, frameOf: map[uint64]uint32{}, server: map[uint32]proto.FrameArrival{}}
+	env.Note("owd_offset_uncertainty_ms", 0)
 	var procMu sync.Mutex
-	srv, err := ft.ServeFrames(env.Hosts.Net("server"), ServerPort, env.Settings, opts, func(a proto.FrameArrival) int {
+	return ft.ServeFrames(env.Hosts.Net("server"), ServerPort, env.Settings, opts, func(a proto.FrameArrival) int {
 		led.mu.Lock()
 		led.server[a.ID] = a
 		led.arrivals = append(led.arrivals, a.Packets...)
@@ -232,6 +249,21 @@ func (f Frames) Run(ctx context.Context, env *Env) error {
 		}
 		return f.ResultSize
 	})
+}
+
+type closerFunc func() error
+
+func (c closerFunc) Close() error { return c() }
+
+// Run streams the frames on a client-server cell.
+func (f Frames) Run(ctx context.Context, env *Env) error {
+	ft, ok := proto.As[proto.FrameTransport](env.Protocol)
+	if !ok {
+		return fmt.Errorf("frames: %w", proto.Require(env.Protocol.Name, proto.CapFrames))
+	}
+	opts := proto.FrameOptions{FPS: f.FPS, ReassemblyTimeout: f.Reassembly}
+	led := &frameLedger{sent: map[uint64]time.Time{}, frameOf: map[uint64]uint32{}, server: map[uint32]proto.FrameArrival{}}
+	srv, err := f.serve(env, ft, opts, led)
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"time"
 
 	"tlab/internal/dns"
 	"tlab/internal/proto"
@@ -19,6 +20,23 @@ type RemoteServers interface {
 	// Serve starts on role's machine a server of kind (ServerKind...) for
 	// the protocol, on port, with the run's settings and certificate.
 	Serve(role, kind, protocol string, port int, s proto.Settings) (io.Closer, error)
+}
+
+// RemoteFrames is a RemoteServers that can also run a frame server on the
+// other machine and give back what it saw, on this machine's clock.
+type RemoteFrames interface {
+	ServeFrames(role string, port int, s proto.Settings, o proto.FrameOptions, resultSize int, processing time.Duration) (RemoteFrameServer, error)
+}
+
+// RemoteFrameServer is a frame server on another machine.
+type RemoteFrameServer interface {
+	io.Closer
+	// Arrivals returns every frame the server saw, times on this
+	// machine's clock (the other's, corrected by its measured offset).
+	Arrivals() ([]proto.FrameArrival, error)
+	// UncertaintyMs is how far those times may be off: half the smallest
+	// round trip over which the offset was measured.
+	UncertaintyMs() float64
 }
 
 // The kinds of server a workload starts.

@@ -1,0 +1,118 @@
+package remote
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"tlab/internal/proto"
+)
+
+// maxArrivalPackets bounds the packets a frame server keeps for its
+// controller (about 50 MB): a minute of study E's largest frames at 30 Hz
+// is some 200 000.
+const maxArrivalPackets = 1 << 20
+
+// arrivalsPerPage keeps a page of arrivals well under MaxFrame.
+const arrivalsPerPage = 700
+
+// frameServer is a protocol's frame server on the agent, keeping what it
+// saw until the controller fetches it.
+type frameServer struct {
+	srv      io.Closer
+	mu       sync.Mutex
+	arrivals []WireArrival
+	packets  int
+	dropped  int
+}
+
+func (s *session) serveFrames(stack *proto.Stack, args ServeArgs, settings proto.Settings) (*frameServer, error) {
+	ft, ok := proto.As[proto.FrameTransport](stack)
+	if !ok {
+		return nil, proto.Require(args.Protocol, proto.CapFrames)
+	}
+	fa := args.Frames
+	if fa == nil || fa.FPS <= 0 || fa.ResultSize < 0 || fa.ReassemblyMs < 0 || fa.ProcessingMs < 0 || fa.ProcessingMs > 10000 {
+		return nil, errors.New("frames: give fps above 0, and result size, reassembly and processing (at most 10 s) not negative")
+	}
+	fs := &frameServer{}
+	var procMu sync.Mutex
+	opts := proto.FrameOptions{FPS: fa.FPS, ReassemblyTimeout: time.Duration(fa.ReassemblyMs * 1e6)}
+	srv, err := ft.ServeFrames(proto.LocalNet{}, args.Port, settings, opts, func(a proto.FrameArrival) int {
+		w := WireArrival{ID: a.ID, Complete: a.Complete, Bytes: a.Bytes, FirstNs: a.First.UnixNano(), LastNs: a.Last.UnixNano()}
+		for _, p := range a.Packets {
+			w.Packets = append(w.Packets, [3]uint64{p.Hash, uint64(p.At.UnixNano()), uint64(p.Size)})
+		}
+		fs.mu.Lock()
+		if fs.packets+len(w.Packets) > maxArrivalPackets {
+			fs.dropped++
+		} else {
+			fs.arrivals = append(fs.arrivals, w)
+			fs.packets += len(w.Packets)
+		}
+		fs.mu.Unlock()
+		if !a.Complete {
+			return 0
+		}
+		if fa.ProcessingMs > 0 {
+			procMu.Lock()
+			time.Sleep(time.Duration(fa.ProcessingMs * 1e6))
+			procMu.Unlock()
+		}
+		return fa.ResultSize
+	})
+	if err != nil {
+		return nil, err
+	}
+	fs.srv = srv
+	return fs, nil
+}
+
+func (fs *frameServer) Close() error { return fs.srv.Close() }
+
+// page returns the arrivals from index from on, bounded in packets.
+func (fs *frameServer) page(from int) ArrivalsPage {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	p := ArrivalsPage{Next: from, Dropped: fs.dropped}
+	n := 0
+	for p.Next < len(fs.arrivals) {
+		a := fs.arrivals[p.Next]
+		if n > 0 && n+len(a.Packets) > arrivalsPerPage {
+			break
+		}
+		p.Arrivals = append(p.Arrivals, a)
+		n += len(a.Packets)
+		p.Next++
+	}
+	p.Done = p.Next >= len(fs.arrivals)
+	return p
+}
+
+// Arrivals fetches every arrival of the agent's frame server id, page by
+// page, with times on this machine's clock: the agent's less offsetNs.
+func (c *Client) Arrivals(id int, offsetNs int64) ([]proto.FrameArrival, error) {
+	var out []proto.FrameArrival
+	for from := 0; ; {
+		var p ArrivalsPage
+		if err := c.Call(OpArrivals, ArrivalsArgs{ID: id, From: from}, &p); err != nil {
+			return out, err
+		}
+		for _, w := range p.Arrivals {
+			a := proto.FrameArrival{ID: w.ID, Complete: w.Complete, Bytes: w.Bytes, First: time.Unix(0, w.FirstNs-offsetNs), Last: time.Unix(0, w.LastNs-offsetNs)}
+			for _, pk := range w.Packets {
+				a.Packets = append(a.Packets, proto.Packet{Hash: pk[0], At: time.Unix(0, int64(pk[1])-offsetNs), Size: int(pk[2])})
+			}
+			out = append(out, a)
+		}
+		if p.Dropped > 0 {
+			return out, fmt.Errorf("the agent's frame server kept at most %d packets: %d frames were not kept", maxArrivalPackets, p.Dropped)
+		}
+		if p.Done || p.Next <= from {
+			return out, nil
+		}
+		from = p.Next
+	}
+}
