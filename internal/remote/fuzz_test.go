@@ -35,7 +35,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			t.Fatalf("round trip: %q -> %+v -> %q -> %+v, %v", b, r, out, r2, err)
 		}
 		// The arguments of every operation decode strictly or are refused.
-		for _, v := range []any{&PairArgs{}, &HelloArgs{}, &ServeArgs{}, &StopArgs{}, &NoiseArgs{}} {
+		for _, v := range []any{&PairArgs{}, &HelloArgs{}, &ServeArgs{}, &StopArgs{}, &NoiseArgs{}, &ProbeArgs{}, &ArrivalsArgs{}} {
 			decodeArgs(r, v)
 		}
 	})
@@ -78,6 +78,24 @@ func FuzzParsePairing(f *testing.F) {
 			t.Fatalf("accepted %+v", p)
 		}
 		q, err := ParsePairing(p.Marshal())
+		if err != nil || q != p {
+			t.Fatalf("round trip %+v -> %+v, %v", p, q, err)
+		}
+	})
+}
+
+// FuzzParseProbe: no datagram crashes the prober's parser (it faces the
+// network), and what it accepts survives a round trip.
+func FuzzParseProbe(f *testing.F) {
+	f.Add(ProbePacket{Kind: 'E', Seq: 7, TimeNs: 123, AgentNs: 456}.Marshal(200))
+	f.Add(ProbePacket{Kind: 'T', Seq: 16, TimeNs: 1200}.Marshal(25))
+	f.Add([]byte("TLP1X"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := ParseProbe(b)
+		if err != nil {
+			return
+		}
+		q, err := ParseProbe(p.Marshal(len(b)))
 		if err != nil || q != p {
 			t.Fatalf("round trip %+v -> %+v, %v", p, q, err)
 		}
