@@ -280,6 +280,16 @@ func clearProgress(w io.Writer) {
 // printRows prints summary rows as a table, a blank line between profiles:
 // the workload's table columns, then the emulator's own release error.
 func printRows(w io.Writer, rows []results.Summary, info workload.Info) {
+	// One block per network, in the order the networks first appear (a
+	// replay check runs them alternately).
+	order := map[string]int{}
+	for _, r := range rows {
+		if _, ok := order[r.Profile]; !ok {
+			order[r.Profile] = len(order)
+		}
+	}
+	rows = slices.Clone(rows)
+	slices.SortStableFunc(rows, func(a, b results.Summary) int { return order[a.Profile] - order[b.Profile] })
 	cols := append(slices.Clone(info.Table), "emu_release_p99_us")
 	disturbed := 0
 	for _, r := range rows {
