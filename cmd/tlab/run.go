@@ -14,8 +14,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"go.yaml.in/yaml/v3"
 	"golang.org/x/sys/unix"
-	"gopkg.in/yaml.v3"
 
 	"tlab/internal/emu"
 	"tlab/internal/experiment"

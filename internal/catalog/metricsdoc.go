@@ -13,7 +13,7 @@ import (
 	"tlab/internal/results"
 	"tlab/internal/workload"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // WriteMetricsMarkdown writes docs/metrics.md: the records' columns, every

@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.yaml.in/yaml/v3"
 	"golang.org/x/sys/unix"
-	"gopkg.in/yaml.v3"
 
 	"tlab/internal/pki"
 	"tlab/internal/strictyaml"

@@ -19,7 +19,7 @@ import (
 
 	"gonum.org/v1/plot/plotter"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"tlab/internal/metrics"
 	"tlab/internal/results"

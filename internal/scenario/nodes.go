@@ -3,7 +3,7 @@ package scenario
 import (
 	"fmt"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // nodeAt returns the node at a path of mapping keys (string) and list
