@@ -159,24 +159,3 @@ func QuantileCI(sorted []float64, q, confidence float64) (lo, hi float64) {
 	}
 	return
 }
-
-// normalQuantile is the standard normal's inverse CDF (Acklam's rational
-// approximation, relative error below 1.2e-9).
-func normalQuantile(p float64) float64 {
-	a := [...]float64{-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02, 1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00}
-	b := [...]float64{-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02, 6.680131188771972e+01, -1.328068155288572e+01}
-	c := [...]float64{-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00, -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00}
-	d := [...]float64{7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00, 3.754408661907416e+00}
-	const low = 0.02425
-	switch {
-	case p < low:
-		r := math.Sqrt(-2 * math.Log(p))
-		return (((((c[0]*r+c[1])*r+c[2])*r+c[3])*r+c[4])*r + c[5]) / ((((d[0]*r+d[1])*r+d[2])*r+d[3])*r + 1)
-	case p > 1-low:
-		r := math.Sqrt(-2 * math.Log(1-p))
-		return -(((((c[0]*r+c[1])*r+c[2])*r+c[3])*r+c[4])*r + c[5]) / ((((d[0]*r+d[1])*r+d[2])*r+d[3])*r + 1)
-	}
-	r := p - 0.5
-	t := r * r
-	return (((((a[0]*t+a[1])*t+a[2])*t+a[3])*t+a[4])*t + a[5]) * r / (((((b[0]*t+b[1])*t+b[2])*t+b[3])*t+b[4])*t + 1)
-}
