@@ -37,6 +37,11 @@ func TestExitCodesAndHelp(t *testing.T) {
 		{[]string{"profiles", "wifi", "--link", "rate"}, exitUsage, "want key=value"},
 		{[]string{"profiles", "wifi", "--link", "up.rate=5Mbit"}, exitOK, "rate 5Mbit"},
 		{[]string{"version", "extra"}, exitUsage, "unexpected argument"},
+		{[]string{"validate", "quick"}, exitOK, "8 cells (2 profiles x 4 protocols x 1 matrix point x 1 repetition)"},
+		{[]string{"run", "--replay", "x.yaml"}, exitUsage, "goes with --remote"},
+		{[]string{"run", "--remote", "nohost", "quick"}, exitUsage, "want HOST:PORT"},
+		{[]string{"record", "--remote", "h:1"}, exitUsage, "give --remote HOST:PORT and --out"},
+		{[]string{"agent", "--bogus"}, exitUsage, "flag provided but not defined"},
 	}
 	for _, c := range cases {
 		code, out, errs := run(c.args...)

@@ -209,8 +209,9 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 	if err == nil {
 		var cells []scenario.Cell
 		if cells, err = sc.Cells(); err == nil {
-			fmt.Fprintf(stdout, "%s: valid. %d cells (%d profiles x %d protocols x %d matrix points x %d repetitions), about %v.\n",
-				sc.Name, len(cells), len(sc.Profiles), len(sc.Protocols), len(cells)/max(1, len(sc.Profiles)*len(sc.Protocols)*sc.Repetitions), sc.Repetitions,
+			points := len(cells) / max(1, len(sc.Profiles)*len(sc.Protocols)*sc.Repetitions)
+			fmt.Fprintf(stdout, "%s: valid. %s (%s x %s x %s x %s), about %v.\n",
+				sc.Name, count(len(cells), "cell"), count(len(sc.Profiles), "profile"), count(len(sc.Protocols), "protocol"), count(points, "matrix point"), count(sc.Repetitions, "repetition"),
 				experiment.Plan(cells).Round(time.Second))
 			return exitOK
 		}
@@ -315,4 +316,12 @@ func setArgs(sets []string) []string {
 		out = append(out, "--set", s)
 	}
 	return out
+}
+
+// count says "1 profile", "2 profiles".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

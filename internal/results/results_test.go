@@ -127,3 +127,13 @@ func TestSafeName(t *testing.T) {
 		}
 	}
 }
+
+// TestFormatValueKeepsTinyValuesReadable: a p-value of 7.5e-122 is written
+// with its exponent, not as 120 zeros; ordinary values as plain decimals.
+func TestFormatValueKeepsTinyValuesReadable(t *testing.T) {
+	for v, want := range map[float64]string{7.5e-122: "7.5e-122", 0.25: "0.25", 0: "0", 1e-7: "1e-07", 123456.5: "123456.5", -3e-9: "-3e-09", 0.000001: "0.000001"} {
+		if got := FormatValue(v); got != want {
+			t.Errorf("FormatValue(%v) = %q, want %q", v, got, want)
+		}
+	}
+}

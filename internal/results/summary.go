@@ -347,6 +347,11 @@ func FormatValue(v any) string {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return ""
 		}
+		// Plain decimals for ordinary magnitudes; exponents for tiny or
+		// huge ones, so that a p-value of 7.5e-122 is not 120 zeros.
+		if a := math.Abs(x); x != 0 && (a < 1e-6 || a >= 1e21) {
+			return strconv.FormatFloat(x, 'g', -1, 64)
+		}
 		return strconv.FormatFloat(x, 'f', -1, 64)
 	case string:
 		return x

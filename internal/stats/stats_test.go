@@ -88,8 +88,17 @@ func TestJudge(t *testing.T) {
 		{A: "tcp", B: "h1s", Diff: 0.01, DiffLow: -0.02, DiffHigh: 0.04, PHolm: 0.3},
 		{A: "tcp", B: "x", PHolm: math.NaN()},
 	}
+	// Each condition alone is not enough: a small corrected p with an
+	// interval that straddles zero, and an interval that excludes zero
+	// with a corrected p above α, are both no difference (dropping either
+	// condition, or joining them with "or", fails here).
+	cs = append(cs,
+		Comparison{A: "tcp", B: "y", Diff: 0.2, DiffLow: -0.01, DiffHigh: 0.4, PHolm: 0.001},
+		Comparison{A: "tcp", B: "z", Diff: 0.2, DiffLow: 0.1, DiffHigh: 0.3, PHolm: 0.2},
+		Comparison{A: "tcp", B: "w", Diff: 0.2, DiffLow: 0.1, DiffHigh: 0.3, PHolm: Alpha})
 	Judge(cs, "ms")
-	for i, want := range []string{"tcp lower than quic by 0.2 ms", "h3 lower than tcp by 0.1 ms", "no significant difference", "too few samples"} {
+	for i, want := range []string{"tcp lower than quic by 0.2 ms", "h3 lower than tcp by 0.1 ms", "no significant difference", "too few samples",
+		"no significant difference", "no significant difference", "no significant difference"} {
 		if !strings.HasPrefix(cs[i].Verdict, want) {
 			t.Errorf("verdict %q, want %q", cs[i].Verdict, want)
 		}
