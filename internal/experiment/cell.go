@@ -6,14 +6,17 @@
 package experiment
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"tlab/internal/emu"
@@ -50,6 +53,9 @@ type CellSpec struct {
 	// CaptureDir, when set, receives pcap per host interface, the TLS key
 	// log and qlog files.
 	CaptureDir string
+	// ServerLog, when set, is the file the servers' own messages are
+	// appended to (their count is the cell's server_log_lines).
+	ServerLog string
 	// Remote, when set, runs the cell across the real path to an agent
 	// instead of on Topology: the servers there, the clients here.
 	Remote *RemotePath
@@ -161,6 +167,16 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 		defer kl.Close()
 		settings.KeyLog = kl
 	}
+	var serverLines lineCounter
+	if spec.ServerLog != "" {
+		f, err := os.OpenFile(spec.ServerLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return CellResult{}, err
+		}
+		defer f.Close()
+		serverLines.w = f
+	}
+	settings.ServerLog = &serverLines
 	var (
 		h        workload.Hosts
 		em       meter
@@ -257,6 +273,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 		return CellResult{}, err
 	}
 	res := led.result(end, measured.Name, upIsAtoB, overlaps, host)
+	led.facts["server_log_lines"] = float64(serverLines.count())
 	if spec.Remote != nil {
 		// No emulator ran: its figures are unknown, not zero.
 		for _, k := range []string{"emu_release_p50_us", "emu_release_p99_us", "emu_release_p999_us", "emu_release_max_us", "emu_read_lag_p99_us", "emu_read_lag_max_us"} {
@@ -324,7 +341,7 @@ func summarize(spec CellSpec, info workload.Info, records []results.Record, wind
 		}
 	}
 	s.Set("emu_release_p50_us", facts["emu_release_p50_us"])
-	for _, name := range []string{"emu_release_p99_us", "emu_release_p999_us", "emu_release_max_us", "emu_read_lag_p99_us", "emu_read_lag_max_us", "host_steal_pct", "host_wakeup_p99_us", "host_wakeup_max_us", "overlapping_runs"} {
+	for _, name := range []string{"emu_release_p99_us", "emu_release_p999_us", "emu_release_max_us", "emu_read_lag_p99_us", "emu_read_lag_max_us", "host_steal_pct", "host_wakeup_p99_us", "host_wakeup_max_us", "overlapping_runs", "server_log_lines"} {
 		s.Set(name, facts[name])
 	}
 	return s, nil
@@ -332,4 +349,27 @@ func summarize(spec CellSpec, info workload.Info, records []results.Record, wind
 
 func counters(d emu.DirectionStats) metrics.Counters {
 	return metrics.Counters{RxPackets: d.RxPackets, RxBytes: d.RxBytes, TxPackets: d.TxPackets, TxBytes: d.TxBytes, Drops: d.Drops()}
+}
+
+// lineCounter counts the lines written through it (to w, when set).
+type lineCounter struct {
+	mu    sync.Mutex
+	w     io.Writer
+	lines int
+}
+
+func (c *lineCounter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lines += bytes.Count(p, []byte("\n"))
+	if c.w != nil {
+		return c.w.Write(p)
+	}
+	return len(p), nil
+}
+
+func (c *lineCounter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lines
 }

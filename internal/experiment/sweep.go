@@ -351,6 +351,7 @@ func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir 
 		return results.Summary{}, nil, err
 	}
 	spec.Label = "tlab run " + cell.Scenario.Name + " into " + sw.Dir
+	spec.ServerLog = filepath.Join(dir, "server.log")
 	if cell.Profile == RemoteProfile {
 		spec.Remote = sw.Remote // a replay's cells run here, on its recording
 	}
@@ -419,6 +420,9 @@ func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir 
 		if err := keepCaptures(dir, captureDir, bestAttempt); err != nil {
 			return results.Summary{}, nil, err
 		}
+	}
+	if fi, err := os.Stat(spec.ServerLog); err == nil && fi.Size() == 0 {
+		os.Remove(spec.ServerLog) // nothing logged: no file
 	}
 	if err := results.WriteSummaries(dir, []results.Summary{best}); err != nil {
 		return results.Summary{}, nil, err

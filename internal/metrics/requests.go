@@ -183,6 +183,8 @@ func init() {
 			Definition: "Largest host wake-up latency during the measured window: the longest stall the host imposed."},
 		{Name: "overlapping_runs", Kind: Instrument, Header: "OTHER RUNS",
 			Definition: "Other tlab testbeds seen live on this machine while the cell ran (sampled every second): they share the CPUs, so a non-zero value marks the cell's timings as disturbed. The run's warnings name them."},
+		{Name: "server_log_lines", Kind: Instrument, Header: "SRV LOG",
+			Definition: "Lines the protocol stacks' servers logged during the cell (for example net/http's \"TLS handshake error ... i/o timeout\" when a handshake is lost): kept in the cell's server.log, never printed over the progress line."},
 	} {
 		Register(m)
 	}

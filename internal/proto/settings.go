@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"reflect"
 	"slices"
@@ -114,6 +115,9 @@ type Settings struct {
 
 	// KeyLog receives TLS secrets for Wireshark when set.
 	KeyLog io.Writer `json:"-" yaml:"-"`
+	// ServerLog receives what a server's library logs of its own (a lost
+	// TLS handshake); nil discards it. Never the user's terminal.
+	ServerLog io.Writer `json:"-" yaml:"-"`
 	// QlogDir receives one qlog file per QUIC connection when set.
 	QlogDir string `json:"-" yaml:"-"`
 	// Certs is the run's PKI; servers need it, clients trust its roots.
@@ -227,4 +231,14 @@ func (s Settings) Control(_, _ string, c syscall.RawConn) error {
 		return fmt.Errorf("TCP_CONGESTION %s: %w", s.Congestion, serr)
 	}
 	return nil
+}
+
+// ErrorLog is a logger for a server library's own messages, writing to
+// ServerLog (or nowhere).
+func (s Settings) ErrorLog() *log.Logger {
+	w := s.ServerLog
+	if w == nil {
+		w = io.Discard
+	}
+	return log.New(w, "", log.LstdFlags|log.Lmicroseconds)
 }

@@ -4,8 +4,12 @@ import (
 	"bufio"
 	"encoding/binary"
 	"net"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+	"tlab/internal/pki"
 	"tlab/internal/proto"
 )
 
@@ -62,3 +66,49 @@ func TestFramingRefusesOversizedMessages(t *testing.T) {
 	c2.Close()
 	s2.Close()
 }
+
+// TestServerLogGoesToSettings: net/http's own message about a failed TLS
+// handshake goes to the settings' ServerLog (the cell's server.log), not to
+// the terminal.
+func TestServerLogGoesToSettings(t *testing.T) {
+	certs, err := pki.NewCertificates(net.IPv4(127, 0, 0, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log syncBuffer
+	s := proto.DefaultSettings()
+	s.Certs, s.ServerLog = certs, &log
+	stack, _ := proto.Lookup("h1s")
+	ex, _ := proto.As[proto.Exchanger](stack)
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	srv, err := ex.Serve(proto.LocalNet{}, port, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte("not a TLS client hello\r\n\r\n"))
+	c.Close()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && !strings.Contains(log.String(), "TLS handshake error"); time.Sleep(20 * time.Millisecond) {
+	}
+	if !strings.Contains(log.String(), "TLS handshake error") {
+		t.Errorf("server log: %q", log.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

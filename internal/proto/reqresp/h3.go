@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -44,6 +45,7 @@ func (h3Proto) Serve(n proto.Net, port int, s proto.Settings) (io.Closer, error)
 		Handler:    http.HandlerFunc(payloadHandler),
 		TLSConfig:  http3.ConfigureTLSConfig(proto.QUICTLS(s.ServerTLS())),
 		QUICConfig: qc,
+		Logger:     slog.New(slog.NewTextHandler(serverLog(s), nil)),
 	}
 	h := &h3Server{srv: srv, udp: udp, done: make(chan error, 1), qlogs: qlogs}
 	go func() { h.done <- srv.Serve(udp) }()
@@ -133,4 +135,13 @@ func (c *h3Client) Exchange(ctx context.Context, reqSize, respSize int) (proto.E
 		ex.NewConn, ex.Handshake, ex.Resumed, ex.EarlyData = true, s.Handshake, s.Resumed, s.EarlyData
 	}
 	return ex, err
+}
+
+// serverLog is where a server's library logs: the settings' ServerLog,
+// or nowhere.
+func serverLog(s proto.Settings) io.Writer {
+	if s.ServerLog == nil {
+		return io.Discard
+	}
+	return s.ServerLog
 }

@@ -105,7 +105,7 @@ func (p httpProto) Serve(n proto.Net, port int, s proto.Settings) (io.Closer, er
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(payloadHandler), Protocols: p.protocols(), ReadHeaderTimeout: 30 * time.Second}
+	srv := &http.Server{Handler: http.HandlerFunc(payloadHandler), Protocols: p.protocols(), ReadHeaderTimeout: 30 * time.Second, ErrorLog: s.ErrorLog()}
 	hs := &httpServer{srv: srv, done: make(chan error, 1)}
 	if p.tls {
 		srv.TLSConfig = s.ServerTLS(p.alpn())
