@@ -116,7 +116,7 @@ func (r *reassembler) add(id uint32, key, size int, p proto.Packet, whole func(p
 	}
 }
 
-// expire gives up on frames older than the timeout.
+// expire gives up on frames older than the timeout, every quarter of it.
 func (r *reassembler) expire() {
 	defer r.wg.Done()
 	t := time.NewTicker(r.timeout / 4)
@@ -126,21 +126,28 @@ func (r *reassembler) expire() {
 		case <-r.stop:
 			return
 		case now := <-t.C:
-			var lost []proto.FrameArrival
-			r.mu.Lock()
-			for id, pf := range r.partial {
-				if now.Sub(pf.arrival.First) > r.timeout {
-					lost = append(lost, pf.arrival)
-					delete(r.partial, id)
-					r.done[id] = true
-				}
-			}
-			r.mu.Unlock()
-			for _, a := range lost {
+			for _, a := range r.expireAt(now) {
 				r.deliver(a)
 			}
 		}
 	}
+}
+
+// expireAt removes the frames whose first piece came more than the
+// timeout before now and returns them, incomplete, to be delivered; a
+// piece of theirs that comes later is ignored.
+func (r *reassembler) expireAt(now time.Time) []proto.FrameArrival {
+	var lost []proto.FrameArrival
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, pf := range r.partial {
+		if now.Sub(pf.arrival.First) > r.timeout {
+			lost = append(lost, pf.arrival)
+			delete(r.partial, id)
+			r.done[id] = true
+		}
+	}
+	return lost
 }
 
 func (r *reassembler) close() {
