@@ -62,6 +62,7 @@ func commands() map[string]command {
 		"plots":      {"list the plot kinds a scenario can ask for", runPlots},
 		"version":    {"print the version", runVersion},
 		"agent":      {"serve tlab's servers on a far machine for remote runs", runAgent},
+		"advise":     {"which stack meets the application's requirements on each network of a run", runAdvise},
 		"record":     {"record the real path to an agent as a link profile to replay", runRecord},
 	}
 }

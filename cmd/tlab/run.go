@@ -49,7 +49,8 @@ var adhocFlags = map[string]string{
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("run", "run FILE|PRESET [--set key=value ...] [--out DIR]\n       tlab run --resume DIR\n       tlab run [ad-hoc flags] [--set key=value ...]\n\nRun a scenario (a YAML file or a preset: see tlab presets) into a results directory with a report,\ncontinue an interrupted one, or compare protocols ad hoc with the flags below (an in-memory scenario:\nevery flag is a shorthand for a --set, and --set reaches any field; see docs/guide.md).\nWithout arguments: "+defaultProtocols+" on "+defaultProfiles+", 25 ms interval, 256 B, 12 s each (about 2 minutes).", stderr)
-	var sets listFlag
+	var sets, require listFlag
+	fs.Var(&require, "require", "what the application needs, such as delay_p99_ms<=20 (repeatable; the first is the priority): the terminal and the report open with which stack meets it on each network (tlab advise)")
 	fs.Var(&sets, "set", "override a scenario field, e.g. workload.interval=10ms (repeatable)")
 	resume := fs.String("resume", "", "continue the interrupted run in DIR")
 	noCal := fs.Bool("no-calibration", false, "scenario: skip the emulator calibration recorded in the manifest")
@@ -89,6 +90,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
+	requirements, err := parseRequirements(require)
+	if err != nil {
+		fmt.Fprintf(stderr, "tlab run: %v\n", err)
+		return exitUsage
+	}
 	target, err := remoteTarget(*remoteAddr, *tokenFile, *stateDir)
 	if err == nil && *replay != "" && *remoteAddr == "" {
 		err = errors.New("--replay checks a recording against the real path: it goes with --remote")
@@ -115,7 +121,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if len(pos) == 1 {
 			name = pos[0]
 		}
-		o := runOptions{remote: target, replay: *replay, nameOrFile: name, resume: *resume, sets: sets, out: *out, noCal: *noCal, noReport: *noReport, asJSON: *asJSON, quality: *quality, requireCal: *requireCal, shard: *shard, resumeExisting: *resumeExisting}
+		o := runOptions{require: requirements, remote: target, replay: *replay, nameOrFile: name, resume: *resume, sets: sets, out: *out, noCal: *noCal, noReport: *noReport, asJSON: *asJSON, quality: *quality, requireCal: *requireCal, shard: *shard, resumeExisting: *resumeExisting}
 		if *resume != "" {
 			if suite, isSuite, err := experiment.ResumeSuite(*resume); err != nil {
 				fmt.Fprintf(stderr, "tlab run: %v\n", err)
@@ -147,7 +153,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// Ad hoc, the run goes through the same runner as any scenario, into
 	// --out or into a directory removed at the end; no calibration unless
 	// it is kept.
-	return runScenario(ctx, runOptions{remote: target, scenario: sc, out: *out, noCal: *out == "" || *noCal, noReport: *out == "" || *noReport, asJSON: *asJSON, adhoc: true, quality: *quality, requireCal: *requireCal, shard: *shard}, args, stdout, stderr)
+	return runScenario(ctx, runOptions{require: requirements, remote: target, scenario: sc, out: *out, noCal: *out == "" || *noCal, noReport: *out == "" || *noReport, asJSON: *asJSON, adhoc: true, quality: *quality, requireCal: *requireCal, shard: *shard}, args, stdout, stderr)
 }
 
 // remoteTarget reads --remote's flags.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"tlab/internal/advise"
 	"tlab/internal/experiment"
 	"tlab/internal/report"
 	"tlab/internal/results"
@@ -48,6 +49,9 @@ type runOptions struct {
 	// recording of it.
 	remote *experiment.RemoteTarget
 	replay string
+	// require are the application's requirements: the answer opens the
+	// output.
+	require []advise.Requirement
 }
 
 // exitCode is an error that carries the exit code the command line
@@ -118,6 +122,13 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 		if m, err := results.ReadManifest(out.Dir); err == nil && len(m.Calibrations) > 0 {
 			if w := experiment.CalibrationWarning(m.Calibrations[len(m.Calibrations)-1]); w != "" {
 				fmt.Fprintf(stdout, "WARNING: %s.\n\n", w)
+			}
+		}
+		if len(o.require) > 0 {
+			if answers, err := advise.Evaluate(rows, o.require, out.Scenario.Seed); err == nil {
+				fmt.Fprintln(stdout, "THE ANSWER")
+				printAnswers(stdout, answers)
+				fmt.Fprintln(stdout)
 			}
 		}
 		fmt.Fprintf(stdout, "%s; seed %d\n\n", info.Describe, out.Scenario.Seed)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"tlab/internal/advise"
 	"tlab/internal/report"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
@@ -67,6 +68,9 @@ type Run struct {
 	// recording, alternately, and replay.csv says where they agree.
 	Remote *RemoteTarget
 	Replay string
+	// Requirements are the application's, kept in the manifest so that
+	// the report opens with the answer (tlab advise).
+	Requirements []advise.Requirement
 
 	Progress func(Progress)
 	Log      io.Writer
@@ -168,7 +172,7 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 			return out, err
 		}
 	}
-	sw := Sweep{Shard: shard, Scenario: sc, Dir: out.Dir, Resume: r.Resume != "", SkipCalibration: r.NoCalibration,
+	sw := Sweep{Requirements: r.Requirements, Shard: shard, Scenario: sc, Dir: out.Dir, Resume: r.Resume != "", SkipCalibration: r.NoCalibration,
 		Progress: r.Progress, Log: r.Log, Quality: Quality{Mode: r.Quality}, RequireCalibration: r.RequireCalibration}
 	agent, _, err := dialRemote(ctx, r.Remote, r.Resume)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"tlab/internal/advise"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
 	"tlab/internal/testbed"
@@ -45,6 +46,9 @@ type Sweep struct {
 	// the manifest.
 	Remote    *RemotePath
 	PathCheck *results.PathCheck
+	// Requirements go into the manifest ("METRIC OP BOUND" each); a
+	// resume without any keeps the run's.
+	Requirements []advise.Requirement
 	// attempt runs one attempt at a cell (RunCell when nil); tests give a
 	// fake, to test the sweep's bookkeeping without a network.
 	attempt func(ctx context.Context, spec CellSpec, sink func(results.Record) error, progress func(Progress)) (CellResult, error)
@@ -212,6 +216,12 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 		sw.Quality.Mode = "normal"
 	}
 	m.Quality = sw.Quality.Mode
+	if len(sw.Requirements) > 0 {
+		m.Requirements = nil
+		for _, r := range sw.Requirements {
+			m.Requirements = append(m.Requirements, r.String())
+		}
+	}
 	if sw.Remote != nil {
 		a := sw.Remote.Agent
 		if m.Remote == nil {

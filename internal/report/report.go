@@ -21,6 +21,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"tlab/internal/advise"
 	"tlab/internal/metrics"
 	"tlab/internal/results"
 	"tlab/internal/stats"
@@ -40,7 +41,10 @@ type Run struct {
 	Verdicts []stats.Comparison
 	// Replay compares a remote run's real path with its recording, per
 	// protocol (Profile names the protocol, A the path, B the recording).
-	Replay        []stats.Comparison
+	Replay []stats.Comparison
+	// Answers say, for the requirements the run was given, which stack
+	// meets them on each network (package advise).
+	Answers       []advise.Answer
 	verdictsGiven bool
 	cells         map[string]*cellSeries
 }
@@ -287,6 +291,19 @@ func Build(r *Run) (string, error) {
 			return "", err
 		}
 	}
+	if r.Manifest != nil && len(r.Manifest.Requirements) > 0 {
+		var reqs []advise.Requirement
+		for _, text := range r.Manifest.Requirements {
+			req, err := advise.Parse(text, func(name string) (string, bool) { m, ok := metrics.Lookup(name); return m.Unit, ok })
+			if err != nil {
+				return "", fmt.Errorf("manifest requirement: %w", err)
+			}
+			reqs = append(reqs, req)
+		}
+		if r.Answers, err = advise.Evaluate(r.Rows, reqs, r.seed()); err != nil {
+			return "", err
+		}
+	}
 	if real, replay, ok := realAndReplay(r); ok {
 		if r.Replay, err = stats.AcrossProfiles(&results.Run{Dir: r.Dir, Manifest: r.Manifest, Rows: r.Rows}, real, replay, r.seed()); err != nil {
 			return "", fmt.Errorf("replay against the path: %w", err)
@@ -414,6 +431,12 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 {{if .Run.Description}}<p>{{.Run.Description}}</p>{{end}}
 {{with .Run.Manifest}}{{range .Warnings}}<p class="fail">Warning: {{.}}</p>
 {{end}}{{end}}
+{{if .Run.Answers}}<h2>The answer</h2>
+<p>Requirements: {{with .Run.Manifest}}{{range $i, $r := .Requirements}}{{if $i}}; {{end}}<b>{{$r}}</b>{{end}}{{end}} (the first is the priority that picks the best). A stack meets a requirement when the 95 % interval of its mean over the repetitions lies inside the bound (with fewer than 3 repetitions, when its value is more than 10 % inside); a disturbed or failed cell cannot decide.</p>
+{{range .Run.Answers}}<p><b>{{.Profile}}{{with .Params}} ({{.}}){{end}}:</b> {{.Summary}}.{{with .ToDecide}} To decide: {{.}}.{{end}}</p>
+<table><tr><th class="l">stack</th><th class="l">this requirement</th><th class="l">requirement</th><th>value</th><th>95 % CI</th><th>margin</th><th class="l">why</th></tr>
+{{range .Stacks}}{{$s := .}}{{range .Checks}}<tr><td class="l">{{$s.Protocol}}</td><td class="l {{if eq (printf "%s" .Status) "meets"}}pass{{else}}fail{{end}}">{{.Status}}</td><td class="l">{{.Requirement}}</td><td>{{num .Value 3}}</td><td>{{num .Low 3}}–{{num .High 3}}</td><td>{{num .Margin 3}}</td><td class="l">{{.Why}}</td></tr>
+{{end}}{{end}}</table>{{end}}{{end}}
 <h2>Run</h2>
 <table class="meta">
 {{with .Run.Manifest}}

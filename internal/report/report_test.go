@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"image/color"
 	"math"
 	"os"
@@ -165,4 +166,33 @@ func buildPage(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return string(html)
+}
+
+// TestReportOpensWithTheAnswer: a run given requirements opens its report
+// with which stack meets them.
+func TestReportOpensWithTheAnswer(t *testing.T) {
+	dir := t.TempDir()
+	var rows []results.Summary
+	for i, p := range []string{"tcp", "h1s"} {
+		for rep := 1; rep <= 3; rep++ {
+			rows = append(rows, results.Summary{Cell: fmt.Sprintf("%s%d", p, rep), Profile: "5g", Protocol: p, Rep: rep,
+				Fields: []results.Field{{Name: "delay_p99_ms", Value: 12 + 10*float64(i) + 0.1*float64(rep)}}})
+		}
+	}
+	if err := results.WriteSummaries(dir, rows); err != nil {
+		t.Fatal(err)
+	}
+	m := &results.Manifest{Scenario: "answer", Requirements: []string{"delay_p99_ms <= 20"}}
+	if err := m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	page := buildPage(t, dir)
+	for _, want := range []string{"The answer", "tcp meets every requirement, best by delay_p99_ms", "delay_p99_ms &lt;= 20"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Index(page, "The answer") > strings.Index(page, "<h2>Run</h2>") {
+		t.Error("the answer does not open the report")
+	}
 }

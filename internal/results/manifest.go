@@ -139,6 +139,9 @@ type Manifest struct {
 	// Remote, when set, says the run measured a real path to a tlab
 	// agent rather than an emulated link.
 	Remote *Remote `json:"remote,omitempty"`
+	// Requirements are the application's ("delay_p99_ms <= 20"), the
+	// first the priority: the report opens with which stack meets them.
+	Requirements []string `json:"requirements,omitempty"`
 }
 
 // Remote is the real path a remote run measured: the agent at its far

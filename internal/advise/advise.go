@@ -1,0 +1,319 @@
+// Package advise turns a run's results into the answer to tlab's question:
+// which stack meets the application's requirements on this network, with
+// how much margin and how sure, which fail and on which requirement, and,
+// where the data cannot decide, what to run to decide.
+package advise
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"tlab/internal/results"
+	"tlab/internal/stats"
+)
+
+// Requirement is a bound on a registered metric: "delay_p99_ms<=20".
+type Requirement struct {
+	Metric string  `json:"metric"`
+	Op     string  `json:"op"`
+	Bound  float64 `json:"bound"`
+}
+
+func (r Requirement) String() string {
+	return r.Metric + " " + r.Op + " " + strconv.FormatFloat(r.Bound, 'g', -1, 64)
+}
+
+var requirementRE = regexp.MustCompile(`^\s*([a-z0-9_]+)\s*(<=|>=|<|>)\s*([-+0-9.eE]+)\s*([a-zA-Z%µ]*)\s*$`)
+
+// Parse reads a requirement; unit gives a metric's unit and whether it is
+// registered, so that a typo or a unit that is not the metric's is an
+// error that says which.
+func Parse(s string, unit func(metric string) (string, bool)) (Requirement, error) {
+	m := requirementRE.FindStringSubmatch(s)
+	if m == nil {
+		return Requirement{}, fmt.Errorf("requirement %q: want METRIC OP BOUND, such as delay_p99_ms<=20 (OP one of <=, <, >=, >)", s)
+	}
+	u, ok := unit(m[1])
+	if !ok {
+		return Requirement{}, fmt.Errorf("requirement %q: no metric %q (tlab metrics lists them)", s, m[1])
+	}
+	bound, err := strconv.ParseFloat(m[3], 64)
+	if err != nil {
+		return Requirement{}, fmt.Errorf("requirement %q: bound %q is not a number", s, m[3])
+	}
+	if m[4] != "" && m[4] != u {
+		return Requirement{}, fmt.Errorf("requirement %q: %s is in %q, not %q", s, m[1], u, m[4])
+	}
+	return Requirement{Metric: m[1], Op: m[2], Bound: bound}, nil
+}
+
+// holds tells whether v satisfies the requirement.
+func (r Requirement) holds(v float64) bool {
+	switch r.Op {
+	case "<=":
+		return v <= r.Bound
+	case "<":
+		return v < r.Bound
+	case ">=":
+		return v >= r.Bound
+	}
+	return v > r.Bound
+}
+
+// lowerIsBetter tells which way the requirement points.
+func (r Requirement) lowerIsBetter() bool { return strings.HasPrefix(r.Op, "<") }
+
+// Status is what the data say of a requirement or a stack.
+type Status string
+
+const (
+	Meets     Status = "meets"
+	Fails     Status = "fails"
+	Undecided Status = "undecided"
+)
+
+// Check is one requirement for one stack: the value (the mean over the
+// repetitions), its 95 % interval (bootstrap over the repetitions; none
+// with fewer than MinRepetitions), its margin to the bound (positive:
+// inside), and the status.
+type Check struct {
+	Requirement Requirement `json:"requirement"`
+	Value       float64     `json:"value"`
+	Low         float64     `json:"ci_low"`
+	High        float64     `json:"ci_high"`
+	Margin      float64     `json:"margin"`
+	N           int         `json:"repetitions"`
+	Status      Status      `json:"status"`
+	Why         string      `json:"why,omitempty"`
+}
+
+// Stack is one protocol on one network: every requirement's check.
+type Stack struct {
+	Protocol string  `json:"protocol"`
+	Status   Status  `json:"status"`
+	Checks   []Check `json:"checks"`
+}
+
+// Answer is the answer for one network (and set of swept values).
+type Answer struct {
+	Profile string  `json:"profile"`
+	Params  string  `json:"params,omitempty"`
+	Stacks  []Stack `json:"stacks"`
+	// Best is the stack that meets every requirement with the best value
+	// of the first one (the priority); Tie names others it cannot be told
+	// from (their intervals overlap).
+	Best string   `json:"best,omitempty"`
+	Tie  []string `json:"tie,omitempty"`
+	// Summary says the answer in a sentence; ToDecide what to run when
+	// the data cannot decide.
+	Summary  string `json:"summary"`
+	ToDecide string `json:"to_decide,omitempty"`
+}
+
+// MinRepetitions is how many repetitions give a value an interval.
+const MinRepetitions = 3
+
+// decideMargin is how far (relative to the bound) a value without an
+// interval must be from the bound to decide.
+const decideMargin = 0.10
+
+// Evaluate answers reqs on each network and set of swept values of rows.
+func Evaluate(rows []results.Summary, reqs []Requirement, seed uint64) ([]Answer, error) {
+	if len(reqs) == 0 {
+		return nil, errors.New("no requirement: give at least one, such as delay_p99_ms<=20")
+	}
+	type key struct{ profile, params string }
+	var order []key
+	groups := map[key]map[string][]results.Summary{}
+	protoOrder := map[key][]string{}
+	for _, r := range rows {
+		var vals []string
+		for _, p := range r.Params {
+			vals = append(vals, p.Value)
+		}
+		k := key{r.Profile, strings.Join(vals, " / ")}
+		if groups[k] == nil {
+			groups[k] = map[string][]results.Summary{}
+			order = append(order, k)
+		}
+		if groups[k][r.Protocol] == nil {
+			protoOrder[k] = append(protoOrder[k], r.Protocol)
+		}
+		groups[k][r.Protocol] = append(groups[k][r.Protocol], r)
+	}
+	var out []Answer
+	for _, k := range order {
+		a := Answer{Profile: k.profile, Params: k.params}
+		for _, p := range protoOrder[k] {
+			a.Stacks = append(a.Stacks, evaluateStack(p, groups[k][p], reqs, seed))
+		}
+		a.decide(reqs[0])
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+func evaluateStack(protocol string, rows []results.Summary, reqs []Requirement, seed uint64) Stack {
+	s := Stack{Protocol: protocol, Status: Meets}
+	disturbed := false
+	for _, r := range rows {
+		disturbed = disturbed || strings.HasPrefix(r.Label("quality"), "disturbed") || r.Label("cell_error") != ""
+	}
+	for _, req := range reqs {
+		c := Check{Requirement: req, Low: math.NaN(), High: math.NaN()}
+		var v []float64
+		for _, r := range rows {
+			if x := r.Float(req.Metric); !math.IsNaN(x) {
+				v = append(v, x)
+			}
+		}
+		c.N = len(v)
+		switch {
+		case len(v) == 0:
+			c.Value, c.Status, c.Why = math.NaN(), Undecided, "not measured in this run"
+		default:
+			var sum float64
+			for _, x := range v {
+				sum += x
+			}
+			c.Value = sum / float64(len(v))
+			c.Margin = c.Value - req.Bound
+			if req.lowerIsBetter() {
+				c.Margin = -c.Margin
+			}
+			c.Status, c.Why = judge(req, c.Value, v, seed, &c)
+		}
+		if disturbed && c.Status != Fails {
+			c.Status, c.Why = Undecided, "a cell was disturbed by the host or failed: run it again on a quieter host"
+		}
+		s.Checks = append(s.Checks, c)
+		switch {
+		case c.Status == Fails:
+			s.Status = Fails
+		case c.Status == Undecided && s.Status == Meets:
+			s.Status = Undecided
+		}
+	}
+	return s
+}
+
+// judge decides one requirement from its repetitions' values.
+func judge(req Requirement, mean float64, v []float64, seed uint64, c *Check) (Status, string) {
+	if len(v) >= MinRepetitions {
+		c.Low, c.High = stats.MeanCI(v, seed)
+		switch lo, hi := req.holds(c.Low), req.holds(c.High); {
+		case lo && hi:
+			return Meets, ""
+		case !lo && !hi:
+			return Fails, ""
+		}
+		return Undecided, "its 95 % interval straddles the bound: more repetitions narrow it"
+	}
+	// Without an interval, only a clear margin decides.
+	scale := math.Max(math.Abs(req.Bound), 1e-9)
+	if math.Abs(mean-req.Bound)/scale < decideMargin {
+		return Undecided, fmt.Sprintf("within %.0f %% of the bound with %d repetition(s): at least %d give an interval", decideMargin*100, len(v), MinRepetitions)
+	}
+	if req.holds(mean) {
+		return Meets, fmt.Sprintf("by a clear margin, from %d repetition(s)", len(v))
+	}
+	return Fails, ""
+}
+
+// decide picks the best stack among those that meet every requirement,
+// by the priority requirement, and says the answer.
+func (a *Answer) decide(priority Requirement) {
+	var meet, undecided []Stack
+	for _, s := range a.Stacks {
+		switch s.Status {
+		case Meets:
+			meet = append(meet, s)
+		case Undecided:
+			undecided = append(undecided, s)
+		}
+	}
+	better := func(x, y Stack) int {
+		vx, vy := x.Checks[0].Value, y.Checks[0].Value
+		if !priority.lowerIsBetter() {
+			vx, vy = -vx, -vy
+		}
+		return cmpFloat(vx, vy)
+	}
+	slices.SortStableFunc(meet, better)
+	switch {
+	case len(meet) > 0:
+		a.Best = meet[0].Protocol
+		b := meet[0].Checks[0]
+		for _, s := range meet[1:] {
+			c := s.Checks[0]
+			if overlap(b, c) {
+				a.Tie = append(a.Tie, s.Protocol)
+			}
+		}
+		a.Summary = fmt.Sprintf("%s meets every requirement, best by %s (%s)", a.Best, priority.Metric, formatValue(b))
+		if len(a.Tie) > 0 {
+			a.Summary += fmt.Sprintf("; %s cannot be told from it (overlapping intervals)", strings.Join(a.Tie, ", "))
+		}
+		if len(meet) > 1+len(a.Tie) {
+			var others []string
+			for _, s := range meet[1:] {
+				if !slices.Contains(a.Tie, s.Protocol) {
+					others = append(others, s.Protocol)
+				}
+			}
+			a.Summary += "; also meeting them: " + strings.Join(others, ", ")
+		}
+	case len(undecided) > 0:
+		names := make([]string, 0, len(undecided))
+		for _, s := range undecided {
+			names = append(names, s.Protocol)
+		}
+		a.Summary = "no stack is known to meet every requirement; undecided: " + strings.Join(names, ", ")
+	default:
+		a.Summary = "no stack meets every requirement"
+	}
+	if len(undecided) > 0 {
+		a.ToDecide = fmt.Sprintf("run it again with more repetitions (--set repetitions=%d) on a quiet host", max(5, MinRepetitions))
+	}
+}
+
+func overlap(a, b Check) bool {
+	if math.IsNaN(a.Low) || math.IsNaN(b.Low) {
+		return a.Value == b.Value
+	}
+	return a.Low <= b.High && b.Low <= a.High
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func formatValue(c Check) string {
+	s := strconv.FormatFloat(c.Value, 'f', 3, 64)
+	if !math.IsNaN(c.Low) {
+		s += fmt.Sprintf(", 95 %% CI %.3f–%.3f", c.Low, c.High)
+	}
+	return s
+}
+
+// Met tells whether at least one stack meets every requirement on every
+// network of the answers (tlab advise's exit 0).
+func Met(answers []Answer) bool {
+	for _, a := range answers {
+		if a.Best == "" {
+			return false
+		}
+	}
+	return len(answers) > 0
+}

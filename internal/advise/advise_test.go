@@ -1,0 +1,115 @@
+package advise
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"tlab/internal/results"
+)
+
+func units(m string) (string, bool) {
+	u, ok := map[string]string{"delay_p99_ms": "ms", "jitter_pct": "%", "bytes_per_request": "B"}[m]
+	return u, ok
+}
+
+// rows makes repetitions of a protocol on a network with the given
+// delay_p99_ms values.
+func rows(profile, protocol string, p99 ...float64) []results.Summary {
+	var out []results.Summary
+	for i, v := range p99 {
+		out = append(out, results.Summary{Cell: fmt.Sprintf("%s-%s-%d", profile, protocol, i), Profile: profile, Protocol: protocol, Rep: i + 1,
+			Fields: []results.Field{{Name: "delay_p99_ms", Value: v}, {Name: "jitter_pct", Value: 5.0}, {Name: "quality", Value: "clean"}}})
+	}
+	return out
+}
+
+func TestParse(t *testing.T) {
+	for in, want := range map[string]Requirement{
+		"delay_p99_ms<=20":       {"delay_p99_ms", "<=", 20},
+		" delay_p99_ms <= 20ms":  {"delay_p99_ms", "<=", 20},
+		"jitter_pct<10%":         {"jitter_pct", "<", 10},
+		"bytes_per_request>=1e2": {"bytes_per_request", ">=", 100},
+	} {
+		got, err := Parse(in, units)
+		if err != nil || got != want {
+			t.Errorf("Parse(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	for in, want := range map[string]string{
+		"delay_p99<=20":      "no metric",
+		"delay_p99_ms<=20s":  `in "ms", not "s"`,
+		"delay_p99_ms=20":    "want METRIC OP BOUND",
+		"delay_p99_ms<=fast": "want METRIC OP BOUND",
+	} {
+		if _, err := Parse(in, units); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%q): %v, want %q", in, err, want)
+		}
+	}
+}
+
+// TestEvaluate: meets (interval inside the bound), fails (outside),
+// undecided (straddling; too few repetitions near the bound; a disturbed
+// cell), the best by the priority requirement, and a tie.
+func TestEvaluate(t *testing.T) {
+	var rs []results.Summary
+	rs = append(rs, rows("5g", "quic", 12, 12.5, 13, 12.2)...)    // meets, best
+	rs = append(rs, rows("5g", "tcp", 12.4, 12.9, 13.1, 12.6)...) // meets, overlaps quic: tie
+	rs = append(rs, rows("5g", "h1s", 25, 26, 27, 25.5)...)       // fails
+	rs = append(rs, rows("5g", "h3", 18, 22, 19, 21)...)          // straddles 20: undecided
+	rs = append(rs, rows("wifi", "quic", 19.5)...)                // one repetition near the bound: undecided
+	rs = append(rs, rows("wifi", "tcp", 30)...)                   // one repetition, clearly over: fails
+	dist := rows("lan", "tcp", 1, 1, 1)
+	dist[1].Set("quality", "disturbed: emulator release error")
+	rs = append(rs, dist...)
+	rs = append(rs, rows("lan", "quic", 5, 5.1, 4.9)...) // meets
+	reqs := []Requirement{{"delay_p99_ms", "<=", 20}, {"jitter_pct", "<=", 10}}
+	answers, err := Evaluate(rs, reqs, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(answers) != 3 {
+		t.Fatalf("%d answers", len(answers))
+	}
+	status := func(a Answer) map[string]Status {
+		m := map[string]Status{}
+		for _, s := range a.Stacks {
+			m[s.Protocol] = s.Status
+		}
+		return m
+	}
+	g := answers[0]
+	if s := status(g); s["quic"] != Meets || s["tcp"] != Meets || s["h1s"] != Fails || s["h3"] != Undecided {
+		t.Errorf("5g: %v", s)
+	}
+	if g.Best != "quic" || len(g.Tie) != 1 || g.Tie[0] != "tcp" || !strings.Contains(g.Summary, "cannot be told from it") || g.ToDecide == "" {
+		t.Errorf("5g: best %q tie %v: %s / %s", g.Best, g.Tie, g.Summary, g.ToDecide)
+	}
+	for _, s := range g.Stacks {
+		c := s.Checks[0]
+		if s.Protocol == "h1s" && !(c.Margin < 0 && c.Low > 20) {
+			t.Errorf("h1s: margin %v, interval %v–%v", c.Margin, c.Low, c.High)
+		}
+		if s.Protocol == "quic" && !(math.Abs(c.Value-12.425) < 1e-9 && c.Margin > 7 && c.High < 20) {
+			t.Errorf("quic: %+v", c)
+		}
+	}
+	w := answers[1]
+	if s := status(w); s["quic"] != Undecided || s["tcp"] != Fails || w.Best != "" || Met(answers) {
+		t.Errorf("wifi: %v, best %q, met %v", s, w.Best, Met(answers))
+	}
+	l := answers[2]
+	if s := status(l); s["tcp"] != Undecided || s["quic"] != Meets || l.Best != "quic" {
+		t.Errorf("lan: %v best %q", s, l.Best)
+	}
+	// Without wifi every network has a stack that meets them: exit 0.
+	if !Met([]Answer{answers[0], answers[2]}) {
+		t.Error("Met is false with a best stack on every network")
+	}
+	// A requirement pointing up: the best is the largest.
+	up, _ := Evaluate(append(rows("x", "a", 30, 31, 32), rows("x", "b", 40, 41, 42)...), []Requirement{{"delay_p99_ms", ">=", 10}}, 1)
+	if up[0].Best != "b" {
+		t.Errorf("with >=, best %q, want b", up[0].Best)
+	}
+}
