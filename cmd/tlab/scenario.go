@@ -124,8 +124,8 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 				fmt.Fprintf(stdout, "WARNING: %s.\n\n", w)
 			}
 		}
-		if len(o.require) > 0 {
-			if answers, err := advise.Evaluate(rows, o.require, out.Scenario.Seed); err == nil {
+		if len(out.Requirements) > 0 {
+			if answers, err := advise.Evaluate(rows, out.Requirements, out.Scenario.Seed); err == nil {
 				fmt.Fprintln(stdout, "THE ANSWER")
 				printAnswers(stdout, answers)
 				fmt.Fprintln(stdout)

@@ -105,6 +105,9 @@ type Outcome struct {
 	Temporary bool
 	// Report is the report's path, when one was written.
 	Report string
+	// Requirements are those the answer follows: given, or the
+	// scenario's.
+	Requirements []advise.Requirement
 }
 
 // Close removes a temporary run directory.
@@ -172,6 +175,10 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 			return out, err
 		}
 	}
+	if len(r.Requirements) == 0 {
+		r.Requirements = sc.Requirements() // the scenario's own, unless given
+	}
+	out.Requirements = r.Requirements
 	sw := Sweep{Requirements: r.Requirements, Shard: shard, Scenario: sc, Dir: out.Dir, Resume: r.Resume != "", SkipCalibration: r.NoCalibration,
 		Progress: r.Progress, Log: r.Log, Quality: Quality{Mode: r.Quality}, RequireCalibration: r.RequireCalibration}
 	agent, _, err := dialRemote(ctx, r.Remote, r.Resume)

@@ -17,7 +17,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"tlab/internal/advise"
 	"tlab/internal/emu"
+	"tlab/internal/metrics"
 	"tlab/internal/proto"
 	"tlab/internal/results"
 	"tlab/internal/strictyaml"
@@ -65,6 +67,10 @@ type Scenario struct {
 	Plots    []string  `yaml:"plots"`
 	Capture  bool      `yaml:"capture"`
 	Emulator Emulator  `yaml:"emulator"`
+	// Require are the application's requirements ("delay_p99_ms<=25"),
+	// the first the priority: the run opens with which stack meets them
+	// (tlab run --require replaces them).
+	Require []string `yaml:"require"`
 
 	file     string
 	root     *yaml.Node
@@ -220,6 +226,11 @@ func (s *Scenario) validate() error {
 	for i, p := range s.Plots {
 		if !slices.Contains(s.plotKinds, p) && s.plotKinds != nil {
 			return s.errAt([]any{"plots", i}, "plot %q: want one of %s", p, strings.Join(s.plotKinds, ", "))
+		}
+	}
+	for i, r := range s.Require {
+		if _, err := advise.Parse(r, metricUnit); err != nil {
+			return s.errAt([]any{"require", i}, "%v", err)
 		}
 	}
 	if a := s.Emulator.Arrival; a != "" && a != emu.ArrivalKernel && a != emu.ArrivalRead {
@@ -444,4 +455,22 @@ func (s *Scenario) Cells() ([]Cell, error) {
 		c.ID = results.SafeName(strings.Join(parts, "_"))
 	}
 	return cells, nil
+}
+
+// metricUnit is a registered metric's unit, for requirements.
+func metricUnit(name string) (string, bool) {
+	m, ok := metrics.Lookup(name)
+	return m.Unit, ok
+}
+
+// Requirements are the scenario's requirements, parsed (validate checked
+// them).
+func (s *Scenario) Requirements() []advise.Requirement {
+	var out []advise.Requirement
+	for _, r := range s.Require {
+		if req, err := advise.Parse(r, metricUnit); err == nil {
+			out = append(out, req)
+		}
+	}
+	return out
 }

@@ -135,6 +135,8 @@ func TestValidationErrorsSayWhereAndWhat(t *testing.T) {
 		{base + "settings:\n  tls_version: \"1.2\"\n", "bad.yaml:10: settings.tls_version: none of tcp, h3 uses it (it applies to h1s, h2, mqtt-tls, tls)"},
 		{base + "settings:\n  tls_versoin: \"1.2\"\n", `bad.yaml:10: unknown key "tls_versoin"`},
 		{base + "plots: [pie]\n", `bad.yaml:9: plot "pie"`},
+		{base + "require: [\"delay_p99_ms<=20\", \"delay_p99<=20\"]\n", `bad.yaml:9: requirement "delay_p99<=20": no metric "delay_p99"`},
+		{base + "require: [\"delay_p99_ms<=20s\"]\n", `bad.yaml:9: requirement "delay_p99_ms<=20s": delay_p99_ms is in "ms", not "s"`},
 		{"name: t\n", "profiles: give at least one"},
 		{strings.Replace(base, "[tcp, h3]", "[tcp, h3, tcp]", 1), `bad.yaml:3: protocol "tcp" is listed twice`},
 		{strings.Replace(base, "[ethernet, 5g]", "[5g, 5g]", 1), `bad.yaml:2: profile "5g" is listed twice`},
