@@ -257,7 +257,7 @@ func (a *Answer) decide(priority Requirement) {
 		}
 		a.Summary = fmt.Sprintf("%s meets every requirement, best by %s (%s)", a.Best, priority.Metric, formatValue(b))
 		if len(a.Tie) > 0 {
-			a.Summary += fmt.Sprintf("; %s cannot be told from it (overlapping intervals)", strings.Join(a.Tie, ", "))
+			a.Summary += fmt.Sprintf("; %s cannot be told from it (overlapping intervals, or within 10 %% with fewer than %d repetitions)", strings.Join(a.Tie, ", "), MinRepetitions)
 		}
 		if len(meet) > 1+len(a.Tie) {
 			var others []string
@@ -282,9 +282,12 @@ func (a *Answer) decide(priority Requirement) {
 	}
 }
 
+// overlap tells whether two checks cannot be told apart: their intervals
+// overlap or, without intervals (too few repetitions), their values are
+// within 10 % of each other.
 func overlap(a, b Check) bool {
 	if math.IsNaN(a.Low) || math.IsNaN(b.Low) {
-		return a.Value == b.Value
+		return math.Abs(a.Value-b.Value) <= decideMargin*math.Max(math.Abs(a.Value), math.Abs(b.Value))
 	}
 	return a.Low <= b.High && b.Low <= a.High
 }

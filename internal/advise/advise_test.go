@@ -107,6 +107,11 @@ func TestEvaluate(t *testing.T) {
 	if !Met([]Answer{answers[0], answers[2]}) {
 		t.Error("Met is false with a best stack on every network")
 	}
+	// One repetition each: values within 10 % cannot be told apart.
+	one, _ := Evaluate(append(append(rows("y", "a", 12.6), rows("y", "b", 12.8)...), rows("y", "c", 15)...), []Requirement{{"delay_p99_ms", "<=", 25}}, 1)
+	if one[0].Best != "a" || len(one[0].Tie) != 1 || one[0].Tie[0] != "b" {
+		t.Errorf("one repetition: best %q, tie %v", one[0].Best, one[0].Tie)
+	}
 	// A requirement pointing up: the best is the largest.
 	up, _ := Evaluate(append(rows("x", "a", 30, 31, 32), rows("x", "b", 40, 41, 42)...), []Requirement{{"delay_p99_ms", ">=", 10}}, 1)
 	if up[0].Best != "b" {
