@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 
 	"tlab/internal/advise"
-	"tlab/internal/metrics"
 	"tlab/internal/results"
 )
 
@@ -63,10 +62,7 @@ func parseRequirements(in []string) ([]advise.Requirement, error) {
 	var out []advise.Requirement
 	for _, s := range in {
 		for _, part := range strings.Split(s, ",") {
-			r, err := advise.Parse(part, func(name string) (string, bool) {
-				m, ok := metrics.Lookup(name)
-				return m.Unit, ok
-			})
+			r, err := advise.ParseRegistered(part)
 			if err != nil {
 				return nil, err
 			}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"tlab/internal/metrics"
 	"tlab/internal/results"
 	"tlab/internal/stats"
 )
@@ -50,6 +51,14 @@ func Parse(s string, unit func(metric string) (string, bool)) (Requirement, erro
 		return Requirement{}, fmt.Errorf("requirement %q: %s is in %q, not %q", s, m[1], u, m[4])
 	}
 	return Requirement{Metric: m[1], Op: m[2], Bound: bound}, nil
+}
+
+// ParseRegistered reads a requirement on a metric of tlab's registry.
+func ParseRegistered(s string) (Requirement, error) {
+	return Parse(s, func(name string) (string, bool) {
+		m, ok := metrics.Lookup(name)
+		return m.Unit, ok
+	})
 }
 
 // holds tells whether v satisfies the requirement.

@@ -12,8 +12,6 @@ import (
 	"tlab/internal/proto"
 	"tlab/internal/results"
 	"tlab/internal/workload"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // WriteMetricsMarkdown writes docs/metrics.md: the records' columns, every
@@ -75,9 +73,9 @@ func WriteMetricsMarkdown(w io.Writer, r *metrics.Registry) error {
 
 // workloadKey lists the key columns of a workload type with its defaults.
 func workloadKey(t workload.Type) (string, error) {
-	w, err := t.Decode("defaults", &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}, workload.Common{Count: 1})
+	w, err := t.Defaults()
 	if err != nil {
-		return "", fmt.Errorf("workload %s with its defaults: %w", t.Name, err)
+		return "", err
 	}
 	var names []string
 	for _, f := range w.Info().Key {

@@ -17,7 +17,6 @@ import (
 	"tlab/internal/proto"
 	"tlab/internal/remote"
 	"tlab/internal/results"
-	"tlab/internal/stats"
 	"tlab/internal/workload"
 )
 
@@ -249,23 +248,4 @@ func RemoteSets(replay string) []string {
 		profiles += ", " + replay
 	}
 	return []string{"profiles=[" + profiles + "]", "link={}"}
-}
-
-// ReplayFile holds, in a remote run checked against its recording, the
-// comparison of each protocol's figures across the real path and on the
-// recording (replay.csv and replay.json, in comparisons.csv's columns:
-// profile is the protocol, a the path, b the recording).
-const ReplayFile = "replay"
-
-// writeReplayAgreement compares the real path with its replay.
-func writeReplayAgreement(dir, replay string, seed uint64) error {
-	r, err := results.Open(dir)
-	if err != nil {
-		return err
-	}
-	cs, err := stats.AcrossProfiles(r, RemoteProfile, replay, seed)
-	if err != nil {
-		return err
-	}
-	return stats.WriteNamed(dir, ReplayFile, cs)
 }

@@ -170,7 +170,7 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 	}
 	out.Cells = len(cells)
 	if r.Ready != nil {
-		remoteRun := r.Remote != nil && r.Remote.Addr != "" || slices.Contains(sc.Profiles, RemoteProfile)
+		remoteRun := slices.Contains(sc.Profiles, RemoteProfile) // RemoteSets put it there
 		if err := r.Ready(Ready{Scenario: sc, Cells: cells, Plan: Plan(cells), Dir: out.Dir, Temporary: out.Temporary, Remote: remoteRun}); err != nil {
 			return out, err
 		}
@@ -209,11 +209,6 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 		}
 		if cerr != nil {
 			err = fmt.Errorf("agent %s at the end: %w", agent.Addr, cerr)
-		}
-	}
-	if err == nil && len(sc.Profiles) == 2 && sc.Profiles[0] == RemoteProfile {
-		if err = writeReplayAgreement(out.Dir, sc.Profiles[1], sc.Seed); err != nil {
-			err = fmt.Errorf("replay agreement: %w", err)
 		}
 	}
 	if err != nil {

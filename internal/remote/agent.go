@@ -125,7 +125,7 @@ func (a *Agent) session(ctx context.Context, raw net.Conn) {
 	}
 	raw.SetDeadline(time.Time{})
 	peer := Fingerprint(conn.ConnectionState().PeerCertificates[0].Raw)
-	s := &session{agent: a, conn: conn, peer: peer, servers: map[int]io.Closer{}, reflectors: map[int]*reflector{}, frames: map[int]*frameServer{}, local: raw.LocalAddr()}
+	s := &session{agent: a, conn: conn, peer: peer, servers: map[int]io.Closer{}, local: raw.LocalAddr()}
 	_, s.paired = a.controllers.get(peer)
 	a.logf("%s: controller %s connected (%s)", raw.RemoteAddr(), short(peer), map[bool]string{true: "paired", false: "not paired: it may only pair"}[s.paired])
 	defer s.end()
@@ -152,10 +152,10 @@ type session struct {
 	lastSeq uint64
 	local   net.Addr
 
-	servers    map[int]io.Closer
-	reflectors map[int]*reflector
-	frames     map[int]*frameServer
-	nextID     int
+	// servers are what the session started (reflectors and frame
+	// servers among them), by ID.
+	servers map[int]io.Closer
+	nextID  int
 }
 
 // probe starts a path prober's reflector, within the limits, answering
@@ -180,7 +180,7 @@ func (s *session) probe(args ProbeArgs) (any, error) {
 		return nil, fmt.Errorf("prober on port %d: %w", args.Port, err)
 	}
 	s.nextID++
-	s.servers[s.nextID], s.reflectors[s.nextID] = r, r
+	s.servers[s.nextID] = r
 	s.agent.logf("controller %s: path prober on port %d for %d s (server %d)", short(s.peer), args.Port, args.Seconds, s.nextID)
 	return ServeResult{ID: s.nextID}, nil
 }
@@ -303,8 +303,6 @@ func (s *session) handle(req Request) (any, error) {
 			return nil, fmt.Errorf("no server %d in this session", args.ID)
 		}
 		delete(s.servers, args.ID)
-		delete(s.frames, args.ID)
-		delete(s.reflectors, args.ID)
 		return nil, c.Close()
 	case OpNoise:
 		var args NoiseArgs
@@ -328,13 +326,12 @@ func (s *session) handle(req Request) (any, error) {
 		if err := decodeArgs(req, &args); err != nil {
 			return nil, err
 		}
-		r, ok := s.reflectors[args.ID]
+		r, ok := s.servers[args.ID].(*reflector)
 		if !ok {
 			return nil, fmt.Errorf("no prober %d in this session", args.ID)
 		}
 		rep := r.report()
 		r.Close()
-		delete(s.reflectors, args.ID)
 		delete(s.servers, args.ID)
 		return rep, nil
 	case OpArrivals:
@@ -342,7 +339,7 @@ func (s *session) handle(req Request) (any, error) {
 		if err := decodeArgs(req, &args); err != nil {
 			return nil, err
 		}
-		fs, ok := s.frames[args.ID]
+		fs, ok := s.servers[args.ID].(*frameServer)
 		if !ok || args.From < 0 {
 			return nil, fmt.Errorf("no frame server %d in this session", args.ID)
 		}
@@ -418,9 +415,6 @@ func (s *session) serve(args ServeArgs) (any, error) {
 	}
 	s.nextID++
 	s.servers[s.nextID] = c
-	if fs, ok := c.(*frameServer); ok {
-		s.frames[s.nextID] = fs
-	}
 	s.agent.logf("controller %s: %s %s on port %d (server %d)", short(s.peer), args.Kind, args.Protocol, args.Port, s.nextID)
 	return ServeResult{ID: s.nextID}, nil
 }

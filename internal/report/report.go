@@ -252,6 +252,12 @@ func ordered(rows []results.Summary, f func(results.Summary) string) []string {
 	return out
 }
 
+// ReplayFile holds, in a remote run checked against its recording, the
+// comparison of each protocol's figures across the real path and on the
+// recording (replay.csv and replay.json, in comparisons.csv's columns:
+// profile is the protocol, a the path, b the recording).
+const ReplayFile = "replay"
+
 // realAndReplay names the two networks of a remote run checked against
 // its recording: the real path ("remote") and the recording.
 func realAndReplay(r *Run) (string, string, bool) {
@@ -294,7 +300,7 @@ func Build(r *Run) (string, error) {
 	if r.Manifest != nil && len(r.Manifest.Requirements) > 0 {
 		var reqs []advise.Requirement
 		for _, text := range r.Manifest.Requirements {
-			req, err := advise.Parse(text, func(name string) (string, bool) { m, ok := metrics.Lookup(name); return m.Unit, ok })
+			req, err := advise.ParseRegistered(text)
 			if err != nil {
 				return "", fmt.Errorf("manifest requirement: %w", err)
 			}
@@ -307,6 +313,9 @@ func Build(r *Run) (string, error) {
 	if real, replay, ok := realAndReplay(r); ok {
 		if r.Replay, err = stats.AcrossProfiles(&results.Run{Dir: r.Dir, Manifest: r.Manifest, Rows: r.Rows}, real, replay, r.seed()); err != nil {
 			return "", fmt.Errorf("replay against the path: %w", err)
+		}
+		if err := stats.WriteNamed(r.Dir, ReplayFile, r.Replay); err != nil {
+			return "", err
 		}
 	}
 	path := filepath.Join(r.Dir, "report.html")

@@ -19,7 +19,6 @@ import (
 
 	"tlab/internal/advise"
 	"tlab/internal/emu"
-	"tlab/internal/metrics"
 	"tlab/internal/proto"
 	"tlab/internal/results"
 	"tlab/internal/strictyaml"
@@ -229,7 +228,7 @@ func (s *Scenario) validate() error {
 		}
 	}
 	for i, r := range s.Require {
-		if _, err := advise.Parse(r, metricUnit); err != nil {
+		if _, err := advise.ParseRegistered(r); err != nil {
 			return s.errAt([]any{"require", i}, "%v", err)
 		}
 	}
@@ -457,18 +456,12 @@ func (s *Scenario) Cells() ([]Cell, error) {
 	return cells, nil
 }
 
-// metricUnit is a registered metric's unit, for requirements.
-func metricUnit(name string) (string, bool) {
-	m, ok := metrics.Lookup(name)
-	return m.Unit, ok
-}
-
 // Requirements are the scenario's requirements, parsed (validate checked
 // them).
 func (s *Scenario) Requirements() []advise.Requirement {
 	var out []advise.Requirement
 	for _, r := range s.Require {
-		if req, err := advise.Parse(r, metricUnit); err == nil {
+		if req, err := advise.ParseRegistered(r); err == nil {
 			out = append(out, req)
 		}
 	}

@@ -159,12 +159,21 @@ type Type struct {
 	Decode func(file string, node *yaml.Node, c Common) (Workload, error) `json:"-"`
 }
 
+// Defaults is the type configured with its defaults (and one event).
+func (t Type) Defaults() (Workload, error) {
+	w, err := t.Decode("defaults", &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}, Common{Count: 1})
+	if err != nil {
+		return nil, fmt.Errorf("workload %s with its defaults: %w", t.Name, err)
+	}
+	return w, nil
+}
+
 // Needs is the capability the type needs of a protocol, as its defaults
 // configure it.
 func (t Type) Needs() (proto.Capability, error) {
-	w, err := t.Decode("defaults", &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}, Common{Count: 1})
+	w, err := t.Defaults()
 	if err != nil {
-		return "", fmt.Errorf("workload %s with its defaults: %w", t.Name, err)
+		return "", err
 	}
 	return w.Info().Needs.Or(), nil
 }
