@@ -156,6 +156,7 @@ type session struct {
 	// servers among them), by ID.
 	servers map[int]io.Closer
 	nextID  int
+	ended   bool
 }
 
 // probe starts a path prober's reflector, within the limits, answering
@@ -237,8 +238,15 @@ func (s *session) reply(r Response) error {
 	return WriteFrame(s.conn, r)
 }
 
-// end stops every server the session started and frees the agent.
+// end stops every server the session started and frees the agent. It
+// runs once: at bye, before the answer (so a controller that starts its
+// next session as soon as bye returns is not refused as busy), or when
+// the connection ends.
 func (s *session) end() {
+	if s.ended {
+		return
+	}
+	s.ended = true
 	for id, c := range s.servers {
 		c.Close()
 		delete(s.servers, id)
@@ -345,6 +353,7 @@ func (s *session) handle(req Request) (any, error) {
 		}
 		return fs.page(args.From), nil
 	case OpBye:
+		s.end()
 		return nil, nil
 	}
 	return nil, fmt.Errorf("unknown operation %q", req.Op)

@@ -420,10 +420,51 @@ func TestLimits(t *testing.T) {
 	rs := rawSession(t, addr, id, pairing.Agent)
 	c.Close()
 	port := freePort(t)
-	if resp := rs.call(t, Request{Seq: 1, Op: OpServe, Args: json.RawMessage(`{"kind":"request-response","protocol":"tcp","port":` + strconv.Itoa(port) + `}`)}); resp.Error != "" {
-		t.Fatal(resp.Error)
+	// The agent frees itself when it reads the closed connection, which
+	// may come after our next request: until then it answers "busy".
+	serve := Request{Op: OpServe, Args: json.RawMessage(`{"kind":"request-response","protocol":"tcp","port":` + strconv.Itoa(port) + `}`)}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		serve.Seq++
+		resp := rs.call(t, serve)
+		if resp.Error == "" {
+			break
+		}
+		if !strings.Contains(resp.Error, "busy") || time.Now().After(deadline) {
+			t.Fatal(resp.Error)
+		}
 	}
 	waitFree(t, p1)
 	time.Sleep(1500 * time.Millisecond) // silence beyond IdleS
 	waitFree(t, port)
+}
+
+// TestByeFreesTheAgentAtOnce: a controller whose Close returned has left
+// nothing behind, so the next run (the next cell of a sweep, or the next
+// tlab run) is served at once rather than refused as busy.
+func TestByeFreesTheAgentAtOnce(t *testing.T) {
+	_, addr, pairing, _ := testAgent(t, DefaultLimits())
+	state := t.TempDir()
+	for i := range 20 {
+		p := &pairing // the first session pairs; the others are known
+		if i > 0 {
+			p = nil
+		}
+		c, err := dial(t, addr, state, p)
+		if err != nil {
+			t.Fatalf("session %d: %v", i, err)
+		}
+		port := freePort(t)
+		if _, err := c.Serve(ServeArgs{Kind: KindRequestResponse, Protocol: "tcp", Port: port}); err != nil {
+			t.Fatalf("session %d: %v", i, err)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatalf("session %d: bye: %v", i, err)
+		}
+		// Bye is answered after the servers stopped.
+		if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err != nil {
+			t.Fatalf("session %d: port %d still taken after bye: %v", i, port, err)
+		} else {
+			l.Close()
+		}
+	}
 }
