@@ -75,6 +75,9 @@ func parseRequirements(in []string) ([]advise.Requirement, error) {
 // printAnswers prints the answer for each network, then each stack's
 // checks.
 func printAnswers(w io.Writer, answers []advise.Answer) {
+	if s := advise.EverywhereSentence(answers); s != "" {
+		fmt.Fprintf(w, "In short: %s.\n", s)
+	}
 	for _, a := range answers {
 		where := a.Profile
 		if a.Params != "" {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -44,5 +46,69 @@ func TestAdviseExitCodes(t *testing.T) {
 		if code != c.code || !strings.Contains(out+errs, c.want) {
 			t.Errorf("%v: exit %d, %s%s; want %d and %q", c.reqs, code, out, errs, c.code, c.want)
 		}
+	}
+}
+
+// writeRun writes a finished run of three repetitions per protocol on
+// 5g, with the p99 delays given, stating requirements in its manifest.
+func writeRun(t *testing.T, p99 map[string]float64, requirements ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	var rows []results.Summary
+	for _, p := range []string{"tcp", "h1s"} {
+		for rep := 1; rep <= 3; rep++ {
+			rows = append(rows, results.Summary{Cell: fmt.Sprintf("%s%d", p, rep), Profile: "5g", Protocol: p, Rep: rep,
+				Fields: []results.Field{{Name: "delay_p99_ms", Value: p99[p] + 0.1*float64(rep)}}})
+		}
+	}
+	if err := results.WriteSummaries(dir, rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&results.Manifest{Scenario: "day", Seed: 1, Requirements: requirements}).Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestCompareAnswersAcrossRuns: tlab compare answers the requirements on
+// every run and exits 0 only when one stack meets them on all of them: a
+// different best on each day is no choice.
+func TestCompareAnswersAcrossRuns(t *testing.T) {
+	day1 := writeRun(t, map[string]float64{"tcp": 12, "h1s": 22}, "delay_p99_ms <= 20")
+	day2 := writeRun(t, map[string]float64{"tcp": 25, "h1s": 15}, "delay_p99_ms <= 20")
+	for _, c := range []struct {
+		reqs []string
+		code int
+		want []string
+	}{
+		// The runs' own requirement: tcp is best on day 1, h1s on day 2.
+		{nil, exitFailure, []string{"In short: no stack meets every requirement on all 2 networks", "5g (" + filepath.Base(day1) + "): tcp meets", "5g (" + filepath.Base(day2) + "): h1s meets"}},
+		{[]string{"delay_p99_ms<=30"}, exitOK, []string{"In short: tcp, h1s meet every requirement on all 2 networks"}},
+		{[]string{"delay_p99_ms<=24"}, exitOK, []string{"In short: h1s meets every requirement on all 2 networks"}},
+	} {
+		out := filepath.Join(t.TempDir(), "cmp")
+		args := []string{"compare", day1, day2, "--out", out}
+		for _, r := range c.reqs {
+			args = append(args, "--require", r)
+		}
+		code, stdout, stderr := run(args...)
+		for _, w := range c.want {
+			if !strings.Contains(stdout, w) {
+				t.Errorf("%v: lacks %q:\n%s%s", c.reqs, w, stdout, stderr)
+			}
+		}
+		if code != c.code {
+			t.Errorf("%v: exit %d, want %d", c.reqs, code, c.code)
+		}
+		page, err := os.ReadFile(filepath.Join(out, "report.html"))
+		if err != nil || !strings.Contains(string(page), "<h2>The answer</h2>") || !strings.Contains(string(page), "<b>In short:</b>") {
+			t.Errorf("%v: the comparison's report lacks the answer (%v)", c.reqs, err)
+		}
+	}
+	// Runs that state different requirements give none to the comparison.
+	other := writeRun(t, map[string]float64{"tcp": 12, "h1s": 22}, "delay_p99_ms <= 10")
+	code, stdout, _ := run("compare", day1, other, "--out", filepath.Join(t.TempDir(), "cmp"))
+	if code != exitOK || strings.Contains(stdout, "Requirements:") {
+		t.Errorf("differing requirements: exit %d:\n%s", code, stdout)
 	}
 }

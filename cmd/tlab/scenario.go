@@ -255,8 +255,10 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("compare", "compare DIR DIR... [--out DIR]\n\nPut runs side by side: one report whose plots group every run's cells, with each run's verdicts\n(which stack is faster, by how much) in its verdict table and comparisons.csv.", stderr)
+	fs := newFlags("compare", "compare DIR DIR... [--out DIR] [--require 'METRIC<=BOUND' ...]\n\nPut runs side by side (two networks, two days): one report whose plots group every run's cells,\nwith each run's verdicts (which stack is faster, by how much) in its verdict table and\ncomparisons.csv. With requirements (given, or the runs' own when they all state the same) it\nanswers them on every run and network, and exits 1 when no stack meets them on all of them.", stderr)
 	out := fs.String("out", "", "directory for the comparison (default compare-TIMESTAMP)")
+	var reqs listFlag
+	fs.Var(&reqs, "require", "a requirement on a metric (tlab metrics), such as delay_p99_ms<=20 (repeatable; the first is the priority)")
 	pos, code, ok := parseArgs(fs, args, 64)
 	if !ok {
 		return code
@@ -265,15 +267,31 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "tlab compare: give at least two results directories")
 		return exitUsage
 	}
-	if *out == "" {
-		*out = "compare-" + time.Now().Format("20060102-150405")
-	}
-	path, err := report.Compare(pos, *out)
+	parsed, err := parseRequirements(reqs)
 	if err != nil {
 		fmt.Fprintf(stderr, "tlab compare: %v\n", err)
 		return exitUsage
 	}
+	var texts []string
+	for _, r := range parsed {
+		texts = append(texts, r.String())
+	}
+	if *out == "" {
+		*out = "compare-" + time.Now().Format("20060102-150405")
+	}
+	merged, path, err := report.Compare(pos, *out, texts)
+	if err != nil {
+		fmt.Fprintf(stderr, "tlab compare: %v\n", err)
+		return exitUsage
+	}
+	if len(merged.Answers) > 0 {
+		fmt.Fprintf(stdout, "Requirements: %s\n", strings.Join(merged.Requirements, "; "))
+		printAnswers(stdout, merged.Answers)
+	}
 	fmt.Fprintln(stdout, path)
+	if len(merged.Answers) > 0 && !advise.Met(merged.Answers) {
+		return exitFailure
+	}
 	return exitOK
 }
 

@@ -319,13 +319,55 @@ func formatValue(c Check) string {
 	return s
 }
 
-// Met tells whether at least one stack meets every requirement on every
-// network of the answers (tlab advise's exit 0).
-func Met(answers []Answer) bool {
-	for _, a := range answers {
-		if a.Best == "" {
-			return false
+// Everywhere names the stacks that meet every requirement in every
+// answer (every network of a run, or every run of a comparison), in the
+// order of the first answer: the stacks a user can choose without knowing
+// which of those networks the application will meet.
+func Everywhere(answers []Answer) []string {
+	if len(answers) == 0 {
+		return nil
+	}
+	var out []string
+	for _, s := range answers[0].Stacks {
+		ok := true
+		for _, a := range answers {
+			if !a.meets(s.Protocol) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, s.Protocol)
 		}
 	}
-	return len(answers) > 0
+	return out
 }
+
+func (a Answer) meets(protocol string) bool {
+	for _, s := range a.Stacks {
+		if s.Protocol == protocol {
+			return s.Status == Meets
+		}
+	}
+	return false
+}
+
+// EverywhereSentence says Everywhere in words, for answers over more than
+// one network; over one it says nothing (that answer's summary says it).
+func EverywhereSentence(answers []Answer) string {
+	if len(answers) < 2 {
+		return ""
+	}
+	names := Everywhere(answers)
+	switch len(names) {
+	case 0:
+		return fmt.Sprintf("no stack meets every requirement on all %d networks", len(answers))
+	case 1:
+		return fmt.Sprintf("%s meets every requirement on all %d networks", names[0], len(answers))
+	}
+	return fmt.Sprintf("%s meet every requirement on all %d networks", strings.Join(names, ", "), len(answers))
+}
+
+// Met tells whether at least one stack meets every requirement on every
+// network of the answers (tlab advise's exit 0).
+func Met(answers []Answer) bool { return len(Everywhere(answers)) > 0 }

@@ -3,6 +3,7 @@ package advise
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -104,8 +105,14 @@ func TestEvaluate(t *testing.T) {
 		t.Errorf("lan: %v best %q", s, l.Best)
 	}
 	// Without wifi every network has a stack that meets them: exit 0.
-	if !Met([]Answer{answers[0], answers[2]}) {
-		t.Error("Met is false with a best stack on every network")
+	if !Met([]Answer{answers[0], answers[2]}) || !slices.Equal(Everywhere([]Answer{answers[0], answers[2]}), []string{"quic"}) {
+		t.Errorf("quic meets both 5g and lan: Met %v, everywhere %v", Met([]Answer{answers[0], answers[2]}), Everywhere([]Answer{answers[0], answers[2]}))
+	}
+	// A best on each network, but not the same stack: no one choice
+	// meets them everywhere.
+	split, _ := Evaluate(append(append(append(rows("x", "a", 5, 5, 5), rows("x", "b", 50, 50, 50)...), rows("y", "a", 50, 50, 50)...), rows("y", "b", 5, 5, 5)...), []Requirement{{"delay_p99_ms", "<=", 20}}, 1)
+	if split[0].Best != "a" || split[1].Best != "b" || Met(split) || len(Everywhere(split)) != 0 {
+		t.Errorf("split: best %q and %q, met %v, everywhere %v", split[0].Best, split[1].Best, Met(split), Everywhere(split))
 	}
 	// One repetition each: values within 10 % cannot be told apart.
 	one, _ := Evaluate(append(append(rows("y", "a", 12.6), rows("y", "b", 12.8)...), rows("y", "c", 15)...), []Requirement{{"delay_p99_ms", "<=", 25}}, 1)

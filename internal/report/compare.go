@@ -15,14 +15,21 @@ import (
 // run's name as a swept value "run", go into one summary and one report in
 // out. Plots that need per-request records (CDFs, time series) stay in each
 // run's own report.
-func Compare(dirs []string, out string) (string, error) {
-	merged := &Run{Dir: out, Name: "comparison of " + fmt.Sprint(len(dirs)) + " runs", Plots: []string{"delay_box", "jitter_bars", "bytes_bars"}, verdictsGiven: true}
+//
+// requirements ("METRIC OP BOUND" each, the first the priority) are
+// answered on every run's every network, and the report says which
+// stacks meet them on all of them; without any, the runs' own are used
+// when every run states the same.
+func Compare(dirs []string, out string, requirements []string) (*Run, string, error) {
+	merged := &Run{Dir: out, Name: "comparison of " + fmt.Sprint(len(dirs)) + " runs", Plots: []string{"delay_box", "jitter_bars", "bytes_bars"}, verdictsGiven: true, Requirements: requirements}
 	var names []string
+	var runsRequire [][]string
 	for _, d := range dirs {
 		r, err := Load(d)
 		if err != nil {
-			return "", err
+			return nil, "", err
 		}
+		runsRequire = append(runsRequire, r.Requirements)
 		name := filepath.Base(filepath.Clean(d))
 		for slices.Contains(names, name) {
 			name += "'"
@@ -32,7 +39,7 @@ func Compare(dirs []string, out string) (string, error) {
 		// the run: which stack is faster there, by how much.
 		vs, err := stats.ForRun(&results.Run{Dir: r.Dir, Manifest: r.Manifest, Rows: r.Rows}, r.seed())
 		if err != nil {
-			return "", fmt.Errorf("%s: comparisons: %w", d, err)
+			return nil, "", fmt.Errorf("%s: comparisons: %w", d, err)
 		}
 		for _, v := range vs {
 			v.Params = strings.TrimSuffix(name+" / "+v.Params, " / ")
@@ -44,12 +51,16 @@ func Compare(dirs []string, out string) (string, error) {
 			merged.Rows = append(merged.Rows, row)
 		}
 	}
+	if len(requirements) == 0 && slices.IndexFunc(runsRequire, func(r []string) bool { return !slices.Equal(r, runsRequire[0]) }) < 0 {
+		merged.Requirements = runsRequire[0]
+	}
 	merged.Description = "Runs: " + fmt.Sprint(names) + ". Each plot groups cells by run, then by swept values."
 	if err := os.MkdirAll(out, 0o755); err != nil {
-		return "", err
+		return nil, "", err
 	}
 	if err := results.WriteSummaries(out, merged.Rows); err != nil {
-		return "", err
+		return nil, "", err
 	}
-	return Build(merged)
+	path, err := Build(merged)
+	return merged, path, err
 }

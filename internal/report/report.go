@@ -42,8 +42,13 @@ type Run struct {
 	// Replay compares a remote run's real path with its recording, per
 	// protocol (Profile names the protocol, A the path, B the recording).
 	Replay []stats.Comparison
-	// Answers say, for the requirements the run was given, which stack
-	// meets them on each network (package advise).
+	// Requirements are the application's ("METRIC OP BOUND" each, the
+	// first the priority): the run's, from its manifest, or those a
+	// comparison of runs was given.
+	Requirements []string
+	// Answers say, for the requirements, which stack meets them on each
+	// network (package advise); Everywhere names the stacks that meet
+	// them on every network (of every run, in a comparison).
 	Answers       []advise.Answer
 	verdictsGiven bool
 	cells         map[string]*cellSeries
@@ -84,7 +89,7 @@ func Load(dir string) (*Run, error) {
 		if m.Scenario != "" {
 			r.Name = m.Scenario
 		}
-		r.Description, r.Plots = m.Description, m.Plots
+		r.Description, r.Plots, r.Requirements = m.Description, m.Plots, m.Requirements
 	}
 	if r.Manifest == nil || r.Manifest.Format < 2 {
 		// Format 1 kept the name, description and plots only in the
@@ -297,12 +302,12 @@ func Build(r *Run) (string, error) {
 			return "", err
 		}
 	}
-	if r.Manifest != nil && len(r.Manifest.Requirements) > 0 {
+	if len(r.Requirements) > 0 {
 		var reqs []advise.Requirement
-		for _, text := range r.Manifest.Requirements {
+		for _, text := range r.Requirements {
 			req, err := advise.ParseRegistered(text)
 			if err != nil {
-				return "", fmt.Errorf("manifest requirement: %w", err)
+				return "", fmt.Errorf("requirement: %w", err)
 			}
 			reqs = append(reqs, req)
 		}
@@ -399,6 +404,7 @@ func imgURL(svg []byte) template.URL {
 }
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
+	"everywhere": advise.EverywhereSentence,
 	"num": func(v float64, prec int) string {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return "–"
@@ -441,7 +447,8 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 {{with .Run.Manifest}}{{range .Warnings}}<p class="fail">Warning: {{.}}</p>
 {{end}}{{end}}
 {{if .Run.Answers}}<h2>The answer</h2>
-<p>Requirements: {{with .Run.Manifest}}{{range $i, $r := .Requirements}}{{if $i}}; {{end}}<b>{{$r}}</b>{{end}}{{end}} (the first is the priority that picks the best). A stack meets a requirement when the 95 % interval of its mean over the repetitions lies inside the bound (with fewer than 3 repetitions, when its value is more than 10 % inside); a disturbed or failed cell cannot decide.</p>
+<p>Requirements: {{range $i, $r := .Run.Requirements}}{{if $i}}; {{end}}<b>{{$r}}</b>{{end}} (the first is the priority that picks the best). A stack meets a requirement when the 95 % interval of its mean over the repetitions lies inside the bound (with fewer than 3 repetitions, when its value is more than 10 % inside); a disturbed or failed cell cannot decide.</p>
+{{with everywhere .Run.Answers}}<p><b>In short:</b> {{.}}.</p>{{end}}
 {{range .Run.Answers}}<p><b>{{.Profile}}{{with .Params}} ({{.}}){{end}}:</b> {{.Summary}}.{{with .ToDecide}} To decide: {{.}}.{{end}}</p>
 <table><tr><th class="l">stack</th><th class="l">this requirement</th><th class="l">requirement</th><th>value</th><th>95 % CI</th><th>margin</th><th class="l">why</th></tr>
 {{range .Stacks}}{{$s := .}}{{range .Checks}}<tr><td class="l">{{$s.Protocol}}</td><td class="l {{if eq (printf "%s" .Status) "meets"}}pass{{else}}fail{{end}}">{{.Status}}</td><td class="l">{{.Requirement}}</td><td>{{num .Value 3}}</td><td>{{num .Low 3}}–{{num .High 3}}</td><td>{{num .Margin 3}}</td><td class="l">{{.Why}}</td></tr>
