@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/parquet-go/parquet-go"
 )
 
 const sweepScenario = `name: resume-test
@@ -142,6 +144,18 @@ func TestSweepResumesAfterKill(t *testing.T) {
 	}
 	if !slices.Contains(recs[0], "workload.interval") {
 		t.Errorf("records.csv lacks the swept column: %v", recs[0])
+	}
+	// records.parquet holds the same records, after the resume too.
+	if pf, err := os.Open(filepath.Join(out, "records.parquet")); err != nil {
+		t.Error(err)
+	} else {
+		st, _ := pf.Stat()
+		if pq, err := parquet.OpenFile(pf, st.Size()); err != nil {
+			t.Errorf("records.parquet: %v", err)
+		} else if pq.NumRows() != int64(len(recs)-1) {
+			t.Errorf("records.parquet holds %d rows, records.csv %d", pq.NumRows(), len(recs)-1)
+		}
+		pf.Close()
 	}
 
 	// The report: every plot kind, every figure inlined, nothing remote.

@@ -111,5 +111,8 @@ func Merge(dirs []string, out string) (missing []string, err error) {
 	if err := results.JoinRecords(out); err != nil {
 		return missing, err
 	}
+	if err := results.WriteRecordsParquet(out, m.Params); err != nil {
+		return missing, fmt.Errorf("records as Parquet: %w", err)
+	}
 	return missing, m.Save(out)
 }

@@ -326,6 +326,9 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 	if err := results.JoinRecords(sw.Dir); err != nil {
 		return rows, err
 	}
+	if err := results.WriteRecordsParquet(sw.Dir, m.Params); err != nil {
+		return rows, fmt.Errorf("records as Parquet: %w", err)
+	}
 	now := time.Now()
 	m.Finished = &now
 	return rows, m.Save(sw.Dir)

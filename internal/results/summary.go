@@ -288,7 +288,7 @@ func WriteSummaries(dir string, rows []Summary) error {
 		return err
 	}
 	cols := Columns(rows)
-	return WriteAtomic(filepath.Join(dir, SummaryCSV), func(w io.Writer) error {
+	err = WriteAtomic(filepath.Join(dir, SummaryCSV), func(w io.Writer) error {
 		cw := csv.NewWriter(w)
 		if err := cw.Write(cols); err != nil {
 			return err
@@ -306,6 +306,10 @@ func WriteSummaries(dir string, rows []Summary) error {
 		cw.Flush()
 		return cw.Error()
 	})
+	if err != nil {
+		return err
+	}
+	return writeSummaryParquet(dir, cols, rows)
 }
 
 // ReadSummaries reads the rows of a summary.json. params names the swept

@@ -1,0 +1,328 @@
+package results
+
+import (
+	"bufio"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// The Parquet files beside records.csv and summary.csv hold the same rows
+// with typed columns (a week of records loads in pandas, polars, R's arrow
+// or DuckDB in seconds, not minutes of CSV parsing). Their key-value
+// metadata carries the results format version and the scenario, so that
+// a file taken out of its run directory still says what it measured.
+const (
+	RecordsParquet = "records.parquet"
+	SummaryParquet = "summary.parquet"
+
+	// ParquetFormatKey and ParquetScenarioKey name the file metadata.
+	ParquetFormatKey   = "tlab.format"
+	ParquetScenarioKey = "tlab.scenario"
+
+	// parquetRowGroup bounds a row group, so that writing tens of millions
+	// of records holds one group in memory, not the whole file.
+	parquetRowGroup = 1 << 20
+)
+
+// colKind is a column's type in Parquet; every column is optional, so
+// that NA (a failed request's delay, a metric a protocol lacks) is null.
+type colKind int
+
+const (
+	colString colKind = iota
+	colDouble
+	colInt
+	colUint
+	colBool
+)
+
+var colGoTypes = map[colKind]reflect.Type{
+	colString: reflect.TypeFor[*string](),
+	colDouble: reflect.TypeFor[*float64](),
+	colInt:    reflect.TypeFor[*int64](),
+	colUint:   reflect.TypeFor[*uint64](),
+	colBool:   reflect.TypeFor[*bool](),
+}
+
+// parquetTable is a flat schema whose columns keep the CSV's order
+// (parquet.Group would sort them by name): it is made from a struct type
+// built at run time, whose fields are the columns in order.
+type parquetTable struct {
+	names  []string
+	kinds  []colKind
+	schema *parquet.Schema
+}
+
+func newParquetTable(name string, names []string, kinds []colKind) *parquetTable {
+	fields := make([]reflect.StructField, len(names))
+	for i, n := range names {
+		fields[i] = reflect.StructField{
+			Name: "C" + strconv.Itoa(i),
+			Type: colGoTypes[kinds[i]],
+			Tag:  reflect.StructTag(`parquet:"` + n + `,optional"`),
+		}
+	}
+	model := reflect.Zero(reflect.StructOf(fields)).Interface()
+	return &parquetTable{names: names, kinds: kinds, schema: parquet.NewSchema(name, parquet.SchemaOf(model))}
+}
+
+// value makes column i's value from v (nil for null).
+func (t *parquetTable) value(i int, v any) parquet.Value {
+	if v == nil {
+		return parquet.NullValue().Level(0, 0, i)
+	}
+	return parquet.ValueOf(v).Level(0, 1, i)
+}
+
+// parse makes column i's value from its CSV text; an empty cell or NA is
+// null (an empty text is the empty string). The typed constructors keep
+// this free of the boxing parquet.ValueOf needs: it runs once per value of
+// tens of millions of records.
+func (t *parquetTable) parse(i int, s string) (parquet.Value, error) {
+	kind := t.kinds[i]
+	if kind == colString {
+		return parquet.ByteArrayValue([]byte(s)).Level(0, 1, i), nil
+	}
+	if s == "" || s == "NA" {
+		return parquet.NullValue().Level(0, 0, i), nil
+	}
+	var v parquet.Value
+	var err error
+	switch kind {
+	case colDouble:
+		var f float64
+		f, err = strconv.ParseFloat(s, 64)
+		v = parquet.DoubleValue(f)
+	case colInt:
+		var n int64
+		n, err = strconv.ParseInt(s, 10, 64)
+		v = parquet.Int64Value(n)
+	case colUint:
+		var n uint64
+		n, err = strconv.ParseUint(s, 10, 64)
+		v = parquet.Int64Value(int64(n))
+	case colBool:
+		var b bool
+		b, err = strconv.ParseBool(s)
+		v = parquet.BooleanValue(b)
+	}
+	if err != nil {
+		return parquet.Value{}, fmt.Errorf("column %s: %q is not a%s", t.names[i], s, [...]string{"", " number", "n integer", "n integer", " true or false"}[kind])
+	}
+	return v.Level(0, 1, i), nil
+}
+
+// writer opens a Parquet writer on w with tlab's metadata.
+func (t *parquetTable) writer(w io.Writer, meta map[string]string) *parquet.Writer {
+	opts := []parquet.WriterOption{t.schema, parquet.Compression(&parquet.Zstd)}
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range meta {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	for _, k := range keys {
+		opts = append(opts, parquet.KeyValueMetadata(k, meta[k]))
+	}
+	return parquet.NewWriter(w, opts...)
+}
+
+// parquetMeta is the metadata every Parquet file of the run dir carries:
+// the format version and, where the directory has it, the scenario.
+func parquetMeta(dir string) map[string]string {
+	meta := map[string]string{ParquetFormatKey: strconv.Itoa(FormatVersion)}
+	if b, err := os.ReadFile(filepath.Join(dir, ScenarioFile)); err == nil {
+		meta[ParquetScenarioKey] = string(b)
+	}
+	return meta
+}
+
+// recordKinds types records.csv's columns: the record's own by what they
+// hold, the cell's identity as text, seed unsigned; the workload's key
+// and extra columns are numbers, the swept fields' values text.
+func recordKinds(header []string, params map[string]bool) []colKind {
+	own := map[string]colKind{
+		"cell": colString, "profile": colString, "protocol": colString, "rep": colInt,
+		"seed": colUint, "attempt": colInt,
+		"seq": colInt, "warmup": colBool, "req_bytes": colInt, "resp_bytes": colInt, "conn_id": colInt,
+		"new_conn": colBool, "resumed": colBool, "early_data": colBool, "error": colString,
+	}
+	kinds := make([]colKind, len(header))
+	for i, h := range header {
+		if k, ok := own[h]; ok {
+			kinds[i] = k
+		} else if params[h] {
+			kinds[i] = colString
+		} else {
+			kinds[i] = colDouble
+		}
+	}
+	return kinds
+}
+
+// WriteRecordsParquet writes DIR/records.parquet from DIR/records.csv,
+// streaming: params names the swept fields' columns (text); every other
+// column the record does not define is a number.
+func WriteRecordsParquet(dir string, params []string) error {
+	f, err := os.Open(filepath.Join(dir, RecordsFile))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	cr := csv.NewReader(bufio.NewReaderSize(f, 1<<20))
+	cr.ReuseRecord = true
+	header, err := cr.Read()
+	if err == io.EOF {
+		return nil // no records: no file
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", RecordsFile, err)
+	}
+	header = slices.Clone(header)
+	set := map[string]bool{}
+	for _, p := range params {
+		set[p] = true
+	}
+	t := newParquetTable("record", header, recordKinds(header, set))
+	return WriteAtomic(filepath.Join(dir, RecordsParquet), func(w io.Writer) error {
+		pw := t.writer(w, parquetMeta(dir))
+		// The batch's rows are reused: WriteRows copies their values.
+		batch := make([]parquet.Row, 0, 1024)
+		rows := 0
+		flush := func() error {
+			if _, err := pw.WriteRows(batch); err != nil {
+				return err
+			}
+			batch = batch[:0]
+			return nil
+		}
+		for line := 2; ; line++ {
+			rec, err := cr.Read()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", RecordsFile, err)
+			}
+			if len(rec) != len(header) {
+				return fmt.Errorf("%s:%d: %d fields, the header has %d", RecordsFile, line, len(rec), len(header))
+			}
+			row := batch[:len(batch)+1][len(batch)]
+			if row == nil {
+				row = make(parquet.Row, len(rec))
+			}
+			for i, s := range rec {
+				if row[i], err = t.parse(i, s); err != nil {
+					return fmt.Errorf("%s:%d: %w", RecordsFile, line, err)
+				}
+			}
+			batch = append(batch, row)
+			if len(batch) == cap(batch) {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+			if rows++; rows%parquetRowGroup == 0 {
+				if err := flush(); err != nil {
+					return err
+				}
+				if err := pw.Flush(); err != nil {
+					return err
+				}
+			}
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		return pw.Close()
+	})
+}
+
+// writeSummaryParquet writes summary.parquet: the rows of summary.csv,
+// each column typed by the values it holds (numbers as doubles, rep and
+// seed as integers; a column holding more than one kind is text).
+func writeSummaryParquet(dir string, cols []string, rows []Summary) error {
+	kinds := make([]colKind, len(cols))
+	values := make([]map[string]any, len(rows))
+	for j, r := range rows {
+		values[j] = r.Values()
+	}
+	for i, c := range cols {
+		kinds[i] = summaryKind(c, values)
+	}
+	t := newParquetTable("summary", cols, kinds)
+	return WriteAtomic(filepath.Join(dir, SummaryParquet), func(w io.Writer) error {
+		pw := t.writer(w, parquetMeta(dir))
+		out := make([]parquet.Row, len(rows))
+		for j, m := range values {
+			row := make(parquet.Row, len(cols))
+			for i, c := range cols {
+				row[i] = t.value(i, summaryValue(kinds[i], m[c]))
+			}
+			out[j] = row
+		}
+		if _, err := pw.WriteRows(out); err != nil {
+			return err
+		}
+		return pw.Close()
+	})
+}
+
+func summaryKind(col string, rows []map[string]any) colKind {
+	switch col {
+	case "rep":
+		return colInt
+	case "seed":
+		return colUint
+	}
+	kind, seen := colString, false
+	for _, m := range rows {
+		var k colKind
+		switch m[col].(type) {
+		case nil:
+			continue
+		case float64, int:
+			k = colDouble
+		case bool:
+			k = colBool
+		default:
+			k = colString
+		}
+		if seen && k != kind {
+			return colString
+		}
+		kind, seen = k, true
+	}
+	return kind
+}
+
+// summaryValue converts v to the Go type of its column's kind.
+func summaryValue(kind colKind, v any) any {
+	if v == nil {
+		return nil
+	}
+	switch kind {
+	case colInt:
+		if i, ok := v.(int); ok {
+			return int64(i)
+		}
+	case colDouble:
+		if i, ok := v.(int); ok {
+			return float64(i)
+		}
+	case colString:
+		if _, ok := v.(string); !ok {
+			return FormatValue(v)
+		}
+	}
+	return v
+}

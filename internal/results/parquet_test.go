@@ -1,0 +1,193 @@
+package results
+
+import (
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// parquetRun writes a run directory as a sweep does: two cells' records
+// (a failed request, a workload column with NA, a swept field; more rows
+// than one batch of the writer), joined, and the summaries.
+const perCell = 1500
+
+func parquetRun(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, ScenarioFile), []byte("name: parquet-test\nprotocols: [tcp, h3]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range []string{"tcp", "h3"} {
+		cdir := CellDir(dir, p)
+		if err := os.MkdirAll(cdir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cell := Cell{ID: p, Profile: "5g", Protocol: p, Rep: 1, Seed: 1 << 63, Key: []Field{{"interval_ms", 25.0}},
+			Params: []Param{{"workload.interval", "25ms"}}}
+		w, err := CreateRecords(filepath.Join(cdir, RecordsFile), cell, []string{"x_ms"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for seq := range perCell {
+			r := Record{Seq: seq, Warmup: seq == 0, ScheduledMs: 25 * float64(seq), SentMs: 25*float64(seq) + 0.01, DoneMs: 25*float64(seq) + 11.5 + float64(i),
+				DelayMs: 11.49 + float64(i), ReqBytes: 256, RespBytes: 256, ConnID: 1, NewConn: seq == 0, Extra: map[string]float64{"x_ms": float64(seq) / 3}}
+			if seq == 3 {
+				r.Error, r.DoneMs, r.DelayMs = "timeout, after 1s", 0, 0
+				r.Extra = map[string]float64{"x_ms": math.NaN()}
+			}
+			if err := w.Write(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := MarkDone(cdir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := JoinRecords(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteRecordsParquet(dir, []string{"workload.interval"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteSummaries(dir, sampleRows()); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestParquetMatchesCSV: records.parquet and summary.parquet hold the
+// CSV's columns in order, typed (integers, doubles, booleans, text), NA
+// as null, with the format and the scenario in the file's metadata.
+func TestParquetMatchesCSV(t *testing.T) {
+	dir := parquetRun(t)
+	f, err := os.Open(filepath.Join(dir, RecordsParquet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := pf.Lookup(ParquetFormatKey); v != "2" {
+		t.Errorf("format metadata %q", v)
+	}
+	if v, _ := pf.Lookup(ParquetScenarioKey); !strings.Contains(v, "parquet-test") {
+		t.Errorf("scenario metadata %q", v)
+	}
+	csvHeader := strings.Split(strings.SplitN(readFile(t, filepath.Join(dir, RecordsFile)), "\n", 2)[0], ",")
+	var names []string
+	kinds := map[string]parquet.Kind{}
+	for _, c := range pf.Schema().Fields() {
+		names = append(names, c.Name())
+		kinds[c.Name()] = c.Type().Kind()
+	}
+	if strings.Join(names, ",") != strings.Join(csvHeader, ",") {
+		t.Errorf("columns %v, CSV %v", names, csvHeader)
+	}
+	for col, want := range map[string]parquet.Kind{"cell": parquet.ByteArray, "seq": parquet.Int64, "warmup": parquet.Boolean, "delay_ms": parquet.Double,
+		"seed": parquet.Int64, "x_ms": parquet.Double, "workload.interval": parquet.ByteArray, "error": parquet.ByteArray} {
+		if kinds[col] != want {
+			t.Errorf("column %s is %v, want %v", col, kinds[col], want)
+		}
+	}
+	if pf.NumRows() != 2*perCell {
+		t.Errorf("%d rows, want %d", pf.NumRows(), 2*perCell)
+	}
+	// Read back as typed rows: the failed request's delay is null, not 0.
+	type rec struct {
+		Cell    string   `parquet:"cell"`
+		Seed    uint64   `parquet:"seed"`
+		Seq     *int64   `parquet:"seq"`
+		DelayMs *float64 `parquet:"delay_ms"`
+		Error   *string  `parquet:"error"`
+		X       *float64 `parquet:"x_ms"`
+	}
+	rows, err := parquet.Read[rec](f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rows[3]; r.DelayMs != nil || r.X != nil || r.Error == nil || *r.Error != "timeout, after 1s" || r.Seed != 1<<63 {
+		t.Errorf("failed record read back as %+v", r)
+	}
+	// Cells join in their directories' order: h3, then tcp.
+	if r := rows[perCell+1]; r.Cell != "tcp" || r.DelayMs == nil || *r.DelayMs != 11.49 || *r.Seq != 1 {
+		t.Errorf("tcp's second record read back as %+v", r)
+	}
+}
+
+// TestParquetReadByPyarrow: pyarrow (what pandas, polars and R's arrow
+// read Parquet with) reads both files and finds every value the CSV has.
+func TestParquetReadByPyarrow(t *testing.T) {
+	if exec.Command("python3", "-c", "import pyarrow").Run() != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("pyarrow is missing on CI: scripts/setup installs it")
+		}
+		t.Skip("pyarrow is not installed (scripts/setup installs it)")
+	}
+	dir := parquetRun(t)
+	out, err := exec.Command("python3", "testdata/parquet_vs_csv.py",
+		filepath.Join(dir, RecordsParquet), filepath.Join(dir, RecordsFile),
+		filepath.Join(dir, SummaryParquet), filepath.Join(dir, SummaryCSV)).CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatalf("pyarrow disagrees with the CSV: %v", err)
+	}
+	for _, want := range []string{"records.parquet: 3000 rows", "seq:int64", "delay_ms:double", "warmup:bool", "seed:uint64", "summary.parquet: 2 rows", "resumption:bool", "rep:int64", "mismatches: 0"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("pyarrow's reading lacks %q", want)
+		}
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// BenchmarkRecordsParquet converts a cell of records.csv to Parquet:
+// ns per record, and the two files' sizes per record.
+func BenchmarkRecordsParquet(b *testing.B) {
+	dir := b.TempDir()
+	cdir := CellDir(dir, "c")
+	os.MkdirAll(cdir, 0o755)
+	w, err := CreateRecords(filepath.Join(cdir, RecordsFile), Cell{ID: "c", Profile: "5g", Protocol: "tcp", Rep: 1, Seed: 1, Key: []Field{{"interval_ms", 25.0}}}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const n = 200_000
+	for seq := range n {
+		s := 25 * float64(seq)
+		w.Write(Record{Seq: seq, ScheduledMs: s, SentMs: s + 0.013, DoneMs: s + 11.7 + float64(seq%97)/31, DelayMs: 11.687 + float64(seq%97)/31, ReqBytes: 256, RespBytes: 256, ConnID: 1})
+	}
+	w.Close()
+	MarkDone(cdir)
+	if err := JoinRecords(dir); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		if err := WriteRecordsParquet(dir, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	csvInfo, _ := os.Stat(filepath.Join(dir, RecordsFile))
+	pqInfo, _ := os.Stat(filepath.Join(dir, RecordsParquet))
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
+	b.ReportMetric(float64(csvInfo.Size())/n, "csv-B/record")
+	b.ReportMetric(float64(pqInfo.Size())/n, "parquet-B/record")
+}
