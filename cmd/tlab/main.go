@@ -64,6 +64,7 @@ func commands() map[string]command {
 		"agent":      {"serve tlab's servers on a far machine for remote runs", runAgent},
 		"advise":     {"which stack meets the application's requirements on each network of a run", runAdvise},
 		"record":     {"record the real path to an agent as a link profile to replay", runRecord},
+		"serve":      {"serve a live view of a run directory as its cells complete", runServe},
 	}
 }
 

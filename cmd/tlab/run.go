@@ -62,6 +62,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	replay := fs.String("replay", "", "with --remote: also run every cell on this recording of the path (tlab record's profile), alternately, and say where the replay agrees with the path (replay.csv, the report)")
 	stateDir := fs.String("state", "", "with --remote: the controller's identity and known agents (default $TLAB_STATE_DIR or ~/.config/tlab)")
 	resumeExisting := fs.Bool("resume-existing", false, "when --out already holds an interrupted run, continue it (for retried cluster tasks)")
+	serve := fs.String("serve", "", "serve a live view of the run on ADDR, such as "+defaultServeAddr+" (tlab serve DIR does for any run directory)")
 	quality := fs.String("quality", "", "re-run cells the host disturbed: normal (default: up to 3 attempts), strict (5, tighter), off; a resume keeps the run's")
 	fs.String("workload", "periodic", "traffic pattern: "+strings.Join(workload.Names(), ", ")+" (see tlab workloads)")
 	fs.String("protocols", defaultProtocols, "comma-separated protocols: "+strings.Join(proto.Names(), ", "))
@@ -121,7 +122,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if len(pos) == 1 {
 			name = pos[0]
 		}
-		o := runOptions{require: requirements, remote: target, replay: *replay, nameOrFile: name, resume: *resume, sets: sets, out: *out, noCal: *noCal, noReport: *noReport, asJSON: *asJSON, quality: *quality, requireCal: *requireCal, shard: *shard, resumeExisting: *resumeExisting}
+		o := runOptions{serve: *serve, require: requirements, remote: target, replay: *replay, nameOrFile: name, resume: *resume, sets: sets, out: *out, noCal: *noCal, noReport: *noReport, asJSON: *asJSON, quality: *quality, requireCal: *requireCal, shard: *shard, resumeExisting: *resumeExisting}
 		if *resume != "" {
 			if suite, isSuite, err := experiment.ResumeSuite(*resume); err != nil {
 				fmt.Fprintf(stderr, "tlab run: %v\n", err)
@@ -153,7 +154,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// Ad hoc, the run goes through the same runner as any scenario, into
 	// --out or into a directory removed at the end; no calibration unless
 	// it is kept.
-	return runScenario(ctx, runOptions{require: requirements, remote: target, scenario: sc, out: *out, noCal: *out == "" || *noCal, noReport: *out == "" || *noReport, asJSON: *asJSON, adhoc: true, quality: *quality, requireCal: *requireCal, shard: *shard}, args, stdout, stderr)
+	return runScenario(ctx, runOptions{serve: *serve, require: requirements, remote: target, scenario: sc, out: *out, noCal: *out == "" || *noCal, noReport: *out == "" || *noReport, asJSON: *asJSON, adhoc: true, quality: *quality, requireCal: *requireCal, shard: *shard}, args, stdout, stderr)
 }
 
 // remoteTarget reads --remote's flags.

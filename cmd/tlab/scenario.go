@@ -52,6 +52,8 @@ type runOptions struct {
 	// require are the application's requirements: the answer opens the
 	// output.
 	require []advise.Requirement
+	// serve is the address of the run's live view ("" for none).
+	serve string
 }
 
 // exitCode is an error that carries the exit code the command line
@@ -63,6 +65,7 @@ func (c exitCode) Error() string { return fmt.Sprintf("exit %d", int(c)) }
 // runScenario runs (or resumes) a scenario into a run directory through
 // experiment.Run, and prints its plan, progress and table.
 func runScenario(ctx context.Context, o runOptions, args []string, stdout, stderr io.Writer) int {
+	var stopServing func()
 	run := experiment.Run{
 		Scenario: o.scenario, NameOrFile: o.nameOrFile, Sets: o.sets, Resume: o.resume, Out: o.out,
 		Temporary: o.adhoc && o.out == "", ResumeExisting: o.resumeExisting, Shard: o.shard,
@@ -81,11 +84,21 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 				where = "nothing kept (give --out DIR to keep records, summaries and a report)"
 			}
 			fmt.Fprintf(stderr, "%s: %d cells, about %v, %s\n", r.Scenario.Name, len(r.Cells), r.Plan.Round(time.Second), where)
+			if o.serve != "" {
+				stop, err := serveLive(o.serve, r.Dir, stderr)
+				if err != nil {
+					return err
+				}
+				stopServing = stop
+			}
 			return nil
 		},
 	}
 	out, err := run.Execute(ctx)
 	defer out.Close()
+	if stopServing != nil {
+		defer stopServing()
+	}
 	clearProgress(stderr)
 	var code exitCode
 	switch {

@@ -5,6 +5,7 @@
 package advise
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -99,6 +100,25 @@ type Check struct {
 	N           int         `json:"repetitions"`
 	Status      Status      `json:"status"`
 	Why         string      `json:"why,omitempty"`
+}
+
+// MarshalJSON writes what could not be computed (no interval with one
+// repetition, a metric the run lacks) as null: JSON has no NaN.
+func (c Check) MarshalJSON() ([]byte, error) {
+	orNull := func(v float64) *float64 {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil
+		}
+		return &v
+	}
+	type plain Check
+	return json.Marshal(struct {
+		plain
+		Value  *float64 `json:"value"`
+		Low    *float64 `json:"ci_low"`
+		High   *float64 `json:"ci_high"`
+		Margin *float64 `json:"margin"`
+	}{plain(c), orNull(c.Value), orNull(c.Low), orNull(c.High), orNull(c.Margin)})
 }
 
 // Stack is one protocol on one network: every requirement's check.
@@ -226,10 +246,10 @@ func judge(req Requirement, mean float64, v []float64, seed uint64, c *Check) (S
 	// Without an interval, only a clear margin decides.
 	scale := math.Max(math.Abs(req.Bound), 1e-9)
 	if math.Abs(mean-req.Bound)/scale < decideMargin {
-		return Undecided, fmt.Sprintf("within %.0f %% of the bound with %d repetition(s): at least %d give an interval", decideMargin*100, len(v), MinRepetitions)
+		return Undecided, fmt.Sprintf("within %.0f %% of the bound with %s: at least %d give an interval", decideMargin*100, repetitions(len(v)), MinRepetitions)
 	}
 	if req.holds(mean) {
-		return Meets, fmt.Sprintf("by a clear margin, from %d repetition(s)", len(v))
+		return Meets, "by a clear margin, from " + repetitions(len(v))
 	}
 	return Fails, ""
 }
@@ -371,3 +391,10 @@ func EverywhereSentence(answers []Answer) string {
 // Met tells whether at least one stack meets every requirement on every
 // network of the answers (tlab advise's exit 0).
 func Met(answers []Answer) bool { return len(Everywhere(answers)) > 0 }
+
+func repetitions(n int) string {
+	if n == 1 {
+		return "1 repetition"
+	}
+	return fmt.Sprintf("%d repetitions", n)
+}

@@ -1,6 +1,7 @@
 package advise
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -123,5 +124,34 @@ func TestEvaluate(t *testing.T) {
 	up, _ := Evaluate(append(rows("x", "a", 30, 31, 32), rows("x", "b", 40, 41, 42)...), []Requirement{{"delay_p99_ms", ">=", 10}}, 1)
 	if up[0].Best != "b" {
 		t.Errorf("with >=, best %q, want b", up[0].Best)
+	}
+}
+
+// TestAnswersAsJSON: an answer without an interval (one repetition) or
+// with a metric the run lacks is still JSON (tlab advise --json), its
+// missing numbers null.
+func TestAnswersAsJSON(t *testing.T) {
+	answers, err := Evaluate(rows("5g", "tcp", 12), []Requirement{{"delay_p99_ms", "<=", 20}, {"bytes_per_request", "<=", 600}}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(answers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back []struct {
+		Stacks []struct {
+			Checks []struct {
+				Value *float64 `json:"value"`
+				Low   *float64 `json:"ci_low"`
+			} `json:"checks"`
+		} `json:"stacks"`
+	}
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	c := back[0].Stacks[0].Checks
+	if c[0].Value == nil || *c[0].Value != 12 || c[0].Low != nil || c[1].Value != nil {
+		t.Errorf("%s", b)
 	}
 }

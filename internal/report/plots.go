@@ -89,6 +89,9 @@ func render(p *plot.Plot, dir, name, title, caption string, w, h vg.Length) (Fig
 	if _, err := wt.WriteTo(&buf); err != nil {
 		return Figure{}, err
 	}
+	if dir == "" { // in memory only: the live view writes nothing
+		return Figure{Name: name, Title: title, Caption: caption, SVG: buf.Bytes()}, nil
+	}
 	if err := os.WriteFile(filepath.Join(dir, name+".svg"), buf.Bytes(), 0o644); err != nil {
 		return Figure{}, err
 	}

@@ -446,13 +446,7 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 {{if .Run.Description}}<p>{{.Run.Description}}</p>{{end}}
 {{with .Run.Manifest}}{{range .Warnings}}<p class="fail">Warning: {{.}}</p>
 {{end}}{{end}}
-{{if .Run.Answers}}<h2>The answer</h2>
-<p>Requirements: {{range $i, $r := .Run.Requirements}}{{if $i}}; {{end}}<b>{{$r}}</b>{{end}} (the first is the priority that picks the best). A stack meets a requirement when the 95 % interval of its mean over the repetitions lies inside the bound (with fewer than 3 repetitions, when its value is more than 10 % inside); a disturbed or failed cell cannot decide.</p>
-{{with everywhere .Run.Answers}}<p><b>In short:</b> {{.}}.</p>{{end}}
-{{range .Run.Answers}}<p><b>{{.Profile}}{{with .Params}} ({{.}}){{end}}:</b> {{.Summary}}.{{with .ToDecide}} To decide: {{.}}.{{end}}</p>
-<table><tr><th class="l">stack</th><th class="l">this requirement</th><th class="l">requirement</th><th>value</th><th>95 % CI</th><th>margin</th><th class="l">why</th></tr>
-{{range .Stacks}}{{$s := .}}{{range .Checks}}<tr><td class="l">{{$s.Protocol}}</td><td class="l {{if eq (printf "%s" .Status) "meets"}}pass{{else}}fail{{end}}">{{.Status}}</td><td class="l">{{.Requirement}}</td><td>{{num .Value 3}}</td><td>{{num .Low 3}}–{{num .High 3}}</td><td>{{num .Margin 3}}</td><td class="l">{{.Why}}</td></tr>
-{{end}}{{end}}</table>{{end}}{{end}}
+{{template "answer" .}}
 <h2>Run</h2>
 <table class="meta">
 {{with .Run.Manifest}}
@@ -496,15 +490,23 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 <h2>Plots</h2>
 {{range .Figures}}<figure id="{{.Name}}"><img alt="{{.Title}}" src="{{img .SVG}}"><figcaption><b>{{.Title}}.</b> {{.Caption}} (plots/{{.Name}}.svg, .png)</figcaption></figure>
 {{end}}
-<h2>Every cell</h2>
+{{template "cells" .}}{{range .Notes}}<p class="fail">{{.}}</p>{{end}}
+<p>Delays in milliseconds. Column definitions: docs/metrics.md (or hover a column's title); every column is in summary.csv. Data: summary.json, summary.csv, records.csv beside this file.</p>
+</body></html>
+{{define "answer"}}{{if .Run.Answers}}<h2>The answer</h2>
+<p>Requirements: {{range $i, $r := .Run.Requirements}}{{if $i}}; {{end}}<b>{{$r}}</b>{{end}} (the first is the priority that picks the best). A stack meets a requirement when the 95 % interval of its mean over the repetitions lies inside the bound (with fewer than 3 repetitions, when its value is more than 10 % inside); a disturbed or failed cell cannot decide.</p>
+{{with everywhere .Run.Answers}}<p><b>In short:</b> {{.}}.</p>{{end}}
+{{range .Run.Answers}}<p><b>{{.Profile}}{{with .Params}} ({{.}}){{end}}:</b> {{.Summary}}.{{with .ToDecide}} To decide: {{.}}.{{end}}</p>
+<table><tr><th class="l">stack</th><th class="l">this requirement</th><th class="l">requirement</th><th>value</th><th>95 % CI</th><th>margin</th><th class="l">why</th></tr>
+{{range .Stacks}}{{$s := .}}{{range .Checks}}<tr><td class="l">{{$s.Protocol}}</td><td class="l {{if eq (printf "%s" .Status) "meets"}}pass{{else}}fail{{end}}">{{.Status}}</td><td class="l">{{.Requirement}}</td><td>{{num .Value 3}}</td><td>{{num .Low 3}}–{{num .High 3}}</td><td>{{num .Margin 3}}</td><td class="l">{{.Why}}</td></tr>
+{{end}}{{end}}</table>{{end}}{{end}}
+{{end}}
+{{define "cells"}}<h2>Every cell</h2>
 <div class="wide"><table>
 <tr><th class="l">profile</th><th class="l">protocol</th>{{if .Swept}}<th class="l">swept</th>{{end}}{{if .Reps}}<th>rep</th>{{end}}{{range .Columns}}<th title="{{.Definition}}">{{.Header}}</th>{{end}}</tr>
 {{range $row := .Run.Rows}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Protocol}}</td>{{if $.Swept}}<td class="l">{{combo .}}</td>{{end}}{{if $.Reps}}<td>{{.Rep}}</td>{{end}}{{range $.Columns}}<td>{{cell $row .Name}}</td>{{end}}</tr>
 {{end}}</table></div>
-{{range .Notes}}<p class="fail">{{.}}</p>{{end}}
-<p>Delays in milliseconds. Column definitions: docs/metrics.md (or hover a column's title); every column is in summary.csv. Data: summary.json, summary.csv, records.csv beside this file.</p>
-</body></html>
-`))
+{{end}}`))
 
 // hasRepeats tells whether some cell was repeated.
 func hasRepeats(rows []results.Summary) bool {

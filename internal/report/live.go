@@ -1,0 +1,293 @@
+package report
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"tlab/internal/advise"
+	"tlab/internal/results"
+)
+
+// Progress is how far a run directory's sweep has come, read from the
+// directory alone (so that a live view works on any run: one this tlab
+// is running, one another process or a shard writes, a finished one).
+type Progress struct {
+	Total    int       `json:"total"`
+	Done     int       `json:"done"`
+	Running  []string  `json:"running,omitempty"`
+	Started  time.Time `json:"started"`
+	Finished bool      `json:"finished"`
+	// Left is the time the remaining cells will take at the pace of the
+	// cells completed since the run last started or resumed; negative
+	// while there is no pace yet.
+	Left      time.Duration `json:"left_ns"`
+	Disturbed int           `json:"disturbed"`
+}
+
+// Snapshot is what a live view shows of a run at one moment.
+type Snapshot struct {
+	Run      *Run     `json:"-"`
+	Progress Progress `json:"progress"`
+	// Rows, Answers and Requirements repeat the run's, for the JSON view.
+	Rows         []results.Summary `json:"rows"`
+	Requirements []string          `json:"requirements,omitempty"`
+	Answers      []advise.Answer   `json:"answers,omitempty"`
+	Figures      []Figure          `json:"-"`
+	Notes        []string          `json:"notes,omitempty"`
+}
+
+// Live reads a run directory as it is now: the cells complete so far,
+// the answer so far (for the run's requirements) and the plots that need
+// only the summary. It writes nothing.
+func Live(dir string) (*Snapshot, error) {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("live view: %s is not a run directory", dir)
+	}
+	// A run that is starting has no manifest yet: it shows as waiting.
+	m, err := results.ReadManifest(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("live view: %w", err)
+	}
+	r := &Run{Dir: dir, Name: filepath.Base(filepath.Clean(dir)), Manifest: m}
+	if m != nil {
+		if m.Scenario != "" {
+			r.Name = m.Scenario
+		}
+		r.Description, r.Plots, r.Requirements = m.Description, m.Plots, m.Requirements
+	}
+	if _, err := os.Stat(filepath.Join(dir, results.SummaryJSON)); err == nil {
+		var params []string
+		if m != nil {
+			params = m.Params
+		}
+		if r.Rows, err = results.ReadSummaries(filepath.Join(dir, results.SummaryJSON), params); err != nil {
+			return nil, fmt.Errorf("live view: %w", err)
+		}
+	}
+	s := &Snapshot{Run: r, Rows: r.Rows, Requirements: r.Requirements}
+	s.Progress, err = readProgress(dir, m, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("live view: %w", err)
+	}
+	for _, row := range r.Rows {
+		if strings.HasPrefix(row.Label("quality"), "disturbed") {
+			s.Progress.Disturbed++
+		}
+	}
+	if len(r.Rows) == 0 {
+		return s, nil
+	}
+	if len(r.Requirements) > 0 {
+		var reqs []advise.Requirement
+		for _, text := range r.Requirements {
+			req, err := advise.ParseRegistered(text)
+			if err != nil {
+				return nil, fmt.Errorf("live view: requirement: %w", err)
+			}
+			reqs = append(reqs, req)
+		}
+		if r.Answers, err = advise.Evaluate(r.Rows, reqs, r.seed()); err != nil {
+			return nil, fmt.Errorf("live view: %w", err)
+		}
+		s.Answers = r.Answers
+	}
+	// Plots from the summary only: the records are joined at the end.
+	if len(r.Plots) == 0 {
+		r.Plots = Supported(r.Rows)
+	}
+	r.Plots = slices.DeleteFunc(slices.Clone(r.Plots), func(kind string) bool {
+		k, ok := plotKinds[kind]
+		return !ok || slices.Contains(k.Needs, "records")
+	})
+	if s.Figures, s.Notes, err = r.figures(""); err != nil {
+		return nil, fmt.Errorf("live view: %w", err)
+	}
+	return s, nil
+}
+
+// readProgress counts the cells that are complete (DONE) and those begun
+// but not complete, and paces the rest by the cells completed since the
+// run last started or resumed.
+func readProgress(dir string, m *results.Manifest, now time.Time) (Progress, error) {
+	p := Progress{Left: -1}
+	if m == nil {
+		return p, nil
+	}
+	p.Total, p.Started, p.Finished = m.Cells, m.Started, m.Finished != nil
+	since := m.Started
+	if n := len(m.Resumed); n > 0 {
+		since = m.Resumed[n-1]
+	}
+	entries, err := os.ReadDir(filepath.Join(dir, results.CellsDir))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return p, err
+	}
+	var last time.Time
+	paced := 0
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, results.CellsDir, e.Name(), results.DoneFile))
+		if err != nil {
+			if !p.Finished {
+				p.Running = append(p.Running, e.Name())
+			}
+			continue
+		}
+		p.Done++
+		if t, err := time.Parse(time.RFC3339, strings.TrimSpace(string(b))); err == nil && !t.Before(since) {
+			paced++
+			if t.After(last) {
+				last = t
+			}
+		}
+	}
+	if p.Finished {
+		p.Left = 0
+	} else if paced > 0 {
+		p.Left = last.Sub(since) / time.Duration(paced) * time.Duration(max(p.Total-p.Done, 0))
+	}
+	return p, nil
+}
+
+// LiveHandler serves a run directory's live view, read-only: the page at
+// /, which reloads itself every few seconds while the run goes on, its
+// data at /status.json, and the directory's own files under /files/
+// (report.html once written, summary.csv, ...). It serves nothing else
+// and answers only GET and HEAD.
+func LiveHandler(dir string) http.Handler {
+	mux := http.NewServeMux()
+	var cache liveCache
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		s, err := cache.get(dir)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if err := writeLive(w, s); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		}
+	})
+	mux.HandleFunc("GET /status.json", func(w http.ResponseWriter, r *http.Request) {
+		s, err := cache.get(dir)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(s)
+	})
+	mux.Handle("GET /files/", http.StripPrefix("/files/", http.FileServerFS(os.DirFS(dir))))
+	return readOnly(mux)
+}
+
+// readOnly refuses every method but GET and HEAD.
+func readOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "read-only: this view serves a run directory and changes nothing", http.StatusMethodNotAllowed)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// liveCache keeps the last snapshot while nothing in the directory that
+// it reads has changed (drawing the plots is the expensive part).
+type liveCache struct {
+	mu   sync.Mutex
+	key  string
+	snap *Snapshot
+}
+
+func (c *liveCache) get(dir string) (*Snapshot, error) {
+	key := stamp(filepath.Join(dir, results.SummaryJSON)) + stamp(filepath.Join(dir, results.ManifestFile)) + stamp(filepath.Join(dir, results.CellsDir))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.snap != nil && key == c.key && c.snap.Progress.Finished {
+		return c.snap, nil
+	}
+	if c.snap != nil && key == c.key {
+		// Same cells: only the time left moves.
+		s := *c.snap
+		if p, err := readProgress(dir, c.snap.Run.Manifest, time.Now()); err == nil {
+			p.Disturbed = s.Progress.Disturbed
+			s.Progress = p
+		}
+		return &s, nil
+	}
+	s, err := Live(dir)
+	if err != nil {
+		return nil, err
+	}
+	c.key, c.snap = key, s
+	return s, nil
+}
+
+func stamp(path string) string {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "-;"
+	}
+	return fmt.Sprintf("%d/%d;", st.ModTime().UnixNano(), st.Size())
+}
+
+func writeLive(w interface{ Write([]byte) (int, error) }, s *Snapshot) error {
+	swept, reps := false, false
+	for _, row := range s.Rows {
+		swept = swept || len(row.Params) > 0
+		reps = reps || row.Rep > 1
+	}
+	return livePage.ExecuteTemplate(w, "live", struct {
+		Run         *Run
+		Progress    Progress
+		Figures     []Figure
+		Columns     any
+		Notes       []string
+		Swept, Reps bool
+	}{s.Run, s.Progress, s.Figures, tableColumns(s.Rows, s.Run.Manifest), s.Notes, swept, reps})
+}
+
+// livePage shares the report's sections (the answer, every cell) and
+// style; it reloads itself while the run goes on (a meta refresh: no
+// script, nothing from outside the page).
+var livePage = template.Must(template.Must(page.Clone()).New("live").Funcs(template.FuncMap{
+	"left": func(d time.Duration) string {
+		if d < 0 {
+			return "time left: known after the first cell"
+		}
+		return "about " + d.Round(time.Second).String() + " left"
+	},
+	"since": func(t time.Time) string { return time.Since(t).Round(time.Second).String() },
+}).Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+{{if not .Progress.Finished}}<meta http-equiv="refresh" content="3">{{end}}
+<title>tlab live: {{.Run.Name}}</title>
+<style>{{style}} progress{width:100%;height:1.2em}</style></head><body>
+<h1>{{.Run.Name}} <small>(live)</small></h1>
+{{if .Run.Description}}<p>{{.Run.Description}}</p>{{end}}
+<p id="progress"><progress value="{{.Progress.Done}}" max="{{.Progress.Total}}"></progress><br>
+{{if not .Progress.Total}}<b id="done">waiting for the run to start</b> (its manifest is not written yet).{{else}}<b id="done">{{.Progress.Done}} of {{.Progress.Total}} cells complete</b>{{if .Progress.Finished}}: the run is over. <a href="files/report.html">The report</a>.{{else}}, {{since .Progress.Started}} since it started, {{left .Progress.Left}}.{{with .Progress.Running}} Running: {{range $i, $c := .}}{{if $i}}, {{end}}{{$c}}{{end}}.{{end}} {{end}}{{end}}{{if not .Progress.Finished}} This page reloads every 3 s.{{end}}
+{{if .Progress.Disturbed}}<span class="fail">{{.Progress.Disturbed}} cells disturbed by the host</span> (see the quality column).{{end}}</p>
+{{if .Run.Rows}}{{template "answer" .}}
+{{range .Figures}}<figure id="{{.Name}}"><img alt="{{.Title}}" src="{{img .SVG}}"><figcaption><b>{{.Title}}.</b> {{.Caption}}</figcaption></figure>
+{{end}}{{template "cells" .}}
+<table><tr><th class="l">cell</th><th class="l">quality</th></tr>
+{{range .Run.Rows}}<tr><td class="l">{{.Cell}}</td><td class="l {{if eq (.Label "quality") "clean" ""}}pass{{else}}fail{{end}}">{{with .Label "quality"}}{{.}}{{else}}clean{{end}}</td></tr>
+{{end}}</table>{{else}}<p>No cell is complete yet.</p>{{end}}
+<p>Data: <a href="files/summary.csv">summary.csv</a>, <a href="files/summary.json">summary.json</a>, <a href="status.json">status.json</a>; the run directory is under <a href="files/">files/</a>.</p>
+</body></html>`))
