@@ -93,7 +93,7 @@ func TestLiveHandler(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 	code, page := get("/")
-	for _, want := range []string{"2 of 4 cells complete", `http-equiv="refresh"`, "Running: h3", "1 cells disturbed", "The answer", "tcp meets every requirement", `<figure id="delay_box`, "disturbed: 12 % of CPU time stolen"} {
+	for _, want := range []string{"2 of 4 cells complete", `http-equiv="refresh"`, "Running: h3", "1 cell disturbed", "The answer", "tcp meets every requirement", `<figure id="delay_box`, "disturbed: 12 % of CPU time stolen"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const liveScenario = `name: live-test
+description: Four short cells, watched in a browser.
+profiles: [ethernet]
+protocols: [tcp, h3]
+workload:
+  type: periodic
+  interval: 20ms
+  payload: 200
+matrix:
+  workload.interval: [10ms, 20ms]
+count: 120
+warmup: 0s
+plots: [delay_box, jitter_bars]
+`
+
+// chromium returns Debian's headless Chromium, failing on CI when it is
+// missing (scripts/setup installs it) and skipping elsewhere.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("chromium is missing on CI: scripts/setup installs it")
+	}
+	t.Skip("chromium is not installed (scripts/setup installs it)")
+	return ""
+}
+
+// dumpDOM loads url in headless Chromium, as a person's browser would,
+// and returns the page's DOM once loaded.
+func dumpDOM(t *testing.T, browser, url string) string {
+	t.Helper()
+	profile := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir="+profile, "--dump-dom", url).Output()
+	if err != nil {
+		return ""
+	}
+	return string(out)
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+var cellsComplete = regexp.MustCompile(`(\d+) of (\d+) cells complete`)
+
+// TestLiveViewInChromium: a person watching tlab run --serve in a
+// browser sees the cells arrive one after another; once the run is over,
+// tlab serve shows the whole run, its plots and a link to the report.
+func TestLiveViewInChromium(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	browser := chromium(t)
+	bin := buildTlab(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "s.yaml")
+	os.WriteFile(file, []byte(liveScenario), 0o644)
+	out := filepath.Join(dir, "run")
+	addr := freeAddr(t)
+	cmd := exec.Command(bin, "run", file, "--out", out, "--no-calibration", "--quality", "off", "--serve", addr)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+
+	var seen []int
+	total := 0
+	var runErr error
+watch:
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); {
+		select {
+		case runErr = <-exited:
+			break watch
+		default:
+		}
+		m := cellsComplete.FindStringSubmatch(dumpDOM(t, browser, "http://"+addr+"/"))
+		if m == nil {
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		done, _ := strconv.Atoi(m[1])
+		total, _ = strconv.Atoi(m[2])
+		if len(seen) == 0 || seen[len(seen)-1] != done {
+			seen = append(seen, done)
+		}
+	}
+	if runErr != nil {
+		t.Fatalf("tlab run: %v\n%s", runErr, stderr.String())
+	}
+	t.Logf("cells complete as the browser saw them: %v of %d", seen, total)
+	if total != 4 {
+		t.Errorf("the page counts %d cells, want 4", total)
+	}
+	for i := 1; i < len(seen); i++ {
+		if seen[i] < seen[i-1] {
+			t.Errorf("cells went backwards: %v", seen)
+		}
+	}
+	// Cells arrived while the browser watched: at least two counts below
+	// the total (the runner's own pace: one cell takes seconds, the
+	// browser looks about every second).
+	if len(seen) < 2 || seen[0] >= total {
+		t.Errorf("the browser did not see cells arrive: %v", seen)
+	}
+
+	// The finished run, served by tlab serve.
+	addr2 := freeAddr(t)
+	serve := exec.Command(bin, "serve", out, "--listen", addr2)
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { serve.Process.Kill() })
+	var page string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && !strings.Contains(page, "cells complete"); {
+		page = dumpDOM(t, browser, "http://"+addr2+"/")
+	}
+	for _, want := range []string{"4 of 4 cells complete", "the run is over", `href="files/report.html"`, `<figure id="delay_box`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the finished run's page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, `http-equiv="refresh"`) {
+		t.Error("the finished run's page still reloads itself")
+	}
+	serve.Process.Signal(syscall.SIGINT)
+	if err := serve.Wait(); err != nil {
+		t.Errorf("tlab serve after Ctrl-C: %v", err)
+	}
+}
