@@ -84,12 +84,15 @@ type DirectionConfig struct {
 	// Trace replaces Rate by a mahimahi trace: one line per 1500-byte
 	// delivery opportunity, in milliseconds, repeating.
 	Trace string `yaml:"trace" json:"trace,omitempty"`
-	// QueueBytes and QueuePackets bound the drop-tail queue in front of the
-	// rate limiter. When both are zero the queue holds one bandwidth-delay
+	// QueueBytes and QueuePackets bound the buffer in front of the rate
+	// limiter. When both are zero the queue holds one bandwidth-delay
 	// product (rate times the link's base RTT), at least QueueFloorPackets
 	// full frames.
 	QueueBytes   units.Size `yaml:"queue_bytes" json:"queue_bytes,omitempty"`
 	QueuePackets int        `yaml:"queue_packets" json:"queue_packets,omitempty"`
+	// Queue is the discipline in front of the rate limiter (drop-tail
+	// by default); an AQM without a buffer given takes its own default.
+	Queue QueueConfig `yaml:"queue" json:"queue,omitzero"`
 
 	Loss LossConfig `yaml:"loss" json:"loss"`
 	// Duplicate, Reorder and Corrupt are per-packet probabilities. A
@@ -153,6 +156,9 @@ func (d DirectionConfig) Validate() error {
 	}
 	if d.QueuePackets < 0 {
 		return errors.New("queue_packets is negative")
+	}
+	if err := d.Queue.Validate(); err != nil {
+		return err
 	}
 	if err := d.Loss.Validate(); err != nil {
 		return fmt.Errorf("loss: %w", err)

@@ -3,6 +3,7 @@ package emu
 import (
 	"fmt"
 	"hash/fnv"
+	"math"
 	"math/rand/v2"
 	"time"
 )
@@ -35,6 +36,25 @@ type Verdict struct {
 	// CorruptBit, when >= 0, is the bit to flip, counted from the start of
 	// the frame's payload after the Ethernet header.
 	CorruptBit int
+	// Mark asks for CE in the frame's IP header: the queue discipline
+	// marked it instead of dropping it.
+	Mark bool
+}
+
+// Emit receives a Direction's verdict on the frame the caller handed in
+// with ref: its release, or why it was dropped.
+type Emit func(ref int32, v Verdict)
+
+// Frame is what a Direction is told of an arriving frame.
+type Frame struct {
+	Size int
+	// Flow identifies the frame's transport flow (a hash of addresses,
+	// protocol and ports, ParseFrame's), for flow queueing; ECN is its IP
+	// header's ECN field.
+	Flow uint32
+	ECN  uint8
+	// Ref is the caller's handle, given back with the verdict.
+	Ref int32
 }
 
 // DirectionStats are a direction's counters. Bytes are Ethernet frames as
@@ -62,6 +82,8 @@ type DirectionStats struct {
 	QueueDelaySumNs uint64 `json:"queue_delay_sum_ns"`
 	QueueDelayMaxNs uint64 `json:"queue_delay_max_ns"`
 	QueuedPackets   uint64 `json:"queued_packets"`
+	// ECNMarked counts packets the queue marked CE instead of dropping.
+	ECNMarked uint64 `json:"ecn_marked,omitempty"`
 }
 
 // Drops returns the sum of all drop counters.
@@ -81,7 +103,7 @@ func (s DirectionStats) Sub(o DirectionStats) DirectionStats {
 		Duplicated: s.Duplicated - o.Duplicated,
 		Corrupted:  s.Corrupted - o.Corrupted, Reordered: s.Reordered - o.Reordered,
 		QueueDelaySumNs: s.QueueDelaySumNs - o.QueueDelaySumNs, QueueDelayMaxNs: s.QueueDelayMaxNs,
-		QueuedPackets: s.QueuedPackets - o.QueuedPackets,
+		QueuedPackets: s.QueuedPackets - o.QueuedPackets, ECNMarked: s.ECNMarked - o.ECNMarked,
 	}
 }
 
@@ -106,9 +128,22 @@ func (s *DirectionStats) count(c DropCause, size int) {
 	}
 }
 
-type queued struct {
-	arrived, depart int64
-	size            int
+// onWire is a packet whose transmission has begun: it counts against the
+// buffer until it has left.
+type onWire struct {
+	depart int64
+	size   int
+}
+
+// draws are the models' decisions for one packet, drawn when it arrives.
+type draws struct {
+	jitterNs   float64
+	dup, reord bool
+	corrDraw   float64
+	corrBit    int
+	retries    int
+	airtimeNs  float64
+	macLost    bool
 }
 
 // Direction applies one DirectionConfig to a stream of packets. It is not
@@ -116,7 +151,7 @@ type queued struct {
 type Direction struct {
 	cfg       DirectionConfig
 	delayNs   int64
-	queue     Queue
+	qdisc     Qdisc
 	shaper    Shaper
 	nsPerByte float64 // transmission time, for queueing-delay accounting
 	// air is the constant-rate shaper when an 802.11 MAC adds airtime
@@ -131,10 +166,21 @@ type Direction struct {
 	reordRng *rand.Rand
 	corrRng  *rand.Rand
 
-	backlog      []queued // packets not yet fully transmitted, FIFO
-	backlogBytes int64
-	lastRelease  int64
-	lastAdmit    int64
+	// wire holds the packets being transmitted or transmitted but not
+	// yet gone (the transmitter's share of the buffer), FIFO; queued the
+	// bytes waiting in the discipline; txFree when the transmitter can
+	// start the next packet.
+	wire        []onWire
+	wireBytes   int64
+	queuedBytes int64
+	txFree      int64
+	lastRelease int64
+	lastAdmit   int64
+	// emit is the caller's callback during an Offer or a Transmit;
+	// dropQueued, bound once, is the discipline's drop callback (no
+	// closure per packet: the engine's loop makes no garbage).
+	emit       Emit
+	dropQueued func(Packet)
 
 	Stats DirectionStats
 }
@@ -166,20 +212,30 @@ func NewDirection(cfg DirectionConfig, baseRTTNs int64, seed uint64, name string
 		corrRng:  rngFor(seed, name, "corrupt"),
 	}
 	baseRTT := time.Duration(baseRTTNs)
+	var rateBps float64
 	switch {
 	case cfg.Trace != "":
 		if len(trace) == 0 {
 			return nil, fmt.Errorf("%s: trace %s not loaded", name, cfg.Trace)
 		}
 		d.shaper = newTraceRate(trace)
-		d.queue = DropTail{LimitPackets: cfg.QueuePackets, LimitBytes: cfg.QueueLimitBytes(TraceMeanRate(trace), baseRTT)}
+		rateBps = TraceMeanRate(trace)
 	case cfg.Rate > 0:
 		r := newConstantRate(cfg.Rate.BitsPerSecond())
 		d.shaper, d.nsPerByte = r, r.nsPerByte
-		d.queue = DropTail{LimitPackets: cfg.QueuePackets, LimitBytes: cfg.QueueLimitBytes(cfg.Rate.BitsPerSecond(), baseRTT)}
+		rateBps = cfg.Rate.BitsPerSecond()
 		if cfg.WiFi.Enabled() {
 			d.air, d.mac = r, newWiFiMAC(cfg.WiFi, rngFor(seed, name, "wifi"))
 		}
+	}
+	d.dropQueued = d.dropFromQueue
+	if d.shaper != nil {
+		kind := qdiscKinds[cfg.Queue.Name()]
+		limit := Backlog{Packets: cfg.QueuePackets, Bytes: cfg.QueueLimitBytes(rateBps, baseRTT)}
+		if cfg.QueuePackets == 0 && cfg.QueueBytes == 0 && kind.DefaultLimitPackets > 0 {
+			limit = Backlog{Packets: kind.DefaultLimitPackets}
+		}
+		d.qdisc = kind.New(cfg.Queue, limit, rngFor(seed, name, "queue"))
 	}
 	return d, nil
 }
@@ -205,81 +261,120 @@ func NewLink(cfg LinkConfig, seed uint64, name string, traceUp, traceDown []int6
 	return up, down, nil
 }
 
-// Admit decides the fate of a frame of size bytes arriving at now (ns on the
-// link clock). Every model draws once, whatever the outcome, so decisions for
-// the k-th packet do not depend on what happened to earlier ones.
+// Offer hands the direction a frame arriving at now (ns on the link
+// clock). Its verdict goes to emit, now (a loss, an outage, a full
+// buffer, or at once on a link without a rate) or from a later Transmit;
+// the discipline may also drop frames offered earlier. Every model draws
+// once per arrival, whatever the outcome, so decisions for the k-th packet
+// do not depend on what happened to earlier ones.
 //
 // The direction's clock never goes back: a frame stamped earlier than one
-// already admitted (several hosts on one side, read one socket after the
+// already offered (several hosts on one side, read one socket after the
 // other) is taken as arriving with it, since it is served after it anyway.
-func (d *Direction) Admit(now int64, size int) Verdict {
+func (d *Direction) Offer(now int64, f Frame, emit Emit) {
 	now = max(now, d.lastAdmit)
 	d.lastAdmit = now
 	d.Stats.RxPackets++
-	d.Stats.RxBytes += uint64(size)
+	d.Stats.RxBytes += uint64(f.Size)
+	// Whatever waits to start before this arrival starts first: the
+	// discipline sees arrivals and departures in time order.
+	d.Transmit(now, emit)
 
 	lost := d.loss.Lost()
-	jit := d.jitter.Sample()
-	dup := d.dupRng.Float64() < float64(d.cfg.Duplicate)
-	reord := d.reordRng.Float64() < float64(d.cfg.Reorder)
-	corrDraw := d.corrRng.Float64()
-	corrBit := d.corrRng.IntN(max(size-14, 1) * 8)
-	var retries int
-	var airtimeNs float64
-	var macLost bool
+	p := Packet{Arrived: now, Size: f.Size, Flow: f.Flow, ECN: f.ECN, Ref: f.Ref}
+	p.jitterNs = d.jitter.Sample()
+	p.dup = d.dupRng.Float64() < float64(d.cfg.Duplicate)
+	p.reord = d.reordRng.Float64() < float64(d.cfg.Reorder)
+	p.corrDraw = d.corrRng.Float64()
+	p.corrBit = d.corrRng.IntN(max(f.Size-14, 1) * 8)
 	if d.mac != nil {
-		retries, airtimeNs, macLost = d.mac.attempt(float64(size) * d.nsPerByte)
+		p.retries, p.airtimeNs, p.macLost = d.mac.attempt(float64(f.Size) * d.nsPerByte)
 	}
-
-	v := Verdict{CorruptBit: -1}
 	switch {
 	case d.inOutage(now):
-		v.Drop = DropOutage
+		d.drop(p, DropOutage, emit)
+		return
 	case lost:
-		v.Drop = DropLoss
+		d.drop(p, DropLoss, emit)
+		return
 	}
-	if v.Drop != Delivered {
-		d.Stats.count(v.Drop, size)
-		return v
+	if d.shaper == nil {
+		d.release(p, now, emit)
+		return
 	}
+	d.drainWire(now)
+	if d.qdisc.Len() == 0 {
+		d.txFree = max(d.txFree, now)
+	}
+	backlog := Backlog{Packets: d.qdisc.Len() + len(d.wire), Bytes: d.queuedBytes + d.wireBytes}
+	d.queuedBytes += int64(p.Size)
+	d.emit = emit
+	d.qdisc.Enqueue(now, p, backlog, d.dropQueued)
+	d.Transmit(now, emit)
+}
 
-	depart := now
-	if d.shaper != nil {
-		d.drain(now)
-		var headWait int64
-		if len(d.backlog) > 0 {
-			headWait = now - d.backlog[0].arrived
+// dropFromQueue is the discipline's drop: a packet it held, or the one
+// it was offered.
+func (d *Direction) dropFromQueue(p Packet) {
+	d.queuedBytes -= int64(p.Size)
+	d.drop(p, DropQueue, d.emit)
+}
+
+// NextTransmit is when the next waiting packet starts its transmission
+// (ns on the link clock), or math.MaxInt64 when none waits: the engine
+// calls Transmit by then.
+func (d *Direction) NextTransmit() int64 {
+	if d.qdisc == nil || d.qdisc.Len() == 0 {
+		return math.MaxInt64
+	}
+	return d.txFree
+}
+
+// Transmit starts every transmission due by now, in the discipline's
+// order, each at the time the transmitter became free, and emits each
+// packet's release.
+func (d *Direction) Transmit(now int64, emit Emit) {
+	if d.qdisc == nil {
+		return
+	}
+	d.emit = emit
+	for d.qdisc.Len() > 0 && d.txFree <= now {
+		start := d.txFree
+		p, ok := d.qdisc.Dequeue(start, d.dropQueued)
+		if !ok {
+			break
 		}
-		if !d.queue.Admit(now, size, len(d.backlog), d.backlogBytes, headWait) {
-			v.Drop = DropQueue
-			d.Stats.count(v.Drop, size)
-			return v
-		}
+		d.queuedBytes -= int64(p.Size)
+		var depart int64
 		if d.air != nil {
-			depart = d.air.departureAfter(now, size, airtimeNs)
-			d.Stats.WiFiRetries += uint64(retries)
+			depart = d.air.departureAfter(start, p.Size, p.airtimeNs)
+			d.Stats.WiFiRetries += uint64(p.retries)
 		} else {
-			depart = d.shaper.Departure(now, size)
+			depart = d.shaper.Departure(start, p.Size)
 		}
-		d.backlog = append(d.backlog, queued{arrived: now, depart: depart, size: size})
-		d.backlogBytes += int64(size)
-		wait := depart - now - int64(float64(size)*d.nsPerByte+airtimeNs)
-		if wait > 0 {
+		d.txFree = depart
+		d.wire = append(d.wire, onWire{depart: depart, size: p.Size})
+		d.wireBytes += int64(p.Size)
+		if wait := start - p.Arrived; wait > 0 {
 			d.Stats.QueueDelaySumNs += uint64(wait)
 			d.Stats.QueueDelayMaxNs = max(d.Stats.QueueDelayMaxNs, uint64(wait))
 		}
 		d.Stats.QueuedPackets++
-		if macLost {
+		if p.macLost {
 			// It held the air for every attempt, then the MAC gave up.
-			v.Drop = DropRetries
-			d.Stats.count(v.Drop, size)
-			return v
+			d.drop(p, DropRetries, emit)
+			continue
 		}
+		d.release(p, depart, emit)
 	}
+}
 
-	release := depart + d.delayNs + int64(jit)
+// release emits a transmitted packet's release: its departure plus the
+// delay and its jitter, in order unless jitter may reorder.
+func (d *Direction) release(p Packet, depart int64, emit Emit) {
+	release := depart + d.delayNs + int64(p.jitterNs)
 	release = max(release, depart)
-	if reord {
+	if p.reord {
 		// netem's reordering: this packet skips the delay line.
 		release = depart
 		d.Stats.Reordered++
@@ -287,28 +382,36 @@ func (d *Direction) Admit(now int64, size int) Verdict {
 		release = max(release, d.lastRelease)
 		d.lastRelease = release
 	}
-	v.Release = release
-	if dup {
+	v := Verdict{Release: release, CorruptBit: -1, Mark: p.Mark}
+	if p.dup {
 		v.Duplicate = true
 		d.Stats.Duplicated++
 	}
-	if corrDraw < float64(d.cfg.Corrupt) && size > 14 {
-		v.CorruptBit = corrBit
+	if p.corrDraw < float64(d.cfg.Corrupt) && p.Size > 14 {
+		v.CorruptBit = p.corrBit
 		d.Stats.Corrupted++
 	}
-	return v
+	if p.Mark {
+		d.Stats.ECNMarked++
+	}
+	emit(p.Ref, v)
 }
 
-// drain forgets packets whose transmission has ended by now.
-func (d *Direction) drain(now int64) {
+func (d *Direction) drop(p Packet, c DropCause, emit Emit) {
+	d.Stats.count(c, p.Size)
+	emit(p.Ref, Verdict{Drop: c, CorruptBit: -1})
+}
+
+// drainWire forgets packets whose transmission has ended by now.
+func (d *Direction) drainWire(now int64) {
 	i := 0
-	for i < len(d.backlog) && d.backlog[i].depart <= now {
-		d.backlogBytes -= int64(d.backlog[i].size)
+	for i < len(d.wire) && d.wire[i].depart <= now {
+		d.wireBytes -= int64(d.wire[i].size)
 		i++
 	}
 	if i > 0 {
-		n := copy(d.backlog, d.backlog[i:])
-		d.backlog = d.backlog[:n]
+		n := copy(d.wire, d.wire[i:])
+		d.wire = d.wire[:n]
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -118,6 +119,15 @@ type linkState struct {
 	ports [2][]int      // port indices on each side
 }
 
+// held is a frame a direction holds in its queue: the engine's buffer,
+// named to the direction by its index in engine.held.
+type held struct {
+	buf  []byte
+	n    int
+	link int32
+	side int8
+}
+
 type engine struct {
 	spec     EngineSpec
 	start    time.Time
@@ -125,6 +135,11 @@ type engine struct {
 	ports    []*port
 	line     delayLine
 	seq      uint64
+	// held are the frames the directions' queues hold, by Ref; freeRefs
+	// the unused indices. emit is the directions' callback.
+	held     []held
+	freeRefs []int32
+	emit     Emit
 	free     [][]byte
 	bufSize  int
 	lateness *Histogram
@@ -164,6 +179,7 @@ func newEngine(spec EngineSpec, ctrlFD, outFD, firstPortFD int) (*engine, error)
 		rctl:     make([][rctlSize]byte, batch),
 		readLag:  NewHistogram(),
 	}
+	e.emit = e.verdict
 	switch spec.Arrival {
 	case "", ArrivalKernel:
 		e.kernelTime = true
@@ -234,10 +250,15 @@ func (e *engine) run() error {
 	events := make([]unix.EpollEvent, len(e.ports)+1)
 	for !e.stopping {
 		now := e.now()
+		next := e.transmit(now)
 		e.release(now)
 		timeout := int64(-1)
-		if len(e.line) > 0 {
-			wait := e.line[0].release - now
+		if len(e.line) > 0 || next != math.MaxInt64 {
+			due := next
+			if len(e.line) > 0 {
+				due = min(due, e.line[0].release)
+			}
+			wait := due - now
 			switch {
 			case e.spec.Mode == ModeBusy || wait <= e.spec.SpinNs:
 				timeout = 0
@@ -325,25 +346,67 @@ func (e *engine) receive(pi int) {
 				dir.CountTx(DropOversize, size)
 				continue
 			}
-			v := dir.Admit(arrival, size)
-			if v.Drop != Delivered {
-				continue
-			}
 			buf := e.rbufs[i]
 			e.rbufs[i] = nil
-			if v.CorruptBit >= 0 {
-				buf[14+v.CorruptBit/8] ^= 1 << (v.CorruptBit % 8)
-			}
-			out := e.route(ls, 1-p.side, buf)
-			e.schedule(pending{release: v.Release, buf: buf, n: size, link: int32(p.link), dir: int8(p.side), out: int32(out)})
-			if v.Duplicate {
-				dup := e.getBuf()
-				copy(dup, buf[:size])
-				e.schedule(pending{release: v.Release, buf: dup, n: size, link: int32(p.link), dir: int8(p.side), out: int32(out)})
-			}
+			flow, ecn := ParseFrame(buf[:size])
+			dir.Offer(arrival, Frame{Size: size, Flow: flow, ECN: ecn, Ref: e.hold(held{buf: buf, n: size, link: int32(p.link), side: int8(p.side)})}, e.emit)
 		}
 		return
 	}
+}
+
+// hold keeps a frame while its direction's queue holds it.
+func (e *engine) hold(h held) int32 {
+	if n := len(e.freeRefs); n > 0 {
+		ref := e.freeRefs[n-1]
+		e.freeRefs = e.freeRefs[:n-1]
+		e.held[ref] = h
+		return ref
+	}
+	e.held = append(e.held, h)
+	return int32(len(e.held) - 1)
+}
+
+// verdict carries out a direction's verdict on a held frame: into the
+// delay line with its release (marked, corrupted, duplicated as told), or
+// back to the pool.
+func (e *engine) verdict(ref int32, v Verdict) {
+	h := e.held[ref]
+	e.held[ref] = held{}
+	e.freeRefs = append(e.freeRefs, ref)
+	if v.Drop != Delivered {
+		e.putBuf(h.buf)
+		return
+	}
+	buf := h.buf
+	if v.Mark {
+		MarkCE(buf[:h.n])
+	}
+	if v.CorruptBit >= 0 {
+		buf[14+v.CorruptBit/8] ^= 1 << (v.CorruptBit % 8)
+	}
+	out := e.route(e.links[h.link], 1-int(h.side), buf)
+	e.schedule(pending{release: v.Release, buf: buf, n: h.n, link: h.link, dir: h.side, out: int32(out)})
+	if v.Duplicate {
+		dup := e.getBuf()
+		copy(dup, buf[:h.n])
+		e.schedule(pending{release: v.Release, buf: dup, n: h.n, link: h.link, dir: h.side, out: int32(out)})
+	}
+}
+
+// transmit starts every transmission due by now in every direction, and
+// returns when the next one is due.
+func (e *engine) transmit(now int64) int64 {
+	next := int64(math.MaxInt64)
+	for _, ls := range e.links {
+		for _, d := range ls.dirs {
+			if d.NextTransmit() <= now {
+				d.Transmit(now, e.emit)
+			}
+			next = min(next, d.NextTransmit())
+		}
+	}
+	return next
 }
 
 func (e *engine) schedule(p pending) {

@@ -50,7 +50,7 @@ func TestWiFiResidualLossAndRetryDelay(t *testing.T) {
 		var sum, sumSq float64
 		for i := 0; i < n; i++ {
 			now := int64(i) * int64(100*time.Millisecond) // far apart
-			v := d.Admit(now, size)
+			v := admit(d, now, size)
 			switch v.Drop {
 			case DropRetries:
 				lost++
@@ -92,7 +92,7 @@ func TestWiFiRetriesAreSeeded(t *testing.T) {
 		var out []int64
 		for i := 0; i < 2000; i++ {
 			now := int64(i) * int64(10*time.Millisecond)
-			v := d.Admit(now, 500)
+			v := admit(d, now, 500)
 			out = append(out, v.Release-now, int64(v.Drop))
 		}
 		return out
@@ -125,8 +125,8 @@ func TestWiFiHalfDuplexSharesTheAir(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		u := up.Admit(0, size)
-		dn := down.Admit(0, size)
+		u := admit(up, 0, size)
+		dn := admit(down, 0, size)
 		if u.Release != 500_000 {
 			t.Fatalf("half %v: the up frame left at %d ns, want 500000", half, u.Release)
 		}
@@ -155,10 +155,13 @@ func TestWiFiHalfDuplexSharesTheAir(t *testing.T) {
 func TestWiFiAdmitDoesNotAllocate(t *testing.T) {
 	d := wifiDirection(t, WiFiConfig{FrameErrorRate: 0.3, Retries: 3}, 1)
 	now := int64(0)
+	var n int
+	emit := func(int32, Verdict) { n++ }
 	if a := testing.AllocsPerRun(1000, func() {
 		now += int64(10 * time.Millisecond)
-		d.Admit(now, 1000)
-	}); a != 0 {
-		t.Errorf("Admit allocates %.1f times per frame", a)
+		d.Offer(now, Frame{Size: 1000}, emit)
+		d.Transmit(now+int64(time.Millisecond), emit)
+	}); a != 0 || n < 1000 {
+		t.Errorf("Offer and Transmit allocate %.1f times per frame (%d verdicts)", a, n)
 	}
 }

@@ -1,0 +1,239 @@
+package emu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"tlab/internal/strictyaml"
+	"tlab/internal/units"
+)
+
+// ECN codepoints of the IP header (RFC 3168, RFC 9331).
+const (
+	NotECT = 0
+	ECT1   = 1 // the L4S identifier
+	ECT0   = 2
+	CE     = 3
+)
+
+// Packet is a frame waiting in a direction's queue: what a queue
+// discipline may look at, and the models' draws for it, taken when it
+// arrived (so that every packet meets the same fate whatever the queue
+// does to those around it).
+type Packet struct {
+	Arrived int64 // ns on the link clock
+	Size    int   // bytes, Ethernet header included
+	Flow    uint32
+	ECN     uint8
+	// Mark asks for the packet to leave with CE set (a discipline marked
+	// it instead of dropping it).
+	Mark bool
+	Ref  int32 // the caller's handle (the engine's buffer); never read here
+
+	draws
+}
+
+// ECT tells whether the packet's sender understands ECN: a discipline
+// may mark it instead of dropping it.
+func (p Packet) ECT() bool { return p.ECN != NotECT }
+
+// L4S tells whether the packet carries the L4S identifier (ECT(1) or CE,
+// RFC 9331 section 5.1).
+func (p Packet) L4S() bool { return p.ECN == ECT1 || p.ECN == CE }
+
+// Backlog is what a direction holds: packets waiting in the discipline
+// and the one on the wire.
+type Backlog struct {
+	Packets int
+	Bytes   int64
+}
+
+// Qdisc is a queue discipline: what waits in front of a direction's
+// transmitter, in which order it leaves, and what is dropped or marked on
+// the way. The direction calls Dequeue when its transmitter is free, with
+// the time the transmission would start; the discipline sees every
+// arrival before any dequeue at a later time, as a kernel qdisc does.
+//
+// A discipline that drops at enqueue (drop-tail, PIE), one that drops at
+// dequeue (CoDel), one with sub-queues (FQ-CoDel, DualPI2) and one that
+// marks are each one file: they differ only in these two methods.
+type Qdisc interface {
+	// Enqueue takes p, arriving at now, into a queue that holds backlog
+	// (p not included) within limit. Packets it drops, p or others (a
+	// flow queue drops from its fattest flow), go to drop.
+	Enqueue(now int64, p Packet, backlog Backlog, drop func(Packet))
+	// Dequeue removes the packet whose transmission starts at now, if
+	// any; packets it drops on the way go to drop.
+	Dequeue(now int64, drop func(Packet)) (Packet, bool)
+	// Len is how many packets wait.
+	Len() int
+}
+
+// QueueConfig chooses a direction's queue discipline and its parameters;
+// a zero parameter takes the discipline's default (its RFC's).
+type QueueConfig struct {
+	Type string `yaml:"type" json:"type,omitempty"`
+	// Target is the queueing delay an AQM steers to; Interval is CoDel's
+	// sliding window, or PIE's and DualPI2's update period.
+	Target   units.Duration `yaml:"target" json:"target,omitempty"`
+	Interval units.Duration `yaml:"interval" json:"interval,omitempty"`
+	// ECN marks ECN-capable packets where the discipline would drop
+	// them (DualPI2 always marks its L4S queue).
+	ECN bool `yaml:"ecn" json:"ecn,omitempty"`
+	// Flows and Quantum are FQ-CoDel's flow queues and their byte
+	// quantum.
+	Flows   int        `yaml:"flows" json:"flows,omitempty"`
+	Quantum units.Size `yaml:"quantum" json:"quantum,omitempty"`
+	// Step is DualPI2's marking threshold for the L4S queue.
+	Step units.Duration `yaml:"step" json:"step,omitempty"`
+}
+
+type plainQueue QueueConfig
+
+// UnmarshalYAML accepts a discipline's name alone ("queue: fq_codel") or a
+// mapping with its parameters.
+func (q *QueueConfig) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*q = QueueConfig{Type: n.Value}
+		return q.Validate()
+	}
+	if err := strictyaml.Check("", n, reflect.TypeOf(plainQueue{})); err != nil {
+		return err
+	}
+	p := plainQueue(*q)
+	if err := n.Decode(&p); err != nil {
+		return err
+	}
+	*q = QueueConfig(p)
+	return q.Validate()
+}
+
+// Name is the discipline's name, drop-tail when none is given.
+func (q QueueConfig) Name() string {
+	if q.Type == "" {
+		return DropTailName
+	}
+	return q.Type
+}
+
+// Validate checks the discipline's name and that its parameters are ones
+// it takes.
+func (q QueueConfig) Validate() error {
+	k, ok := qdiscKinds[q.Name()]
+	if !ok {
+		return fmt.Errorf("queue %q: want one of %s", q.Type, strings.Join(QdiscNames(), ", "))
+	}
+	given := map[string]bool{"target": q.Target != 0, "interval": q.Interval != 0, "ecn": q.ECN, "flows": q.Flows != 0, "quantum": q.Quantum != 0, "step": q.Step != 0}
+	for name, set := range given {
+		if set && !slices.Contains(k.Params, name) {
+			return fmt.Errorf("queue %s does not take %s (it takes %s)", k.Name, name, orNone(k.Params))
+		}
+	}
+	if q.Target < 0 || q.Interval < 0 || q.Flows < 0 || q.Quantum < 0 || q.Step < 0 {
+		return fmt.Errorf("queue %s: parameters must not be negative", k.Name)
+	}
+	return nil
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "no parameters"
+	}
+	return strings.Join(s, ", ")
+}
+
+// QdiscKind is a queue discipline by name: where it comes from, the
+// parameters it takes, its default buffer, and how to make one.
+type QdiscKind struct {
+	Name   string
+	Doc    string
+	Source string
+	Params []string
+	// DefaultLimitPackets is the buffer when the profile gives none (0:
+	// one bandwidth-delay product, as for drop-tail).
+	DefaultLimitPackets int
+	New                 func(c QueueConfig, limit Backlog, rng *rand.Rand) Qdisc
+}
+
+var qdiscKinds = map[string]QdiscKind{}
+
+// registerQdisc adds a discipline; each registers itself from its file.
+func registerQdisc(k QdiscKind) {
+	if _, dup := qdiscKinds[k.Name]; dup {
+		panic("emu: queue discipline " + k.Name + " registered twice")
+	}
+	qdiscKinds[k.Name] = k
+}
+
+// QdiscNames lists the registered disciplines, sorted.
+func QdiscNames() []string {
+	var out []string
+	for n := range qdiscKinds {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// QdiscKinds lists the registered disciplines, sorted by name.
+func QdiscKinds() []QdiscKind {
+	var out []QdiscKind
+	for _, n := range QdiscNames() {
+		out = append(out, qdiscKinds[n])
+	}
+	return out
+}
+
+// fifo is a first-in-first-out queue of packets, the building block of
+// every discipline here. It reuses its array: no allocation per packet in
+// steady state.
+type fifo struct {
+	buf   []Packet
+	head  int
+	bytes int64
+}
+
+func (q *fifo) push(p Packet) {
+	if q.head > 0 && len(q.buf) == cap(q.buf) {
+		n := copy(q.buf, q.buf[q.head:])
+		q.buf, q.head = q.buf[:n], 0
+	}
+	q.buf = append(q.buf, p)
+	q.bytes += int64(p.Size)
+}
+
+func (q *fifo) pop() (Packet, bool) {
+	if q.head == len(q.buf) {
+		return Packet{}, false
+	}
+	p := q.buf[q.head]
+	q.buf[q.head] = Packet{}
+	q.head++
+	q.bytes -= int64(p.Size)
+	if q.head == len(q.buf) {
+		q.buf, q.head = q.buf[:0], 0
+	}
+	return p, true
+}
+
+func (q *fifo) peek() (Packet, bool) {
+	if q.head == len(q.buf) {
+		return Packet{}, false
+	}
+	return q.buf[q.head], true
+}
+
+func (q *fifo) len() int { return len(q.buf) - q.head }
+
+// over tells whether adding size bytes to backlog exceeds limit (a zero
+// bound does not bind).
+func over(backlog, limit Backlog, size int) bool {
+	return (limit.Packets > 0 && backlog.Packets+1 > limit.Packets) ||
+		(limit.Bytes > 0 && backlog.Bytes+int64(size) > limit.Bytes)
+}
