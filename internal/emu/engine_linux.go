@@ -129,12 +129,12 @@ type held struct {
 }
 
 type engine struct {
-	spec     EngineSpec
-	start    time.Time
-	links    []*linkState
-	ports    []*port
-	line     delayLine
-	seq      uint64
+	spec  EngineSpec
+	start time.Time
+	links []*linkState
+	ports []*port
+	line  delayLine
+	seq   uint64
 	// held are the frames the directions' queues hold, by Ref; freeRefs
 	// the unused indices. emit is the directions' callback.
 	held     []held
