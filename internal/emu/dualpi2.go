@@ -1,0 +1,135 @@
+package emu
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// DualPI2: RFC 9332, the dual-queue coupled AQM of L4S. Packets with the
+// L4S identifier (ECT(1), CE) go to a shallow L queue marked from a 1 ms
+// step and by a probability coupled to the classic queue's; the others go
+// to the classic queue, whose PI2 controller drops (or marks ECT(0), with
+// ecn) with the square of its base probability, so that a scalable flow
+// and a classic one get about the same rate. The L queue is served first
+// unless the classic head has waited tshift longer (a time-shifted FIFO).
+const (
+	DualPI2Name          = "dualpi2"
+	dualDefaultTarget    = 15 * time.Millisecond
+	dualDefaultUpdate    = 16 * time.Millisecond
+	dualDefaultStep      = time.Millisecond
+	dualAlpha            = 0.16 // per second
+	dualBeta             = 3.2  // per second
+	dualCoupling         = 2.0  // k
+	dualDefaultLimit     = 10000
+	dualTShiftPerTargets = 2 // tshift = 2 × target
+)
+
+func init() {
+	registerQdisc(QdiscKind{
+		Name:                DualPI2Name,
+		Doc:                 "the L4S dual-queue coupled AQM: ECT(1) and CE packets in a low-latency queue marked above a 1 ms step or with the coupled probability k·p' (k = 2); the others in a classic queue dropped (or marked, with ecn) with p'², p' from a PI controller (target 15 ms, update 16 ms); buffer 10000 packets unless the profile gives one",
+		Source:              "RFC 9332 (De Schepper, Briscoe, White, 2023): section 2.4 and appendix A's pseudocode; alpha 0.16 Hz, beta 3.2 Hz, k = 2",
+		Params:              []string{"target", "interval", "ecn", "step"},
+		DefaultLimitPackets: dualDefaultLimit,
+		New: func(c QueueConfig, limit Backlog, rng *rand.Rand) Qdisc {
+			d := &dualPI2{limit: limit, rng: rng, ecn: c.ECN, target: int64(dualDefaultTarget), tupdate: int64(dualDefaultUpdate), step: int64(dualDefaultStep)}
+			if c.Target > 0 {
+				d.target = c.Target.D().Nanoseconds()
+			}
+			if c.Interval > 0 {
+				d.tupdate = c.Interval.D().Nanoseconds()
+			}
+			if c.Step > 0 {
+				d.step = c.Step.D().Nanoseconds()
+			}
+			return d
+		},
+	})
+}
+
+type dualPI2 struct {
+	l, c  fifo
+	limit Backlog
+	rng   *rand.Rand
+	ecn   bool
+
+	target, tupdate, step int64
+	base                  float64 // p', the PI controller's output
+	qdelayOld             int64
+	nextUpdate            int64
+	started               bool
+}
+
+// update runs the PI controller for every tupdate boundary passed by now,
+// on the larger of the two queues' head sojourn times.
+func (d *dualPI2) update(now int64) {
+	if !d.started {
+		d.started, d.nextUpdate = true, now+d.tupdate
+		return
+	}
+	const s = float64(time.Second)
+	for n := 0; now >= d.nextUpdate; n++ {
+		if n == 1000 {
+			d.nextUpdate += (now - d.nextUpdate) / d.tupdate * d.tupdate
+		}
+		var qdelay int64
+		if p, ok := d.c.peek(); ok {
+			qdelay = max(qdelay, d.nextUpdate-p.Arrived)
+		}
+		if p, ok := d.l.peek(); ok {
+			qdelay = max(qdelay, d.nextUpdate-p.Arrived)
+		}
+		qdelay = max(qdelay, 0)
+		d.base += dualAlpha*float64(qdelay-d.target)/s + dualBeta*float64(qdelay-d.qdelayOld)/s
+		d.base = min(max(d.base, 0), 1)
+		d.qdelayOld = qdelay
+		d.nextUpdate += d.tupdate
+	}
+}
+
+func (d *dualPI2) Enqueue(now int64, p Packet, backlog Backlog, drop func(Packet)) {
+	d.update(now)
+	if over(backlog, d.limit, p.Size) {
+		drop(p)
+		return
+	}
+	if p.L4S() {
+		d.l.push(p)
+	} else {
+		d.c.push(p)
+	}
+}
+
+func (d *dualPI2) Dequeue(now int64, drop func(Packet)) (Packet, bool) {
+	d.update(now)
+	tshift := dualTShiftPerTargets * d.target
+	for {
+		lp, lok := d.l.peek()
+		cp, cok := d.c.peek()
+		switch {
+		case lok && (!cok || lp.Arrived-tshift <= cp.Arrived):
+			p, _ := d.l.pop()
+			// The native step, or the coupled probability.
+			pCL := min(dualCoupling*d.base, 1)
+			if now-p.Arrived >= d.step || d.rng.Float64() < pCL {
+				p.Mark = true
+			}
+			return p, true
+		case cok:
+			p, _ := d.c.pop()
+			if d.rng.Float64() < d.base*d.base {
+				if d.ecn && p.ECT() {
+					p.Mark = true
+				} else {
+					drop(p)
+					continue
+				}
+			}
+			return p, true
+		default:
+			return Packet{}, false
+		}
+	}
+}
+
+func (d *dualPI2) Len() int { return d.l.len() + d.c.len() }
