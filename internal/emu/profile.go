@@ -165,6 +165,12 @@ func LoadProfile(nameOrPath string) (Profile, error) {
 // ResolveLink builds a link from a "+"-separated stack of profiles, each
 // applied over the previous ("wifi+loss-ge-b"), then the overrides.
 func ResolveLink(stack string, overrides *yaml.Node) (LinkConfig, []Profile, error) {
+	return ResolveLinkIn(stack, overrides, "--link")
+}
+
+// ResolveLinkIn is ResolveLink for overrides read from file (a scenario's
+// link: section), so that an error names the file and the line.
+func ResolveLinkIn(stack string, overrides *yaml.Node, file string) (LinkConfig, []Profile, error) {
 	var link LinkConfig
 	var used []Profile
 	if stack != "" {
@@ -186,7 +192,7 @@ func ResolveLink(stack string, overrides *yaml.Node) (LinkConfig, []Profile, err
 		}
 	}
 	if overrides != nil {
-		if err := ApplyOverlay("--link", overrides, &link); err != nil {
+		if err := ApplyOverlay(file, overrides, &link); err != nil {
 			return link, nil, err
 		}
 	}

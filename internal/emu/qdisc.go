@@ -101,17 +101,27 @@ type plainQueue QueueConfig
 func (q *QueueConfig) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode {
 		*q = QueueConfig{Type: n.Value}
-		return q.Validate()
+	} else {
+		if err := strictyaml.Check("", n, reflect.TypeOf(plainQueue{})); err != nil {
+			return err
+		}
+		p := plainQueue(*q)
+		if err := n.Decode(&p); err != nil {
+			return err
+		}
+		*q = QueueConfig(p)
 	}
-	if err := strictyaml.Check("", n, reflect.TypeOf(plainQueue{})); err != nil {
-		return err
+	field, err := q.validate()
+	if err == nil {
+		return nil
 	}
-	p := plainQueue(*q)
-	if err := n.Decode(&p); err != nil {
-		return err
+	line := n.Line
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == field {
+			line = n.Content[i].Line
+		}
 	}
-	*q = QueueConfig(p)
-	return q.Validate()
+	return fmt.Errorf("line %d: %w", line, err)
 }
 
 // Name is the discipline's name, drop-tail when none is given.
@@ -125,20 +135,29 @@ func (q QueueConfig) Name() string {
 // Validate checks the discipline's name and that its parameters are ones
 // it takes.
 func (q QueueConfig) Validate() error {
+	_, err := q.validate()
+	return err
+}
+
+// validate is Validate, naming the field at fault.
+func (q QueueConfig) validate() (field string, err error) {
 	k, ok := qdiscKinds[q.Name()]
 	if !ok {
-		return fmt.Errorf("queue %q: want one of %s", q.Type, strings.Join(QdiscNames(), ", "))
+		return "type", fmt.Errorf("queue %q: want one of %s", q.Type, strings.Join(QdiscNames(), ", "))
 	}
-	given := map[string]bool{"target": q.Target != 0, "interval": q.Interval != 0, "ecn": q.ECN, "flows": q.Flows != 0, "quantum": q.Quantum != 0, "step": q.Step != 0}
-	for name, set := range given {
-		if set && !slices.Contains(k.Params, name) {
-			return fmt.Errorf("queue %s does not take %s (it takes %s)", k.Name, name, orNone(k.Params))
+	given := []struct {
+		name string
+		set  bool
+	}{{"target", q.Target != 0}, {"interval", q.Interval != 0}, {"ecn", q.ECN}, {"flows", q.Flows != 0}, {"quantum", q.Quantum != 0}, {"step", q.Step != 0}}
+	for _, g := range given {
+		if g.set && !slices.Contains(k.Params, g.name) {
+			return g.name, fmt.Errorf("queue %s does not take %s (it takes %s)", k.Name, g.name, orNone(k.Params))
 		}
 	}
 	if q.Target < 0 || q.Interval < 0 || q.Flows < 0 || q.Quantum < 0 || q.Step < 0 {
-		return fmt.Errorf("queue %s: parameters must not be negative", k.Name)
+		return "", fmt.Errorf("queue %s: parameters must not be negative", k.Name)
 	}
-	return nil
+	return "", nil
 }
 
 func orNone(s []string) string {

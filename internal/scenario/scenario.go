@@ -172,6 +172,10 @@ func (s *Scenario) validate() error {
 	}
 	for i, p := range s.Profiles {
 		if _, err := s.LinkFor(p); err != nil {
+			// An error in this file's link: section already says where.
+			if se := (*strictyaml.Error)(nil); errors.As(err, &se) && se.File == s.file && se.Line > 0 {
+				return err
+			}
 			return s.errAt([]any{"profiles", i}, "%v", err)
 		}
 		if slices.Index(s.Profiles, p) < i {
@@ -257,7 +261,7 @@ func (s *Scenario) LinkFor(profile string) (emu.LinkConfig, error) {
 	if s.Link.Kind != 0 {
 		ov = &s.Link
 	}
-	link, _, err := emu.ResolveLink(profile, ov)
+	link, _, err := emu.ResolveLinkIn(profile, ov, s.file)
 	return link, err
 }
 

@@ -145,6 +145,11 @@ func TestValidationErrorsSayWhereAndWhat(t *testing.T) {
 		{strings.Replace(base, "duration: 2s", "duration: -5s", 1), `bad.yaml:8: duration "-5s" is negative`},
 		{base + "count: 5\n", "give duration or count, not both"},
 		{strings.Replace(base, "duration: 2s", "duration: 10h", 1), "bad.yaml:8: a cell would hold 1440000 records"},
+		// An error inside link: names the line of the bad field.
+		{base + "link:\n  rate: 10Mbit\n  up:\n    loss: 200%\n", "bad.yaml:12: loss: probability"},
+		{base + "link:\n  queue: fq_codell\n", `bad.yaml:10: queue "fq_codell": want one of codel, droptail`},
+		{base + "link:\n  rate: 10Mbit\n  queue:\n    type: codel\n    flows: 3\n", "bad.yaml:13: queue codel does not take flows"},
+		{base + "link:\n  rat: 10Mbit\n", `bad.yaml:10: unknown key "rat"`},
 	}
 	for _, c := range cases {
 		_, err := Parse("bad.yaml", []byte(c.src))
