@@ -60,6 +60,7 @@ func commands() map[string]command {
 		"protocols":  {"list the protocols and the settings each honours", runProtocols},
 		"metrics":    {"list every summary column and its definition", runMetrics},
 		"plots":      {"list the plot kinds a scenario can ask for", runPlots},
+		"queues":     {"list the queue disciplines a link can use (drop-tail, CoDel, FQ-CoDel, PIE, DualPI2)", runQueues},
 		"version":    {"print the version", runVersion},
 		"agent":      {"serve tlab's servers on a far machine for remote runs", runAgent},
 		"advise":     {"which stack meets the application's requirements on each network of a run", runAdvise},

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"tlab/internal/catalog"
+	"tlab/internal/emu"
 	"tlab/internal/metrics"
 	"tlab/internal/proto"
 	"tlab/internal/report"
@@ -85,6 +86,35 @@ func runPlots(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", k.Name, strings.Join(k.Needs, ","), k.Doc)
 	}
 	tw.Flush()
+	return exitOK
+}
+
+func runQueues(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("queues", "queues [--json]\n\nList the queue disciplines a link's queue: may name (link.queue: fq_codel, or a mapping with\nparameters), each with the parameters it takes and its source.", stderr)
+	asJSON := fs.Bool("json", false, "print the list as JSON")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	type queueInfo struct {
+		Name   string   `json:"name"`
+		Params []string `json:"params"`
+		Doc    string   `json:"doc"`
+		Source string   `json:"source"`
+	}
+	var out []queueInfo
+	for _, k := range emu.QdiscKinds() {
+		out = append(out, queueInfo{k.Name, k.Params, k.Doc, k.Source})
+	}
+	if *asJSON {
+		return writeJSON(stdout, out)
+	}
+	for _, q := range out {
+		params := "no parameters"
+		if len(q.Params) > 0 {
+			params = "parameters: " + strings.Join(q.Params, ", ")
+		}
+		fmt.Fprintf(stdout, "%s (%s)\n    %s\n    source: %s\n", q.Name, params, q.Doc, q.Source)
+	}
 	return exitOK
 }
 

@@ -2,7 +2,10 @@ package emu
 
 import (
 	"math"
+	"os"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -264,6 +267,29 @@ func TestQueueDisciplinesAreSeeded(t *testing.T) {
 		b := simulate(t, QueueConfig{Type: name}, 100, []*simFlow{bulk(1, ECT0), bulk(2, ECT1)})
 		if a[0].drops != b[0].drops || !slices.Equal(a[0].sojourn, b[0].sojourn) || !slices.Equal(a[1].sojourn, b[1].sojourn) {
 			t.Errorf("%s: two runs with one seed differ", name)
+		}
+	}
+}
+
+// TestGuideListsEveryQueueDiscipline: the guide's table of disciplines is
+// the registry's.
+func TestGuideListsEveryQueueDiscipline(t *testing.T) {
+	b, err := os.ReadFile("../../docs/guide.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := regexp.MustCompile("(?m)^\\| `([a-z0-9_]+)` \\| .* \\| (RFC \\d+|the classic router queue.*) \\|$").FindAllStringSubmatch(string(b), -1)
+	var listed []string
+	for _, r := range rows {
+		listed = append(listed, r[1])
+	}
+	slices.Sort(listed)
+	if !slices.Equal(listed, QdiscNames()) {
+		t.Errorf("docs/guide.md lists the disciplines %v; the registry has %v", listed, QdiscNames())
+	}
+	for _, k := range QdiscKinds() {
+		if rfc := regexp.MustCompile(`RFC \d+`).FindString(k.Source); rfc != "" && !strings.Contains(string(b), "| "+rfc+" |") {
+			t.Errorf("%s: its source %s is not in the guide's table", k.Name, rfc)
 		}
 	}
 }
