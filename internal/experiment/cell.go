@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"tlab/internal/cross"
 	"tlab/internal/emu"
 	"tlab/internal/hostnoise"
 	"tlab/internal/metrics"
@@ -62,6 +64,10 @@ type CellSpec struct {
 	// Label names the run in the run registry, so that a concurrent run
 	// can say which run disturbed it.
 	Label string
+	// Cross is the traffic beside the workload on its link; CrossLog,
+	// when set, the file its 100 ms bins are written to (cross.csv).
+	Cross    cross.Config
+	CrossLog string
 }
 
 // Progress is a snapshot of a running cell.
@@ -183,6 +189,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 		measured testbed.Link
 		upIsAtoB = true
 		certIP   net.IP
+		loadEnds cross.Endpoints
 	)
 	if spec.Remote != nil {
 		// Across a real path: the servers run on the agent, the clients
@@ -207,6 +214,23 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 			return CellResult{}, err
 		}
 		h, em = th, tb.Emulator()
+		if spec.Cross.Active() {
+			// The load runs between the workload's first host and the
+			// first host across its link: it shares the measured
+			// bottleneck.
+			near, far := spec.Roles[info.Roles[0]], measured.B[0]
+			if !upIsAtoB {
+				far = measured.A[0]
+			}
+			farIP, err := th.Addr(near, far)
+			if err != nil {
+				return CellResult{}, err
+			}
+			loadEnds = cross.Endpoints{Client: th.Net(near), Server: th.Net(far), ServerAddr: farIP}
+		}
+	}
+	if spec.Remote != nil && spec.Cross.Active() {
+		return CellResult{}, errors.New("cross traffic runs between two hosts of the testbed: a remote run has no emulated link to load")
 	}
 	if settings.Certs, err = pki.NewCertificates(certIP); err != nil {
 		return CellResult{}, err
@@ -249,7 +273,30 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 			}
 		}
 	}()
+	var load *cross.Run
+	if spec.Cross.Active() {
+		var out io.Writer
+		if spec.CrossLog != "" {
+			f, err := os.Create(spec.CrossLog)
+			if err != nil {
+				return CellResult{}, err
+			}
+			defer f.Close()
+			out = f
+		}
+		if load, err = cross.Start(ctx, loadEnds, spec.Cross, settings, time.Now(), out); err != nil {
+			return CellResult{}, err
+		}
+		defer load.Close()
+	}
 	runErr := spec.Workload.Run(ctx, env)
+	if load != nil {
+		flows, err := load.Close()
+		if err != nil && runErr == nil {
+			runErr = err
+		}
+		maps.Copy(led.facts, cross.Facts(spec.Cross, flows))
+	}
 	close(stopProgress)
 	<-progressDone
 	sampleOthers()
@@ -320,7 +367,7 @@ func summarize(spec CellSpec, info workload.Info, records []results.Record, wind
 	}
 	slices.SortFunc(measured, func(a, b results.Record) int { return a.Seq - b.Seq })
 	in := &metrics.Input{Records: measured, Facts: facts, RemoveOutliers: spec.RemoveOutliers,
-		Up: counters(window.Up), Down: counters(window.Down), NoLink: spec.Remote != nil}
+		Up: counters(window.Up), Down: counters(window.Down), NoLink: spec.Remote != nil || spec.Cross.Active()}
 	fields, err := metrics.Default.Compute(info.Metrics, in)
 	if err != nil {
 		return s, err
@@ -338,6 +385,11 @@ func summarize(spec CellSpec, info workload.Info, records []results.Record, wind
 			s.Set(setting.name, setting.value)
 		} else {
 			s.Set(setting.name, "")
+		}
+	}
+	if _, ok := facts["cross_flows"]; ok {
+		for _, name := range cross.FactNames {
+			s.Set(name, facts[name])
 		}
 	}
 	s.Set("emu_release_p50_us", facts["emu_release_p50_us"])

@@ -355,6 +355,7 @@ func SpecFor(cell scenario.Cell, total int) (CellSpec, error) {
 			Seed: cell.Seed(), Key: info.Key, Params: cell.Params},
 		Index: cell.Index, Total: total, Topology: topo, Roles: roles, Groups: groups, Workload: w, Settings: s.ProtoSettings(),
 		EmulatorMode: s.Emulator.Mode, EmulatorArrival: s.Emulator.Arrival, RemoveOutliers: s.Metrics.RemoveOutliers,
+		Cross: s.Cross,
 	}, nil
 }
 
@@ -365,6 +366,9 @@ func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir 
 	}
 	spec.Label = "tlab run " + cell.Scenario.Name + " into " + sw.Dir
 	spec.ServerLog = filepath.Join(dir, "server.log")
+	if spec.Cross.Active() {
+		spec.CrossLog = filepath.Join(dir, "cross.csv")
+	}
 	if cell.Profile == RemoteProfile {
 		spec.Remote = sw.Remote // a replay's cells run here, on its recording
 	}

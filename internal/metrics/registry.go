@@ -142,9 +142,9 @@ type Input struct {
 	// Up and Down are the counters of the link the workload measures, up
 	// being from the workload's first role (the client) outward.
 	Up, Down Counters
-	// NoLink says the counters were not measured (a run across a real
-	// path has no emulated link to count on): metrics computed from them
-	// are NaN, never 0.
+	// NoLink says the link counters do not measure the workload alone:
+	// a run across a real path has none, and cross traffic shares the
+	// link. Metrics of bytes on the wire are then NaN, not a wrong figure.
 	NoLink bool
 	// Facts are figures the runner and the workload noted (rtt_ms,
 	// conns_opened, emu_release_p99_us, ...).

@@ -18,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"tlab/internal/advise"
+	"tlab/internal/cross"
 	"tlab/internal/emu"
 	"tlab/internal/proto"
 	"tlab/internal/results"
@@ -66,6 +67,9 @@ type Scenario struct {
 	Plots    []string  `yaml:"plots"`
 	Capture  bool      `yaml:"capture"`
 	Emulator Emulator  `yaml:"emulator"`
+	// Cross is traffic beside the workload on its link: bulk flows and a
+	// constant-rate UDP flow (package cross).
+	Cross cross.Config `yaml:"cross"`
 	// Require are the application's requirements ("delay_p99_ms<=25"),
 	// the first the priority: the run opens with which stack meets them
 	// (tlab run --require replaces them).
@@ -241,6 +245,13 @@ func (s *Scenario) validate() error {
 	}
 	if m := s.Emulator.Mode; m != "" && m != emu.ModeBusy && m != emu.ModeSleep {
 		return s.errAt([]any{"emulator", "mode"}, "emulator mode %q: want busy or sleep", m)
+	}
+	if field, err := s.Cross.Validate(); err != nil {
+		path := []any{"cross"}
+		if field != "" && nodeAt(s.root, []any{"cross", field}) != nil {
+			path = append(path, field)
+		}
+		return s.errAt(path, "%v", err)
 	}
 	settings, set, err := proto.DecodeSettings(s.file, &s.Settings)
 	if err != nil {
