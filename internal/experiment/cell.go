@@ -156,7 +156,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	if err != nil {
 		return CellResult{}, err
 	}
-	opts := testbed.Options{Seed: spec.Cell.Seed, Mode: spec.EmulatorMode, Arrival: spec.EmulatorArrival, Label: spec.Label}
+	opts := testbed.Options{Seed: spec.Cell.Seed, Mode: spec.EmulatorMode, Arrival: spec.EmulatorArrival, Label: spec.Label, TCPECN: spec.Settings.TCPECN}
 	settings := spec.Settings
 	if spec.CaptureDir != "" {
 		opts.CaptureDir = spec.CaptureDir
@@ -380,7 +380,7 @@ func summarize(spec CellSpec, info workload.Info, records []results.Record, wind
 	for _, setting := range []struct {
 		name  string
 		value any
-	}{{"tls_version", st.TLSVersion}, {"key_exchange", st.KeyExchange}, {"resumption", st.Resumption}, {"zero_rtt", st.ZeroRTT}, {"tcp_congestion", st.Congestion}} {
+	}{{"tls_version", st.TLSVersion}, {"key_exchange", st.KeyExchange}, {"resumption", st.Resumption}, {"zero_rtt", st.ZeroRTT}, {"tcp_congestion", st.Congestion}, {"tcp_ecn", st.TCPECN}} {
 		if slices.Contains(honours, setting.name) {
 			s.Set(setting.name, setting.value)
 		} else {

@@ -163,6 +163,7 @@ func init() {
 		{Name: "resumption", Kind: Setting, Definition: "Whether new TLS and QUIC connections could resume a session; empty for protocols without TLS."},
 		{Name: "zero_rtt", Kind: Setting, Definition: "Whether resumed QUIC connections could send 0-RTT data; empty for protocols that do not offer it."},
 		{Name: "tcp_congestion", Kind: Setting, Definition: "TCP congestion control the row was measured with; empty for protocols that do not run over TCP."},
+		{Name: "tcp_ecn", Kind: Setting, Definition: "Whether TCP asked for ECN (settings.tcp_ecn: the kernel's tcp_ecn = 1 on every host); empty for protocols that do not run over TCP."},
 		{Name: "emu_release_p50_us", Kind: Instrument, Unit: "µs", Header: "EMU p50 us", Precision: 0,
 			Definition: "The emulator's own release error (when a frame was handed to the kernel minus when it was due), median over the cell's measured window: the instrument's accuracy beside the result."},
 		{Name: "emu_release_p99_us", Kind: Instrument, Unit: "µs", Header: "EMU p99 us", Precision: 0,

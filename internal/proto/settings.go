@@ -94,6 +94,10 @@ type Settings struct {
 	// Congestion is the TCP congestion control ("cubic" by default); the
 	// kernel must offer it.
 	Congestion string `json:"tcp_congestion" yaml:"tcp_congestion"`
+	// TCPECN has TCP ask for ECN: the kernel's tcp_ecn = 1 on every host
+	// of the cell (the default, 2, answers ECN and never asks). quic-go
+	// marks its packets ECT(0) on Linux whatever this says.
+	TCPECN bool `json:"tcp_ecn" yaml:"tcp_ecn"`
 	// IdleTimeout closes an HTTP/1.1 client connection idle for this long.
 	IdleTimeout units.Duration `json:"idle_timeout" yaml:"idle_timeout"`
 	// MaxIdle is how many idle HTTP/1.1 connections the client keeps: 1

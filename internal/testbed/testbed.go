@@ -42,6 +42,10 @@ type Options struct {
 	// EmulatorCPU pins the emulator's loop to a CPU: -1 never pins, 0 (the
 	// default) picks the last CPU when the machine has more than one.
 	EmulatorCPU int
+	// TCPECN has every host's TCP ask for ECN (the kernel's tcp_ecn = 1
+	// in its namespace); otherwise the kernel's default (2) answers ECN
+	// but never asks for it.
+	TCPECN bool
 	// Direct joins the two hosts of a single link by a bare veth pair with
 	// no emulator: the baseline that calibration compares against. The
 	// link's config must be empty.
@@ -184,6 +188,11 @@ func Build(topo Topology, opts Options) (tb *Testbed, err error) {
 		h := &Host{Name: name, ns: ns, tb: tb}
 		if err := h.Do(func() error { return linkUp("lo") }); err != nil {
 			return tb, fmt.Errorf("host %s: lo: %w", name, err)
+		}
+		if opts.TCPECN {
+			if err := h.Do(func() error { return writeSysctl("net/ipv4/tcp_ecn", "1") }); err != nil {
+				return tb, fmt.Errorf("host %s: tcp_ecn: %w", name, err)
+			}
 		}
 		tb.hosts[name] = h
 	}

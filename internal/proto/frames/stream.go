@@ -22,7 +22,7 @@ import (
 // arrived when its last byte was read.
 
 func init() {
-	proto.Register(proto.Registration{Name: "tcp", Doc: "frames: one after another on one TCP connection, open loop", Options: []string{"tcp_congestion"}, Impl: tcpFrames{}})
+	proto.Register(proto.Registration{Name: "tcp", Doc: "frames: one after another on one TCP connection, open loop", Options: []string{"tcp_congestion", "tcp_ecn"}, Impl: tcpFrames{}})
 	proto.Register(proto.Registration{Name: "quic-streams", Doc: "frames: a QUIC stream of its own per frame", Options: []string{"key_exchange", "resumption", "quic_stream_window", "quic_stream_window_max", "quic_conn_window", "quic_conn_window_max"}, Impl: quicStreamFrames{}})
 }
 

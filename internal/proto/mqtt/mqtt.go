@@ -27,8 +27,8 @@ import (
 // Paho's Go libraries, 3.1.1 and 5.0), which run over the net.Conn that the
 // transport gives them.
 func init() {
-	proto.Register(proto.Registration{Name: "mqtt-tcp", Doc: "MQTT (3.1.1, or 5.0 with settings.mqtt_version) over TCP, port 1883: Eclipse Paho clients, a mochi-mqtt or Mosquitto broker", Options: []string{"tcp_congestion", "mqtt_version"}, Impl: mqttProto{transport: mqttTCP}})
-	proto.Register(proto.Registration{Name: "mqtt-tls", Doc: "MQTT over TLS 1.3 (or 1.2), ALPN mqtt, port 8883", Options: []string{"tls_version", "key_exchange", "resumption", "tcp_congestion", "mqtt_version"}, Impl: mqttProto{transport: mqttTLS}})
+	proto.Register(proto.Registration{Name: "mqtt-tcp", Doc: "MQTT (3.1.1, or 5.0 with settings.mqtt_version) over TCP, port 1883: Eclipse Paho clients, a mochi-mqtt or Mosquitto broker", Options: []string{"tcp_congestion", "tcp_ecn", "mqtt_version"}, Impl: mqttProto{transport: mqttTCP}})
+	proto.Register(proto.Registration{Name: "mqtt-tls", Doc: "MQTT over TLS 1.3 (or 1.2), ALPN mqtt, port 8883", Options: []string{"tls_version", "key_exchange", "resumption", "tcp_congestion", "tcp_ecn", "mqtt_version"}, Impl: mqttProto{transport: mqttTLS}})
 	proto.Register(proto.Registration{Name: "mqtt-quic", Doc: "MQTT on one client-initiated bidirectional QUIC stream per connection, ALPN mqtt, port 14567 (EMQX's mapping); a reconnect sends its CONNECT as 0-RTT data with settings.zero_rtt", Options: []string{"key_exchange", "resumption", "zero_rtt", "mqtt_version"}, Impl: mqttProto{transport: mqttQUIC}})
 }
 

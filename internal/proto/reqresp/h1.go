@@ -17,8 +17,8 @@ import (
 )
 
 func init() {
-	proto.Register(proto.Registration{Name: "h1", Doc: "HTTP/1.1 in clear (net/http's wire format); more exchanges open more connections", Options: []string{"tcp_congestion", "idle_timeout", "h1_max_idle"}, Impl: h1Proto{}})
-	proto.Register(proto.Registration{Name: "h1s", Doc: "HTTP/1.1 over TLS; more exchanges open more connections", Options: []string{"tls_version", "key_exchange", "resumption", "tcp_congestion", "idle_timeout", "h1_max_idle"}, Impl: h1Proto{tls: true}})
+	proto.Register(proto.Registration{Name: "h1", Doc: "HTTP/1.1 in clear (net/http's wire format); more exchanges open more connections", Options: []string{"tcp_congestion", "tcp_ecn", "idle_timeout", "h1_max_idle"}, Impl: h1Proto{}})
+	proto.Register(proto.Registration{Name: "h1s", Doc: "HTTP/1.1 over TLS; more exchanges open more connections", Options: []string{"tls_version", "key_exchange", "resumption", "tcp_congestion", "tcp_ecn", "idle_timeout", "h1_max_idle"}, Impl: h1Proto{tls: true}})
 }
 
 // h1Proto is HTTP/1.1 in clear (h1) or over TLS (h1s). Requests and

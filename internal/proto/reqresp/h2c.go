@@ -9,7 +9,7 @@ func init() {
 	proto.Register(proto.Registration{
 		Name:    "h2c",
 		Doc:     "HTTP/2 in clear with prior knowledge (net/http), one connection; multiplexes",
-		Options: []string{"tcp_congestion", "idle_timeout"},
+		Options: []string{"tcp_congestion", "tcp_ecn", "idle_timeout"},
 		Impl:    httpProto{name: "h2c", h2: true},
 	})
 }

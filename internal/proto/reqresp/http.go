@@ -18,7 +18,7 @@ import (
 )
 
 func init() {
-	proto.Register(proto.Registration{Name: "h2", Doc: "HTTP/2 over TLS (net/http), one connection; multiplexes", Options: []string{"tls_version", "key_exchange", "resumption", "tcp_congestion", "idle_timeout"}, Impl: httpProto{name: "h2", tls: true, h2: true}})
+	proto.Register(proto.Registration{Name: "h2", Doc: "HTTP/2 over TLS (net/http), one connection; multiplexes", Options: []string{"tls_version", "key_exchange", "resumption", "tcp_congestion", "tcp_ecn", "idle_timeout"}, Impl: httpProto{name: "h2", tls: true, h2: true}})
 }
 
 // responseSizeHeader asks the server for a response body of that many bytes.

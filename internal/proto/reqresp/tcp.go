@@ -8,7 +8,7 @@ import (
 )
 
 func init() {
-	proto.Register(proto.Registration{Name: "tcp", Doc: "TCP, length-prefixed messages, no TLS; one exchange at a time", Options: []string{"tcp_congestion"}, Impl: tcpProto{}})
+	proto.Register(proto.Registration{Name: "tcp", Doc: "TCP, length-prefixed messages, no TLS; one exchange at a time", Options: []string{"tcp_congestion", "tcp_ecn"}, Impl: tcpProto{}})
 }
 
 // tcpProto is plain TCP with length-prefixed messages and no TLS: one

@@ -10,7 +10,7 @@ import (
 )
 
 func init() {
-	proto.Register(proto.Registration{Name: "tls", Doc: "TLS 1.3 (or 1.2) over TCP, the same messages; one exchange at a time", Options: []string{"tls_version", "key_exchange", "resumption", "tcp_congestion"}, Impl: tlsProto{}})
+	proto.Register(proto.Registration{Name: "tls", Doc: "TLS 1.3 (or 1.2) over TCP, the same messages; one exchange at a time", Options: []string{"tls_version", "key_exchange", "resumption", "tcp_congestion", "tcp_ecn"}, Impl: tlsProto{}})
 }
 
 // tlsProto is TLS (1.3 by default, 1.2 selectable) over TCP with
