@@ -18,8 +18,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"tlab/internal/cross"
 	"tlab/internal/emu"
 	"tlab/internal/hostnoise"
+	"tlab/internal/proto"
 	"tlab/internal/results"
 	"tlab/internal/testbed"
 	"tlab/internal/units"
@@ -74,6 +76,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		{"rate accuracy", rateAccuracy},
 		{"forwarding capacity", forwarding},
 		{"loss accuracy", lossAccuracy},
+		{"queue disciplines", queueDisciplines},
 	}
 	for _, s := range steps {
 		if err := ctx.Err(); err != nil {
@@ -152,6 +155,67 @@ func (o Options) dur(full, quick time.Duration) time.Duration {
 		return quick
 	}
 	return full
+}
+
+// queueDisciplines checks, in the real engine, that the disciplines do
+// what their RFCs say (as the models' own tests check on the virtual
+// clock): on a 20 Mbit/s link with a 20 ms base RTT and a 200-packet
+// buffer (121 ms), a bulk TCP flow fills drop-tail's buffer, CoDel keeps
+// its standing queue near 5 ms and PIE near 15 ms, and FQ-CoDel lets a
+// sparse flow beside the bulk one through with about one frame's wait.
+// Full calibration only: it takes about 40 s.
+func queueDisciplines(r *Report, opts Options) error {
+	if opts.Quick {
+		return nil
+	}
+	const rate, oneWay, buffer = 20e6, 10 * time.Millisecond, 200
+	baseRTTMs := float64(2*oneWay) / 1e6
+	// The sparse flow: 1200-byte datagrams at 96 kbit/s, one every 100 ms.
+	load := cross.Config{Flows: 1, UDPRate: 96000}
+	measure := func(q string) (map[string]float64, error) {
+		dir := emu.DirectionConfig{Rate: rate, Delay: units.Duration(oneWay), QueuePackets: buffer, Queue: emu.QueueConfig{Type: q}}
+		var facts map[string]float64
+		err := withTestbed(opts, emu.LinkConfig{Up: dir, Down: emu.DirectionConfig{Rate: rate, Delay: units.Duration(oneWay)}}, false, func(tb *testbed.Testbed, c, s *testbed.Host) error {
+			ip, _ := tb.Addr("client", "server")
+			run, err := cross.Start(context.Background(), cross.Endpoints{Client: c, Server: s, ServerAddr: ip}, load, proto.DefaultSettings(), time.Now(), nil)
+			if err != nil {
+				return err
+			}
+			time.Sleep(opts.dur(8*time.Second, 3*time.Second))
+			flows, err := run.Close()
+			facts = cross.Facts(load, flows)
+			return err
+		})
+		return facts, err
+	}
+	frameMs := 1242 * 8 / rate * 1e3 // a sparse datagram's own transmission
+	detail := fmt.Sprintf("%.0f Mbit/s, base RTT %.0f ms, buffer %d packets; one bulk CUBIC flow up, a sparse UDP flow beside it", rate/1e6, baseRTTMs, buffer)
+	for _, q := range []string{emu.DropTailName, emu.CoDelName, emu.PIEName, emu.FQCoDelName} {
+		f, err := measure(q)
+		if err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+		standing := f["cross_rtt_p50_ms"] - baseRTTMs
+		sparse := f["cross_udp_delay_p50_ms"] - float64(oneWay)/1e6 - frameMs
+		switch q {
+		case emu.DropTailName:
+			addCheck(r, "queue_droptail_standing_ms", standing, "ms", atLeast, 40, detail+": the bulk flow's RTT above the base (drop-tail fills its 121 ms buffer)")
+		case emu.CoDelName:
+			addCheck(r, "queue_codel_standing_ms", standing, "ms", between(1, 15), 0, "the bulk flow's RTT above the base (RFC 8289: near its 5 ms target)")
+		case emu.PIEName:
+			addCheck(r, "queue_pie_standing_ms", standing, "ms", between(5, 30), 0, "the bulk flow's RTT above the base (RFC 8033: near its 15 ms target)")
+		case emu.FQCoDelName:
+			addCheck(r, "queue_fq_codel_sparse_wait_ms", sparse, "ms", atMost, 2, "the sparse flow's one-way delay above base and its own transmission (RFC 8290: about the frame on the wire)")
+		}
+		addInfo(r, "queue_"+q+"_goodput_mbps", f["cross_goodput_mbps"], "Mbit/s", "")
+	}
+	return nil
+}
+
+// between is a check that v lies in [lo, hi]; its target argument is
+// unused.
+func between(lo, hi float64) func(v, _ float64) (string, bool) {
+	return func(v, _ float64) (string, bool) { return fmt.Sprintf("%g to %g", lo, hi), v >= lo && v <= hi }
 }
 
 // withTestbed builds a client-server testbed with cfg, runs fn and tears it
