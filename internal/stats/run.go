@@ -21,7 +21,53 @@ import (
 // pair's cells are repeated; otherwise a cell's records are (for the
 // delay only: jitter and bytes are one value per cell).
 func ForRun(r *results.Run, seed uint64) ([]Comparison, error) {
-	return compareWithin(r, seed, r.Rows, func(row results.Summary) (string, string) { return row.Profile, row.Protocol })
+	return compareWithin(r, seed, r.Rows, func(row results.Summary) (string, string, string) {
+		return row.Profile, sweptValues(row, ""), row.Protocol
+	})
+}
+
+// sweptValues joins a row's swept values but the one of key.
+func sweptValues(row results.Summary, key string) string {
+	var vals []string
+	for _, p := range row.Params {
+		if p.Key != key {
+			vals = append(vals, p.Value)
+		}
+	}
+	return strings.Join(vals, " / ")
+}
+
+// AgainstBaseline compares, for each network, protocol and set of the
+// other swept values, every value of the swept field key with its
+// baseline value: how much does the load (cross.flows: 1 against 0) add?
+// A Comparison's Profile is "NETWORK / PROTOCOL", A the baseline value and
+// B the other.
+func AgainstBaseline(r *results.Run, key, baseline string, seed uint64) ([]Comparison, error) {
+	all, err := compareWithin(r, seed, r.Rows, func(row results.Summary) (string, string, string) {
+		return row.Profile + " / " + row.Protocol, sweptValues(row, key), row.Param(key)
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []Comparison
+	for _, c := range all {
+		switch baseline {
+		case c.A:
+			out = append(out, c)
+		case c.B:
+			// Compared the other way round: B − A from the baseline.
+			c.A, c.B = c.B, c.A
+			c.MedianA, c.MedianB = c.MedianB, c.MedianA
+			c.NA, c.NB = c.NB, c.NA
+			c.Diff, c.DiffLow, c.DiffHigh = -c.Diff, -c.DiffHigh, -c.DiffLow
+			c.HodgesLeh, c.CliffDelta = -c.HodgesLeh, -c.CliffDelta
+			c.Ratio, c.RatioLow, c.RatioHigh = 1/c.Ratio, 1/c.RatioHigh, 1/c.RatioLow
+			out = append(out, c)
+		}
+	}
+	// The family is the baseline comparisons only.
+	judgeAll(out)
+	return out, nil
 }
 
 // AcrossProfiles compares network a with network b for each protocol and
@@ -35,23 +81,21 @@ func AcrossProfiles(r *results.Run, a, b string, seed uint64) ([]Comparison, err
 			rows = append(rows, row)
 		}
 	}
-	return compareWithin(r, seed, rows, func(row results.Summary) (string, string) { return row.Protocol, row.Profile })
+	return compareWithin(r, seed, rows, func(row results.Summary) (string, string, string) {
+		return row.Protocol, sweptValues(row, ""), row.Profile
+	})
 }
 
 // compareWithin compares, within each group (by the row's group and its
 // swept values), every pair of members, in the order rows first name them.
-func compareWithin(r *results.Run, seed uint64, rows []results.Summary, split func(results.Summary) (group, member string)) ([]Comparison, error) {
+func compareWithin(r *results.Run, seed uint64, rows []results.Summary, split func(results.Summary) (group, params, member string)) ([]Comparison, error) {
 	type key struct{ profile, params string }
 	groups := map[key]map[string][]results.Summary{}
 	var order []key
 	var protoOrder = map[key][]string{}
 	for _, row := range rows {
-		var vals []string
-		for _, p := range row.Params {
-			vals = append(vals, p.Value)
-		}
-		group, member := split(row)
-		k := key{group, strings.Join(vals, " / ")}
+		group, params, member := split(row)
+		k := key{group, params}
 		if groups[k] == nil {
 			groups[k] = map[string][]results.Summary{}
 			order = append(order, k)
@@ -110,15 +154,21 @@ func compareWithin(r *results.Run, seed uint64, rows []results.Summary, split fu
 			}
 		}
 	}
-	Holm(out)
-	for i := range out {
-		for _, m := range compared {
-			if m.Name == out[i].Metric {
-				Judge(out[i:i+1], m.Unit)
+	judgeAll(out)
+	return out, nil
+}
+
+// judgeAll corrects the comparisons' p-values as one family (Holm) and
+// writes each one's verdict in its metric's unit.
+func judgeAll(cs []Comparison) {
+	Holm(cs)
+	for _, m := range metrics.Default.Verdicts() {
+		for i := range cs {
+			if cs[i].Metric == m.Name {
+				Judge(cs[i:i+1], m.Unit)
 			}
 		}
 	}
-	return out, nil
 }
 
 func column(rows []results.Summary, name string) []float64 {

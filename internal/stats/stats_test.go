@@ -177,3 +177,49 @@ func TestMinP(t *testing.T) {
 		}
 	}
 }
+
+// TestAgainstBaseline: each value of a swept field is compared with its
+// baseline within one network, protocol and set of other swept values,
+// oriented from the baseline (B − A: what the load adds).
+func TestAgainstBaseline(t *testing.T) {
+	var rows []results.Summary
+	add := func(profile, proto, flows, queue string, p50s ...float64) {
+		for i, v := range p50s {
+			rows = append(rows, results.Summary{Cell: fmt.Sprintf("%s-%s-%s-%s-%d", profile, proto, flows, queue, i), Profile: profile, Protocol: proto, Rep: i + 1,
+				Params: []results.Param{{Key: "link.queue", Value: queue}, {Key: "cross.flows", Value: flows}},
+				Fields: []results.Field{{Name: "delay_p50_ms", Value: v}}})
+		}
+	}
+	// Listed loaded first: the orientation must not depend on the order.
+	add("5g", "tcp", "4", "droptail", 30, 30.5, 31, 30.2)
+	add("5g", "tcp", "0", "droptail", 10, 10.1, 10.2, 10.3)
+	add("5g", "tcp", "1", "droptail", 17, 17.1, 17.2, 17.3)
+	add("5g", "tcp", "0", "fq_codel", 10, 10.1, 10.2, 10.3)
+	add("5g", "tcp", "1", "fq_codel", 10.1, 10.2, 10.3, 10.4)
+	cs, err := AgainstBaseline(&results.Run{Rows: rows}, "cross.flows", "0", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Comparison{}
+	for _, c := range cs {
+		if c.Metric != "delay_ms" {
+			continue
+		}
+		if c.A != "0" || c.Profile != "5g / tcp" {
+			t.Errorf("comparison %+v: want A the baseline 0, profile 5g / tcp", c)
+		}
+		got[c.Params+" "+c.B] = c
+	}
+	if len(got) != 3 {
+		t.Fatalf("%d comparisons with the baseline, want 3: %v", len(got), got)
+	}
+	if c := got["droptail 4"]; math.Abs(c.Diff-20.2) > 0.01 || c.DiffLow <= 0 {
+		t.Errorf("droptail 4 flows: adds %v (%v to %v), want 20.2 (median 30.35 against 10.15)", c.Diff, c.DiffLow, c.DiffHigh)
+	}
+	if c := got["droptail 1"]; math.Abs(c.Diff-7) > 0.01 {
+		t.Errorf("droptail 1 flow: adds %v, want 7", c.Diff)
+	}
+	if c := got["fq_codel 1"]; math.Abs(c.Diff-0.1) > 0.01 {
+		t.Errorf("fq_codel 1 flow: adds %v, want 0.1", c.Diff)
+	}
+}
