@@ -50,10 +50,18 @@ type Config struct {
 	Protocol string `yaml:"protocol" json:"protocol,omitempty"`
 	// CC is the kernel congestion control of TCP flows (default cubic).
 	CC string `yaml:"cc" json:"cc,omitempty"`
-	// Start and Stop are when the load starts and stops, from the start
-	// of the cell's workload; a zero Stop runs it to the cell's end.
-	Start units.Duration `yaml:"start" json:"start,omitempty"`
-	Stop  units.Duration `yaml:"stop" json:"stop,omitempty"`
+	// Lead is how long the load runs alone before the workload starts, so
+	// that the queue it builds is there from the first request (default
+	// DefaultLead; 0 starts both together). Start and Stop are when the
+	// load starts and stops, counted from the cell's start (Lead before
+	// the workload's); a zero Stop runs it to the cell's end.
+	Lead  *units.Duration `yaml:"lead" json:"lead,omitempty"`
+	Start units.Duration  `yaml:"start" json:"start,omitempty"`
+	Stop  units.Duration  `yaml:"stop" json:"stop,omitempty"`
+	// Near is the workload role whose host the load runs from (default
+	// the workload's first role: the client, the publisher, the sender),
+	// across that host's link: direction up leaves it, down arrives.
+	Near string `yaml:"near" json:"near,omitempty"`
 	// UDPRate adds a constant-rate UDP flow in the bulk flows' direction
 	// (up when both), unresponsive to loss, as a video stream.
 	UDPRate units.Bitrate `yaml:"udp_rate" json:"udp_rate,omitempty"`
@@ -61,6 +69,21 @@ type Config struct {
 
 // MaxFlows bounds the bulk flows of one cell.
 const MaxFlows = 64
+
+// DefaultLead is how long the load runs before the workload by default:
+// long enough for a TCP flow to fill a buffer of a few hundred ms.
+const DefaultLead = 2 * time.Second
+
+// LeadTime is the load's lead over the workload; none without a load.
+func (c Config) LeadTime() time.Duration {
+	switch {
+	case !c.Active():
+		return 0
+	case c.Lead == nil:
+		return DefaultLead
+	}
+	return c.Lead.D()
+}
 
 // Active tells whether the configuration puts any traffic on the link.
 func (c Config) Active() bool { return c.Flows > 0 || c.UDPRate > 0 }
@@ -92,6 +115,8 @@ func (c Config) Validate() (field string, err error) {
 		return "cc", errors.New("cross.cc is the kernel's TCP congestion control: it applies to protocol tcp")
 	case c.Start < 0:
 		return "start", errors.New("cross.start must not be negative")
+	case c.Lead != nil && *c.Lead < 0:
+		return "lead", errors.New("cross.lead must not be negative")
 	case c.Stop != 0 && c.Stop <= c.Start:
 		return "stop", fmt.Errorf("cross.stop %v must come after cross.start %v", c.Stop, c.Start)
 	case c.UDPRate < 0:
@@ -164,10 +189,13 @@ type flow struct {
 }
 
 // Start opens the servers of the load at once and starts its senders at
-// cfg.Start after start (the workload's start), until cfg.Stop or Close.
+// cfg.Start after the cell's start (cfg.LeadTime() before workload, the
+// workload's start, to which every time in the bins is relative), until
+// cfg.Stop or Close.
 // Bins go to csv as they complete (nil: nowhere). s gives the TLS
 // certificates for QUIC.
-func Start(ctx context.Context, ep Endpoints, cfg Config, s proto.Settings, start time.Time, csv io.Writer) (*Run, error) {
+func Start(ctx context.Context, ep Endpoints, cfg Config, s proto.Settings, workload time.Time, csv io.Writer) (*Run, error) {
+	start := workload
 	if _, err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -213,13 +241,14 @@ func Start(ctx context.Context, ep Endpoints, cfg Config, s proto.Settings, star
 // window returns when the load should run, as a context that ends at Stop
 // (or with ctx), after waiting for Start; false when ctx ended first.
 func (r *Run) window(ctx context.Context) (context.Context, context.CancelFunc, bool) {
+	cellStart := r.start.Add(-r.cfg.LeadTime())
 	select {
-	case <-time.After(time.Until(r.start.Add(r.cfg.Start.D()))):
+	case <-time.After(time.Until(cellStart.Add(r.cfg.Start.D()))):
 	case <-ctx.Done():
 		return ctx, func() {}, false
 	}
 	if r.cfg.Stop > 0 {
-		c, cancel := context.WithDeadline(ctx, r.start.Add(r.cfg.Stop.D()))
+		c, cancel := context.WithDeadline(ctx, cellStart.Add(r.cfg.Stop.D()))
 		return c, cancel, true
 	}
 	c, cancel := context.WithCancel(ctx)

@@ -218,9 +218,17 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 			// The load runs between the workload's first host and the
 			// first host across its link: it shares the measured
 			// bottleneck.
-			near, far := spec.Roles[info.Roles[0]], measured.B[0]
-			if !upIsAtoB {
-				far = measured.A[0]
+			near := spec.Roles[info.Roles[0]]
+			if spec.Cross.Near != "" {
+				near = spec.Roles[spec.Cross.Near]
+			}
+			nearLink, nearIsA, err := measuredLink(spec.Topology, near)
+			if err != nil {
+				return CellResult{}, err
+			}
+			far := nearLink.B[0]
+			if !nearIsA {
+				far = nearLink.A[0]
 			}
 			farIP, err := th.Addr(near, far)
 			if err != nil {
@@ -284,10 +292,16 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 			defer f.Close()
 			out = f
 		}
-		if load, err = cross.Start(ctx, loadEnds, spec.Cross, settings, time.Now(), out); err != nil {
+		workloadStart := time.Now().Add(spec.Cross.LeadTime())
+		if load, err = cross.Start(ctx, loadEnds, spec.Cross, settings, workloadStart, out); err != nil {
 			return CellResult{}, err
 		}
 		defer load.Close()
+		select {
+		case <-time.After(time.Until(workloadStart)):
+		case <-ctx.Done():
+			return CellResult{}, ctx.Err()
+		}
 	}
 	runErr := spec.Workload.Run(ctx, env)
 	if load != nil {

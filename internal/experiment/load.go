@@ -56,6 +56,7 @@ func Plan(cells []scenario.Cell) time.Duration {
 			if topo, err := c.Scenario.TestbedTopology(c.Profile); err == nil {
 				plan = info.PlanOn(topo.PathRTT())
 			}
+			plan += c.Scenario.Cross.LeadTime()
 			plans[k] = plan
 		}
 		total += plan + CellOverhead

@@ -50,6 +50,9 @@ type Run struct {
 	// network (package advise); Everywhere names the stacks that meet
 	// them on every network (of every run, in a comparison).
 	Answers       []advise.Answer
+	// Load says what cross traffic adds to each stack's delay, where the
+	// run sweeps cross.flows from 0 (load.go).
+	Load []LoadEffect
 	verdictsGiven bool
 	cells         map[string]*cellSeries
 }
@@ -315,6 +318,15 @@ func Build(r *Run) (string, error) {
 			return "", err
 		}
 	}
+	var load []stats.Comparison
+	if r.Load, load, err = loadEffects(r); err != nil {
+		return "", fmt.Errorf("latency under load: %w", err)
+	}
+	if len(load) > 0 {
+		if err := stats.WriteNamed(r.Dir, LoadFile, load); err != nil {
+			return "", err
+		}
+	}
 	if real, replay, ok := realAndReplay(r); ok {
 		if r.Replay, err = stats.AcrossProfiles(&results.Run{Dir: r.Dir, Manifest: r.Manifest, Rows: r.Rows}, real, replay, r.seed()); err != nil {
 			return "", fmt.Errorf("replay against the path: %w", err)
@@ -470,6 +482,11 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 <table><tr><th class="l">when</th><th class="l">phase</th><th>RTT min ms</th><th>RTT median ms</th><th>clock offset ms</th><th>± ms</th><th>agent wake-up p99 µs</th><th>agent steal %</th><th>local wake-up p99 µs</th><th>local steal %</th></tr>
 {{range .Checks}}<tr><td class="l">{{when .When}}</td><td class="l">{{.Phase}}</td><td>{{num .RTTMinMs 2}}</td><td>{{num .RTTMedianMs 2}}</td><td>{{num .OffsetMs 2}}</td><td>{{num .UncertaintyMs 2}}</td><td>{{num .AgentNoise.WakeP99Us 0}}</td><td>{{num .AgentNoise.StealPct 1}}</td><td>{{num .LocalNoise.WakeP99Us 0}}</td><td>{{num .LocalNoise.StealPct 1}}</td></tr>
 {{end}}</table>{{end}}{{end}}
+{{if .Run.Load}}<h2>Latency under load</h2>
+<p>What the cross traffic (cross.flows bulk flows beside the workload, on the same bottleneck) adds to each stack's response delay, per network and queue: the loaded cell against its unloaded twin (cross.flows 0), same seed. p50: the difference of medians with its 95 % bootstrap interval (over requests, or over repetitions where cells repeat), called when Holm's p is under 0.05 and the interval excludes zero; p99: the difference of the cells' 99th percentiles (means over repetitions). In load.csv.</p>
+<div class="wide"><table><tr><th class="l">network</th><th class="l">protocol</th><th class="l">swept</th><th>flows</th><th>p50 unloaded</th><th>p50 loaded</th><th>adds p50 (95 % CI)</th><th>p99 unloaded</th><th>p99 loaded</th><th>adds p99</th><th class="l">verdict</th></tr>
+{{range .Run.Load}}<tr><td class="l">{{.Network}}</td><td class="l">{{.Protocol}}</td><td class="l">{{.Swept}}</td><td>{{.Flows}}</td><td>{{num .BaseP50 2}}</td><td>{{num .LoadedP50 2}}</td><td>{{num .AddedP50 2}} ({{num .Low 2}}–{{num .High 2}})</td><td>{{num .BaseP99 2}}</td><td>{{num .LoadedP99 2}}</td><td>{{num .AddedP99 2}}</td><td class="l">{{.Verdict}}</td></tr>
+{{end}}</table></div>{{end}}
 {{if .Run.Replay}}<h2>The replay against the real path</h2>
 <p>Every cell ran across the real path and on its recording (tlab record's profile), alternately. For each protocol, the recording's figures (B) against the path's (A): a difference is called when Holm's p is under 0.05 and the interval excludes zero; "no significant difference" is where the replay agrees with reality within tlab's intervals.</p>
 <div class="wide"><table><tr><th class="l">protocol</th><th class="l">swept</th><th class="l">metric</th><th>path</th><th>replay</th><th>difference (95 % CI)</th><th>p (Holm)</th><th class="l">verdict</th></tr>

@@ -196,3 +196,42 @@ func TestReportOpensWithTheAnswer(t *testing.T) {
 		t.Error("the answer does not open the report")
 	}
 }
+
+// TestReportSaysWhatTheLoadAdds: a run sweeping cross.flows from 0 gets
+// "Latency under load": per network, protocol and queue what the load
+// adds to p50 (with its interval) and p99, and load.csv.
+func TestReportSaysWhatTheLoadAdds(t *testing.T) {
+	dir := t.TempDir()
+	var rows []results.Summary
+	for _, q := range []string{"droptail", "fq_codel"} {
+		for _, flows := range []string{"0", "1"} {
+			added := 0.0
+			if flows == "1" && q == "droptail" {
+				added = 9
+			}
+			for rep := 1; rep <= 4; rep++ {
+				rows = append(rows, results.Summary{Cell: fmt.Sprintf("%s-%s-%d", q, flows, rep), Profile: "5g", Protocol: "tcp", Rep: rep,
+					Params: []results.Param{{Key: "link.queue", Value: q}, {Key: "cross.flows", Value: flows}},
+					Fields: []results.Field{{Name: "delay_p50_ms", Value: 11 + added + 0.1*float64(rep)}, {Name: "delay_p99_ms", Value: 13 + 2*added + 0.1*float64(rep)}}})
+			}
+		}
+	}
+	if err := results.WriteSummaries(dir, rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&results.Manifest{Scenario: "load", Seed: 1, Params: []string{"link.queue", "cross.flows"}}).Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	page := buildPage(t, dir)
+	for _, want := range []string{"<h2>Latency under load</h2>",
+		`<td class="l">droptail</td><td>1</td><td>11.25</td><td>20.25</td><td>9.00 (`, // p50 adds 9
+		`<td>13.25</td><td>31.25</td><td>18.00</td>`,                                  // p99 adds 18
+		`<td class="l">fq_codel</td><td>1</td><td>11.25</td><td>11.25</td><td>0.00 (`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "load.csv")); err != nil || strings.Count(string(b), "\n") < 3 {
+		t.Errorf("load.csv: %v\n%s", err, b)
+	}
+}

@@ -246,6 +246,9 @@ func (s *Scenario) validate() error {
 	if m := s.Emulator.Mode; m != "" && m != emu.ModeBusy && m != emu.ModeSleep {
 		return s.errAt([]any{"emulator", "mode"}, "emulator mode %q: want busy or sleep", m)
 	}
+	if n := s.Cross.Near; n != "" && !slices.Contains(s.workload.Info().Roles, n) {
+		return s.errAt([]any{"cross", "near"}, "cross.near %q: the workload's roles are %s", n, strings.Join(s.workload.Info().Roles, ", "))
+	}
 	if field, err := s.Cross.Validate(); err != nil {
 		path := []any{"cross"}
 		if field != "" && nodeAt(s.root, []any{"cross", field}) != nil {

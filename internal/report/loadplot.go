@@ -1,0 +1,95 @@
+package report
+
+import (
+	"encoding/csv"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	"gonum.org/v1/plot/plotter"
+
+	"tlab/internal/results"
+)
+
+func init() {
+	registerPlot(PlotKind{Name: "load_timeseries", Doc: "for each cell with cross traffic (first repetition): the workload's delay over time beside the cross traffic's rate, from records.csv and the cell's cross.csv",
+		Needs: []string{"records", "cross_goodput_mbps"}, Draw: drawLoadSeries})
+}
+
+// crossLabel names the cross traffic's line (its colour is its own).
+const crossLabel = "cross traffic (Mbit/s)"
+
+// drawLoadSeries draws, for up to six loaded cells, the stack's median
+// delay per time bin and the cross traffic's summed goodput per 100 ms:
+// does the delay follow the load, and where the load starts or stops?
+func drawLoadSeries(p panel) ([]Figure, error) {
+	var figs []Figure
+	for _, row := range p.rows {
+		if len(figs) == 6 {
+			break
+		}
+		if row.Rep > 1 || !(row.Float("cross_flows") > 0) {
+			continue
+		}
+		cs := p.run.cellSeriesOf(row)
+		rate, err := crossRate(filepath.Join(results.CellDir(p.run.Dir, row.Cell), "cross.csv"))
+		if err != nil || cs == nil || len(rate) == 0 {
+			continue // a cell without its files (a merged or copied run)
+		}
+		delayLabel := row.Protocol + " delay (ms)"
+		pl, err := lines([]string{delayLabel, crossLabel}, map[string]plotter.XYs{delayLabel: cs.series, crossLabel: rate}, "time since the cell started (s)", "delay (ms) / rate (Mbit/s)")
+		if err != nil {
+			return nil, err
+		}
+		label := p.profile + ", " + row.Protocol
+		if c := comboLabel(row); c != "" {
+			label += ", " + c
+		}
+		fig, err := render(pl, p.dir, fmt.Sprintf("%s-%d", p.stem, len(figs)+1), "Delay under load, "+label,
+			"The stack's median response delay per time bin beside the cross traffic's goodput, summed over its flows, per 100 ms (first repetition).", figW, figH)
+		if err != nil {
+			return nil, err
+		}
+		figs = append(figs, fig)
+	}
+	return figs, nil
+}
+
+// crossRate reads a cell's cross.csv into the load's total goodput per
+// bin: (seconds, Mbit/s).
+func crossRate(path string) (plotter.XYs, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	sum := map[int]float64{}
+	for i, r := range recs {
+		if i == 0 || len(r) < 4 {
+			continue
+		}
+		ms, err1 := strconv.ParseFloat(r[0], 64)
+		mbps, err2 := strconv.ParseFloat(r[3], 64)
+		if err1 != nil || err2 != nil || math.IsNaN(mbps) {
+			return nil, fmt.Errorf("%s:%d: want time_ms and goodput_mbps numbers", path, i+1)
+		}
+		sum[int(math.Round(ms/100))] += mbps
+	}
+	keys := make([]int, 0, len(sum))
+	for k := range sum {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	out := make(plotter.XYs, len(keys))
+	for i, k := range keys {
+		out[i].X, out[i].Y = float64(k)/10, sum[k]
+	}
+	return out, nil
+}
