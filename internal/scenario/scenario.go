@@ -318,8 +318,17 @@ func (s *Scenario) decodeWorkload() error {
 	}
 	s.workload = w
 	s.plotKinds = w.Info().Plots
+	// Any workload that draws its delay over time can have cross traffic
+	// beside it, and the plot of the two.
+	if slices.Contains(s.plotKinds, "timeseries") {
+		s.plotKinds = append(slices.Clone(s.plotKinds), LoadPlot)
+	}
 	return nil
 }
+
+// LoadPlot is the plot kind of a cell's delay beside its cross traffic
+// (package report's load_timeseries).
+const LoadPlot = "load_timeseries"
 
 // WorkloadSpec returns the scenario's configured workload.
 func (s *Scenario) WorkloadSpec() workload.Workload { return s.workload }
