@@ -23,10 +23,17 @@ type LoadEffect struct {
 	// AddedP50 is the median difference (loaded − unloaded) with its 95 %
 	// bootstrap interval, over requests or repetitions.
 	AddedP50, Low, High float64
-	BaseP99, LoadedP99  float64
-	AddedP99            float64 // difference of the cells' p99 (means over repetitions)
-	Verdict             string
+	// Tail is the tail column compared (delay_p99_ms, or the workload's
+	// own: message_latency_p99_ms, frame_rtt_p99_ms).
+	Tail               string
+	BaseP99, LoadedP99 float64
+	AddedP99           float64 // difference of the cells' tail (means over repetitions)
+	Verdict            string
 }
+
+// tailColumns are the columns of a cell's 99th-percentile record delay,
+// by workload.
+var tailColumns = []string{"delay_p99_ms", "frame_rtt_p99_ms", "message_latency_p99_ms"}
 
 // loadEffects compares every loaded cell with its unloaded twin, when the
 // run sweeps cross.flows with 0 among its values.
@@ -55,8 +62,13 @@ func loadEffects(r *Run) ([]LoadEffect, []stats.Comparison, error) {
 		network, protocol, _ := strings.Cut(c.Profile, " / ")
 		e := LoadEffect{Network: network, Protocol: protocol, Swept: c.Params, Flows: c.B,
 			BaseP50: c.MedianA, LoadedP50: c.MedianB, AddedP50: c.Diff, Low: c.DiffLow, High: c.DiffHigh, Verdict: c.Verdict}
-		e.BaseP99 = meanOf(r.Rows, network, protocol, c.Params, c.A, "delay_p99_ms")
-		e.LoadedP99 = meanOf(r.Rows, network, protocol, c.Params, c.B, "delay_p99_ms")
+		for _, col := range tailColumns {
+			if e.BaseP99 = meanOf(r.Rows, network, protocol, c.Params, c.A, col); e.BaseP99 == e.BaseP99 {
+				e.Tail = col
+				e.LoadedP99 = meanOf(r.Rows, network, protocol, c.Params, c.B, col)
+				break
+			}
+		}
 		e.AddedP99 = e.LoadedP99 - e.BaseP99
 		out = append(out, e)
 	}

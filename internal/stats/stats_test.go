@@ -223,3 +223,30 @@ func TestAgainstBaseline(t *testing.T) {
 		t.Errorf("fq_codel 1 flow: adds %v, want 0.1", c.Diff)
 	}
 }
+
+// TestAgainstBaselineReadsEachWorkloadsMedian: repeated pub/sub cells are
+// compared by their message latency's median (the column pubsub gives
+// its record delay), as periodic cells by delay_p50_ms.
+func TestAgainstBaselineReadsEachWorkloadsMedian(t *testing.T) {
+	var rows []results.Summary
+	for _, flows := range []string{"0", "1"} {
+		for i := range 3 {
+			v := 25.5 + 0.1*float64(i)
+			if flows == "1" {
+				v += 13
+			}
+			rows = append(rows, results.Summary{Cell: fmt.Sprintf("m%s%d", flows, i), Profile: "wifi", Protocol: "mqtt-tls", Rep: i + 1,
+				Params: []results.Param{{Key: "cross.flows", Value: flows}}, Fields: []results.Field{{Name: "message_latency_p50_ms", Value: v}}})
+		}
+	}
+	cs, err := AgainstBaseline(&results.Run{Rows: rows}, "cross.flows", "0", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		if c.Metric == "delay_ms" && c.Unit == "repetition" && math.Abs(c.Diff-13) < 1e-9 {
+			return
+		}
+	}
+	t.Errorf("no repetition-level delay comparison adding 13 ms: %+v", cs)
+}
