@@ -39,8 +39,9 @@ func drawLoadSeries(p panel) ([]Figure, error) {
 		if err != nil || cs == nil || len(rate) == 0 {
 			continue // a cell without its files (a merged or copied run)
 		}
-		delayLabel := row.Protocol + " delay (ms)"
-		pl, err := lines([]string{delayLabel, crossLabel}, map[string]plotter.XYs{delayLabel: cs.series, crossLabel: rate}, "time since the cell started (s)", "delay (ms) / rate (Mbit/s)")
+		// The delay's line is named by its protocol, so it has the
+		// protocol's colour in every plot.
+		pl, err := lines([]string{row.Protocol, crossLabel}, map[string]plotter.XYs{row.Protocol: cs.series, crossLabel: rate}, "time since the workload started (s; the load leads)", row.Protocol+"'s delay (ms) / load (Mbit/s)")
 		if err != nil {
 			return nil, err
 		}
