@@ -73,6 +73,9 @@ func ParseTrace(name string, r io.Reader) ([]int64, error) {
 		if err != nil || ms < 0 {
 			return nil, fmt.Errorf("%s:%d: %q is not a millisecond timestamp", name, line, t)
 		}
+		if ms > maxTraceMs {
+			return nil, fmt.Errorf("%s:%d: timestamp %d ms is beyond a trace's longest period (%d ms, about 24 days)", name, line, ms, maxTraceMs)
+		}
 		if len(ops) > 0 && ms*1e6 < ops[len(ops)-1] {
 			return nil, fmt.Errorf("%s:%d: timestamp %d goes back in time", name, line, ms)
 		}
@@ -86,6 +89,10 @@ func ParseTrace(name string, r io.Reader) ([]int64, error) {
 	}
 	return ops, nil
 }
+
+// maxTraceMs bounds a trace's timestamps, so that nanoseconds never
+// overflow (found by FuzzParseTrace).
+const maxTraceMs = 1 << 31
 
 // LoadTrace reads a mahimahi trace file.
 func LoadTrace(path string) ([]int64, error) {
