@@ -15,7 +15,7 @@ package cross
 
 import (
 	"context"
-		"encoding/binary"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"

@@ -49,10 +49,10 @@ type Run struct {
 	// Answers say, for the requirements, which stack meets them on each
 	// network (package advise); Everywhere names the stacks that meet
 	// them on every network (of every run, in a comparison).
-	Answers       []advise.Answer
+	Answers []advise.Answer
 	// Load says what cross traffic adds to each stack's delay, where the
 	// run sweeps cross.flows from 0 (load.go).
-	Load []LoadEffect
+	Load          []LoadEffect
 	verdictsGiven bool
 	cells         map[string]*cellSeries
 }
