@@ -47,8 +47,8 @@ type Run struct {
 	// comparison of runs was given.
 	Requirements []string
 	// Answers say, for the requirements, which stack meets them on each
-	// network (package advise); Everywhere names the stacks that meet
-	// them on every network (of every run, in a comparison).
+	// network (package advise); the page's "In short" names the stacks
+	// that meet them on every network (of every run, in a comparison).
 	Answers []advise.Answer
 	// Load says what cross traffic adds to each stack's delay, where the
 	// run sweeps cross.flows from 0 (load.go).
