@@ -154,6 +154,11 @@ func ParseSize(s string) (Size, error) {
 	if v < 0 {
 		return 0, fmt.Errorf("size %q is negative", strings.TrimSpace(orig))
 	}
+	// Beyond 2^62 bytes a size is a typo, and its bytes would overflow
+	// (found by FuzzParse).
+	if v*float64(mult) > 1<<62 {
+		return 0, fmt.Errorf("size %q is too large (at most 4 EiB)", strings.TrimSpace(orig))
+	}
 	return Size(math.Round(v * float64(mult))), nil
 }
 
