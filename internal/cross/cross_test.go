@@ -1,0 +1,82 @@
+package cross
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"tlab/internal/units"
+)
+
+// TestValidateNamesTheField: each impossible setting is refused with the
+// field the scenario's error points at.
+func TestValidateNamesTheField(t *testing.T) {
+	neg := units.Duration(-time.Second)
+	for _, c := range []struct {
+		cfg   Config
+		field string
+	}{
+		{Config{Flows: -1}, "flows"},
+		{Config{Flows: MaxFlows + 1}, "flows"},
+		{Config{Flows: 1, Direction: "sideways"}, "direction"},
+		{Config{Flows: 1, Protocol: "sctp"}, "protocol"},
+		{Config{Flows: 1, Protocol: "quic", CC: "bbr"}, "cc"},
+		{Config{Flows: 1, CC: "warp"}, "cc"},
+		{Config{Flows: 1, Start: units.Duration(-time.Second)}, "start"},
+		{Config{Flows: 1, Start: units.Duration(5 * time.Second), Stop: units.Duration(2 * time.Second)}, "stop"},
+		{Config{Flows: 1, Lead: &neg}, "lead"},
+		{Config{UDPRate: -1}, "udp_rate"},
+	} {
+		field, err := c.cfg.Validate()
+		if err == nil || field != c.field {
+			t.Errorf("%+v: field %q, error %v; want an error on %s", c.cfg, field, err, c.field)
+		}
+	}
+	if field, err := (Config{Flows: 4, Direction: Both, Protocol: "tcp", CC: "cubic", UDPRate: 5e6}).Validate(); err != nil {
+		t.Errorf("a valid load refused at %s: %v", field, err)
+	}
+}
+
+// TestLeadTime: the load leads by DefaultLead unless told, by nothing
+// when there is no load, and by exactly what is given, zero included.
+func TestLeadTime(t *testing.T) {
+	zero := units.Duration(0)
+	five := units.Duration(5 * time.Second)
+	for _, c := range []struct {
+		cfg  Config
+		want time.Duration
+	}{{Config{}, 0}, {Config{Flows: 1}, DefaultLead}, {Config{UDPRate: 1e6}, DefaultLead}, {Config{Flows: 1, Lead: &zero}, 0}, {Config{Flows: 1, Lead: &five}, 5 * time.Second}} {
+		if got := c.cfg.LeadTime(); got != c.want {
+			t.Errorf("%+v: lead %v, want %v", c.cfg, got, c.want)
+		}
+	}
+}
+
+// TestFacts: goodput sums over flows; RTT and one-way samples are kept
+// apart; a load without samples of a kind has NaN there, not 0.
+func TestFacts(t *testing.T) {
+	f := Facts(Config{Flows: 2}, []FlowResult{
+		{Name: "tcp-up-1", GoodputMbps: 20, DelayMs: []float64{10, 12, 14}, RTT: true},
+		{Name: "tcp-up-2", GoodputMbps: 30, DelayMs: []float64{16}, RTT: true},
+		{Name: "udp-up-1", GoodputMbps: 1, DelayMs: []float64{5, 7}},
+	})
+	if f["cross_flows"] != 2 || f["cross_goodput_mbps"] != 51 || f["cross_rtt_p50_ms"] != 13 || f["cross_udp_delay_p50_ms"] != 6 {
+		t.Errorf("facts %v", f)
+	}
+	if p99 := f["cross_rtt_p99_ms"]; p99 < 15.9 || p99 > 16 {
+		t.Errorf("rtt p99 %v, want just under 16", p99)
+	}
+	none := Facts(Config{Flows: 1}, []FlowResult{{Name: "tcp-up-1", GoodputMbps: 10}})
+	if !math.IsNaN(none["cross_rtt_p50_ms"]) || !math.IsNaN(none["cross_udp_delay_p50_ms"]) {
+		t.Errorf("no samples: %v", none)
+	}
+	for _, name := range FactNames {
+		if _, ok := f[name]; !ok {
+			t.Errorf("Facts lacks %s", name)
+		}
+		if strings.TrimPrefix(name, "cross_") == name {
+			t.Errorf("%s: cross columns start with cross_", name)
+		}
+	}
+}
