@@ -227,6 +227,9 @@ func (s *Scenario) validate() error {
 	if err := s.decodeTopology(); err != nil {
 		return err
 	}
+	if err := s.checkOffered(); err != nil {
+		return err
+	}
 	if s.Order != "fixed" && s.Order != "random" {
 		return s.errAt([]any{"order"}, "order %q: want fixed or random", s.Order)
 	}
@@ -324,6 +327,52 @@ func (s *Scenario) decodeWorkload() error {
 		s.plotKinds = append(slices.Clone(s.plotKinds), LoadPlot)
 	}
 	return nil
+}
+
+// overloadFactor is how far a workload's payload may exceed a link's rate
+// before the scenario is refused: beyond it no message is answered in
+// time and the cell measures the queue, not the stack. Up to it an
+// overload is an experiment (study E's frames on LTE offer 3.6 times the
+// uplink).
+const overloadFactor = 10
+
+// checkOffered refuses a workload whose payload rate is far beyond what a
+// profile's link carries, naming the parameter that sets it.
+func (s *Scenario) checkOffered() error {
+	off := s.workload.Info().Offered
+	for _, p := range s.Profiles {
+		link, err := s.LinkFor(p)
+		if err != nil {
+			return nil // reported by validate
+		}
+		for _, d := range []struct {
+			way     string
+			offered float64
+			param   string
+			rate    float64
+		}{{"up", off.UpBps, off.UpParam, linkRate(link.Up)}, {"down", off.DownBps, off.DownParam, linkRate(link.Down)}} {
+			if d.rate > 0 && d.offered > overloadFactor*d.rate {
+				path := []any{"workload"}
+				if nodeAt(s.root, []any{"workload", d.param}) != nil {
+					path = append(path, d.param)
+				}
+				return s.errAt(path, "the workload offers %s %s, %.0f times what profile %s carries %s (%s): no message would be answered in time; shrink workload.%s, send less often, or choose a faster profile",
+					units.Bitrate(d.offered), d.way, d.offered/d.rate, p, d.way, units.Bitrate(d.rate), d.param)
+			}
+		}
+	}
+	return nil
+}
+
+// linkRate is a direction's rate in bit/s (a trace's mean; 0: unlimited).
+func linkRate(d emu.DirectionConfig) float64 {
+	if d.Trace != "" {
+		if ops, err := emu.LoadTrace(d.Trace); err == nil {
+			return emu.TraceMeanRate(ops)
+		}
+		return 0
+	}
+	return d.Rate.BitsPerSecond()
 }
 
 // LoadPlot is the plot kind of a cell's delay beside its cross traffic

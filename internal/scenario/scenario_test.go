@@ -150,6 +150,10 @@ func TestValidationErrorsSayWhereAndWhat(t *testing.T) {
 		{base + "link:\n  queue: fq_codell\n", `bad.yaml:10: queue "fq_codell": want one of codel, droptail`},
 		{base + "link:\n  rate: 10Mbit\n  queue:\n    type: codel\n    flows: 3\n", "bad.yaml:13: queue codel does not take flows"},
 		{base + "link:\n  rat: 10Mbit\n", `bad.yaml:10: unknown key "rat"`},
+		// A payload far beyond the link: refused at the parameter, with
+		// the figure (12.8 Gbit/s against ethernet's 1 Gbit/s).
+		{strings.Replace(base, "payload: 256", "payload: 40MB", 1), "bad.yaml:7: the workload offers 12.8Gbit up, 13 times what profile ethernet carries up (1Gbit)"},
+		{base + "link:\n  rate: 1kbit\n", "the workload offers 81.92kbit up, 82 times what profile ethernet carries up (1kbit)"},
 	}
 	for _, c := range cases {
 		_, err := Parse("bad.yaml", []byte(c.src))

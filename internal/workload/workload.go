@@ -72,6 +72,18 @@ type Info struct {
 	Check func(stack *proto.Stack) error
 	// Describe is one line for the top of the terminal table.
 	Describe string
+	// Offered is the payload rate the workload offers each way, for the
+	// scenario to compare with the link (zero: not known, or saturating
+	// by design as bulk is).
+	Offered Offered
+}
+
+// Offered is a workload's payload rate from its first role outward (Up)
+// and back (Down), in bit/s, with the parameters that set each (where a
+// scenario's error points).
+type Offered struct {
+	UpBps, DownBps     float64
+	UpParam, DownParam string
 }
 
 // PlanOn is how long the workload is expected to take on a topology whose
