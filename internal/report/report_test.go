@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"tlab/internal/proto"
@@ -233,5 +234,48 @@ func TestReportSaysWhatTheLoadAdds(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "load.csv")); err != nil || strings.Count(string(b), "\n") < 3 {
 		t.Errorf("load.csv: %v\n%s", err, b)
+	}
+}
+
+// TestReportWithUndefinedValues: a metric that could not be measured (NaN:
+// a remote run's emulator figures, bytes under cross traffic, a stack
+// whose every request failed) shows as "-" in the table and leaves its
+// box out of the plot, and the page never says NaN.
+func TestReportWithUndefinedValues(t *testing.T) {
+	dir := t.TempDir()
+	nan := math.NaN()
+	var rows []results.Summary
+	for i, proto := range []string{"tcp", "h3"} {
+		p50 := 12.0 + float64(i)
+		if proto == "h3" {
+			p50 = nan // every request failed
+		}
+		rows = append(rows, results.Summary{Cell: proto, Profile: "5g", Protocol: proto, Workload: "periodic", Rep: 1, Seed: 1,
+			Fields: []results.Field{{Name: "delay_p5_ms", Value: p50}, {Name: "delay_p25_ms", Value: p50}, {Name: "delay_p50_ms", Value: p50},
+				{Name: "delay_p75_ms", Value: p50}, {Name: "delay_p95_ms", Value: p50}, {Name: "delay_p99_ms", Value: p50},
+				{Name: "jitter_pct", Value: nan}, {Name: "bytes_per_request", Value: nan}, {Name: "emu_release_p99_us", Value: nan}}})
+	}
+	if err := results.WriteSummaries(dir, rows); err != nil {
+		t.Fatal(err)
+	}
+	m := &results.Manifest{Scenario: "undefined", Seed: 1, Plots: []string{"delay_box", "jitter_bars", "bytes_bars"}, Requirements: []string{"delay_p99_ms <= 20"}}
+	if err := m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	page := buildPage(t, dir)
+	if strings.Contains(page, "NaN") || strings.Contains(page, "Inf") {
+		t.Error("the page shows NaN or Inf")
+	}
+	// The h3 row: its delays and the others are "–", not 0.
+	row := regexp.MustCompile(`<tr><td class="l">5g</td><td class="l">h3</td>.*</tr>`).FindString(page)
+	if row == "" || strings.Count(row, "<td>-</td>") < 5 || strings.Contains(row, "<td>0.00</td>") {
+		t.Errorf("h3's row: %s", row)
+	}
+	// h3 cannot meet a requirement it has no value for.
+	if !strings.Contains(page, "not measured in this run") {
+		t.Error("the answer does not say h3's delay was not measured")
+	}
+	if !strings.Contains(page, `<figure id="delay_box-1-5g">`) {
+		t.Error("one undefined stack took the whole plot away")
 	}
 }
