@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"slices"
 	"strconv"
@@ -189,13 +190,12 @@ type flow struct {
 }
 
 // Start opens the servers of the load at once and starts its senders at
-// cfg.Start after the cell's start (cfg.LeadTime() before workload, the
-// workload's start, to which every time in the bins is relative), until
-// cfg.Stop or Close.
+// cfg.Start after the cell's start, which is cfg.LeadTime() before start
+// (the workload's start, to which every time in the bins is relative),
+// until cfg.Stop or Close.
 // Bins go to csv as they complete (nil: nowhere). s gives the TLS
 // certificates for QUIC.
-func Start(ctx context.Context, ep Endpoints, cfg Config, s proto.Settings, workload time.Time, csv io.Writer) (*Run, error) {
-	start := workload
+func Start(ctx context.Context, ep Endpoints, cfg Config, s proto.Settings, start time.Time, csv io.Writer) (*Run, error) {
 	if _, err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -255,8 +255,6 @@ func (r *Run) window(ctx context.Context) (context.Context, context.CancelFunc, 
 	return c, cancel, true
 }
 
-func nanF() float64 { v := 0.0; return v / v }
-
 // received counts n bytes arriving for f.
 func (r *Run) received(f *flow, n int) {
 	r.mu.Lock()
@@ -315,21 +313,19 @@ func (r *Run) flush() {
 	defer r.mu.Unlock()
 	at := time.Since(r.start)
 	for _, f := range r.flows {
-		if r.out != nil && (f.bin > 0 || !isNaN(f.last)) {
+		if r.out != nil && (f.bin > 0 || !math.IsNaN(f.last)) {
 			startMs := float64(f.binAt) / 1e6
 			width := float64(at-f.binAt) / 1e9
 			mbps := float64(f.bin) * 8 / width / 1e6
 			delay := ""
-			if !isNaN(f.last) {
+			if !math.IsNaN(f.last) {
 				delay = strconv.FormatFloat(f.last, 'f', 3, 64)
 			}
 			fmt.Fprintf(r.out, "%.1f,%s,%d,%.3f,%s\n", startMs, f.name, f.bin, mbps, delay)
 		}
-		f.bin, f.binAt, f.last = 0, at, nanF()
+		f.bin, f.binAt, f.last = 0, at, math.NaN()
 	}
 }
-
-func isNaN(v float64) bool { return v != v }
 
 // Close stops the load, waits for its goroutines and returns each flow's
 // totals, and the first error a flow met (a load that could not run is
@@ -409,7 +405,7 @@ func (r *Run) flowFor(kind string, dir byte, index int) *flow {
 			return f
 		}
 	}
-	f := &flow{name: name, rtt: kind != "udp", last: nanF()}
+	f := &flow{name: name, rtt: kind != "udp", last: math.NaN()}
 	r.flows = append(r.flows, f)
 	return f
 }
@@ -426,40 +422,38 @@ func senders(up, down int) [][2]int {
 	return out
 }
 
-// --- TCP ---
+// bulkStream is one bulk flow's byte stream, whatever carries it: the
+// server's end of the flows, its senders, its receivers and their delay
+// samples are written once for TCP and QUIC.
+type bulkStream struct {
+	rw io.ReadWriter
+	// rtt reads the transport's smoothed RTT (ms); abort unblocks a
+	// Read or Write in flight when the load ends.
+	rtt   func() (float64, bool)
+	abort func()
+}
 
-func (r *Run) startTCP(ctx context.Context, ep Endpoints, s proto.Settings, up, down int) error {
-	ln, err := proto.ListenTCP(ep.Server, 0, s)
-	if err != nil {
-		return err
+// serveBulk is the server's end of one flow: it reads the flow's header
+// (direction and index) and receives (up) or sends (down) until ctx ends.
+func (r *Run) serveBulk(ctx context.Context, kind string, s bulkStream) {
+	var hdr [2]byte
+	if _, err := io.ReadFull(s.rw, hdr[:]); err != nil {
+		return
 	}
-	r.keep(ln)
-	addr := proto.HostPort(ep.ServerAddr.String(), ln.Addr().(*net.TCPAddr).Port)
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			r.keep(c)
-			r.wg.Add(1)
-			go func() {
-				defer r.wg.Done()
-				var hdr [2]byte
-				if _, err := io.ReadFull(c, hdr[:]); err != nil {
-					return
-				}
-				f := r.flowFor("tcp", hdr[0], int(hdr[1]))
-				if hdr[0] == 'u' {
-					r.readAll(c, f)
-				} else {
-					r.sendTCP(ctx, c, f)
-				}
-			}()
-		}
-	}()
+	f := r.flowFor(kind, hdr[0], int(hdr[1]))
+	stop := context.AfterFunc(ctx, s.abort)
+	defer stop()
+	if hdr[0] == 'u' {
+		r.readAll(s.rw, f)
+	} else {
+		r.sendBulk(ctx, s, f)
+	}
+}
+
+// openBulks starts the client's end of every flow: each waits for the
+// load's window, opens its stream with open, names its flow in the header
+// and sends (up) or receives (down) until the window ends.
+func (r *Run) openBulks(ctx context.Context, kind string, up, down int, open func(context.Context) (bulkStream, func(), error)) {
 	for _, fl := range senders(up, down) {
 		r.wg.Add(1)
 		go func() {
@@ -469,27 +463,26 @@ func (r *Run) startTCP(ctx context.Context, ep Endpoints, s proto.Settings, up, 
 			if !ok {
 				return
 			}
-			f := r.flowFor("tcp", byte(fl[0]), fl[1])
-			c, _, err := proto.DialTCP(wctx, ep.Client, addr, s)
+			f := r.flowFor(kind, byte(fl[0]), fl[1])
+			s, closeStream, err := open(wctx)
 			if err != nil {
 				r.fail(fmt.Errorf("%s: %w", f.name, err))
 				return
 			}
-			r.keep(c)
-			if _, err := c.Write([]byte{byte(fl[0]), byte(fl[1])}); err != nil {
+			defer closeStream()
+			stopAbort := context.AfterFunc(wctx, s.abort)
+			defer stopAbort()
+			if _, err := s.rw.Write([]byte{byte(fl[0]), byte(fl[1])}); err != nil {
 				r.fail(fmt.Errorf("%s: %w", f.name, err))
 				return
 			}
 			if fl[0] == 'u' {
-				r.sendTCP(wctx, c, f)
-				return
+				r.sendBulk(wctx, s, f)
+			} else {
+				r.readAll(s.rw, f)
 			}
-			stopClose := context.AfterFunc(wctx, func() { c.Close() })
-			defer stopClose()
-			r.readAll(c, f)
 		}()
 	}
-	return nil
 }
 
 func (r *Run) readAll(c io.Reader, f *flow) {
@@ -505,15 +498,13 @@ func (r *Run) readAll(c io.Reader, f *flow) {
 	}
 }
 
-// sendTCP writes as fast as the connection takes until ctx ends, sampling
-// the kernel's smoothed RTT of the connection every bin for f.
-func (r *Run) sendTCP(ctx context.Context, c net.Conn, f *flow) {
-	stop := context.AfterFunc(ctx, func() { c.Close() })
-	defer stop()
-	r.sampleEvery(ctx, f, func() (float64, bool) { return tcpRTT(c) })
+// sendBulk writes as fast as the transport takes until ctx ends (the
+// stream's abort ends a blocked write), sampling its RTT every bin for f.
+func (r *Run) sendBulk(ctx context.Context, s bulkStream, f *flow) {
+	r.sampleEvery(ctx, f, s.rtt)
 	buf := make([]byte, 64<<10)
 	for {
-		if _, err := c.Write(buf); err != nil {
+		if _, err := s.rw.Write(buf); err != nil {
 			return
 		}
 	}
@@ -537,6 +528,46 @@ func (r *Run) sampleEvery(ctx context.Context, f *flow, read func() (float64, bo
 			}
 		}
 	}()
+}
+
+// --- TCP ---
+
+func (r *Run) startTCP(ctx context.Context, ep Endpoints, s proto.Settings, up, down int) error {
+	ln, err := proto.ListenTCP(ep.Server, 0, s)
+	if err != nil {
+		return err
+	}
+	r.keep(ln)
+	addr := proto.HostPort(ep.ServerAddr.String(), ln.Addr().(*net.TCPAddr).Port)
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			r.keep(c)
+			r.wg.Add(1)
+			go func() {
+				defer r.wg.Done()
+				r.serveBulk(ctx, "tcp", tcpStream(c))
+			}()
+		}
+	}()
+	r.openBulks(ctx, "tcp", up, down, func(ctx context.Context) (bulkStream, func(), error) {
+		c, _, err := proto.DialTCP(ctx, ep.Client, addr, s)
+		if err != nil {
+			return bulkStream{}, nil, err
+		}
+		r.keep(c)
+		return tcpStream(c), func() { c.Close() }, nil
+	})
+	return nil
+}
+
+func tcpStream(c net.Conn) bulkStream {
+	return bulkStream{rw: c, rtt: func() (float64, bool) { return tcpRTT(c) }, abort: func() { c.Close() }}
 }
 
 // tcpRTT reads the kernel's smoothed RTT of c, in ms.
@@ -586,76 +617,36 @@ func (r *Run) startQUIC(ctx context.Context, ep Endpoints, s proto.Settings, up,
 			go func() {
 				defer r.wg.Done()
 				defer conn.CloseWithError(0, "")
-				st, err := conn.AcceptStream(ctx)
-				if err != nil {
-					return
-				}
-				var hdr [2]byte
-				if _, err := io.ReadFull(st, hdr[:]); err != nil {
-					return
-				}
-				f := r.flowFor("quic", hdr[0], int(hdr[1]))
-				if hdr[0] == 'u' {
-					r.readAll(st, f)
-				} else {
-					r.sendQUIC(ctx, conn, st, f)
+				if st, err := conn.AcceptStream(ctx); err == nil {
+					r.serveBulk(ctx, "quic", quicStream(conn, st))
 				}
 			}()
 		}
 	}()
 	qc, _ := proto.QUICConfig(s)
-	for _, fl := range senders(up, down) {
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			wctx, stop, ok := r.window(ctx)
-			defer stop()
-			if !ok {
-				return
-			}
-			f := r.flowFor("quic", byte(fl[0]), fl[1])
-			conn, udp, err := proto.DialQUIC(wctx, ep.Client, addr, proto.QUICTLS(s.ClientTLS(crossALPN)), qc, false)
-			if err != nil {
-				r.fail(fmt.Errorf("%s: %w", f.name, err))
-				return
-			}
-			defer udp.Close()
-			defer conn.CloseWithError(0, "")
-			st, err := conn.OpenStreamSync(wctx)
-			if err != nil {
-				r.fail(fmt.Errorf("%s: %w", f.name, err))
-				return
-			}
-			if _, err := st.Write([]byte{byte(fl[0]), byte(fl[1])}); err != nil {
-				return
-			}
-			if fl[0] == 'u' {
-				r.sendQUIC(wctx, conn, st, f)
-				return
-			}
-			stopCancel := context.AfterFunc(wctx, func() { st.CancelRead(0) })
-			defer stopCancel()
-			r.readAll(st, f)
-		}()
-	}
+	r.openBulks(ctx, "quic", up, down, func(ctx context.Context) (bulkStream, func(), error) {
+		conn, udp, err := proto.DialQUIC(ctx, ep.Client, addr, proto.QUICTLS(s.ClientTLS(crossALPN)), qc, false)
+		if err != nil {
+			return bulkStream{}, nil, err
+		}
+		closeConn := func() { conn.CloseWithError(0, ""); udp.Close() }
+		st, err := conn.OpenStreamSync(ctx)
+		if err != nil {
+			closeConn()
+			return bulkStream{}, nil, err
+		}
+		return quicStream(conn, st), closeConn, nil
+	})
 	return nil
 }
 
-// sendQUIC writes on st as fast as flow control lets it until ctx ends,
-// sampling quic-go's smoothed RTT every bin.
-func (r *Run) sendQUIC(ctx context.Context, conn *quic.Conn, st *quic.Stream, f *flow) {
-	stop := context.AfterFunc(ctx, func() { st.CancelWrite(0) })
-	defer stop()
-	r.sampleEvery(ctx, f, func() (float64, bool) {
-		rtt := conn.ConnectionStats().SmoothedRTT
-		return float64(rtt) / 1e6, rtt > 0
-	})
-	buf := make([]byte, 64<<10)
-	for {
-		if _, err := st.Write(buf); err != nil {
-			return
-		}
-	}
+func quicStream(conn *quic.Conn, st *quic.Stream) bulkStream {
+	return bulkStream{rw: st,
+		rtt: func() (float64, bool) {
+			rtt := conn.ConnectionStats().SmoothedRTT
+			return float64(rtt) / 1e6, rtt > 0
+		},
+		abort: func() { st.CancelWrite(0); st.CancelRead(0) }}
 }
 
 // --- UDP ---
