@@ -293,3 +293,23 @@ func TestGuideListsEveryQueueDiscipline(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdateClock: the controller runs once per period boundary passed,
+// in order, at the boundary's time; the first event only starts the
+// clock; after a long idle spell only the last thousand boundaries run.
+func TestUpdateClock(t *testing.T) {
+	c := updateClock{period: 10}
+	var at []int64
+	rec := func(t int64) { at = append(at, t) }
+	c.due(5, rec)  // starts: next boundary 15
+	c.due(14, rec) // none
+	c.due(36, rec) // 15, 25, 35
+	if !slices.Equal(at, []int64{15, 25, 35}) {
+		t.Fatalf("boundaries %v", at)
+	}
+	at = nil
+	c.due(35+10*5000, rec)
+	if len(at) != 1001 || at[len(at)-1] != 35+10*5000 || at[1]-at[0] != 10 {
+		t.Errorf("after an idle spell: %d updates, last at %d", len(at), at[len(at)-1])
+	}
+}

@@ -26,30 +26,20 @@ func init() {
 		Params:              []string{"target", "interval", "ecn"},
 		DefaultLimitPackets: codelDefaultLimit,
 		New: func(c QueueConfig, limit Backlog, _ *rand.Rand) Qdisc {
-			return &codel{limit: limit, state: newCodelState(c)}
+			return &codel{dropTail: dropTail{limit: limit}, state: newCodelState(c)}
 		},
 	})
 }
 
+// codel is drop-tail's buffer (its Enqueue and Len) with CoDel's dequeue.
 type codel struct {
-	q     fifo
-	limit Backlog
+	dropTail
 	state codelState
-}
-
-func (c *codel) Enqueue(_ int64, p Packet, backlog Backlog, drop func(Packet)) {
-	if over(backlog, c.limit, p.Size) {
-		drop(p)
-		return
-	}
-	c.q.push(p)
 }
 
 func (c *codel) Dequeue(now int64, drop func(Packet)) (Packet, bool) {
 	return c.state.dequeue(now, &c.q, drop)
 }
-
-func (c *codel) Len() int { return c.q.len() }
 
 // codelState is one queue's CoDel state (FQ-CoDel keeps one per flow).
 type codelState struct {
@@ -62,14 +52,7 @@ type codelState struct {
 }
 
 func newCodelState(c QueueConfig) codelState {
-	s := codelState{target: int64(codelDefaultTarget), interval: int64(codelDefaultInterval), ecn: c.ECN}
-	if c.Target > 0 {
-		s.target = c.Target.D().Nanoseconds()
-	}
-	if c.Interval > 0 {
-		s.interval = c.Interval.D().Nanoseconds()
-	}
-	return s
+	return codelState{target: orDefault(c.Target, codelDefaultTarget), interval: orDefault(c.Interval, codelDefaultInterval), ecn: c.ECN}
 }
 
 // controlLaw is when to drop next: t + interval / sqrt(count).

@@ -32,16 +32,9 @@ func init() {
 		Params:              []string{"target", "interval", "ecn", "step"},
 		DefaultLimitPackets: dualDefaultLimit,
 		New: func(c QueueConfig, limit Backlog, rng *rand.Rand) Qdisc {
-			d := &dualPI2{limit: limit, rng: rng, ecn: c.ECN, target: int64(dualDefaultTarget), tupdate: int64(dualDefaultUpdate), step: int64(dualDefaultStep)}
-			if c.Target > 0 {
-				d.target = c.Target.D().Nanoseconds()
-			}
-			if c.Interval > 0 {
-				d.tupdate = c.Interval.D().Nanoseconds()
-			}
-			if c.Step > 0 {
-				d.step = c.Step.D().Nanoseconds()
-			}
+			d := &dualPI2{limit: limit, rng: rng, ecn: c.ECN, target: orDefault(c.Target, dualDefaultTarget), step: orDefault(c.Step, dualDefaultStep)}
+			d.clock.period = orDefault(c.Interval, dualDefaultUpdate)
+			d.control = d.controlAt
 			return d
 		},
 	})
@@ -53,38 +46,31 @@ type dualPI2 struct {
 	rng   *rand.Rand
 	ecn   bool
 
-	target, tupdate, step int64
-	base                  float64 // p', the PI controller's output
-	qdelayOld             int64
-	nextUpdate            int64
-	started               bool
+	target, step int64
+	base         float64 // p', the PI controller's output
+	qdelayOld    int64
+	clock        updateClock
+	control      func(at int64) // controlAt, bound once
 }
 
-// update runs the PI controller for every tupdate boundary passed by now,
-// on the larger of the two queues' head sojourn times.
-func (d *dualPI2) update(now int64) {
-	if !d.started {
-		d.started, d.nextUpdate = true, now+d.tupdate
-		return
-	}
+// update runs the PI controller for every update boundary passed by now.
+func (d *dualPI2) update(now int64) { d.clock.due(now, d.control) }
+
+// controlAt is one PI update at time at, on the larger of the two queues'
+// head sojourn times.
+func (d *dualPI2) controlAt(at int64) {
 	const s = float64(time.Second)
-	for n := 0; now >= d.nextUpdate; n++ {
-		if n == 1000 {
-			d.nextUpdate += (now - d.nextUpdate) / d.tupdate * d.tupdate
-		}
-		var qdelay int64
-		if p, ok := d.c.peek(); ok {
-			qdelay = max(qdelay, d.nextUpdate-p.Arrived)
-		}
-		if p, ok := d.l.peek(); ok {
-			qdelay = max(qdelay, d.nextUpdate-p.Arrived)
-		}
-		qdelay = max(qdelay, 0)
-		d.base += dualAlpha*float64(qdelay-d.target)/s + dualBeta*float64(qdelay-d.qdelayOld)/s
-		d.base = min(max(d.base, 0), 1)
-		d.qdelayOld = qdelay
-		d.nextUpdate += d.tupdate
+	var qdelay int64
+	if p, ok := d.c.peek(); ok {
+		qdelay = max(qdelay, at-p.Arrived)
 	}
+	if p, ok := d.l.peek(); ok {
+		qdelay = max(qdelay, at-p.Arrived)
+	}
+	qdelay = max(qdelay, 0)
+	d.base += dualAlpha*float64(qdelay-d.target)/s + dualBeta*float64(qdelay-d.qdelayOld)/s
+	d.base = min(max(d.base, 0), 1)
+	d.qdelayOld = qdelay
 }
 
 func (d *dualPI2) Enqueue(now int64, p Packet, backlog Backlog, drop func(Packet)) {

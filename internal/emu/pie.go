@@ -29,13 +29,9 @@ func init() {
 		Params:              []string{"target", "interval", "ecn"},
 		DefaultLimitPackets: pieDefaultLimit,
 		New: func(c QueueConfig, limit Backlog, rng *rand.Rand) Qdisc {
-			p := &pie{limit: limit, rng: rng, ecn: c.ECN, target: int64(pieDefaultTarget), tupdate: int64(pieDefaultUpdate), burst: int64(pieMaxBurst)}
-			if c.Target > 0 {
-				p.target = c.Target.D().Nanoseconds()
-			}
-			if c.Interval > 0 {
-				p.tupdate = c.Interval.D().Nanoseconds()
-			}
+			p := &pie{limit: limit, rng: rng, ecn: c.ECN, target: orDefault(c.Target, pieDefaultTarget), burst: int64(pieMaxBurst)}
+			p.clock.period = orDefault(c.Interval, pieDefaultUpdate)
+			p.calculate = p.calculateAt
 			return p
 		},
 	})
@@ -47,35 +43,21 @@ type pie struct {
 	rng   *rand.Rand
 	ecn   bool
 
-	target, tupdate int64
-	prob, accuProb  float64
+	target         int64
+	prob, accuProb float64
 	// qdelay is the latest sojourn time measured at dequeue (0 once the
 	// queue empties); qdelayOld the one of the previous update.
 	qdelay, qdelayOld int64
 	burst             int64 // burst allowance left
-	nextUpdate        int64
-	started           bool
+	clock             updateClock
+	calculate         func(at int64) // calculateAt, bound once
 }
 
-// update runs the controller for every tupdate boundary passed by now.
-func (p *pie) update(now int64) {
-	if !p.started {
-		p.started, p.nextUpdate = true, now+p.tupdate
-		return
-	}
-	for n := 0; now >= p.nextUpdate; n++ {
-		if n == 1000 {
-			// Idle for a long time: the probability has decayed to
-			// nothing; skip ahead.
-			p.nextUpdate += (now - p.nextUpdate) / p.tupdate * p.tupdate
-		}
-		p.calculate()
-		p.nextUpdate += p.tupdate
-	}
-}
+// update runs the controller for every update boundary passed by now.
+func (p *pie) update(now int64) { p.clock.due(now, p.calculate) }
 
-// calculate is RFC 8033's calculate_drop_prob.
-func (p *pie) calculate() {
+// calculateAt is RFC 8033's calculate_drop_prob.
+func (p *pie) calculateAt(int64) {
 	const s = float64(time.Second)
 	delta := pieAlpha*float64(p.qdelay-p.target)/s + pieBeta*float64(p.qdelay-p.qdelayOld)/s
 	// Auto-tuning: small probabilities move in small steps.
@@ -102,7 +84,7 @@ func (p *pie) calculate() {
 	}
 	p.prob = min(max(p.prob, 0), 1)
 	if p.burst > 0 {
-		p.burst = max(p.burst-p.tupdate, 0)
+		p.burst = max(p.burst-p.clock.period, 0)
 	}
 	if p.prob == 0 && p.qdelay < p.target/2 && p.qdelayOld < p.target/2 {
 		p.burst = int64(pieMaxBurst)

@@ -2,11 +2,12 @@ package emu
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -191,14 +192,7 @@ func registerQdisc(k QdiscKind) {
 }
 
 // QdiscNames lists the registered disciplines, sorted.
-func QdiscNames() []string {
-	var out []string
-	for n := range qdiscKinds {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
+func QdiscNames() []string { return slices.Sorted(maps.Keys(qdiscKinds)) }
 
 // QdiscKinds lists the registered disciplines, sorted by name.
 func QdiscKinds() []QdiscKind {
@@ -207,6 +201,31 @@ func QdiscKinds() []QdiscKind {
 		out = append(out, qdiscKinds[n])
 	}
 	return out
+}
+
+// updateClock runs a controller every period on the virtual clock, lazily:
+// a discipline calls due with each event's time, and the controller runs
+// once for every boundary passed since (PIE's and DualPI2's updates).
+type updateClock struct {
+	period, next int64
+	started      bool
+}
+
+// due calls update(at) for each period boundary at up to now, in order.
+// The first call only starts the clock. After a long idle spell only the
+// last thousand boundaries run: a controller's state has decayed to rest
+// long before.
+func (c *updateClock) due(now int64, update func(at int64)) {
+	if !c.started {
+		c.started, c.next = true, now+c.period
+		return
+	}
+	if behind := (now - c.next) / c.period; behind > 1000 {
+		c.next += (behind - 1000) * c.period
+	}
+	for ; now >= c.next; c.next += c.period {
+		update(c.next)
+	}
 }
 
 // fifo is a first-in-first-out queue of packets, the building block of
@@ -249,6 +268,14 @@ func (q *fifo) peek() (Packet, bool) {
 }
 
 func (q *fifo) len() int { return len(q.buf) - q.head }
+
+// orDefault is a parameter in ns: given, or the discipline's default.
+func orDefault(given units.Duration, def time.Duration) int64 {
+	if given > 0 {
+		return given.D().Nanoseconds()
+	}
+	return int64(def)
+}
 
 // over tells whether adding size bytes to backlog exceeds limit (a zero
 // bound does not bind).
