@@ -59,17 +59,11 @@ func runAdvise(_ context.Context, args []string, stdout, stderr io.Writer) int {
 
 // parseRequirements reads --require values against the metric registry.
 func parseRequirements(in []string) ([]advise.Requirement, error) {
-	var out []advise.Requirement
+	var parts []string
 	for _, s := range in {
-		for _, part := range strings.Split(s, ",") {
-			r, err := advise.ParseRegistered(part)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, r)
-		}
+		parts = append(parts, strings.Split(s, ",")...)
 	}
-	return out, nil
+	return advise.ParseAll(parts)
 }
 
 // printAnswers prints the answer for each network, then each stack's

@@ -62,6 +62,19 @@ func ParseRegistered(s string) (Requirement, error) {
 	})
 }
 
+// ParseAll reads requirements against the registry, in order.
+func ParseAll(texts []string) ([]Requirement, error) {
+	var out []Requirement
+	for _, t := range texts {
+		r, err := ParseRegistered(t)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
 // holds tells whether v satisfies the requirement.
 func (r Requirement) holds(v float64) bool {
 	switch r.Op {

@@ -34,16 +34,25 @@ type Progress struct {
 	Disturbed int           `json:"disturbed"`
 }
 
-// Snapshot is what a live view shows of a run at one moment.
+// Snapshot is what a live view shows of a run at one moment: the run so
+// far (its rows, requirements and answers), its progress and its plots.
 type Snapshot struct {
-	Run      *Run     `json:"-"`
-	Progress Progress `json:"progress"`
-	// Rows, Answers and Requirements repeat the run's, for the JSON view.
-	Rows         []results.Summary `json:"rows"`
-	Requirements []string          `json:"requirements,omitempty"`
-	Answers      []advise.Answer   `json:"answers,omitempty"`
-	Figures      []Figure          `json:"-"`
-	Notes        []string          `json:"notes,omitempty"`
+	Run      *Run
+	Progress Progress
+	Figures  []Figure
+	Notes    []string
+}
+
+// MarshalJSON is status.json: the progress, the rows, the requirements and
+// the answers so far, and the plots' notes.
+func (s *Snapshot) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Progress     Progress          `json:"progress"`
+		Rows         []results.Summary `json:"rows"`
+		Requirements []string          `json:"requirements,omitempty"`
+		Answers      []advise.Answer   `json:"answers,omitempty"`
+		Notes        []string          `json:"notes,omitempty"`
+	}{s.Progress, s.Run.Rows, s.Run.Requirements, s.Run.Answers, s.Notes})
 }
 
 // Live reads a run directory as it is now: the cells complete so far,
@@ -58,13 +67,7 @@ func Live(dir string) (*Snapshot, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("live view: %w", err)
 	}
-	r := &Run{Dir: dir, Name: filepath.Base(filepath.Clean(dir)), Manifest: m}
-	if m != nil {
-		if m.Scenario != "" {
-			r.Name = m.Scenario
-		}
-		r.Description, r.Plots, r.Requirements = m.Description, m.Plots, m.Requirements
-	}
+	r := runOf(dir, m)
 	if _, err := os.Stat(filepath.Join(dir, results.SummaryJSON)); err == nil {
 		var params []string
 		if m != nil {
@@ -74,7 +77,7 @@ func Live(dir string) (*Snapshot, error) {
 			return nil, fmt.Errorf("live view: %w", err)
 		}
 	}
-	s := &Snapshot{Run: r, Rows: r.Rows, Requirements: r.Requirements}
+	s := &Snapshot{Run: r}
 	s.Progress, err = readProgress(dir, m, time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("live view: %w", err)
@@ -87,19 +90,8 @@ func Live(dir string) (*Snapshot, error) {
 	if len(r.Rows) == 0 {
 		return s, nil
 	}
-	if len(r.Requirements) > 0 {
-		var reqs []advise.Requirement
-		for _, text := range r.Requirements {
-			req, err := advise.ParseRegistered(text)
-			if err != nil {
-				return nil, fmt.Errorf("live view: requirement: %w", err)
-			}
-			reqs = append(reqs, req)
-		}
-		if r.Answers, err = advise.Evaluate(r.Rows, reqs, r.seed()); err != nil {
-			return nil, fmt.Errorf("live view: %w", err)
-		}
-		s.Answers = r.Answers
+	if err := r.answer(); err != nil {
+		return nil, fmt.Errorf("live view: %w", err)
 	}
 	// Plots from the summary only: the records are joined at the end.
 	if len(r.Plots) == 0 {
@@ -166,30 +158,27 @@ func readProgress(dir string, m *results.Manifest, now time.Time) (Progress, err
 func LiveHandler(dir string) http.Handler {
 	mux := http.NewServeMux()
 	var cache liveCache
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		s, err := cache.get(dir)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
+	// serve answers with the snapshot as write renders it.
+	serve := func(contentType string, write func(http.ResponseWriter, *Snapshot) error) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			s, err := cache.get(dir)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			w.Header().Set("Content-Type", contentType)
+			w.Header().Set("Cache-Control", "no-store")
+			if err := write(w, s); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+			}
 		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
-		if err := writeLive(w, s); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-		}
-	})
-	mux.HandleFunc("GET /status.json", func(w http.ResponseWriter, r *http.Request) {
-		s, err := cache.get(dir)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
+	}
+	mux.HandleFunc("GET /{$}", serve("text/html; charset=utf-8", func(w http.ResponseWriter, s *Snapshot) error { return writeLive(w, s) }))
+	mux.HandleFunc("GET /status.json", serve("application/json", func(w http.ResponseWriter, s *Snapshot) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		enc.Encode(s)
-	})
+		return enc.Encode(s)
+	}))
 	mux.Handle("GET /files/", http.StripPrefix("/files/", http.FileServerFS(os.DirFS(dir))))
 	return readOnly(mux)
 }
@@ -248,7 +237,7 @@ func stamp(path string) string {
 
 func writeLive(w interface{ Write([]byte) (int, error) }, s *Snapshot) error {
 	swept, reps := false, false
-	for _, row := range s.Rows {
+	for _, row := range s.Run.Rows {
 		swept = swept || len(row.Params) > 0
 		reps = reps || row.Rep > 1
 	}
@@ -259,7 +248,7 @@ func writeLive(w interface{ Write([]byte) (int, error) }, s *Snapshot) error {
 		Columns     any
 		Notes       []string
 		Swept, Reps bool
-	}{s.Run, s.Progress, s.Figures, tableColumns(s.Rows, s.Run.Manifest), s.Notes, swept, reps})
+	}{s.Run, s.Progress, s.Figures, tableColumns(s.Run.Rows, s.Run.Manifest), s.Notes, swept, reps})
 }
 
 // livePage shares the report's sections (the answer, every cell) and

@@ -62,8 +62,8 @@ func TestLiveSnapshot(t *testing.T) {
 	if p.Total != 4 || p.Done != 2 || len(p.Running) != 1 || p.Running[0] != "h3" || p.Finished || p.Left != 2*time.Minute || p.Disturbed != 1 {
 		t.Errorf("progress %+v", p)
 	}
-	if len(s.Answers) != 1 || s.Answers[0].Best != "tcp" {
-		t.Errorf("answers %+v", s.Answers)
+	if len(s.Run.Answers) != 1 || s.Run.Answers[0].Best != "tcp" {
+		t.Errorf("answers %+v", s.Run.Answers)
 	}
 	if len(s.Figures) == 0 {
 		t.Fatal("no plot")
@@ -101,7 +101,10 @@ func TestLiveHandler(t *testing.T) {
 	if code != 200 || regexp.MustCompile(`(?i)(src|href)\s*=\s*"(https?:)?//|<script|@import|url\(http`).MatchString(page) {
 		t.Errorf("status %d, or the page references something outside itself", code)
 	}
-	var status Snapshot
+	var status struct {
+		Progress Progress
+		Rows     []map[string]any
+	}
 	if code, body := get("/status.json"); code != 200 || json.Unmarshal([]byte(body), &status) != nil || status.Progress.Done != 2 || len(status.Rows) != 2 {
 		t.Errorf("status.json: %d %s", code, body)
 	}

@@ -57,6 +57,32 @@ type Run struct {
 	cells         map[string]*cellSeries
 }
 
+// runOf is a run directory's Run as its manifest (nil: none yet, or a
+// format-1 directory) describes it, without its rows.
+func runOf(dir string, m *results.Manifest) *Run {
+	r := &Run{Dir: dir, Name: filepath.Base(filepath.Clean(dir)), Manifest: m}
+	if m != nil {
+		if m.Scenario != "" {
+			r.Name = m.Scenario
+		}
+		r.Description, r.Plots, r.Requirements = m.Description, m.Plots, m.Requirements
+	}
+	return r
+}
+
+// answer evaluates the run's requirements on its rows (Answers).
+func (r *Run) answer() error {
+	if len(r.Requirements) == 0 {
+		return nil
+	}
+	reqs, err := advise.ParseAll(r.Requirements)
+	if err != nil {
+		return fmt.Errorf("requirement: %w", err)
+	}
+	r.Answers, err = advise.Evaluate(r.Rows, reqs, r.seed())
+	return err
+}
+
 // seed is the run's seed, which every bootstrap of the report uses, so
 // that a figure's interval is the one comparisons.csv has.
 func (r *Run) seed() uint64 {
@@ -87,13 +113,8 @@ func Load(dir string) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
-	r := &Run{Dir: dir, Name: filepath.Base(filepath.Clean(dir)), Rows: rr.Rows, Manifest: rr.Manifest}
-	if m := rr.Manifest; m != nil {
-		if m.Scenario != "" {
-			r.Name = m.Scenario
-		}
-		r.Description, r.Plots, r.Requirements = m.Description, m.Plots, m.Requirements
-	}
+	r := runOf(dir, rr.Manifest)
+	r.Rows = rr.Rows
 	if r.Manifest == nil || r.Manifest.Format < 2 {
 		// Format 1 kept the name, description and plots only in the
 		// scenario file: read those three fields, leniently, since the
@@ -305,18 +326,8 @@ func Build(r *Run) (string, error) {
 			return "", err
 		}
 	}
-	if len(r.Requirements) > 0 {
-		var reqs []advise.Requirement
-		for _, text := range r.Requirements {
-			req, err := advise.ParseRegistered(text)
-			if err != nil {
-				return "", fmt.Errorf("requirement: %w", err)
-			}
-			reqs = append(reqs, req)
-		}
-		if r.Answers, err = advise.Evaluate(r.Rows, reqs, r.seed()); err != nil {
-			return "", err
-		}
+	if err := r.answer(); err != nil {
+		return "", err
 	}
 	var load []stats.Comparison
 	if r.Load, load, err = loadEffects(r); err != nil {

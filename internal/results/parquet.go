@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -123,14 +124,7 @@ func (t *parquetTable) parse(i int, s string) (parquet.Value, error) {
 // writer opens a Parquet writer on w with tlab's metadata.
 func (t *parquetTable) writer(w io.Writer, meta map[string]string) *parquet.Writer {
 	opts := []parquet.WriterOption{t.schema, parquet.Compression(&parquet.Zstd)}
-	keys := slices.Sorted(func(yield func(string) bool) {
-		for k := range meta {
-			if !yield(k) {
-				return
-			}
-		}
-	})
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(meta)) {
 		opts = append(opts, parquet.KeyValueMetadata(k, meta[k]))
 	}
 	return parquet.NewWriter(w, opts...)
