@@ -123,14 +123,17 @@ func TestUDPThroughDelayedLossyLink(t *testing.T) {
 	t.Logf("min RTT %v, %d/%d echoes, lateness %+v", minRTT, got, n, st.Lateness)
 }
 
-func TestTCPThroughDelayedLossyLink(t *testing.T) {
-	tb := build(t, ClientServer(delayLoss(5*time.Millisecond, 0.01)), Options{Seed: 2})
-	ln, err := tb.Host("server").Listen("tcp4", ":9001")
+// transfer sends n random bytes over TCP from the client host to the
+// server host on port and fails the test unless they all arrive, intact,
+// within a minute.
+func transfer(t *testing.T, tb *Testbed, port, n int) {
+	t.Helper()
+	ln, err := tb.Host("server").Listen("tcp4", ":"+strconv.Itoa(port))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	payload := make([]byte, 2<<20)
+	payload := make([]byte, n)
 	rand.Read(payload)
 	received := make(chan []byte, 1)
 	go func() {
@@ -144,8 +147,7 @@ func TestTCPThroughDelayedLossyLink(t *testing.T) {
 		received <- b
 	}()
 	ip, _ := tb.Addr("client", "server")
-	start := time.Now()
-	c, err := tb.Host("client").DialContext(context.Background(), nil, "tcp4", net.JoinHostPort(ip.String(), "9001"))
+	c, err := tb.Host("client").DialContext(context.Background(), nil, "tcp4", net.JoinHostPort(ip.String(), strconv.Itoa(port)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,6 +163,12 @@ func TestTCPThroughDelayedLossyLink(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("transfer did not finish in 60 s")
 	}
+}
+
+func TestTCPThroughDelayedLossyLink(t *testing.T) {
+	tb := build(t, ClientServer(delayLoss(5*time.Millisecond, 0.01)), Options{Seed: 2})
+	start := time.Now()
+	transfer(t, tb, 9001, 2<<20)
 	st, _ := tb.Emulator().Stats()
 	path, _ := st.Link("path")
 	if path.Up.DropLoss == 0 {
@@ -262,41 +270,7 @@ func TestECNMarksThroughTheEngine(t *testing.T) {
 			Queue: emu.QueueConfig{Type: emu.CoDelName, ECN: true}}
 		down := emu.DirectionConfig{Delay: units.Duration(5 * time.Millisecond)}
 		tb := build(t, ClientServer(emu.LinkConfig{Up: up, Down: down}), Options{Seed: 3, TCPECN: ecn})
-		ln, err := tb.Host("server").Listen("tcp4", ":9002")
-		if err != nil {
-			t.Fatal(err)
-		}
-		payload := make([]byte, 8<<20)
-		rand.Read(payload)
-		received := make(chan []byte, 1)
-		go func() {
-			c, err := ln.Accept()
-			if err != nil {
-				received <- nil
-				return
-			}
-			defer c.Close()
-			b, _ := io.ReadAll(c)
-			received <- b
-		}()
-		ip, _ := tb.Addr("client", "server")
-		c, err := tb.Host("client").DialContext(context.Background(), nil, "tcp4", net.JoinHostPort(ip.String(), "9002"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.Write(payload); err != nil {
-			t.Fatal(err)
-		}
-		c.Close()
-		select {
-		case got := <-received:
-			if !bytes.Equal(got, payload) {
-				t.Fatalf("ecn %v: received %d bytes, not the %d sent", ecn, len(got), len(payload))
-			}
-		case <-time.After(60 * time.Second):
-			t.Fatalf("ecn %v: transfer did not finish in 60 s", ecn)
-		}
-		ln.Close()
+		transfer(t, tb, 9002, 8<<20)
 		st, _ := tb.Emulator().Stats()
 		path, _ := st.Link("path")
 		t.Logf("ecn %v: 8 MiB at 20 Mbit/s through CoDel: %d marked, %d dropped by the queue", ecn, path.Up.ECNMarked, path.Up.DropQueue)
