@@ -174,8 +174,10 @@ func (s *Scenario) validate() error {
 	if len(s.Profiles) == 0 {
 		return s.errAt(nil, "profiles: give at least one link profile (see tlab profiles)")
 	}
+	links := make([]emu.LinkConfig, len(s.Profiles))
 	for i, p := range s.Profiles {
-		if _, err := s.LinkFor(p); err != nil {
+		var err error
+		if links[i], err = s.LinkFor(p); err != nil {
 			// An error in this file's link: section already says where.
 			if se := (*strictyaml.Error)(nil); errors.As(err, &se) && se.File == s.file && se.Line > 0 {
 				return err
@@ -227,7 +229,7 @@ func (s *Scenario) validate() error {
 	if err := s.decodeTopology(); err != nil {
 		return err
 	}
-	if err := s.checkOffered(); err != nil {
+	if err := s.checkOffered(links); err != nil {
 		return err
 	}
 	if s.Order != "fixed" && s.Order != "random" {
@@ -337,14 +339,12 @@ func (s *Scenario) decodeWorkload() error {
 const overloadFactor = 10
 
 // checkOffered refuses a workload whose payload rate is far beyond what a
-// profile's link carries, naming the parameter that sets it.
-func (s *Scenario) checkOffered() error {
+// profile's link (links, in the order of Profiles) carries, naming the
+// parameter that sets it.
+func (s *Scenario) checkOffered(links []emu.LinkConfig) error {
 	off := s.workload.Info().Offered
-	for _, p := range s.Profiles {
-		link, err := s.LinkFor(p)
-		if err != nil {
-			return nil // reported by validate
-		}
+	for i, p := range s.Profiles {
+		link := links[i]
 		for _, d := range []struct {
 			way     string
 			offered float64
