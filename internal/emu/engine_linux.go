@@ -527,17 +527,12 @@ func (e *engine) control() error {
 		}
 	}
 	for {
-		i := bytes.IndexByte(e.ctrl, '\n')
-		if i < 0 {
-			return nil
+		op, rest, ok, err := nextControl(e.ctrl)
+		if err != nil || !ok {
+			return err
 		}
-		line := e.ctrl[:i]
-		var c control
-		if err := json.Unmarshal(line, &c); err != nil {
-			return fmt.Errorf("control: %w", err)
-		}
-		e.ctrl = append(e.ctrl[:0], e.ctrl[i+1:]...)
-		switch c.Op {
+		e.ctrl = append(e.ctrl[:0], rest...)
+		switch op {
 		case "stats":
 			if err := e.reply(e.stats()); err != nil {
 				return err
@@ -551,8 +546,6 @@ func (e *engine) control() error {
 		case "stop":
 			e.stopping = true
 			return nil
-		default:
-			return fmt.Errorf("control: unknown op %q", c.Op)
 		}
 	}
 }
@@ -638,6 +631,9 @@ func childMain() error {
 	var spec EngineSpec
 	if err := json.Unmarshal(specLine, &spec); err != nil {
 		return fmt.Errorf("spec: %w", err)
+	}
+	if err := spec.Validate(); err != nil {
+		return err
 	}
 	if err := prepareThread(spec); err != nil {
 		return err

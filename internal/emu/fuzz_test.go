@@ -2,6 +2,7 @@ package emu
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 )
 
@@ -47,6 +48,50 @@ func FuzzParseProfile(f *testing.F) {
 		}
 		if _, _, err := NewLink(p.Link, 1, "fuzz", nil, nil); err != nil {
 			t.Fatalf("accepted a profile that builds no link: %v\n%s", err, data)
+		}
+	})
+}
+
+// FuzzEngineControl: the engine's side of the pipe from its parent. A
+// spec line that decodes either fails Validate or builds every link it
+// names; a stream of control bytes yields only known requests, each
+// consuming exactly its line, and never grows without bound.
+func FuzzEngineControl(f *testing.F) {
+	f.Add([]byte(`{"seed":1,"mode":"busy","cpu":-1,"mtu":1500,"links":[{"name":"l0","config":{"up":{"delay":"5ms","rate":"10Mbit"},"down":{"delay":"5ms","jitter":"1ms","loss":{"model":"gilbert","rate":"1%"}}},"ports":[{"side":0,"host_mac":"AgAAAAAB"},{"side":1}]}]}`), []byte(`{"op":"stats"}`+"\n"+`{"op":"reset_lateness"}`+"\n"+`{"op":"st`))
+	f.Add([]byte(`{"links":[{"ports":[{"side":7}]}]}`), []byte(`{"op":"stop","x":1}`+"\n"))
+	f.Add([]byte(`{"mtu":-5}`), []byte("{}\n{}\n"))
+	f.Fuzz(func(t *testing.T, specLine, ctrl []byte) {
+		var s EngineSpec
+		if json.Unmarshal(specLine, &s) == nil && s.Validate() == nil {
+			for _, l := range s.Links {
+				for _, p := range l.Ports {
+					if p.Side != SideA && p.Side != SideB {
+						t.Fatalf("a port on side %d validated", p.Side)
+					}
+				}
+				// What the engine does next with each link: an error,
+				// or two directions; never a panic.
+				if up, down, err := NewLink(l.Config, s.Seed, l.Name, l.TraceUp, l.TraceDown); err == nil && (up == nil || down == nil) {
+					t.Fatal("NewLink gave no error and no direction")
+				}
+			}
+		}
+		buf := ctrl
+		for range 100 {
+			op, rest, ok, err := nextControl(buf)
+			if err != nil || !ok {
+				if err == nil && len(buf) > maxControlLine {
+					t.Fatalf("%d bytes without a newline kept waiting", len(buf))
+				}
+				break
+			}
+			if op != "stats" && op != "reset_lateness" && op != "stop" {
+				t.Fatalf("op %q accepted", op)
+			}
+			if i := bytes.IndexByte(buf, '\n'); !bytes.Equal(rest, buf[i+1:]) {
+				t.Fatal("a request consumed more or less than its line")
+			}
+			buf = rest
 		}
 	})
 }

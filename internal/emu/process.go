@@ -32,6 +32,12 @@ type Process struct {
 // The child is bound to a dedicated OS thread that lives as long as it does,
 // so that its parent-death signal fires only when tlab itself dies.
 func Start(spec EngineSpec, ports []*os.File) (*Process, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, fmt.Errorf("emulator: %w", err)
+	}
+	if spec.Ports() != len(ports) {
+		return nil, fmt.Errorf("emulator: the spec names %d ports, %d sockets were given", spec.Ports(), len(ports))
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("emulator: locating own executable: %w", err)

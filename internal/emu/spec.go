@@ -1,6 +1,13 @@
 package emu
 
-import "net"
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+)
 
 // Arrival clocks of the engine.
 const (
@@ -107,4 +114,84 @@ func (s EngineStats) Link(name string) (LinkStats, bool) {
 // control is a request from the parent.
 type control struct {
 	Op string `json:"op"` // "stats", "reset_lateness", "stop"
+}
+
+// maxControlLine bounds one control request: the parent's are a few
+// dozen bytes, so a longer line without a newline is not a request.
+const maxControlLine = 4096
+
+// nextControl takes the first whole request line from buf: its op, and
+// what follows it. A partial line leaves ok false and buf as it is; a
+// line that is not a request, or a partial one past maxControlLine, is
+// an error.
+func nextControl(buf []byte) (op string, rest []byte, ok bool, err error) {
+	i := bytes.IndexByte(buf, '\n')
+	if i < 0 {
+		if len(buf) > maxControlLine {
+			return "", buf, false, fmt.Errorf("control: %d bytes without a newline", len(buf))
+		}
+		return "", buf, false, nil
+	}
+	var c control
+	dec := json.NewDecoder(bytes.NewReader(buf[:i]))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return "", buf, false, fmt.Errorf("control: %w", err)
+	}
+	if dec.More() {
+		return "", buf, false, errors.New("control: more than one object on a line")
+	}
+	switch c.Op {
+	case "stats", "reset_lateness", "stop":
+	default:
+		return "", buf, false, fmt.Errorf("control: unknown op %q", c.Op)
+	}
+	return c.Op, buf[i+1:], true, nil
+}
+
+// Validate checks a spec before the engine uses it: it comes over a pipe
+// from the parent, and a field out of range must be an error that says
+// which, never an index out of range in the loop.
+func (s EngineSpec) Validate() error {
+	switch s.Mode {
+	case "", ModeBusy, ModeSleep:
+	default:
+		return fmt.Errorf("spec: mode %q: want %s or %s", s.Mode, ModeBusy, ModeSleep)
+	}
+	switch s.Arrival {
+	case "", ArrivalKernel, ArrivalRead:
+	default:
+		return fmt.Errorf("spec: arrival %q: want %s or %s", s.Arrival, ArrivalKernel, ArrivalRead)
+	}
+	switch {
+	case s.SpinNs < 0 || s.SpinNs > int64(time.Second):
+		return fmt.Errorf("spec: spin_ns %d: want 0 to 1e9", s.SpinNs)
+	case s.RealtimePriority < 0 || s.RealtimePriority > 99:
+		return fmt.Errorf("spec: realtime_priority %d: want 0 to 99", s.RealtimePriority)
+	case s.CPU < -1 || s.CPU >= 1024:
+		return fmt.Errorf("spec: cpu %d: want -1 (any) or a CPU number", s.CPU)
+	case s.MTU != 0 && (s.MTU < 68 || s.MTU > 65535):
+		return fmt.Errorf("spec: mtu %d: want 68 to 65535", s.MTU)
+	}
+	for i, l := range s.Links {
+		for j, p := range l.Ports {
+			if p.Side != SideA && p.Side != SideB {
+				return fmt.Errorf("spec: link %d (%s) port %d: side %d: want %d or %d", i, l.Name, j, p.Side, SideA, SideB)
+			}
+			if len(p.HostMAC) != 0 && len(p.HostMAC) != 6 {
+				return fmt.Errorf("spec: link %d (%s) port %d: a MAC of %d bytes", i, l.Name, j, len(p.HostMAC))
+			}
+		}
+	}
+	return nil
+}
+
+// Ports counts the port sockets the spec's links name: the files the
+// engine expects, in order, from fd 3.
+func (s EngineSpec) Ports() int {
+	n := 0
+	for _, l := range s.Links {
+		n += len(l.Ports)
+	}
+	return n
 }

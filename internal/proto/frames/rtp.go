@@ -120,11 +120,10 @@ func (s *rtpServer) serveRTP() {
 		s.peer = from
 		s.account(p, at)
 		s.mu.Unlock()
-		ext := p.GetExtension(rtpFrameExtID)
-		if len(ext) != 8 {
+		id, length, ok := frameExtension(&p)
+		if !ok {
 			continue
 		}
-		id, length := binary.BigEndian.Uint32(ext[0:4]), int(binary.BigEndian.Uint32(ext[4:8]))
 		s.re.add(id, int(p.SequenceNumber), len(p.Payload), proto.Packet{Hash: proto.HashBytes(d), At: at, Size: n},
 			func(_, bytes int) bool { return bytes >= length })
 	}
@@ -249,16 +248,38 @@ func ntpTime(t time.Time) uint64 {
 	return secs<<32 | frac
 }
 
-func (c *rtpClient) Send(id uint32, payload []byte) ([]proto.Packet, error) {
+// frameExtensionBytes is the header extension every packet of a frame
+// carries: the frame's id and its length in bytes.
+func frameExtensionBytes(id uint32, length int) []byte {
 	var ext [8]byte
 	binary.BigEndian.PutUint32(ext[0:4], id)
-	binary.BigEndian.PutUint32(ext[4:8], uint32(len(payload)))
+	binary.BigEndian.PutUint32(ext[4:8], uint32(length))
+	return ext[:]
+}
+
+// frameExtension reads a packet's frame id and length; ok is false when
+// the packet has no such extension or a length beyond what a frame may
+// be (a peer's word, bounded before the reassembler counts bytes to it).
+func frameExtension(p *rtp.Packet) (id uint32, length int, ok bool) {
+	ext := p.GetExtension(rtpFrameExtID)
+	if len(ext) != 8 {
+		return 0, 0, false
+	}
+	id, n := binary.BigEndian.Uint32(ext[0:4]), binary.BigEndian.Uint32(ext[4:8])
+	if int64(n) > proto.MaxMessage {
+		return 0, 0, false
+	}
+	return id, int(n), true
+}
+
+func (c *rtpClient) Send(id uint32, payload []byte) ([]proto.Packet, error) {
+	ext := frameExtensionBytes(id, len(payload))
 	c.mu.Lock()
 	pkts := c.pk.Packetize(payload, c.samples)
 	c.mu.Unlock()
 	var sent []proto.Packet
 	for _, p := range pkts {
-		if err := p.SetExtension(rtpFrameExtID, ext[:]); err != nil {
+		if err := p.SetExtension(rtpFrameExtID, ext); err != nil {
 			return sent, err
 		}
 		b, err := p.Marshal()
