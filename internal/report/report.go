@@ -191,12 +191,18 @@ func (r *Run) loadRecords(path string) error {
 			finish()
 			cur = id
 		}
-		if rec[col["warmup"]] == "true" || rec[col["delay_ms"]] == "" {
+		if rec[col["warmup"]] == "true" {
 			continue
 		}
-		d, err1 := strconv.ParseFloat(rec[col["delay_ms"]], 64)
-		s, err2 := strconv.ParseFloat(rec[col["sent_ms"]], 64)
-		if err1 != nil || err2 != nil {
+		d, measured, err := results.ParseRecordNumber(rec[col["delay_ms"]])
+		if err != nil {
+			return results.RecordFieldError(path, cr, col["delay_ms"], "delay_ms", err)
+		}
+		s, sent, err := results.ParseRecordNumber(rec[col["sent_ms"]])
+		if err != nil {
+			return results.RecordFieldError(path, cr, col["sent_ms"], "sent_ms", err)
+		}
+		if !measured || !sent {
 			continue
 		}
 		delays = append(delays, d)

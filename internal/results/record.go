@@ -184,3 +184,25 @@ func (w *RecordWriter) Close() error {
 	}
 	return err
 }
+
+// ParseRecordNumber reads a number column of records.csv as tlab writes
+// it: empty is "not measured" (present false); anything else must be a
+// finite number. A hand-edited NaN, Inf or word is an error, so that a
+// reader never counts it, nor skips it in silence.
+func ParseRecordNumber(s string) (v float64, present bool, err error) {
+	if s == "" {
+		return math.NaN(), false, nil
+	}
+	v, err = strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return math.NaN(), false, fmt.Errorf("%q is not a finite number", s)
+	}
+	return v, true, nil
+}
+
+// RecordFieldError says where in records.csv a field is wrong: the file,
+// its line and the column's name.
+func RecordFieldError(path string, cr *csv.Reader, col int, name string, err error) error {
+	line, _ := cr.FieldPos(col)
+	return fmt.Errorf("%s:%d: column %s: %w", path, line, name, err)
+}

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"math"
@@ -135,5 +136,32 @@ func TestFormatValueKeepsTinyValuesReadable(t *testing.T) {
 		if got := FormatValue(v); got != want {
 			t.Errorf("FormatValue(%v) = %q, want %q", v, got, want)
 		}
+	}
+}
+
+// TestRecordNumbersAsWritten: what tlab writes in a number column reads
+// back (empty is not measured); a hand-edited NaN, Inf or word is an
+// error naming the file, the line and the column.
+func TestRecordNumbersAsWritten(t *testing.T) {
+	for _, ok := range []string{fmtFloat(0.8123), fmtFloat(-3), fmtFloat(1e9)} {
+		if _, present, err := ParseRecordNumber(ok); !present || err != nil {
+			t.Errorf("%q: %v %v", ok, present, err)
+		}
+	}
+	if v, present, err := ParseRecordNumber(fmtFloat(math.NaN())); present || err != nil || !math.IsNaN(v) {
+		t.Errorf("an unmeasured value: %v %v %v", v, present, err)
+	}
+	for _, bad := range []string{"NaN", "+Inf", "-inf", "1e400", "fast", "1,5"} {
+		if _, _, err := ParseRecordNumber(bad); err == nil {
+			t.Errorf("%q read as a number", bad)
+		}
+	}
+	cr := csv.NewReader(strings.NewReader("cell,delay_ms\nc1,1.5\nc1,NaN\n"))
+	for range 3 {
+		cr.Read()
+	}
+	_, _, perr := ParseRecordNumber("NaN")
+	if err := RecordFieldError("run/records.csv", cr, 1, "delay_ms", perr); !strings.Contains(err.Error(), "run/records.csv:3: column delay_ms") {
+		t.Errorf("error says %v", err)
 	}
 }

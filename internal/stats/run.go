@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"tlab/internal/metrics"
@@ -225,11 +224,14 @@ func readDelays(path string, seed uint64) (map[string][]float64, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		if rec[col["warmup"]] == "true" || rec[col["delay_ms"]] == "" {
+		if rec[col["warmup"]] == "true" {
 			continue
 		}
-		d, err := strconv.ParseFloat(rec[col["delay_ms"]], 64)
+		d, measured, err := results.ParseRecordNumber(rec[col["delay_ms"]])
 		if err != nil {
+			return nil, results.RecordFieldError(path, cr, col["delay_ms"], "delay_ms", err)
+		}
+		if !measured {
 			continue
 		}
 		cell := rec[col["cell"]]

@@ -1,0 +1,51 @@
+package results
+
+import (
+	"bytes"
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// FuzzRecordsToParquet: a truncated or hand-edited records.csv either
+// gives an error or becomes a records.parquet with exactly its rows,
+// never a panic or a file that silently drops some.
+func FuzzRecordsToParquet(f *testing.F) {
+	f.Add([]byte("cell,protocol,profile,rep,seq,warmup,sent_ms,delay_ms,workload.interval\nc1,tcp,ethernet,1,0,false,0.0,0.81,25ms\nc1,tcp,ethernet,1,1,false,25.0,,25ms\n"))
+	f.Add([]byte("cell,seq,delay_ms\nc1,0,1e400\nc1,x,NaN\n"))
+	f.Add([]byte("cell,seq\nc1,0\nc1\n"))
+	f.Add([]byte("cell,\"seq\nc1"))
+	f.Fuzz(func(t *testing.T, records []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, RecordsFile), records, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := WriteRecordsParquet(dir, []string{"workload.interval"})
+		if err != nil {
+			return
+		}
+		rows, cerr := csv.NewReader(bytes.NewReader(records)).ReadAll()
+		if cerr != nil {
+			t.Fatalf("records.csv that does not parse (%v) was converted", cerr)
+		}
+		pf, err := os.Open(filepath.Join(dir, RecordsParquet))
+		if os.IsNotExist(err) && len(rows) == 0 {
+			return // no header, no records: no file
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pf.Close()
+		st, _ := pf.Stat()
+		pq, err := parquet.OpenFile(pf, st.Size())
+		if err != nil {
+			t.Fatalf("records.parquet written but unreadable: %v", err)
+		}
+		if pq.NumRows() != int64(len(rows)-1) {
+			t.Fatalf("records.parquet holds %d rows, records.csv %d", pq.NumRows(), len(rows)-1)
+		}
+	})
+}
