@@ -15,6 +15,7 @@ import (
 	"tlab/internal/report"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
+	"tlab/internal/testbed"
 )
 
 // ErrInput marks an error in what the user asked (a scenario that does not
@@ -175,6 +176,7 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 			return out, err
 		}
 	}
+	sweepDeadRuns(r.Log)
 	if len(r.Requirements) == 0 {
 		r.Requirements = sc.Requirements() // the scenario's own, unless given
 	}
@@ -267,4 +269,33 @@ func (r Run) scenario() (*scenario.Scenario, error) {
 		return LoadScenario(r.NameOrFile, append(slices.Clone(r.Sets), RemoteSets(r.Replay)...))
 	}
 	return LoadScenario(r.NameOrFile, r.Sets)
+}
+
+// sweepDeadRuns removes what runs killed before they could clean up left
+// behind (their temp directories, records and any child still running),
+// so that a kill followed by a resume leaves nothing, as `tlab cleanup`
+// would. Live runs, this one's neighbours included, are not touched: the
+// registry knows a run's owner by PID and start time.
+func sweepDeadRuns(log io.Writer) {
+	actions, err := testbed.Cleanup(false)
+	if log == nil {
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(log, "warning: could not clean up after earlier runs: %v (tlab cleanup)\n", err)
+	}
+	runs := map[string]bool{}
+	for _, a := range actions {
+		runs[a.Run] = true
+		if a.Error != "" {
+			fmt.Fprintf(log, "warning: cleaning up after run %s: %s: %s\n", a.Run, a.What, a.Error)
+		}
+	}
+	switch len(runs) {
+	case 0:
+	case 1:
+		fmt.Fprintln(log, "removed what a killed tlab run left behind (temp files, its record)")
+	default:
+		fmt.Fprintf(log, "removed what %d killed tlab runs left behind (temp files, their records)\n", len(runs))
+	}
 }
