@@ -175,6 +175,12 @@ func TestKillAtRandomAndResume(t *testing.T) {
 				t.Errorf("killed and resumed, records per cell:\n%v\nundisturbed:\n%v", got, want)
 			}
 			for _, d := range runDirs(t, final) {
+				// The run's options hold in every part, also one begun
+				// only by a resume.
+				var man struct{ Quality string }
+				if b, err := os.ReadFile(filepath.Join(d, "manifest.json")); err != nil || json.Unmarshal(b, &man) != nil || man.Quality != "off" {
+					t.Errorf("%s ran with quality %q, want the run's off (%v)", d, man.Quality, err)
+				}
 				for _, cmd := range [][]string{{"report", d}, {"stats", d}} {
 					if o, err := exec.Command(bin, cmd...).CombinedOutput(); err != nil {
 						t.Errorf("tlab %s after the kills: %v\n%s", strings.Join(cmd, " "), err, o)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 	"time"
 
 	"tlab/internal/advise"
@@ -111,6 +112,9 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 			fmt.Fprintf(stderr, "tlab run: interrupted after %d of %d cells; nothing is left running.\nContinue with: tlab run --resume %s\n", len(out.Rows), out.Cells, out.Dir)
 		}
 		return exitCanceled
+	case errors.Is(err, syscall.ENOSPC) && !out.Temporary:
+		fmt.Fprintf(stderr, "tlab run: the disk holding %s is full: %v\nEvery complete cell is kept; free space, then continue with: tlab run --resume %s\n", out.Dir, err, out.Dir)
+		return exitError
 	case errors.Is(err, experiment.ErrInput):
 		fmt.Fprintf(stderr, "tlab run: %v\n", err)
 		return exitUsage

@@ -16,6 +16,11 @@ import (
 // part); the exit code is the first failing part's.
 func runSuite(ctx context.Context, o runOptions, suite experiment.Suite, args []string, stdout, stderr io.Writer) int {
 	suite.Log = stderr
+	var err error
+	if o.quality, o.require, err = suite.Record.Options(o.quality, o.require); err != nil {
+		fmt.Fprintf(stderr, "tlab run: %v\n", err)
+		return exitUsage
+	}
 	code := exitOK
 	asJSON := map[string]json.RawMessage{}
 	dir, err := suite.Execute(experiment.Run{Shard: o.shard}, func(part string, r experiment.Run) error {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"tlab/internal/advise"
 	"tlab/internal/results"
 	"tlab/scenarios"
 )
@@ -28,6 +29,32 @@ type SuiteRecord struct {
 	Description string   `json:"description,omitempty"`
 	Parts       []string `json:"parts"`
 	Sets        []string `json:"sets,omitempty"`
+	// Quality and Requirements are the run's options that a part begun
+	// only after a resume must still follow (a part begun before keeps
+	// its own in its manifest).
+	Quality      string   `json:"quality,omitempty"`
+	Requirements []string `json:"requirements,omitempty"`
+}
+
+// Options settles a suite's quality rule and requirements: those given on
+// this command line, which the record then keeps, or else the record's
+// (a resume given none continues as the suite began).
+func (r *SuiteRecord) Options(quality string, require []advise.Requirement) (string, []advise.Requirement, error) {
+	if quality != "" {
+		r.Quality = quality
+	}
+	if len(require) > 0 {
+		r.Requirements = nil
+		for _, q := range require {
+			r.Requirements = append(r.Requirements, q.String())
+		}
+		return r.Quality, require, nil
+	}
+	kept, err := advise.ParseAll(r.Requirements)
+	if err != nil {
+		return "", nil, inputErr(fmt.Errorf("%s: requirements: %w", SuiteFile, err))
+	}
+	return r.Quality, kept, nil
 }
 
 // Suite runs a suite's parts one after the other, each into DIR/PART (a
