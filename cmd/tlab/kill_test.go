@@ -145,8 +145,10 @@ func TestKillAtRandomAndResume(t *testing.T) {
 				for k := 0; k < kills; k++ {
 					sig := []syscall.Signal{syscall.SIGKILL, syscall.SIGINT}[rng.IntN(2)]
 					// Anywhere from the start (building the testbed) to
-					// near the end of what the shard takes undisturbed.
-					at := time.Duration(float64(span/time.Duration(shards)) * (0.05 + 0.85*rng.Float64()))
+					// near the end of what is left of the shard, at the
+					// pace of the undisturbed run.
+					left := 1 - float64(doneCells(out))/(float64(len(want))/float64(shards))
+					at := time.Duration(float64(span/time.Duration(shards)) * max(left, 0.1) * (0.05 + 0.85*rng.Float64()))
 					inCell, finished := killAt(t, bin, args, out, sig, at)
 					if finished {
 						t.Logf("kill %d (%v at %v) came after the run finished", k+1, sig, at.Round(time.Millisecond))
@@ -245,6 +247,13 @@ func killAt(t *testing.T, bin string, args []string, out string, sig syscall.Sig
 	}
 	waitNoProcess(t, bin)
 	return inCell, false
+}
+
+// doneCells counts the complete cells of a run directory or a suite's.
+func doneCells(out string) int {
+	done, _ := filepath.Glob(filepath.Join(out, "cells", "*", "DONE"))
+	parts, _ := filepath.Glob(filepath.Join(out, "*", "cells", "*", "DONE"))
+	return len(done) + len(parts)
 }
 
 // cellUnderWay tells whether some cell of the run directory (or of a

@@ -85,6 +85,9 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 				where = "nothing kept (give --out DIR to keep records, summaries and a report)"
 			}
 			fmt.Fprintf(stderr, "%s: %d cells, about %v, %s\n", r.Scenario.Name, len(r.Cells), r.Plan.Round(time.Second), where)
+			for _, w := range scenario.CellWarnings(r.Cells) {
+				fmt.Fprintf(stderr, "warning: %s\n", w)
+			}
 			if o.serve != "" {
 				stop, err := serveLive(o.serve, r.Dir, stderr)
 				if err != nil {
@@ -241,6 +244,9 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 			fmt.Fprintf(stdout, "%s: valid. %s (%s x %s x %s x %s), about %v.\n",
 				sc.Name, count(len(cells), "cell"), count(len(sc.Profiles), "profile"), count(len(sc.Protocols), "protocol"), count(points, "matrix point"), count(sc.Repetitions, "repetition"),
 				experiment.Plan(cells).Round(time.Second))
+			for _, w := range scenario.CellWarnings(cells) {
+				fmt.Fprintf(stderr, "warning: %s\n", w)
+			}
 			return exitOK
 		}
 	}

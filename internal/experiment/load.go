@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"tlab/internal/scenario"
+	"tlab/internal/workload"
 	"tlab/scenarios"
 )
 
@@ -36,7 +37,8 @@ func IsFile(name string) bool {
 const CellOverhead = 400 * time.Millisecond
 
 // Plan estimates how long cells take: each cell's plan on its own links (a
-// workload paced by round trips takes longer on a satellite), and
+// workload paced by round trips takes longer on a satellite, one waiting
+// for handshakes longer on a lossy link), and
 // CellOverhead per cell.
 func Plan(cells []scenario.Cell) time.Duration {
 	// Cells of one profile and matrix point share their scenario: plan
@@ -54,7 +56,7 @@ func Plan(cells []scenario.Cell) time.Duration {
 			info := c.Scenario.WorkloadSpec().Info()
 			plan = info.Planned
 			if topo, err := c.Scenario.TestbedTopology(c.Profile); err == nil {
-				plan = info.PlanOn(topo.PathRTT())
+				plan = info.PlanOn(workload.Path{RTT: topo.PathRTT(), Loss: topo.PathLoss()})
 			}
 			plan += c.Scenario.Cross.LeadTime()
 			plans[k] = plan

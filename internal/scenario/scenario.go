@@ -78,6 +78,9 @@ type Scenario struct {
 	file     string
 	root     *yaml.Node
 	workload workload.Workload
+	// warnings are what validation found legitimate but worth saying
+	// (an overload experiment), each at its file and line.
+	warnings []string
 	topology Topology
 	// plotKinds are the plots the workload offers (nil: not checked).
 	plotKinds []string
@@ -331,6 +334,26 @@ func (s *Scenario) decodeWorkload() error {
 	return nil
 }
 
+// Warnings are what validation accepted but a user should know, each
+// naming its file and line.
+func (s *Scenario) Warnings() []string { return s.warnings }
+
+// CellWarnings gathers the warnings of the scenarios behind cells (one
+// per matrix point), each once, in the cells' order.
+func CellWarnings(cells []Cell) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, c := range cells {
+		for _, w := range c.Scenario.Warnings() {
+			if !seen[w] {
+				seen[w] = true
+				out = append(out, w)
+			}
+		}
+	}
+	return out
+}
+
 // overloadFactor is how far a workload's payload may exceed a link's rate
 // before the scenario is refused: beyond it no message is answered in
 // time and the cell measures the queue, not the stack. Up to it an
@@ -351,14 +374,20 @@ func (s *Scenario) checkOffered(links []emu.LinkConfig) error {
 			param   string
 			rate    float64
 		}{{"up", off.UpBps, off.UpParam, linkRate(link.Up)}, {"down", off.DownBps, off.DownParam, linkRate(link.Down)}} {
-			if d.rate > 0 && d.offered > overloadFactor*d.rate {
-				path := []any{"workload"}
-				if nodeAt(s.root, []any{"workload", d.param}) != nil {
-					path = append(path, d.param)
-				}
-				return s.errAt(path, "the workload offers %s %s, %.0f times what profile %s carries %s (%s): no message would be answered in time; shrink workload.%s, send less often, or choose a faster profile",
-					units.Bitrate(d.offered), d.way, d.offered/d.rate, p, d.way, units.Bitrate(d.rate), d.param)
+			if d.rate <= 0 || d.offered <= d.rate {
+				continue
 			}
+			path := []any{"workload"}
+			if nodeAt(s.root, []any{"workload", d.param}) != nil {
+				path = append(path, d.param)
+			}
+			if d.offered <= overloadFactor*d.rate {
+				s.warnings = append(s.warnings, s.errAt(path, "the workload offers %s %s, %.1f times what profile %s carries %s (%s): an overload experiment, whose delays the queue sets more than the stack",
+					units.Bitrate(d.offered), d.way, d.offered/d.rate, p, d.way, units.Bitrate(d.rate)).Error())
+				continue
+			}
+			return s.errAt(path, "the workload offers %s %s, %.0f times what profile %s carries %s (%s): no message would be answered in time; shrink workload.%s, send less often, or choose a faster profile",
+				units.Bitrate(d.offered), d.way, d.offered/d.rate, p, d.way, units.Bitrate(d.rate), d.param)
 		}
 	}
 	return nil

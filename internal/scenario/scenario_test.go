@@ -196,3 +196,30 @@ func TestDocExamplesAreValid(t *testing.T) {
 		}
 	}
 }
+
+// TestOverloadBetweenOneAndTenTimesWarns: a workload offering more than
+// its link carries, but within ten times, is an overload experiment: it
+// validates, with a warning at the parameter's line giving the figure; at
+// or under the link's rate there is no warning.
+func TestOverloadBetweenOneAndTenTimesWarns(t *testing.T) {
+	// 256 B every 25 ms is 81.92 kbit/s of payload each way (the
+	// response is as large by default): 2 times 40.96 kbit, on both
+	// profiles.
+	s, err := Parse("o.yaml", []byte(base+"link:\n  rate: 40960bit\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells, err := s.Cells()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := CellWarnings(cells)
+	if len(w) != 4 || !strings.Contains(w[0], "o.yaml:7: the workload offers 81.92kbit up, 2.0 times what profile ethernet carries up") ||
+		!strings.Contains(w[1], "81.92kbit down, 2.0 times what profile ethernet") || !strings.Contains(w[3], "profile 5g carries down") {
+		t.Errorf("warnings: %q", w)
+	}
+	s, err = Parse("o.yaml", []byte(base+"link:\n  rate: 81920bit\n"))
+	if err != nil || len(s.Warnings()) != 0 {
+		t.Errorf("at the link's rate: %v %q", err, s.Warnings())
+	}
+}

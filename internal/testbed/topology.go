@@ -45,6 +45,21 @@ func (t Topology) PathRTT() time.Duration {
 	return d
 }
 
+// PathLoss is the chance that a packet is lost crossing every link of
+// the topology one way, the mean of the two directions' (each link's
+// long-run loss, Bernoulli or Gilbert-Elliott): what a plan needs to
+// foresee retransmission timeouts.
+func (t Topology) PathLoss() float64 {
+	up, down := 1.0, 1.0 // chance to get through
+	for _, l := range t.Links {
+		u, _ := l.Config.Up.Loss.ExpectedLoss()
+		d, _ := l.Config.Down.Loss.ExpectedLoss()
+		up *= 1 - u
+		down *= 1 - d
+	}
+	return 1 - (up+down)/2
+}
+
 // ClientServer is the simplest topology: a client and a server joined by
 // one link ("path"), up being client to server.
 func ClientServer(cfg emu.LinkConfig) Topology {

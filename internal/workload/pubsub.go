@@ -223,6 +223,12 @@ func (p PubSub) Info() Info {
 	if p.Pattern == PatternReconnect {
 		per = 200 * time.Millisecond
 	}
+	// Each message waits for the one before it (stop-and-wait) or for
+	// its own connection (reconnect): a closed loop that loss slows.
+	setups := 0
+	if p.Pattern == PatternReconnect {
+		setups = p.Messages + 1
+	}
 	return Info{
 		Type:    "pubsub",
 		Planned: time.Duration(p.Messages) * per,
@@ -235,10 +241,12 @@ func (p PubSub) Info() Info {
 			}
 			return time.Duration(p.Messages+1) * each
 		},
-		Records: p.Messages + 1,
-		Key:     []results.Field{{Name: "message_bytes", Value: float64(p.Size)}, {Name: "qos", Value: float64(p.QoS)}},
-		Roles:   PubSubRoles,
-		Needs:   proto.CapPubSub,
+		Records:   p.Messages + 1,
+		Setups:    setups,
+		Exchanges: p.Messages + 1,
+		Key:       []results.Field{{Name: "message_bytes", Value: float64(p.Size)}, {Name: "qos", Value: float64(p.QoS)}},
+		Roles:     PubSubRoles,
+		Needs:     proto.CapPubSub,
 		Check: func(stack *proto.Stack) error {
 			ps, _ := proto.As[proto.PubSub](stack)
 			return ps.CheckBroker(p.Broker)

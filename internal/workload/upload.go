@@ -154,9 +154,9 @@ func (u Upload) Info() Info {
 	if u.Count > 0 {
 		records = u.Count
 		// A fresh connection costs a few round trips, about 100 ms on
-		// the studies' networks; on a lossy link retransmission timeouts
-		// (TCP's first is 1 s) make cells several times longer, which no
-		// plan can know in advance.
+		// the studies' networks; on a lossy link its retransmission
+		// timeouts (TCP's first is 1 s) come on top: Setups and
+		// Exchanges below.
 		planned = time.Duration(u.Count) * max(u.Interval, 100*time.Millisecond)
 	} else if u.Interval > 0 {
 		records = int(u.Duration / u.Interval)
@@ -165,6 +165,10 @@ func (u Upload) Info() Info {
 		Type:    "upload",
 		Planned: planned,
 		Records: records,
+		// Each upload waits for its connection and its answer before
+		// the next starts (back to back, or late behind its interval).
+		Setups:    records,
+		Exchanges: records,
 		Key: []results.Field{
 			{Name: "upload_size", Value: float64(u.Size)},
 		},

@@ -46,6 +46,12 @@ type Info struct {
 	// round trips, such as pubsub).
 	Planned time.Duration
 	PlanFor func(rtt time.Duration) time.Duration
+	// Setups and Exchanges are the fresh connections and the round trips
+	// the workload waits for one after another (a closed loop): on a
+	// lossy path each lost packet of theirs waits out a retransmission
+	// timeout, which PlanOn adds (LossWait). An open-loop workload, whose
+	// schedule a loss does not move, has neither.
+	Setups, Exchanges int
 	// Records is how many records a cell is expected to emit (0: not
 	// known in advance); a scenario refuses more than MaxRecordsPerCell.
 	Records int
@@ -86,13 +92,48 @@ type Offered struct {
 	UpParam, DownParam string
 }
 
-// PlanOn is how long the workload is expected to take on a topology whose
-// links' base RTTs sum to rtt.
-func (i Info) PlanOn(rtt time.Duration) time.Duration {
+// Path is what a plan knows of the path a cell's traffic crosses: its
+// links' base RTTs summed, and the chance that a packet is lost one way.
+type Path struct {
+	RTT  time.Duration
+	Loss float64
+}
+
+// PlanOn is how long the workload is expected to take on a path: its
+// plan for the path's RTT, and the retransmission timeouts its set-ups
+// and exchanges wait for on average under the path's loss.
+func (i Info) PlanOn(p Path) time.Duration {
+	plan := i.Planned
 	if i.PlanFor != nil {
-		return i.PlanFor(rtt)
+		plan = i.PlanFor(p.RTT)
 	}
-	return i.Planned
+	return plan + LossWait(p, i.Setups, i.Exchanges)
+}
+
+// Retransmission timeouts, as Linux's TCP has them: a SYN or SYN-ACK
+// lost waits the initial RTO of 1 s (RFC 6298, 2.1); a data segment at
+// least RTO_min, 200 ms, beyond a round trip. Each repeated loss of the
+// same packet doubles the wait (RFC 6298, 5.5). QUIC's probe timeouts are
+// shorter, so the plan errs long for it.
+const (
+	setupRTO = time.Second
+	dataRTO  = 200 * time.Millisecond
+)
+
+// LossWait is the expected time lost to retransmission timeouts by
+// setups fresh connections (a SYN and a SYN-ACK each) and exchanges
+// round trips (a request and its answer) on path p, one after another.
+// One packet lost with probability q and retried with a timeout T that
+// doubles waits, on average, the sum over k ≥ 1 of q^k · T · 2^(k−1),
+// which is T·q/(1−2q); q is capped at 0.45, where that grows without
+// bound (a path losing half its packets has no meaningful plan).
+func LossWait(p Path, setups, exchanges int) time.Duration {
+	q := min(p.Loss, 0.45)
+	if q <= 0 {
+		return 0
+	}
+	perPacket := func(rto time.Duration) float64 { return float64(rto) * q / (1 - 2*q) }
+	return time.Duration(float64(2*setups)*perPacket(setupRTO) + float64(2*exchanges)*perPacket(dataRTO+p.RTT))
 }
 
 // Accepts says why the workload cannot run over the named protocol: it
