@@ -305,7 +305,7 @@ func TestRemoteRunSurvivesKills(t *testing.T) {
 		t.Fatalf("%d rows after the resume", len(rows))
 	}
 	for p, r := range rows {
-		if r.Int("errors") != 0 || r.Int("requests") != 80 {
+		if r.IntOr("errors", -1) != 0 || r.Int("requests") != 80 {
 			t.Errorf("%s after the resume: %d requests, %d errors", p, r.Int("requests"), r.Int("errors"))
 		}
 	}

@@ -183,6 +183,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 		serverLines.w = f
 	}
 	settings.ServerLog = &serverLines
+	settings.Handshakes = &proto.Handshakes{}
 	var (
 		h        workload.Hosts
 		em       meter
@@ -341,6 +342,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 			led.facts[k] = math.NaN()
 		}
 	}
+	spec.Settings.Handshakes = settings.Handshakes
 	res.Summary, err = summarize(spec, info, res.Records, res.window, measured.Config, led.facts)
 	res.Summary.Set("cell_error", res.Failed)
 	return res, err
@@ -389,12 +391,15 @@ func summarize(spec CellSpec, info workload.Info, records []results.Record, wind
 	s.Fields = append(s.Fields, fields...)
 	// A setting is recorded where the protocol honours it and left empty
 	// elsewhere, so a row never claims, say, a TLS version for plain TCP.
+	// The TLS version and key exchange are those the client's handshakes
+	// negotiated (empty when none completed), not those asked for.
 	st := spec.Settings
+	version, kex := st.Handshakes.Negotiated()
 	honours := proto.Options(c.Protocol)
 	for _, setting := range []struct {
 		name  string
 		value any
-	}{{"tls_version", st.TLSVersion}, {"key_exchange", st.KeyExchange}, {"resumption", st.Resumption}, {"zero_rtt", st.ZeroRTT}, {"tcp_congestion", st.Congestion}, {"tcp_ecn", st.TCPECN}} {
+	}{{"tls_version", version}, {"key_exchange", kex}, {"resumption", st.Resumption}, {"zero_rtt", st.ZeroRTT}, {"tcp_congestion", st.Congestion}, {"tcp_ecn", st.TCPECN}} {
 		if slices.Contains(honours, setting.name) {
 			s.Set(setting.name, setting.value)
 		} else {

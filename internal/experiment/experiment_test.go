@@ -81,7 +81,7 @@ func TestEveryProtocolThroughTheLink(t *testing.T) {
 	names := proto.NamesWith(proto.CapRequestResponse)
 	rows, _ := sweep(t, "", names, "rtt=10ms", 20*time.Millisecond, 25, "", nil)
 	for _, r := range rows {
-		if r.Int("requests") != 25 || r.Int("errors") != 0 || r.Int("unsent") != 0 {
+		if r.Int("requests") != 25 || r.IntOr("errors", -1) != 0 || r.IntOr("unsent", -1) != 0 {
 			t.Errorf("%s: %d requests, %d errors, %d unsent", r.Protocol, r.Int("requests"), r.Int("errors"), r.Int("unsent"))
 		}
 		if p5 := r.Float("delay_p5_ms"); !(p5 >= 10) {

@@ -122,6 +122,9 @@ type Settings struct {
 	// ServerLog receives what a server's library logs of its own (a lost
 	// TLS handshake); nil discards it. Never the user's terminal.
 	ServerLog io.Writer `json:"-" yaml:"-"`
+	// Handshakes, when set, records what every client TLS handshake
+	// negotiated (ClientTLS's configs report to it).
+	Handshakes *Handshakes `json:"-" yaml:"-"`
 	// QlogDir receives one qlog file per QUIC connection when set.
 	QlogDir string `json:"-" yaml:"-"`
 	// Certs is the run's PKI; servers need it, clients trust its roots.
@@ -208,6 +211,13 @@ func (s Settings) ClientTLS(alpn ...string) *tls.Config {
 	}
 	if s.Resumption {
 		c.ClientSessionCache = tls.NewLRUClientSessionCache(64)
+	}
+	if h := s.Handshakes; h != nil {
+		// Called after every full or resumed handshake, also by quic-go.
+		c.VerifyConnection = func(cs tls.ConnectionState) error {
+			h.observe(cs, c.CurvePreferences)
+			return nil
+		}
 	}
 	return c
 }

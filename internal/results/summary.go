@@ -78,10 +78,15 @@ func (s Summary) Float(name string) float64 {
 }
 
 // Int returns a numeric field rounded to an integer (0 when absent).
-func (s Summary) Int(name string) int {
+func (s Summary) Int(name string) int { return s.IntOr(name, 0) }
+
+// IntOr returns a numeric field rounded to an integer, or absent when the
+// field is missing or not a number: a check that wants 0 errors gives -1
+// here, and so cannot pass on a metric that vanished.
+func (s Summary) IntOr(name string, absent int) int {
 	v := s.Float(name)
 	if math.IsNaN(v) {
-		return 0
+		return absent
 	}
 	return int(math.Round(v))
 }
