@@ -45,17 +45,42 @@ func TestQuickCalibration(t *testing.T) {
 	}
 	// Rate: a stall can shift at most a few per cent of buffered bytes
 	// into the receiver's window; anything more above the rate is the
-	// limiter's defect. Below, only a flow that barely moved is one.
+	// limiter's defect. Below, the host can take away what it steals
+	// (18 % of CPU time on the busiest day seen) and its stalls (47 ms
+	// at most, of a 2 s window: 2.4 %); a limiter passing two thirds of
+	// its rate is broken whatever the host does.
 	for _, n := range []string{"rate_error_10mbit", "rate_error_100mbit"} {
-		if v := byName[n].Value; v > 5 || v < -90 {
-			t.Errorf("%s = %+.2f %%: the limiter over-delivers or nothing flowed (%s)", n, v, byName[n].Detail)
+		if v := byName[n].Value; v > 5 || v < -35 {
+			t.Errorf("%s = %+.2f %%: the limiter over-delivers or under-delivers beyond what host noise explains (%s)", n, v, byName[n].Detail)
 		}
 	}
 	// The limiter alone: offered 1.5 times its rate, it lets through no
-	// more than its rate (a stall can only take away).
+	// more than its rate, and no less than host noise explains.
 	for _, n := range []string{"limiter_error_10mbit", "limiter_error_100mbit"} {
-		if v := byName[n].Value; v > 2 || v < -90 {
-			t.Errorf("%s = %+.2f %%: the limiter over-delivers or passed nothing (%s)", n, v, byName[n].Detail)
+		if v := byName[n].Value; v > 2 || v < -35 {
+			t.Errorf("%s = %+.2f %%: the limiter over-delivers or under-delivers beyond what host noise explains (%s)", n, v, byName[n].Detail)
+		}
+	}
+	// The delay line from outside: the median ping-pong RTT across 5 and
+	// 25 ms each way, less twice the delay and the zero-delay RTT. A
+	// packet cannot come back before its delays, so the error is at
+	// least minus the zero-delay RTT (about 0.1 ms; -0.5 ms allowed). A
+	// median crossing is delayed by the host's wake-ups at their median,
+	// not their tail (busy-day p99 0.1 ms, p99.9 2 ms): +2 ms bounds it.
+	// A line 10 % late at 25 ms (+5 ms on the RTT, seen when mutated) or
+	// 50 % late at 5 ms fails; so does one 10 % early at 25 ms.
+	info := map[string]Check{}
+	for _, c := range r.Info {
+		info[c.Name] = c
+	}
+	for _, n := range []string{"rtt_error_5ms_p50", "rtt_error_25ms_p50"} {
+		c, ok := info[n]
+		if !ok {
+			t.Errorf("calibration lacks %s", n)
+			continue
+		}
+		if c.Value < -500 || c.Value > 2000 {
+			t.Errorf("%s = %+.0f us: the delay line releases early or late (%s)", n, c.Value, c.Detail)
 		}
 	}
 	if r.Verdict == "" || len(r.Host) != 5 {
