@@ -241,19 +241,29 @@ func (p *localProbe) Stop() Sample {
 
 type cpuTimes struct{ total, steal uint64 }
 
-// readCPUTimes reads the all-CPU line of /proc/stat: user nice system
-// idle iowait irq softirq steal guest guest_nice, in clock ticks.
+// readCPUTimes reads the all-CPU line of /proc/stat.
 func readCPUTimes() cpuTimes {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
 		return cpuTimes{}
 	}
+	return parseCPUTimes(b)
+}
+
+// parseCPUTimes reads the all-CPU line of /proc/stat's text: user nice
+// system idle iowait irq softirq steal guest guest_nice, in clock ticks
+// (proc(5)). Guest time is already counted in user, so the total is the
+// first eight; a kernel that prints fewer has no steal to count.
+func parseCPUTimes(b []byte) cpuTimes {
 	line, _, _ := strings.Cut(string(b), "\n")
 	f := strings.Fields(line)
+	if len(f) < 2 || f[0] != "cpu" {
+		return cpuTimes{}
+	}
 	var t cpuTimes
 	for i, v := range f[1:] {
 		n, _ := strconv.ParseUint(v, 10, 64)
-		if i < 8 { // guest time is already counted in user
+		if i < 8 {
 			t.total += n
 		}
 		if i == 7 {
@@ -270,11 +280,23 @@ func readPressure() float64 {
 	if err != nil {
 		return math.NaN()
 	}
-	for _, f := range strings.Fields(string(b)) {
-		if v, ok := strings.CutPrefix(f, "total="); ok {
-			n, err := strconv.ParseFloat(v, 64)
-			if err == nil {
-				return n
+	return parsePressure(b)
+}
+
+// parsePressure reads the "some" line's total= of a PSI file: the time
+// in microseconds some task waited for a CPU (the "full" line, which a
+// CPU file has since Linux 5.13, is not it). NaN when there is none.
+func parsePressure(b []byte) float64 {
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "some" {
+			continue
+		}
+		for _, kv := range f[1:] {
+			if v, ok := strings.CutPrefix(kv, "total="); ok {
+				if n, err := strconv.ParseFloat(v, 64); err == nil {
+					return n
+				}
 			}
 		}
 	}
