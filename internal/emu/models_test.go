@@ -21,8 +21,8 @@ func mustDirection(t *testing.T, cfg DirectionConfig, seed uint64) *Direction {
 }
 
 // checkLoss drives n packets and asserts the realised loss lies in the 99 %
-// interval of the model's long-run rate.
-func checkLoss(t *testing.T, loss LossConfig, n int) {
+// interval around mean, given the variance per packet of the loss count.
+func checkLoss(t *testing.T, loss LossConfig, n int, mean, v float64) {
 	t.Helper()
 	d := mustDirection(t, DirectionConfig{Loss: loss}, 7)
 	lost := 0
@@ -31,7 +31,6 @@ func checkLoss(t *testing.T, loss LossConfig, n int) {
 			lost++
 		}
 	}
-	mean, v := loss.ExpectedLoss()
 	half := z99 * math.Sqrt(v/float64(n))
 	got := float64(lost) / float64(n)
 	if math.Abs(got-mean) > half {
@@ -40,18 +39,45 @@ func checkLoss(t *testing.T, loss LossConfig, n int) {
 }
 
 func TestBernoulliLossRate(t *testing.T) {
-	checkLoss(t, LossConfig{Model: LossBernoulli, Rate: 0.01}, 200000)
-	checkLoss(t, LossConfig{Model: LossBernoulli, Rate: 0.10}, 200000)
+	checkLoss(t, LossConfig{Model: LossBernoulli, Rate: 0.01}, 200000, 0.01, 0.01*0.99)
+	checkLoss(t, LossConfig{Model: LossBernoulli, Rate: 0.10}, 200000, 0.10, 0.10*0.90)
+}
+
+// geMoments are a Gilbert-Elliott chain's long-run loss and the variance
+// per packet of its loss count, in closed form: with good→bad p and
+// bad→good r the chain is bad π = p/(p+r) of the time and its state
+// forgets at λ = 1−p−r a packet; losing lossBad in the bad state and
+// lossGood in the good, the mean is π·lossBad + (1−π)·lossGood and two
+// packets k apart covary by π(1−π)(lossBad−lossGood)²·λ^k, which summed
+// over k ≥ 1 (twice) adds 2·π(1−π)(lossBad−lossGood)²·λ/(1−λ) to a single
+// packet's μ(1−μ).
+func geMoments(p, r, lossBad, lossGood float64) (mean, variance float64) {
+	pi := p / (p + r)
+	lambda := 1 - p - r
+	mean = pi*lossBad + (1-pi)*lossGood
+	cov := pi * (1 - pi) * (lossBad - lossGood) * (lossBad - lossGood)
+	return mean, mean*(1-mean) + 2*cov*lambda/(1-lambda)
 }
 
 func TestGilbertElliottStationaryLoss(t *testing.T) {
-	// Study B's setting: p 1 %, r 10 %, 1-h 70 %, 1-k 0.1 %: 6.45 % on average.
+	// Study B's setting: p 1 %, r 10 %, 1-h 70 %, 1-k 0.1 %: bad 1/11 of
+	// the time, 0.7/11 + 0.001·10/11 = 6.4545 % on average.
 	studyB := LossConfig{Model: LossGilbert, P: 0.01, R: 0.10, OneMinusH: 0.70, OneMinusK: 0.001}
-	if m, _ := studyB.ExpectedLoss(); math.Abs(m-0.064545) > 1e-5 {
-		t.Fatalf("study B mean loss = %v, want 0.064545", m)
+	mean, v := geMoments(0.01, 0.10, 0.70, 0.001)
+	if math.Abs(mean-0.064545) > 1e-5 {
+		t.Fatalf("closed form: %v", mean)
 	}
-	checkLoss(t, studyB, 400000)
-	checkLoss(t, LossConfig{Model: LossGilbert, Rate: 0.05, MeanBurst: 4}, 400000)
+	checkLoss(t, studyB, 400000, mean, v)
+	// Given as a rate and a mean burst, it is Gilbert's simple chain
+	// (every bad packet lost, no good one): a burst ends with chance r a
+	// packet, so r = 1/4, and π = p/(p+r) = 5 % gives p = 0.05·r/0.95.
+	r := 1.0 / 4
+	p := 0.05 * r / 0.95
+	mean, v = geMoments(p, r, 1, 0)
+	checkLoss(t, LossConfig{Model: LossGilbert, Rate: 0.05, MeanBurst: 4}, 400000, mean, v)
+	if g := (LossConfig{Model: LossGilbert, Rate: 0.05, MeanBurst: 4}).GEParams(); math.Abs(g.P-p) > 1e-12 || math.Abs(g.R-r) > 1e-12 {
+		t.Errorf("rate 5 %%, burst 4: p %v, r %v; want %v, %v", g.P, g.R, p, r)
+	}
 }
 
 func TestGilbertMeanBurstLength(t *testing.T) {

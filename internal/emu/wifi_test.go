@@ -16,18 +16,22 @@ func wifiDirection(t *testing.T, w WiFiConfig, seed uint64) *Direction {
 }
 
 // expectedWiFiDelay is the mean delay of a delivered lone frame of airtime
-// tx: attempt a succeeds with probability FER^a·(1−FER), after a failed
-// attempts, each costing tx, the ACK timeout, a DIFS and the mean backoff
-// of its window.
-func expectedWiFiDelay(w WiFiConfig, tx time.Duration) float64 {
-	w = w.withDefaults()
-	fer := float64(w.FrameErrorRate)
+// tx with frame error rate fer and a retry limit, from 802.11-2020's OFDM
+// PHY figures written out here (Table 17-21, 10.3.2.3), not the model's:
+// aSlotTime 9 µs, aSIFSTime 16 µs, DIFS = SIFS + 2 slots = 34 µs,
+// ACKTimeout = SIFS + slot + aRxPHYStartDelay 25 µs = 50 µs, and a
+// contention window of 16·2^k − 1 slots before retry k (at most aCWmax
+// 1023), whose backoff is uniform, half of it on average. Attempt a
+// succeeds with probability fer^a·(1−fer), after a failed attempts.
+func expectedWiFiDelay(fer float64, retries int, tx time.Duration) float64 {
+	const slot, difs, ackTimeout = 9e3, 34e3, 50e3 // ns
 	var num, den float64
-	for a := 0; a <= w.Retries; a++ {
+	for a := 0; a <= retries; a++ {
 		p := math.Pow(fer, float64(a)) * (1 - fer)
 		cost := float64(tx)
 		for k := 1; k <= a; k++ {
-			cost += float64(w.ExpectedRetryCost(tx, k))
+			cw := math.Min(16*math.Pow(2, float64(k))-1, 1023)
+			cost += float64(tx) + ackTimeout + difs + cw/2*slot
 		}
 		num += p * cost
 		den += p
@@ -63,14 +67,14 @@ func TestWiFiResidualLossAndRetryDelay(t *testing.T) {
 				t.Fatalf("frame %d dropped for %v", i, v.Drop)
 			}
 		}
-		p := w.ResidualLoss()
+		p := math.Pow(0.3, float64(retries+1)) // every attempt failed
 		got := float64(lost) / n
 		if half := z99 * math.Sqrt(p*(1-p)/n); math.Abs(got-p) > half+1e-12 {
 			t.Errorf("retries %d: residual loss %.5f, want %.5f ± %.5f", retries, got, p, half)
 		}
 		mean := sum / float64(delivered)
 		sd := math.Sqrt(sumSq/float64(delivered) - mean*mean)
-		want := expectedWiFiDelay(w, tx)
+		want := expectedWiFiDelay(0.3, retries, tx)
 		if half := z99*sd/math.Sqrt(float64(delivered)) + 1; math.Abs(mean-want) > half {
 			t.Errorf("retries %d: mean delay %.1f µs, want %.1f ± %.1f µs", retries, mean/1e3, want/1e3, half/1e3)
 		}
