@@ -3,11 +3,13 @@ package experiment
 import (
 	"context"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"tlab/internal/results"
 	"tlab/internal/scenario"
@@ -136,7 +138,35 @@ workload: {type: pubsub, messages: 30, qos: 1}
 matrix:
   workload.broker: [embedded, mosquitto]
 `
+	// That Mosquitto ran is seen from outside: a mosquitto process that
+	// was not there before appears while the cells run. The watcher
+	// looks every 50 ms: at every 5 ms, reading /proc in this process
+	// slowed the embedded broker beside it by 1.5 to 4 ms.
+	before := processesNamed("mosquitto")
+	seen := map[int]bool{}
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			for pid := range processesNamed("mosquitto") {
+				if !before[pid] {
+					seen[pid] = true
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
 	rows, _ := runText(t, src)
+	close(stop)
+	<-watched
+	if len(seen) < 2 {
+		t.Errorf("%d mosquitto processes seen while the cells ran; want one per mosquitto cell (2)", len(seen))
+	}
 	lat := map[string]map[string]float64{}
 	for _, r := range rows {
 		if r.IntOr("messages_failed", -1) != 0 {
@@ -252,4 +282,20 @@ settings: {zero_rtt: true}
 	if _, err := scenario.Parse("p.yaml", []byte("name: p\nprofiles: [ethernet]\nprotocols: [mqtt-tcp]\nworkload: {type: pubsub, pipeline: true}\n")); err == nil || !strings.Contains(err.Error(), "pipeline") {
 		t.Errorf("pipelining a pattern that keeps one connection: %v", err)
 	}
+}
+
+// processesNamed returns the PIDs of the processes whose command is name.
+func processesNamed(name string) map[int]bool {
+	out := map[int]bool{}
+	comms, _ := filepath.Glob("/proc/[0-9]*/comm")
+	for _, c := range comms {
+		b, err := os.ReadFile(c)
+		if err != nil || strings.TrimSpace(string(b)) != name {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(c))); err == nil {
+			out[pid] = true
+		}
+	}
+	return out
 }
