@@ -329,6 +329,7 @@ func TestMalformedAndReplayedMessages(t *testing.T) {
 	}{
 		"not JSON":       {[]byte("\x00\x00\x00\x05hello"), "malformed request"},
 		"unknown field":  {frame(`{"seq":2,"op":"ping","sudo":true}`), "unknown field"},
+		"duplicate key":  {frame(`{"seq":2,"op":"ping","Op":"bye"}`), "duplicate key"},
 		"unknown op":     {frame(`{"seq":2,"op":"exec","args":{"cmd":"sh"}}`), "unknown operation"},
 		"trailing data":  {frame(`{"seq":2,"op":"ping"}{"seq":3,"op":"ping"}`), "data after"},
 		"oversize frame": {[]byte("\x7f\xff\xff\xff"), "over the size limit"},

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 )
 
 // The control channel: each message is a 4-byte big-endian length and a
@@ -89,6 +90,9 @@ func ReadFrame(r io.Reader) ([]byte, error) {
 // decodeStrict decodes one JSON value into v, refusing unknown fields and
 // anything after the value.
 func decodeStrict(b []byte, v any) error {
+	if err := noDuplicateKeys(b); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -101,6 +105,65 @@ func decodeStrict(b []byte, v any) error {
 		return errors.New("data after the message")
 	}
 	return nil
+}
+
+// noDuplicateKeys refuses a message in which an object, at any depth,
+// holds a key twice. encoding/json keeps the last and matches keys to
+// fields without regard to case, so {"op":"ping","Op":"bye"} would be read
+// as one thing by tlab and as another by a reader that keeps the first:
+// keys are compared as it matches them.
+func noDuplicateKeys(b []byte) error {
+	// One frame per open object or array; in an object the decoder's
+	// tokens alternate key, value, key, value.
+	type frame struct {
+		object  bool
+		keys    map[string]bool
+		wantKey bool
+	}
+	var stack []*frame
+	// valueDone notes that the innermost object got a value: a key comes
+	// next.
+	valueDone := func() {
+		if n := len(stack); n > 0 && stack[n-1].object {
+			stack[n-1].wantKey = true
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				valueDone()
+				stack = append(stack, &frame{object: true, keys: map[string]bool{}, wantKey: true})
+			case '[':
+				valueDone()
+				stack = append(stack, &frame{})
+			default: // '}' or ']'
+				stack = stack[:len(stack)-1]
+			}
+		case string:
+			if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].wantKey {
+				top := stack[n-1]
+				k := strings.ToLower(t)
+				if top.keys[k] {
+					return fmt.Errorf("duplicate key %q", t)
+				}
+				top.keys[k], top.wantKey = true, false
+				continue
+			}
+			valueDone()
+		default:
+			valueDone()
+		}
+	}
 }
 
 // DecodeRequest decodes and checks a request: known fields only, a known
