@@ -105,6 +105,30 @@ func TestCompareAnswersAcrossRuns(t *testing.T) {
 			t.Errorf("%v: the comparison's report lacks the answer (%v)", c.reqs, err)
 		}
 	}
+	// The comparison's rows are each run's own, named by run: day 1's
+	// tcp p99 is 12.1 to 12.3 ms, day 2's 25.1 to 25.3 ms.
+	cmp := filepath.Join(t.TempDir(), "rows")
+	if code, _, stderr := run("compare", day1, day2, "--out", cmp); code == exitUsage || code == exitError {
+		t.Fatalf("compare: exit %d %s", code, stderr)
+	}
+	sums, err := results.ReadSummaries(filepath.Join(cmp, results.SummaryJSON), nil)
+	if err != nil || len(sums) != 12 {
+		t.Fatalf("the comparison holds %d rows (%v), want 6 of each run", len(sums), err)
+	}
+	for _, r := range sums {
+		if r.Protocol != "tcp" {
+			continue
+		}
+		lo, hi := 12.0, 12.35
+		if strings.HasPrefix(r.Cell, filepath.Base(day2)+"/") {
+			lo, hi = 25.0, 25.35
+		} else if !strings.HasPrefix(r.Cell, filepath.Base(day1)+"/") {
+			t.Errorf("row %s names neither run", r.Cell)
+		}
+		if v := r.Float("delay_p99_ms"); v < lo || v > hi {
+			t.Errorf("row %s: tcp p99 %.2f ms, want its own run's %.1f to %.2f", r.Cell, v, lo, hi)
+		}
+	}
 	// Runs that state different requirements give none to the comparison.
 	other := writeRun(t, map[string]float64{"tcp": 12, "h1s": 22}, "delay_p99_ms <= 10")
 	code, stdout, _ := run("compare", day1, other, "--out", filepath.Join(t.TempDir(), "cmp"))

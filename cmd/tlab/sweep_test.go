@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/csv"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -433,8 +434,12 @@ func TestShardsMergeIntoTheUnshardedRun(t *testing.T) {
 	if len(man.Merged) != 3 {
 		t.Errorf("manifest lists %d shards, want 3", len(man.Merged))
 	}
-	if code := exec.Command(bin, "merge", "--out", filepath.Join(dir, "twice"), shards[0], shards[0]).Run(); code == nil {
-		t.Error("a shard merged twice was accepted")
+	twice := exec.Command(bin, "merge", "--out", filepath.Join(dir, "twice"), shards[0], shards[0])
+	var twiceErr strings.Builder
+	twice.Stderr = &twiceErr
+	var ee *exec.ExitError
+	if err := twice.Run(); !errors.As(err, &ee) || ee.ExitCode() != exitUsage || !strings.Contains(twiceErr.String(), "is in both") {
+		t.Errorf("a shard merged twice: %v, %s; want exit %d saying a cell is in both", err, twiceErr.String(), exitUsage)
 	}
 	cmd := exec.Command(bin, "merge", "--out", filepath.Join(dir, "partial"), shards[0], shards[1])
 	var stderr strings.Builder
