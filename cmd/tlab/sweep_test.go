@@ -2,8 +2,8 @@ package main
 
 import (
 	"encoding/csv"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
