@@ -163,13 +163,14 @@ func TestRemoteRunMatchesLocal(t *testing.T) {
 			// The path's round trip is the link's 20 ms; both ends share
 			// this machine's clock, so the offset is within its stated
 			// uncertainty (and a scheduling slack of 1 ms).
-			if c.RTTMinMs < 20 || c.RTTMinMs > 30 || math.Abs(c.OffsetMs) > c.UncertaintyMs+1 || c.AgentNoise.WindowS <= 0 {
+			// Written so that NaN fails: !(x in range), not x out of it.
+			if !(c.RTTMinMs >= 20 && c.RTTMinMs <= 30) || !(math.Abs(c.OffsetMs) <= c.UncertaintyMs+1) || !(c.AgentNoise.WindowS > 0) {
 				t.Errorf("%s: path check %+v", r.name, c)
 			}
 		}
 		remoteRows[r.name] = readRows(t, dir)
 		for p, row := range remoteRows[r.name] {
-			if row.Profile != "remote" || row.Float("rtt_ms") < 20 {
+			if rtt := row.Float("rtt_ms"); row.Profile != "remote" || !(rtt >= 20 && rtt <= 30) {
 				t.Errorf("%s %s: profile %s, rtt %v", r.name, p, row.Profile, row.Float("rtt_ms"))
 			}
 			for _, k := range []string{"bytes_per_request", "wire_bytes_per_message", "emu_release_p99_us"} {
