@@ -88,6 +88,22 @@ type Result struct {
 	// Retransmits counts data packets lost on the link (and sent again).
 	Retransmits int      `json:"retransmits"`
 	Series      []Sample `json:"-"`
+	// Updates are the window updates the receiver sent, in order: what
+	// explains an allowance, update by update.
+	Updates []Update `json:"-"`
+}
+
+// Update is one MAX_STREAM_DATA or MAX_DATA the receiver sent.
+type Update struct {
+	T time.Duration
+	// Stream is the stream's index, or -1 for the connection.
+	Stream int
+	// Avail is W_avail when the allowance decided (advertised limit less
+	// consumed); Size the window after the decision, Grew whether the
+	// decision grew it; MaxOffset the limit advertised; Credit what the
+	// update added to the previous limit.
+	Avail, Size, MaxOffset, Credit int64
+	Grew                           bool
 }
 
 type evKind uint8
@@ -403,8 +419,7 @@ func (s *sim) consume(stream int, n int64) error {
 	s.conn.Consumed += n
 	r.win.Occupancy = float64(r.win.Size) / float64(r.win.Upper) * 100
 	before := r.win.Size
-	if s.a.Update(&r.win, s.now, s.cfg.RTT(), s.cfg.MSS) {
-		s.res.WindowUpdates++
+	if s.decide(&r.win, stream) {
 		s.push(event{at: s.now + s.cfg.OneWay, kind: evUpdate, stream: stream, off: r.win.MaxOffset})
 	}
 	if c, ok := s.a.(ConnectionCoupler); ok && r.win.Size > before {
@@ -415,8 +430,7 @@ func (s *sim) consume(stream int, n int64) error {
 		sum += x.win.Size
 	}
 	s.conn.Occupancy = float64(sum) / float64(s.conn.Upper) * 100
-	if s.a.Update(&s.conn, s.now, s.cfg.RTT(), s.cfg.MSS) {
-		s.res.WindowUpdates++
+	if s.decide(&s.conn, -1) {
 		s.push(event{at: s.now + s.cfg.OneWay, kind: evUpdate, stream: -1, off: s.conn.MaxOffset})
 	}
 	if r.win.Size > r.win.Upper || s.conn.Size > s.conn.Upper {
@@ -425,6 +439,18 @@ func (s *sim) consume(stream int, n int64) error {
 	s.res.MaxStreamWin = max(s.res.MaxStreamWin, r.win.Size)
 	s.res.MaxConnWin = max(s.res.MaxConnWin, s.conn.Size)
 	return nil
+}
+
+// decide asks the allowance about window w (stream, or -1 for the
+// connection) and records an update it sends.
+func (s *sim) decide(w *Window, stream int) bool {
+	avail, size, limit := w.MaxOffset-w.Consumed, w.Size, w.MaxOffset
+	if !s.a.Update(w, s.now, s.cfg.RTT(), s.cfg.MSS) {
+		return false
+	}
+	s.res.WindowUpdates++
+	s.res.Updates = append(s.res.Updates, Update{T: s.now, Stream: stream, Avail: avail, Size: w.Size, MaxOffset: w.MaxOffset, Credit: w.MaxOffset - limit, Grew: w.Size > size})
+	return true
 }
 
 // sample records the time series at the configured resolution.

@@ -139,6 +139,9 @@ func WriteFlowStudy(dir, name, setup string, r FlowStudyResult) error {
 		if len(r.Sizes) > 0 {
 			stem += "-" + strconv.FormatInt(r.Sizes[i%len(r.Sizes)]/1000, 10) + "KB"
 		}
+		if err := writeUpdates(filepath.Join(dir, "updates-"+results.SafeName(stem)+".csv"), res); err != nil {
+			return err
+		}
 		if err := writeSeries(filepath.Join(dir, "series-"+results.SafeName(stem)+".csv"), res); err != nil {
 			return err
 		}
@@ -175,6 +178,30 @@ func writeSeries(path string, res flowsim.Result) error {
 				row = append(row, strconv.FormatInt(b, 10))
 			}
 			if err := cw.Write(append(row, strconv.FormatInt(s.MaxStreamWindow, 10), strconv.FormatInt(s.ConnWindow, 10))); err != nil {
+				return err
+			}
+		}
+		cw.Flush()
+		return cw.Error()
+	})
+}
+
+// writeUpdates writes a run's window updates, one row each (stream -1 is
+// the connection): the trace that explains an allowance. A measured run,
+// which has no decisions to trace, writes none.
+func writeUpdates(path string, res flowsim.Result) error {
+	if len(res.Updates) == 0 {
+		return nil
+	}
+	return results.WriteAtomic(path, func(w io.Writer) error {
+		cw := csv.NewWriter(w)
+		if err := cw.Write([]string{"source", "allowance", "t_ms", "stream", "avail_bytes", "window_bytes", "grew", "max_offset", "credit_bytes"}); err != nil {
+			return err
+		}
+		for _, u := range res.Updates {
+			row := []string{res.Source, res.Allowance, strconv.FormatFloat(float64(u.T.Microseconds())/1000, 'f', 3, 64), strconv.Itoa(u.Stream),
+				strconv.FormatInt(u.Avail, 10), strconv.FormatInt(u.Size, 10), strconv.FormatBool(u.Grew), strconv.FormatInt(u.MaxOffset, 10), strconv.FormatInt(u.Credit, 10)}
+			if err := cw.Write(row); err != nil {
 				return err
 			}
 		}
