@@ -28,6 +28,7 @@ func runFlowsim(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	real := fs.Bool("real", false, "also measure quic-go through the emulated link (needs root or a user namespace)")
 	mode := fs.String("emulator-mode", "", "emulator timer mode with --real: busy (default) or sleep")
 	asJSON := fs.Bool("json", false, "print one object per allowance (and size) as JSON")
+	gainMap := fs.Bool("map", false, "also map fast autotuning's throughput gain over autotuning on links of 10 Mbit/s-1 Gbit/s x 10-200 ms (the scenario otherwise as given; a size sweep's first size); gain-map.csv and a plot with --out")
 	out := fs.String("out", "", "directory for the time series (CSV), summary.json and plots (SVG, PNG); with --real also qlog/ and streams.csv")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -70,7 +71,7 @@ func runFlowsim(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		cfgs[i].Rate, cfgs[i].OneWay, cfgs[i].Loss, cfgs[i].Congestion, cfgs[i].ConsumeRate, cfgs[i].Seed = float64(r), *rtt/2, float64(l), !*noCC, float64(c)/8, *seed
 		cfgs[i].InitialCwnd = *cwnd
 	}
-	flows := study.FlowStudy{Configs: cfgs, Allowances: allowances, Real: *real, Seed: *seed, EmulatorMode: *mode, Dir: *out, Log: stderr}
+	flows := study.FlowStudy{Configs: cfgs, Allowances: allowances, Real: *real, Seed: *seed, EmulatorMode: *mode, Dir: *out, Log: stderr, Map: *gainMap}
 	if *real && flows.Dir == "" {
 		dir, err := os.MkdirTemp("", "tlab-flowsim-")
 		if err != nil {
@@ -98,6 +99,10 @@ func runFlowsim(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	fmt.Fprintf(stdout, "%s: link %s, RTT %v, loss %s, congestion control %s\n\n", *name, *rate, *rtt, *loss, onOff(!*noCC))
 	printFlowsim(stdout, results, sizes)
+	if len(res.Map) > 0 {
+		fmt.Fprintf(stdout, "\nFast autotuning's throughput gain over autotuning, %%, by link (* the link above):\n")
+		printGainMap(stdout, res.Map, res.MapLink)
+	}
 	if *real {
 		fmt.Fprintf(stdout, "\nquic-go rows: measured through the emulated link (time zero when the requests reach the server);\n\"quic-go\" simulator rows: the simulator's model of quic-go's auto-tuning, for comparison.\n")
 	}
@@ -122,6 +127,30 @@ func printFlowsim(w io.Writer, results []flowsim.Result, sizes []int64) {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%.3f\t%d\t%s\t%s\t%s\t%d\t\n", res.Source, res.Allowance, data, res.ThroughputMbps, res.CompletionS, res.WindowUpdates,
 			units.Size(res.MaxStreamWin), units.Size(res.MaxConnWin), blocked, res.Retransmits)
+	}
+	tw.Flush()
+}
+
+// printGainMap prints a gain map: rates across, RTTs down.
+func printGainMap(w io.Writer, pts []flowsim.GainPoint, own flowsim.GainPoint) {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "RTT \\ RATE\t")
+	for _, r := range flowsim.MapRates {
+		fmt.Fprintf(tw, "%s\t", units.Bitrate(r))
+	}
+	fmt.Fprintln(tw)
+	for i, p := range pts {
+		if i%len(flowsim.MapRates) == 0 {
+			fmt.Fprintf(tw, "%v\t", p.RTT)
+		}
+		mark := ""
+		if p.RateBps == own.RateBps && p.RTT == own.RTT {
+			mark = "*"
+		}
+		fmt.Fprintf(tw, "%s%+.1f\t", mark, p.GainPct)
+		if (i+1)%len(flowsim.MapRates) == 0 {
+			fmt.Fprintln(tw)
+		}
 	}
 	tw.Flush()
 }

@@ -43,7 +43,7 @@ var adhocFlags = map[string]string{
 	"duration": "duration", "count": "count", "warmup": "warmup", "seed": "seed", "capture": "capture",
 	"remove-outliers": "metrics.remove_outliers", "tls-version": "settings.tls_version", "kex": "settings.key_exchange",
 	"resumption": "settings.resumption", "0rtt": "settings.zero_rtt", "cc": "settings.tcp_congestion",
-	"idle-timeout": "settings.idle_timeout", "h1-max-idle": "settings.h1_max_idle", "emulator-mode": "emulator.mode",
+	"idle-timeout": "settings.idle_timeout", "h1-max-idle": "settings.h1_max_idle", "h1-client": "settings.h1_client", "emulator-mode": "emulator.mode",
 	"link": "link",
 }
 
@@ -85,7 +85,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Bool("0rtt", false, "let resumed QUIC connections send 0-RTT data")
 	fs.String("cc", "cubic", "TCP congestion control (see /proc/sys/net/ipv4/tcp_available_congestion_control)")
 	fs.Duration("idle-timeout", 5*time.Second, "HTTP/1.1: close a connection idle for this long")
-	fs.Int("h1-max-idle", 1, "HTTP/1.1: idle connections the client keeps (1: study A's one persistent connection)")
+	fs.String("h1-client", proto.H1Strict, "HTTP/1.1 client: strict (tlab's: the idle connection or a new one the request waits for) or transport (net/http's Transport with its defaults)")
+	fs.Int("h1-max-idle", 1, "HTTP/1.1 strict client: idle connections it keeps (1: one persistent connection)")
 	fs.String("emulator-mode", emu.ModeBusy, "emulator timer mode: busy or sleep")
 	pos, code, ok := parseArgs(fs, args, 1)
 	if !ok {

@@ -177,14 +177,19 @@ included); bulk, when the requests are sent.
 `
 
 const docTail = `
-The HTTP/1.1 client follows study A: a request takes the idle persistent
-connection if there is one and otherwise opens a new connection (TCP and TLS
-handshakes, which the request waits for). It keeps at most
-` + "`settings.h1_max_idle`" + ` idle connections (1: the study's one persistent
-connection) and closes a connection idle for ` + "`settings.idle_timeout`" + `.
-net/http's own Transport would race a new dial against a busy connection
-becoming free, which hides the cost the study measures; tlab uses net/http's
-request writer and response parser over connections it manages itself.
+The HTTP/1.1 client is one of two (` + "`settings.h1_client`" + `). ` + "`strict`" + `
+(the default): a request takes the idle persistent connection if there is
+one and otherwise opens a new connection (TCP and TLS handshakes, which the
+request waits for); it keeps at most ` + "`settings.h1_max_idle`" + ` idle
+connections (1 by default) and closes a connection idle for
+` + "`settings.idle_timeout`" + `; it uses net/http's request writer and
+response parser over connections it manages itself. ` + "`transport`" + `:
+net/http's own Transport with its defaults, as a Go program has it (study
+A's presets use it: docs/presets.md says why): two idle connections per
+host, and a request that finds none races a new dial against a busy
+connection becoming free, taking whichever comes first (the other joins
+the idle set); it also closes a connection idle for
+` + "`settings.idle_timeout`" + `.
 
 TLS settings are explicit: version (` + "`settings.tls_version`" + `, 1.3 by
 default), key exchange (` + "`settings.key_exchange`" + `: classic X25519 by

@@ -399,7 +399,7 @@ func summarize(spec CellSpec, info workload.Info, records []results.Record, wind
 	for _, setting := range []struct {
 		name  string
 		value any
-	}{{"tls_version", version}, {"key_exchange", kex}, {"resumption", st.Resumption}, {"zero_rtt", st.ZeroRTT}, {"tcp_congestion", st.Congestion}, {"tcp_ecn", st.TCPECN}} {
+	}{{"tls_version", version}, {"key_exchange", kex}, {"resumption", st.Resumption}, {"zero_rtt", st.ZeroRTT}, {"tcp_congestion", st.Congestion}, {"tcp_ecn", st.TCPECN}, {"h1_client", st.H1Client}} {
 		if slices.Contains(honours, setting.name) {
 			s.Set(setting.name, setting.value)
 		} else {

@@ -159,6 +159,7 @@ func init() {
 			Definition: "Delays dropped by the 3-scaled-MAD rule (`metrics.remove_outliers`, study B's rule; 0 when not asked for).",
 			Compute:    func(in *Input) float64 { in.Delays(); return float64(in.removed) }},
 		{Name: "tls_version", Kind: Setting, Definition: "TLS version over TCP that the client's handshakes negotiated (read from each connection; several joined by +); empty for protocols without TLS over TCP (QUIC always uses 1.3) and when no handshake completed."},
+		{Name: "h1_client", Kind: Setting, Definition: "The HTTP/1.1 client the row was measured with: strict (tlab's: the idle connection or a new one the request waits for) or transport (net/http's Transport with its defaults); empty for other protocols."},
 		{Name: "key_exchange", Kind: Setting, Definition: "TLS key exchange that the client's handshakes negotiated (read from each connection, QUIC's too; several joined by +); empty for protocols without TLS and when no handshake completed."},
 		{Name: "resumption", Kind: Setting, Definition: "Whether new TLS and QUIC connections could resume a session; empty for protocols without TLS."},
 		{Name: "zero_rtt", Kind: Setting, Definition: "Whether resumed QUIC connections could send 0-RTT data; empty for protocols that do not offer it."},

@@ -100,6 +100,13 @@ type Settings struct {
 	TCPECN bool `json:"tcp_ecn" yaml:"tcp_ecn"`
 	// IdleTimeout closes an HTTP/1.1 client connection idle for this long.
 	IdleTimeout units.Duration `json:"idle_timeout" yaml:"idle_timeout"`
+	// H1Client chooses the HTTP/1.1 client: "strict" (default), tlab's
+	// own, which takes the idle connection if there is one and otherwise
+	// opens one that the request waits for, keeping MaxIdle idle; or
+	// "transport", net/http's Transport with its defaults (two idle
+	// connections per host; a request that finds none races a new dial
+	// against a busy connection becoming free), as a Go program gets it.
+	H1Client string `json:"h1_client" yaml:"h1_client"`
 	// MaxIdle is how many idle HTTP/1.1 connections the client keeps: 1
 	// (default) is study A's client, with its one persistent connection;
 	// a connection that finds the set full is closed at once.
@@ -131,9 +138,15 @@ type Settings struct {
 	Certs *pki.Certificates `json:"-" yaml:"-"`
 }
 
+// HTTP/1.1 clients (Settings.H1Client).
+const (
+	H1Strict    = "strict"
+	H1Transport = "transport"
+)
+
 // DefaultSettings are tlab's defaults.
 func DefaultSettings() Settings {
-	return Settings{TLSVersion: "1.3", KeyExchange: "x25519", Resumption: true, Congestion: "cubic", IdleTimeout: units.Duration(5 * time.Second), MaxIdle: 1, MQTTVersion: "3.1.1"}
+	return Settings{TLSVersion: "1.3", KeyExchange: "x25519", Resumption: true, Congestion: "cubic", IdleTimeout: units.Duration(5 * time.Second), H1Client: H1Strict, MaxIdle: 1, MQTTVersion: "3.1.1"}
 }
 
 var keyExchanges = map[string]tls.CurveID{
@@ -164,6 +177,9 @@ func (s Settings) Validate() error {
 	}
 	if s.MaxIdle < 1 {
 		return errors.New("h1 max idle connections must be at least 1")
+	}
+	if s.H1Client != H1Strict && s.H1Client != H1Transport {
+		return fmt.Errorf("h1 client %q: want %s or %s", s.H1Client, H1Strict, H1Transport)
 	}
 	for _, w := range []struct {
 		name         string

@@ -4,13 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"image/color"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"tlab/internal/flowsim"
 	"tlab/internal/units"
@@ -164,4 +168,55 @@ func WriteFlowsimHTML(dir, scenario, setup string, results []flowsim.Result, fig
 		Figures         []Figure
 	}{scenario, setup, results, figs})
 	return errors.Join(err, f.Close())
+}
+
+// GainMapPlot draws a gain map as a heat map: link rates across, RTTs up,
+// each cell fast autotuning's throughput gain over autotuning in per cent,
+// and a ring around the cell of the scenario's own link (own, when it is on
+// the grid), so that the scenario's choice of link is one point among all.
+func GainMapPlot(dir, scenario string, pts []flowsim.GainPoint, ownRate float64, ownRTT time.Duration) (Figure, error) {
+	var rates []float64
+	var rtts []time.Duration
+	for _, p := range pts {
+		if !slices.Contains(rates, p.RateBps) {
+			rates = append(rates, p.RateBps)
+		}
+		if !slices.Contains(rtts, p.RTT) {
+			rtts = append(rtts, p.RTT)
+		}
+	}
+	g := grid{values: make([][]float64, len(rtts))}
+	var cols, rows []string
+	for _, r := range rates {
+		g.cols = append(g.cols, r)
+		cols = append(cols, units.Bitrate(r).String())
+	}
+	for i, d := range rtts {
+		g.rows = append(g.rows, d.Seconds())
+		rows = append(rows, d.String())
+		g.values[i] = make([]float64, len(rates))
+		for j := range g.values[i] {
+			g.values[i][j] = math.NaN()
+		}
+	}
+	for _, p := range pts {
+		g.values[slices.Index(rtts, p.RTT)][slices.Index(rates, p.RateBps)] = p.GainPct
+	}
+	p, err := heatmap(g, "link rate", "round-trip time", cols, rows)
+	if err != nil {
+		return Figure{}, err
+	}
+	caption := "Throughput of fast autotuning over autotuning, in per cent, on each link (everything else as in " + scenario + ")."
+	if c, r := slices.Index(rates, ownRate), slices.Index(rtts, ownRTT); c >= 0 && r >= 0 {
+		ring, err := plotter.NewScatter(plotter.XYs{{X: float64(c), Y: float64(r)}})
+		if err != nil {
+			return Figure{}, err
+		}
+		ring.GlyphStyle.Shape = draw.RingGlyph{}
+		ring.GlyphStyle.Radius = vg.Points(14)
+		ring.GlyphStyle.Color = color.Black
+		p.Add(ring)
+		caption += fmt.Sprintf(" The ring marks the scenario's link (%s, %v).", units.Bitrate(ownRate), ownRTT)
+	}
+	return render(p, dir, "gain-map", "Where fast autotuning pays off, "+scenario, caption, 7*vg.Inch, 4*vg.Inch)
 }

@@ -36,6 +36,10 @@ type FlowStudy struct {
 	// Log, when set, hears about each real run as it ends, with the
 	// emulator's own release error beside its result.
 	Log io.Writer
+	// Map also runs the first configuration's gain map: autotuning
+	// against fast autotuning on every link of flowsim.MapRates ×
+	// flowsim.MapRTTs.
+	Map bool
 }
 
 // FlowStudyResult is every row of a flow study.
@@ -46,6 +50,10 @@ type FlowStudyResult struct {
 	// Sizes are the data sizes of a size sweep (more than one
 	// configuration), in configuration order; nil otherwise.
 	Sizes []int64
+	// Map is the gain map (with Map), and MapLink the rate and RTT of
+	// the configuration it varies, which its plot marks.
+	Map     []flowsim.GainPoint
+	MapLink flowsim.GainPoint
 }
 
 // quicGoSettings are the two quic-go settings study C's question maps to:
@@ -69,6 +77,14 @@ func (fs FlowStudy) Run(ctx context.Context) (FlowStudyResult, error) {
 			}
 			out.Results = append(out.Results, res)
 		}
+	}
+	if fs.Map && len(fs.Configs) > 0 {
+		c := fs.Configs[0]
+		m, err := flowsim.GainMap(c, flowsim.MapRates, flowsim.MapRTTs)
+		if err != nil {
+			return out, err
+		}
+		out.Map, out.MapLink = m, flowsim.GainPoint{RateBps: c.Rate, RTT: c.RTT()}
 	}
 	if !fs.Real {
 		return out, nil
@@ -155,6 +171,16 @@ func WriteFlowStudy(dir, name, setup string, r FlowStudyResult) error {
 	if err != nil {
 		return err
 	}
+	if len(r.Map) > 0 {
+		if err := writeGainMap(filepath.Join(dir, "gain-map.csv"), r.Map); err != nil {
+			return err
+		}
+		f, err := report.GainMapPlot(dir, name, r.Map, r.MapLink.RateBps, r.MapLink.RTT)
+		if err != nil {
+			return fmt.Errorf("gain map: %w", err)
+		}
+		figs = append(figs, f)
+	}
 	return report.WriteFlowsimHTML(dir, name, setup, r.Results, figs)
 }
 
@@ -202,6 +228,24 @@ func writeUpdates(path string, res flowsim.Result) error {
 			row := []string{res.Source, res.Allowance, strconv.FormatFloat(float64(u.T.Microseconds())/1000, 'f', 3, 64), strconv.Itoa(u.Stream),
 				strconv.FormatInt(u.Avail, 10), strconv.FormatInt(u.Size, 10), strconv.FormatBool(u.Grew), strconv.FormatInt(u.MaxOffset, 10), strconv.FormatInt(u.Credit, 10)}
 			if err := cw.Write(row); err != nil {
+				return err
+			}
+		}
+		cw.Flush()
+		return cw.Error()
+	})
+}
+
+// writeGainMap writes a gain map, one link a row.
+func writeGainMap(path string, pts []flowsim.GainPoint) error {
+	return results.WriteAtomic(path, func(w io.Writer) error {
+		cw := csv.NewWriter(w)
+		if err := cw.Write([]string{"rate_mbps", "rtt_ms", "bdp_bytes", "autotuning_mbps", "fast_autotuning_mbps", "gain_pct"}); err != nil {
+			return err
+		}
+		for _, p := range pts {
+			f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+			if err := cw.Write([]string{f(p.RateBps / 1e6), f(float64(p.RTT.Microseconds()) / 1000), f(p.RateBps / 8 * p.RTT.Seconds()), f(p.BaseMbps), f(p.FastMbps), f(p.GainPct)}); err != nil {
 				return err
 			}
 		}

@@ -17,8 +17,8 @@ import (
 )
 
 func init() {
-	proto.Register(proto.Registration{Name: "h1", Doc: "HTTP/1.1 in clear (net/http's wire format); more exchanges open more connections", Options: []string{"tcp_congestion", "tcp_ecn", "idle_timeout", "h1_max_idle"}, Impl: h1Proto{}})
-	proto.Register(proto.Registration{Name: "h1s", Doc: "HTTP/1.1 over TLS; more exchanges open more connections", Options: []string{"tls_version", "key_exchange", "resumption", "tcp_congestion", "tcp_ecn", "idle_timeout", "h1_max_idle"}, Impl: h1Proto{tls: true}})
+	proto.Register(proto.Registration{Name: "h1", Doc: "HTTP/1.1 in clear (net/http's wire format); more exchanges open more connections", Options: []string{"tcp_congestion", "tcp_ecn", "idle_timeout", "h1_client", "h1_max_idle"}, Impl: h1Proto{}})
+	proto.Register(proto.Registration{Name: "h1s", Doc: "HTTP/1.1 over TLS; more exchanges open more connections", Options: []string{"tls_version", "key_exchange", "resumption", "tcp_congestion", "tcp_ecn", "idle_timeout", "h1_client", "h1_max_idle"}, Impl: h1Proto{tls: true}})
 }
 
 // h1Proto is HTTP/1.1 in clear (h1) or over TLS (h1s). Requests and
@@ -29,8 +29,11 @@ func init() {
 // which the request waits for). It keeps at most MaxIdle idle connections
 // (one by default: the study's one persistent connection), closing the one
 // idle longest when another comes back, and closes any left idle for
-// IdleTimeout. net/http's own Transport would instead race a new dial against a
-// busy connection becoming free, hiding the cost the study measures.
+// IdleTimeout. That is settings.h1_client "strict". With "transport" the
+// client is net/http's own Transport with its defaults instead (two idle
+// connections per host; a request that finds none dials and takes
+// whichever comes first, the new connection or a busy one becoming free),
+// as a Go program that does not tune it has it.
 type h1Proto struct{ tls bool }
 
 func (p h1Proto) Name() string {
@@ -44,7 +47,10 @@ func (p h1Proto) Serve(n proto.Net, port int, s proto.Settings) (io.Closer, erro
 	return httpProto{name: p.Name(), tls: p.tls}.Serve(n, port, s)
 }
 
-func (p h1Proto) NewClient(_ context.Context, n proto.Net, addr string, s proto.Settings) (proto.Client, error) {
+func (p h1Proto) NewClient(ctx context.Context, n proto.Net, addr string, s proto.Settings) (proto.Client, error) {
+	if s.H1Client == proto.H1Transport {
+		return newTransportClient(httpProto{name: p.Name(), tls: p.tls}, n, addr, s, 0)
+	}
 	scheme := "http"
 	if p.tls {
 		scheme = "https"

@@ -136,6 +136,13 @@ type httpClient struct {
 }
 
 func (p httpProto) NewClient(_ context.Context, n proto.Net, addr string, s proto.Settings) (proto.Client, error) {
+	return newTransportClient(p, n, addr, s, 1)
+}
+
+// newTransportClient is a client on net/http's Transport, counting the
+// connections it dials; idlePerHost is its MaxIdleConnsPerHost (0: net/http's
+// default, http.DefaultMaxIdleConnsPerHost).
+func newTransportClient(p httpProto, n proto.Net, addr string, s proto.Settings, idlePerHost int) (*httpClient, error) {
 	c := &httpClient{proto: p, connIDs: map[net.Conn]int{}}
 	scheme := "http"
 	if p.tls {
@@ -152,7 +159,7 @@ func (p httpProto) NewClient(_ context.Context, n proto.Net, addr string, s prot
 			return conn, err
 		},
 		Protocols:           p.protocols(),
-		MaxIdleConnsPerHost: 1,
+		MaxIdleConnsPerHost: idlePerHost,
 		IdleConnTimeout:     s.IdleTimeout.D(),
 		DisableCompression:  true,
 		ForceAttemptHTTP2:   p.h2,
