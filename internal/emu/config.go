@@ -63,6 +63,7 @@ const (
 	DistNormal       = "normal"
 	DistPareto       = "pareto"
 	DistParetoNormal = "paretonormal"
+	DistLogNormal    = "lognormal"
 )
 
 // DirectionConfig describes one direction of a link. The zero value is a
@@ -77,6 +78,12 @@ type DirectionConfig struct {
 	// JitterReorders lets jitter reorder packets. By default a packet is
 	// never released before the one that arrived before it, as on a wire.
 	JitterReorders bool `yaml:"jitter_reorders" json:"jitter_reorders,omitempty"`
+	// JitterCorrelation correlates each packet's jitter with the previous
+	// one's (0 to below 1): a latent normal follows an AR(1) process of
+	// that coefficient and is mapped through the distribution's quantile
+	// function (a Gaussian copula), so the distribution is unchanged and
+	// a slow and a fast stretch come as on a scheduled radio link.
+	JitterCorrelation units.Ratio `yaml:"jitter_correlation" json:"jitter_correlation,omitempty"`
 
 	// Rate limits the direction; 0 means unlimited. Bytes counted are
 	// whole Ethernet frames without preamble and FCS.
@@ -147,9 +154,15 @@ func (d DirectionConfig) QueueLimitBytes(rateBps float64, baseRTT time.Duration)
 // Validate reports the first impossible setting.
 func (d DirectionConfig) Validate() error {
 	switch d.JitterDist {
-	case "", DistUniform, DistNormal, DistPareto, DistParetoNormal:
+	case "", DistUniform, DistNormal, DistPareto, DistParetoNormal, DistLogNormal:
 	default:
-		return fmt.Errorf("jitter_dist %q: want uniform, normal, pareto or paretonormal", d.JitterDist)
+		return fmt.Errorf("jitter_dist %q: want uniform, normal, pareto, paretonormal or lognormal", d.JitterDist)
+	}
+	switch {
+	case d.JitterCorrelation < 0 || d.JitterCorrelation >= 1:
+		return fmt.Errorf("jitter_correlation %v: want 0 to below 100%%", d.JitterCorrelation)
+	case d.JitterCorrelation > 0 && d.Jitter == 0:
+		return errors.New("jitter_correlation without jitter: give jitter too")
 	}
 	if d.Trace != "" && d.Rate != 0 {
 		return errors.New("rate and trace are exclusive: a trace sets the rate")
