@@ -100,7 +100,8 @@ type Settings struct {
 	TCPECN bool `json:"tcp_ecn" yaml:"tcp_ecn"`
 	// IdleTimeout closes an HTTP/1.1 client connection idle for this long.
 	IdleTimeout units.Duration `json:"idle_timeout" yaml:"idle_timeout"`
-	// H1Client chooses the HTTP/1.1 client: "strict" (default), tlab's
+	// H1Client chooses the HTTP/1.1 client: "strict" (the default, also
+	// when empty), tlab's
 	// own, which takes the idle connection if there is one and otherwise
 	// opens one that the request waits for, keeping MaxIdle idle; or
 	// "transport", net/http's Transport with its defaults (two idle
@@ -178,7 +179,7 @@ func (s Settings) Validate() error {
 	if s.MaxIdle < 1 {
 		return errors.New("h1 max idle connections must be at least 1")
 	}
-	if s.H1Client != H1Strict && s.H1Client != H1Transport {
+	if s.H1Client != "" && s.H1Client != H1Strict && s.H1Client != H1Transport { // "" is strict
 		return fmt.Errorf("h1 client %q: want %s or %s", s.H1Client, H1Strict, H1Transport)
 	}
 	for _, w := range []struct {

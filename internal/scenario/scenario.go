@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -373,13 +374,19 @@ func (s *Scenario) checkOffered(links []emu.LinkConfig) error {
 			offered float64
 			param   string
 			rate    float64
-		}{{"up", off.UpBps, off.UpParam, linkRate(link.Up)}, {"down", off.DownBps, off.DownParam, linkRate(link.Down)}} {
-			if d.rate <= 0 || d.offered <= d.rate {
-				continue
-			}
+			message int
+			dir     emu.DirectionConfig
+		}{{"up", off.UpBps, off.UpParam, linkRate(link.Up), off.UpMessage, link.Up}, {"down", off.DownBps, off.DownParam, linkRate(link.Down), off.DownMessage, link.Down}} {
 			path := []any{"workload"}
 			if nodeAt(s.root, []any{"workload", d.param}) != nil {
 				path = append(path, d.param)
+			}
+			if frames, room := messageFrames(d.message), queueFrames(d.dir, d.rate, link.BaseRTT()); room > 0 && frames > room {
+				s.warnings = append(s.warnings, s.errAt(path, "one message of %s is %d full frames, and profile %s's %s queue holds %d: a sender that puts it on the link at once (a datagram transport) loses the rest; senders that pace (TCP, QUIC) do not",
+					units.Size(d.message), frames, p, d.way, room).Error())
+			}
+			if d.rate <= 0 || d.offered <= d.rate {
+				continue
 			}
 			if d.offered <= overloadFactor*d.rate {
 				s.warnings = append(s.warnings, s.errAt(path, "the workload offers %s %s, %.1f times what profile %s carries %s (%s): an overload experiment, whose delays the queue sets more than the stack",
@@ -391,6 +398,23 @@ func (s *Scenario) checkOffered(links []emu.LinkConfig) error {
 		}
 	}
 	return nil
+}
+
+// messageFrames is how many full Ethernet frames a message of n bytes
+// takes (1448 bytes of payload each, as a TCP segment with timestamps at
+// a 1500-byte MTU; a UDP fragment carries a little more).
+func messageFrames(n int) int { return (n + 1447) / 1448 }
+
+// queueFrames is how many full frames a direction's drop-tail queue holds
+// (0: no bound known here, as for an AQM's own default).
+func queueFrames(d emu.DirectionConfig, rateBps float64, baseRTT time.Duration) int {
+	if d.Queue.Type != "" && d.Queue.Type != "droptail" {
+		return 0
+	}
+	if d.QueuePackets > 0 {
+		return d.QueuePackets
+	}
+	return int(d.QueueLimitBytes(rateBps, baseRTT) / emu.MaxFrame)
 }
 
 // linkRate is a direction's rate in bit/s (a trace's mean; 0: unlimited).

@@ -223,3 +223,26 @@ func TestOverloadBetweenOneAndTenTimesWarns(t *testing.T) {
 		t.Errorf("at the link's rate: %v %q", err, s.Warnings())
 	}
 }
+
+// TestMessageThatCannotFitTheQueueWarns: a frame of 151 200 B is 105 full
+// frames of 1448 B; a drop-tail queue of 50 packets cannot hold it, and
+// the scenario says so at the parameter, naming the profile; a queue of
+// 200 packets can, and an AQM's own limit is not judged here.
+func TestMessageThatCannotFitTheQueueWarns(t *testing.T) {
+	src := "name: f\nprofiles: [ethernet]\nprotocols: [udp]\nworkload:\n  type: frames\n  size: 151200\nduration: 2s\nlink:\n  rate: 500Mbit\n  queue_packets: QUEUE\n"
+	s, err := Parse("f.yaml", []byte(strings.Replace(src, "QUEUE", "50", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := s.Warnings()
+	if len(w) != 1 || !strings.Contains(w[0], "f.yaml:6: one message of") || !strings.Contains(w[0], "is 105 full frames, and profile ethernet's up queue holds 50") {
+		t.Errorf("warnings: %q", w)
+	}
+	if s, err := Parse("f.yaml", []byte(strings.Replace(src, "QUEUE", "200", 1))); err != nil || len(s.Warnings()) != 0 {
+		t.Errorf("a queue of 200: %v %q", err, s.Warnings())
+	}
+	aqm := strings.Replace(src, "queue_packets: QUEUE", "queue: codel", 1)
+	if s, err := Parse("f.yaml", []byte(aqm)); err != nil || len(s.Warnings()) != 0 {
+		t.Errorf("an AQM: %v %q", err, s.Warnings())
+	}
+}

@@ -193,7 +193,7 @@ func (f Frames) Info() Info {
 		Columns:  []string{"owd_ms", "packets_sent", "packets_arrived", "deadline_miss"},
 		Plots:    []string{"rtt_by_size", "jitter_by_size", "throughput_by_size", "delay_cdf"},
 		Describe: fmt.Sprintf("Frames of %d B at %g Hz, open loop, a %d B result each", f.Size, f.FPS, f.ResultSize),
-		Offered:  Offered{UpBps: float64(f.Size) * 8 * f.FPS, DownBps: float64(f.ResultSize) * 8 * f.FPS, UpParam: "size", DownParam: "result_size"},
+		Offered:  Offered{UpBps: float64(f.Size) * 8 * f.FPS, DownBps: float64(f.ResultSize) * 8 * f.FPS, UpParam: "size", DownParam: "result_size", UpMessage: f.Size, DownMessage: f.ResultSize},
 	}
 }
 

@@ -118,7 +118,7 @@ func (p Periodic) Info() Info {
 		Plots:    []string{"delay_box", "jitter_bars", "bytes_bars", "conns_heatmap", "delay_cdf", "timeseries"},
 		Describe: fmt.Sprintf("Periodic requests every %v, %d B up, %d B down", p.Interval, p.ReqSize, p.RespSize),
 		Offered: Offered{UpBps: float64(p.ReqSize) * 8 / p.Interval.Seconds(), DownBps: float64(p.RespSize) * 8 / p.Interval.Seconds(),
-			UpParam: "payload", DownParam: "response_size"},
+			UpParam: "payload", DownParam: "response_size", UpMessage: p.ReqSize, DownMessage: p.RespSize},
 	}
 }
 

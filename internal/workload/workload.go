@@ -90,6 +90,10 @@ type Info struct {
 type Offered struct {
 	UpBps, DownBps     float64
 	UpParam, DownParam string
+	// UpMessage and DownMessage are the largest application message each
+	// way, in bytes: a datagram sender puts one on the link at once, so
+	// the scenario warns when one cannot fit a link's queue.
+	UpMessage, DownMessage int
 }
 
 // Path is what a plan knows of the path a cell's traffic crosses: its
