@@ -53,7 +53,11 @@ func runProfiles(_ context.Context, args []string, stdout, stderr io.Writer) int
 		name string
 		c    emu.DirectionConfig
 	}{{"up (client to server)", cfg.Up}, {"down (server to client)", cfg.Down}} {
-		fmt.Fprintf(stdout, "  %s: delay %v, jitter %v %s, rate %s, queue %s, loss %s\n", d.name, d.c.Delay, d.c.Jitter, d.c.JitterDist,
+		jitter := fmt.Sprintf("%v %s", d.c.Jitter, d.c.JitterDist)
+		if d.c.JitterCorrelation > 0 {
+			jitter += fmt.Sprintf(" (correlation %v)", d.c.JitterCorrelation)
+		}
+		fmt.Fprintf(stdout, "  %s: delay %v, jitter %s, rate %s, queue %s, loss %s\n", d.name, d.c.Delay, jitter,
 			rateString(d.c.Rate), queueString(d.c, cfg), lossString(d.c))
 	}
 	return exitOK
