@@ -131,9 +131,31 @@ func (p *Probe) Stop() Sample {
 	}
 	p.stdin.Close()
 	p.child.Wait()
+	return parseSample(p.out.Bytes())
+}
+
+// failedSample is what a probe that saw nothing reports: no wake-ups (the
+// count says the figures mean nothing) and no pressure figure.
+var failedSample = Sample{PressurePct: -1}
+
+// parseSample reads the child's one JSON line. Anything but a whole,
+// plausible sample (one object, nothing after it, figures that are not
+// negative, quantiles in order, steal and pressure within 0 to 100, a
+// positive window when it woke) is a failed probe, never a partial one.
+func parseSample(b []byte) Sample {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
 	var s Sample
-	if json.Unmarshal(p.out.Bytes(), &s) != nil {
-		s.PressurePct = -1
+	if dec.Decode(&s) != nil || dec.More() {
+		return failedSample
+	}
+	ordered := s.WakeP50Us <= s.WakeP99Us && s.WakeP99Us <= s.WakeP999Us && s.WakeP999Us <= s.WakeMaxUs
+	switch {
+	case s.Wakeups < 0 || s.WindowS < 0 || s.WakeP50Us < 0 || !ordered,
+		s.StealPct < 0 || s.StealPct > 100,
+		s.PressurePct != -1 && (s.PressurePct < 0 || s.PressurePct > 100*float64(max(1, runtime.NumCPU()))),
+		s.Wakeups > 0 && s.WindowS <= 0:
+		return failedSample
 	}
 	return s
 }
