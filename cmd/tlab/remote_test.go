@@ -396,8 +396,13 @@ func TestRecordRecoversTheLink(t *testing.T) {
 	within("up delay (ms)", ms(l.Up.Delay), 10.3, 1)
 	within("down delay (ms)", ms(l.Down.Delay), 10.3, 1)
 	within("up jitter (ms)", ms(l.Up.Jitter), 1, 0.4)
-	if j := ms(l.Down.Jitter); j > 0.6 {
-		t.Errorf("down jitter %.2f ms on a link without", j)
+	// Down has no jitter of its own, only the trace's slot waits (sd at
+	// most 0.35 ms), and both directions carry the same host noise σ in
+	// their timestamps: down √(0.35² + σ²) stays under 0.75 of up's
+	// √(1 + σ²) for any σ below 1 ms. A comparison in one run, not an
+	// absolute bound that a busy host crosses (0.61 ms was seen once).
+	if up, down := ms(l.Up.Jitter), ms(l.Down.Jitter); !(down < 0.75*up) {
+		t.Errorf("down jitter %.2f ms on a link without, up %.2f ms on a link with 1 ms: want down well below up", down, up)
 	}
 	// Loss: 2400 probes, 3 % in bursts of 3: ~24 bursts, so the rate's
 	// standard error is ~0.6 point; 1.5 points is 2.5 of them.
