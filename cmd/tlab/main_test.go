@@ -14,7 +14,7 @@ import (
 	"tlab/internal/testbed/tbtest"
 )
 
-func TestMain(m *testing.M) { tbtest.Main(m) }
+func TestMain(m *testing.M) { tbtest.Main(m, removeBuiltTlab) }
 
 func run(args ...string) (int, string, string) {
 	var out, errb bytes.Buffer

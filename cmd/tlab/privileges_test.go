@@ -7,26 +7,45 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// buildTlab compiles the command into a directory every user can read.
+// builtTlab is the command, compiled once for the whole test binary: each
+// of a dozen tests used to link its own.
+var builtTlab struct {
+	once     sync.Once
+	dir, bin string
+	out      []byte
+	err      error
+}
+
+// buildTlab returns the command compiled into a directory every user can
+// read; TestMain removes it when the tests end.
 func buildTlab(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "tlab-bin-")
-	if err != nil {
-		t.Fatal(err)
+	b := &builtTlab
+	b.once.Do(func() {
+		if b.dir, b.err = os.MkdirTemp("", "tlab-bin-"); b.err != nil {
+			return
+		}
+		os.Chmod(b.dir, 0o755)
+		b.bin = filepath.Join(b.dir, "tlab")
+		b.out, b.err = exec.Command("go", "build", "-o", b.bin, ".").CombinedOutput()
+	})
+	if b.err != nil {
+		t.Fatalf("go build: %v\n%s", b.err, b.out)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
-	bin := filepath.Join(dir, "tlab")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	return b.bin
+}
+
+// removeBuiltTlab removes the shared binary after the tests.
+func removeBuiltTlab() {
+	if builtTlab.dir != "" {
+		os.RemoveAll(builtTlab.dir)
 	}
-	return bin
 }
 
 // TestUnprivilegedUserRunsInUserNamespace runs tlab as nobody: it must

@@ -17,10 +17,16 @@ import (
 
 // Main runs the tests of a package whose tests build testbeds. Call it from
 // TestMain: the emulator is started by re-executing the test binary.
-func Main(m *testing.M) {
+// cleanups run after the tests, before the process exits (what the
+// package's tests shared, such as a built binary).
+func Main(m *testing.M, cleanups ...func()) {
 	emu.RunChildIfRequested()
 	hostnoise.RunChildIfRequested()
-	os.Exit(m.Run())
+	code := m.Run()
+	for _, c := range cleanups {
+		c()
+	}
+	os.Exit(code)
 }
 
 // RequirePrivileges skips t without the capabilities a testbed needs; in
