@@ -115,6 +115,7 @@ func TestKillAtRandomAndResume(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0x6b696c6c))
 	bin := buildTlab(t)
 	linksBefore := linkCount(t)
+	runDirsBefore := tempRunDirs()
 	survived, landedInCell := 0, 0
 	for _, sc := range killScenarios {
 		t.Run(sc.name, func(t *testing.T) {
@@ -198,6 +199,11 @@ func TestKillAtRandomAndResume(t *testing.T) {
 	var actions []map[string]any
 	if err != nil || json.Unmarshal(o, &actions) != nil || len(actions) != 0 {
 		t.Errorf("tlab cleanup --dry-run after the kills: %v %s", err, o)
+	}
+	for dir := range tempRunDirs() {
+		if !runDirsBefore[dir] {
+			t.Errorf("a run's temp directory outlived the kills: %s", dir)
+		}
 	}
 	if n := linkCount(t); n != linksBefore {
 		t.Errorf("%d network interfaces here after the kills, %d before", n, linksBefore)
@@ -354,6 +360,17 @@ func runRecordCounts(t *testing.T, out string) map[string]int {
 		}
 	}
 	return counts
+}
+
+// tempRunDirs lists the runs' temp directories (tlab-RUNID) in the
+// system's temp directory.
+func tempRunDirs() map[string]bool {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "tlab-2*"))
+	out := map[string]bool{}
+	for _, d := range dirs {
+		out[d] = true
+	}
+	return out
 }
 
 func linkCount(t *testing.T) int {

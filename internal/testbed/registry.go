@@ -113,22 +113,31 @@ func newRunID() string {
 	return time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
 }
 
-// register records a new run and creates its temp directory.
+// register records a new run and creates its temp directory, in that
+// order: the record names the directory before it exists, so a run killed
+// between the two leaves a record that tlab cleanup (and the next run)
+// acts on, never a directory nobody knows of.
 func register(id, label string) (*runRecord, error) {
 	dir, err := writableRegistry()
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp("", "tlab-"+id+"-")
-	if err != nil {
-		return nil, fmt.Errorf("run temp dir: %w", err)
-	}
 	self, err := procOf(os.Getpid())
 	if err != nil {
 		return nil, err
 	}
+	// The run ID is random and already unique: the directory is named by
+	// it rather than by MkdirTemp, whose name is known only afterwards.
+	tmp := filepath.Join(os.TempDir(), "tlab-"+id)
 	r := &runRecord{ID: id, Owner: self, Started: time.Now(), TempDir: tmp, Label: label, path: filepath.Join(dir, id+".json")}
-	return r, r.save()
+	if err := r.save(); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		os.Remove(r.path)
+		return nil, fmt.Errorf("run temp dir: %w", err)
+	}
+	return r, nil
 }
 
 func (r *runRecord) save() error {
