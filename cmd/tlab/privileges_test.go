@@ -84,15 +84,36 @@ func unprivileged(t *testing.T) {
 
 // cleanUserRegistries removes, when the test ends, the run registries the
 // given users' runs create (they are the users', not root's, to keep).
+//
+// What the users' runs left goes with them: the temp directory each record
+// names, and the ad-hoc results directories the user owns (a run the test
+// killed could not remove its own).
 func cleanUserRegistries(t *testing.T, uids ...int) {
 	for _, uid := range uids {
 		dir := filepath.Join(os.TempDir(), fmt.Sprintf("tlab-runs-%d", uid))
 		_, err := os.Stat(dir)
 		existed := err == nil
 		t.Cleanup(func() {
-			if !existed {
-				os.RemoveAll(dir)
+			if existed {
+				return
 			}
+			records, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+			for _, r := range records {
+				var rec struct {
+					TempDir string `json:"temp_dir"`
+				}
+				if b, err := os.ReadFile(r); err == nil && json.Unmarshal(b, &rec) == nil &&
+					filepath.Dir(rec.TempDir) == filepath.Clean(os.TempDir()) && strings.HasPrefix(filepath.Base(rec.TempDir), "tlab-") {
+					os.RemoveAll(rec.TempDir)
+				}
+			}
+			adhoc, _ := filepath.Glob(filepath.Join(os.TempDir(), "tlab-adhoc-*"))
+			for _, a := range adhoc {
+				if st, err := os.Stat(a); err == nil && st.Sys().(*syscall.Stat_t).Uid == uint32(uid) {
+					os.RemoveAll(a)
+				}
+			}
+			os.RemoveAll(dir)
 		})
 	}
 }
