@@ -277,7 +277,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 				if progress != nil {
 					n, last := led.progress()
 					progress(Progress{Cell: spec.Index + 1, Cells: spec.Total, Profile: spec.Cell.Profile, Protocol: spec.Cell.Protocol,
-						Elapsed: time.Since(began), Planned: info.PlanOn(workload.Path{RTT: spec.Topology.PathRTT(), Loss: spec.Topology.PathLoss()}), Records: n, LastDelayMs: last})
+						Elapsed: time.Since(began), Planned: info.PlanOn(pathOf(spec.Topology)), Records: n, LastDelayMs: last})
 				}
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"tlab/internal/scenario"
+	"tlab/internal/testbed"
 	"tlab/internal/workload"
 	"tlab/scenarios"
 )
@@ -56,7 +57,7 @@ func Plan(cells []scenario.Cell) time.Duration {
 			info := c.Scenario.WorkloadSpec().Info()
 			plan = info.Planned
 			if topo, err := c.Scenario.TestbedTopology(c.Profile); err == nil {
-				plan = info.PlanOn(workload.Path{RTT: topo.PathRTT(), Loss: topo.PathLoss()})
+				plan = info.PlanOn(pathOf(topo))
 			}
 			plan += c.Scenario.Cross.LeadTime()
 			plans[k] = plan
@@ -64,6 +65,12 @@ func Plan(cells []scenario.Cell) time.Duration {
 		total += plan + CellOverhead
 	}
 	return total
+}
+
+// pathOf is what a workload's plan knows of a topology: its round trip and
+// its loss one way.
+func pathOf(t testbed.Topology) workload.Path {
+	return workload.Path{RTT: t.PathRTT(), Loss: t.PathLoss()}
 }
 
 // DefaultDir is where a run of name goes without --out:
