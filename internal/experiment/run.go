@@ -109,12 +109,14 @@ type Outcome struct {
 	// Requirements are those the answer follows: given, or the
 	// scenario's.
 	Requirements []advise.Requirement
+
+	tmp *testbed.TempDir // the temporary directory, when Temporary
 }
 
 // Close removes a temporary run directory.
 func (o Outcome) Close() error {
-	if o.Temporary && o.Dir != "" {
-		return os.RemoveAll(o.Dir)
+	if o.tmp != nil {
+		return o.tmp.Remove()
 	}
 	return nil
 }
@@ -159,10 +161,12 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 	case r.Resume != "":
 		out.Dir = r.Resume
 	case out.Dir == "" && r.Temporary:
-		if out.Dir, err = os.MkdirTemp("", "tlab-adhoc-"); err != nil {
+		// Recorded in the run registry first: a kill -9 leaves no
+		// directory that tlab cleanup does not know of.
+		if out.tmp, err = testbed.MakeTempDir("adhoc"); err != nil {
 			return Outcome{}, err
 		}
-		out.Temporary = true
+		out.Dir, out.Temporary = out.tmp.Path, true
 	case out.Dir == "":
 		out.Dir = DefaultDir(sc.Name, r.Now())
 	}

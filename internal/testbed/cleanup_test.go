@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -168,5 +169,115 @@ func TestHostIDMapsThroughUserNamespaces(t *testing.T) {
 		if got := hostID(c.uidMap, c.id); got != c.out {
 			t.Errorf("hostID(%q, %d) = %d, want %d", c.uidMap, c.id, got, c.out)
 		}
+	}
+}
+
+const tempDirChildEnv = "TLAB_TEST_TEMP_DIR_CHILD"
+
+// tempDirChild makes a registered temporary directory (an ad-hoc run's),
+// prints it and waits to be killed.
+func tempDirChild() {
+	d, err := MakeTempDir("adhoc")
+	if err != nil {
+		fmt.Println("ERR", err)
+		os.Exit(1)
+	}
+	fmt.Println("READY", d.Path)
+	time.Sleep(time.Minute)
+	os.Exit(2)
+}
+
+// TestKilledProcessesTempDirIsCleanedUp: a temporary directory (an ad-hoc
+// run's results) is no live testbed and is left alone while its process
+// lives; after a kill -9, cleanup removes it and its record.
+func TestKilledProcessesTempDirIsCleanedUp(t *testing.T) {
+	requirePrivileges(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), tempDirChildEnv+"=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var word, path string
+	if _, err := fmt.Fscan(out, &word, &path); err != nil || word != "READY" {
+		t.Fatalf("child: %q %q %v", word, path, err)
+	}
+	t.Cleanup(func() { os.RemoveAll(path) })
+	if !strings.HasPrefix(filepath.Base(path), "tlab-adhoc-") {
+		t.Errorf("temp dir %s is not named tlab-adhoc-*", path)
+	}
+	for _, r := range OtherLiveRuns() {
+		if r.PID == cmd.Process.Pid {
+			t.Errorf("a temporary directory counted as a live testbed: %v", r)
+		}
+	}
+	if _, err := Cleanup(false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("cleanup removed a live process's directory: %v", err)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	actions, err := Cleanup(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("after the kill, %s is still there (%v); cleanup did %+v", path, err, actions)
+	}
+	removedRecord := false
+	for _, a := range actions {
+		if strings.HasPrefix(a.What, "remove record") && strings.Contains(a.What, filepath.Base(path)[len("tlab-"):]) && a.Done {
+			removedRecord = true
+		}
+	}
+	if !removedRecord {
+		t.Errorf("cleanup did not remove the directory's record: %+v", actions)
+	}
+}
+
+// TestRootCleansUpOtherUsersRuns: as the machine's root, cleanup also reads
+// the registries other users' runs write (in the temp directory when they
+// have no XDG_RUNTIME_DIR) and removes what their dead runs left.
+func TestRootCleansUpOtherUsersRuns(t *testing.T) {
+	if os.Geteuid() != 0 || HostUID() != 0 {
+		t.Skip("needs the machine's root")
+	}
+	sleeper := exec.Command("sleep", "60")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	owner, err := procOf(sleeper.Process.Pid)
+	sleeper.Process.Kill()
+	sleeper.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	registry := filepath.Join(os.TempDir(), fmt.Sprintf("tlab-runs-%d", 4000000000+os.Getpid()%1000))
+	leftover := filepath.Join(os.TempDir(), "tlab-adhoc-otheruser-"+strconv.Itoa(os.Getpid()))
+	t.Cleanup(func() { os.RemoveAll(registry); os.RemoveAll(leftover) })
+	if err := os.MkdirAll(registry, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(leftover, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	rec := runRecord{ID: "otheruser", Owner: owner, Started: time.Now(), TempDir: leftover, Kind: kindDir, path: filepath.Join(registry, "otheruser.json")}
+	if err := rec.save(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Cleanup(false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
+		t.Errorf("another user's dead run left %s, and root's cleanup kept it (%v)", leftover, err)
+	}
+	if _, err := os.Stat(rec.path); !os.IsNotExist(err) {
+		t.Errorf("its record %s is still there (%v)", rec.path, err)
 	}
 }

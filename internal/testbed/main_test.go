@@ -13,6 +13,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(killedRunEnv) != "" {
 		killedRunChild()
 	}
+	if os.Getenv(tempDirChildEnv) != "" {
+		tempDirChild()
+	}
 	os.Exit(m.Run())
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,7 +63,24 @@ func hostID(uidMap string, id int) int {
 }
 
 // registryDirs lists where run records may be, preferred first.
-func registryDirs() []string { return []string{RegistryDir, userRegistryDir()} }
+func registryDirs() []string {
+	dirs := []string{RegistryDir, userRegistryDir()}
+	if os.Geteuid() == 0 && HostUID() == 0 {
+		// The machine's root also sees what other users' runs left (each
+		// user's registry: XDG_RUNTIME_DIR/tlab or the temp directory's
+		// tlab-runs-UID), so that tlab cleanup as root cleans up after
+		// everyone.
+		for _, pattern := range []string{"/run/user/*/tlab", filepath.Join(os.TempDir(), "tlab-runs-*")} {
+			others, _ := filepath.Glob(pattern)
+			for _, d := range others {
+				if !slices.Contains(dirs, d) {
+					dirs = append(dirs, d)
+				}
+			}
+		}
+	}
+	return dirs
+}
 
 // writableRegistry returns the first registry directory this process can
 // write to, creating it if needed.
@@ -99,6 +117,9 @@ type runRecord struct {
 	Started time.Time `json:"started"`
 	TempDir string    `json:"temp_dir"`
 	Label   string    `json:"label,omitempty"`
+	// Kind is empty for a testbed's record and "dir" for a temporary
+	// directory alone (MakeTempDir), which is no live testbed.
+	Kind string `json:"kind,omitempty"`
 	// Children are processes started in the run's namespaces (the
 	// emulator, servers) that must not outlive it.
 	Children []proc `json:"children"`
@@ -118,6 +139,12 @@ func newRunID() string {
 // between the two leaves a record that tlab cleanup (and the next run)
 // acts on, never a directory nobody knows of.
 func register(id, label string) (*runRecord, error) {
+	return registerDir(id, label, "", filepath.Join(os.TempDir(), "tlab-"+id))
+}
+
+// registerDir records a run of kind whose temp directory is tmp, then
+// makes the directory (see register).
+func registerDir(id, label, kind, tmp string) (*runRecord, error) {
 	dir, err := writableRegistry()
 	if err != nil {
 		return nil, err
@@ -128,8 +155,7 @@ func register(id, label string) (*runRecord, error) {
 	}
 	// The run ID is random and already unique: the directory is named by
 	// it rather than by MkdirTemp, whose name is known only afterwards.
-	tmp := filepath.Join(os.TempDir(), "tlab-"+id)
-	r := &runRecord{ID: id, Owner: self, Started: time.Now(), TempDir: tmp, Label: label, path: filepath.Join(dir, id+".json")}
+	r := &runRecord{ID: id, Owner: self, Started: time.Now(), TempDir: tmp, Label: label, Kind: kind, path: filepath.Join(dir, id+".json")}
 	if err := r.save(); err != nil {
 		return nil, err
 	}
@@ -297,6 +323,31 @@ func (r LiveRun) String() string {
 	return fmt.Sprintf("pid %d (testbed %s)", r.PID, r.ID)
 }
 
+// TempDir is a temporary directory that no kill leaves behind: it is
+// recorded in the run registry before it is made, so that tlab cleanup
+// (and the next run's sweep) removes it when its process died without
+// removing it. An ad-hoc run's results live in one.
+type TempDir struct {
+	Path string
+	rec  *runRecord
+}
+
+// MakeTempDir makes a temporary directory named tlab-PREFIX-ID in the
+// system's temp directory.
+func MakeTempDir(prefix string) (*TempDir, error) {
+	id := newRunID()
+	rec, err := registerDir(prefix+"-"+id, prefix, kindDir, filepath.Join(os.TempDir(), "tlab-"+prefix+"-"+id))
+	if err != nil {
+		return nil, err
+	}
+	return &TempDir{Path: rec.TempDir, rec: rec}, nil
+}
+
+// Remove deletes the directory and its record.
+func (d *TempDir) Remove() error { return d.rec.remove() }
+
+const kindDir = "dir"
+
 // OtherLiveRuns returns the live testbeds of processes other than this
 // one: they share the CPUs with this run and disturb its timing.
 func OtherLiveRuns() []LiveRun {
@@ -313,7 +364,7 @@ func OtherLiveRuns() []LiveRun {
 				continue
 			}
 			var r runRecord
-			if json.Unmarshal(b, &r) == nil && r.Owner.PID != self && r.Owner.alive() {
+			if json.Unmarshal(b, &r) == nil && r.Kind != kindDir && r.Owner.PID != self && r.Owner.alive() {
 				out = append(out, LiveRun{ID: r.ID, PID: r.Owner.PID, Label: r.Label})
 			}
 		}
