@@ -159,3 +159,34 @@ func TestSweepInterruptedKeepsCompleteCells(t *testing.T) {
 		t.Errorf("the resume ran %v, want quic and h2 once each", g.calls)
 	}
 }
+
+// TestCalibrationThatCannotFinishLosesNoRun: an opening calibration that
+// fails (a probe timed out on a stalled host) is a warning in the log and
+// the manifest, and the cells run; with RequireCalibration it refuses.
+func TestCalibrationThatCannotFinishLosesNoRun(t *testing.T) {
+	failing := func(context.Context, *results.Manifest, string) error {
+		return errors.New("delay accuracy: no echo for probe 418")
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	f := &fakeAttempts{release: map[string][]float64{"tcp": {10}, "quic": {10}, "h2": {10}}, calls: map[string]int{}}
+	var log strings.Builder
+	rows, err := (&Sweep{Scenario: fakeScenario(t), Dir: dir, Log: &log, attempt: f.run, calibrate: failing}).Run(context.Background())
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("%d rows, %v", len(rows), err)
+	}
+	m, err := results.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(m.Warnings, "\n"); !strings.Contains(w, "could not finish (delay accuracy: no echo for probe 418)") {
+		t.Errorf("manifest warnings: %s", w)
+	}
+	if !strings.Contains(log.String(), "could not finish") {
+		t.Errorf("log: %s", log.String())
+	}
+	strict := &fakeAttempts{release: f.release, calls: map[string]int{}}
+	_, err = (&Sweep{Scenario: fakeScenario(t), Dir: filepath.Join(t.TempDir(), "strict"), attempt: strict.run, calibrate: failing, RequireCalibration: true}).Run(context.Background())
+	if !errors.Is(err, ErrCalibration) || len(strict.calls) != 0 {
+		t.Errorf("with RequireCalibration: %v, cells run %v", err, strict.calls)
+	}
+}
