@@ -85,7 +85,7 @@ func printCalibration(w io.Writer, r *calibrate.Report) {
 			}
 			failed++
 		}
-		fmt.Fprintf(tw, "%s\t%g\t%s\t%s\t%s\t%s\n", c.Name, c.Value, c.Unit, c.Target, res, c.Detail)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.ValueText(), c.Unit, c.Target, res, c.Detail)
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nFor context:")

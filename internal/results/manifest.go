@@ -11,16 +11,29 @@ import (
 
 // Check is one figure of a calibration beside its target.
 type Check struct {
-	Name   string  `json:"name"`
-	Value  float64 `json:"value"`
-	Unit   string  `json:"unit"`
-	Target string  `json:"target"`
-	Pass   bool    `json:"pass"`
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit"`
+	// Interval, for a value that is a difference of two noisy
+	// measurements, is its 95 % interval [low, high]; such a check fails
+	// only when the interval lies wholly outside the target.
+	Interval []float64 `json:"interval,omitempty"`
+	Target   string    `json:"target"`
+	Pass     bool      `json:"pass"`
 	// Detail says how the figure was obtained or what surrounds it.
 	Detail string `json:"detail,omitempty"`
 	// Host, on a failed check, says how the host's own noise during the
 	// same step explains the failure; empty when it does not.
 	Host string `json:"host,omitempty"`
+}
+
+// ValueText is the value as a person reads it: with its interval, when it
+// has one ("-5.5 [-10, 1]").
+func (c Check) ValueText() string {
+	if len(c.Interval) == 2 {
+		return fmt.Sprintf("%g [%g, %g]", c.Value, c.Interval[0], c.Interval[1])
+	}
+	return fmt.Sprintf("%g", c.Value)
 }
 
 // HostNoise is what a host-noise probe saw over a window: how late a
