@@ -146,6 +146,11 @@ type engine struct {
 	fwd      uint64
 	wakeups  uint64
 	epfd     int
+	// busyNs, received and kernelDrops are the loop's account of
+	// itself (LoopStats).
+	busyNs      int64
+	received    uint64
+	kernelDrops uint64
 
 	rmsgs []unix.Mmsghdr
 	riovs []unix.Iovec
@@ -248,8 +253,17 @@ func (e *engine) putBuf(b []byte) { e.free = append(e.free, b[:cap(b)]) }
 // closes the control pipe.
 func (e *engine) run() error {
 	events := make([]unix.EpollEvent, len(e.ports)+1)
+	// A round that moved a frame is busy from its start to the next
+	// round's start, read from the clock the round reads anyway.
+	var roundStart int64
+	busy := false
 	for !e.stopping {
 		now := e.now()
+		if busy {
+			e.busyNs += now - roundStart
+		}
+		roundStart = now
+		moved := e.fwd + e.received
 		next := e.transmit(now)
 		e.release(now)
 		timeout := int64(-1)
@@ -287,6 +301,7 @@ func (e *engine) run() error {
 			}
 			e.receive(int(ev.Fd))
 		}
+		busy = e.fwd+e.received != moved
 	}
 	return nil
 }
@@ -319,6 +334,7 @@ func (e *engine) receive(pi int) {
 			}
 			return // EAGAIN: drained
 		}
+		e.received += uint64(n)
 		wall := time.Now()
 		now := int64(wall.Sub(e.start))
 		// The kernel stamps frames on CLOCK_REALTIME; the link clock is
@@ -552,6 +568,18 @@ func (e *engine) control() error {
 
 func (e *engine) stats() EngineStats {
 	s := EngineStats{Lateness: e.lateness.Summary(), ReadLag: e.readLag.Summary(), Forwarded: e.fwd, Wakeups: e.wakeups, ClockNs: e.now()}
+	for _, p := range e.ports {
+		// Reading the kernel's counters resets them: they are added up.
+		if st, err := unix.GetsockoptTpacketStats(p.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS); err == nil {
+			e.kernelDrops += uint64(st.Drops)
+		}
+	}
+	s.Loop = LoopStats{BusyNs: e.busyNs, Received: e.received, KernelDrops: e.kernelDrops}
+	// The loop answers requests itself, so this thread is the loop's.
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err == nil {
+		s.Loop.VoluntarySwitches, s.Loop.InvoluntarySwitches = uint64(ru.Nvcsw), uint64(ru.Nivcsw)
+	}
 	for i, ls := range e.links {
 		s.Links = append(s.Links, LinkStats{Name: e.spec.Links[i].Name, Up: ls.dirs[0].Stats, Down: ls.dirs[1].Stats})
 	}
@@ -585,10 +613,21 @@ func prepareThread(spec EngineSpec) error {
 		return fmt.Errorf("timer slack: %w", err)
 	}
 	if spec.CPU >= 0 {
-		var set unix.CPUSet
+		var orig, set unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &orig); err != nil {
+			return fmt.Errorf("affinity: %w", err)
+		}
 		set.Set(spec.CPU)
 		if err := unix.SchedSetaffinity(0, &set); err != nil {
 			return fmt.Errorf("pinning to CPU %d: %w", spec.CPU, err)
+		}
+		// The runtime's other threads (sysmon, the collector's workers,
+		// the template thread that starts new ones) go elsewhere: on the
+		// loop's CPU each of their wake-ups would preempt the loop.
+		if others := sysx.AllBut(spec.CPU); others.Count() > 0 {
+			if err := sysx.MoveThreads(orig, others, unix.Gettid()); err != nil {
+				return fmt.Errorf("keeping the runtime's threads off CPU %d: %w", spec.CPU, err)
+			}
 		}
 	}
 	if spec.RealtimePriority > 0 {

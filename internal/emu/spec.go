@@ -99,6 +99,41 @@ type EngineStats struct {
 	Wakeups   uint64 `json:"wakeups"`
 	// ClockNs is the engine's link clock when the snapshot was taken.
 	ClockNs int64 `json:"clock_ns"`
+	// Loop is the forwarding loop's own account of itself.
+	Loop LoopStats `json:"loop"`
+}
+
+// LoopStats is what the forwarding loop counts of itself since it started:
+// how often its thread lost its CPU, how much of its time went to frames
+// rather than to polling for them, and what the kernel dropped before it
+// could read. A busy-polling loop looks 100 % busy to the kernel at any
+// load; BusyNs is the part of that time in rounds that moved a frame.
+type LoopStats struct {
+	// VoluntarySwitches and InvoluntarySwitches are the loop thread's
+	// context switches (getrusage RUSAGE_THREAD): a voluntary one is the
+	// thread parking (a wait in the kernel or Go's scheduler), an
+	// involuntary one another thread taking its CPU.
+	VoluntarySwitches   uint64 `json:"voluntary_switches"`
+	InvoluntarySwitches uint64 `json:"involuntary_switches"`
+	// BusyNs is the time in loop rounds that received, released or
+	// dropped a frame; Received counts the frames read.
+	BusyNs   int64  `json:"busy_ns"`
+	Received uint64 `json:"received"`
+	// KernelDrops counts frames the kernel dropped at the engine's packet
+	// sockets before the engine read them (PACKET_STATISTICS): a frame
+	// lost there was never offered to the link's models.
+	KernelDrops uint64 `json:"kernel_drops"`
+}
+
+// Sub is the loop's account between two snapshots, o then s.
+func (s LoopStats) Sub(o LoopStats) LoopStats {
+	return LoopStats{
+		VoluntarySwitches:   s.VoluntarySwitches - o.VoluntarySwitches,
+		InvoluntarySwitches: s.InvoluntarySwitches - o.InvoluntarySwitches,
+		BusyNs:              s.BusyNs - o.BusyNs,
+		Received:            s.Received - o.Received,
+		KernelDrops:         s.KernelDrops - o.KernelDrops,
+	}
 }
 
 // Link returns the stats of the named link.

@@ -338,7 +338,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	led.facts["server_log_lines"] = float64(serverLines.count())
 	if spec.Remote != nil {
 		// No emulator ran: its figures are unknown, not zero.
-		for _, k := range []string{"emu_release_p50_us", "emu_release_p99_us", "emu_release_p999_us", "emu_release_max_us", "emu_read_lag_p99_us", "emu_read_lag_max_us"} {
+		for _, k := range emulatorFacts {
 			led.facts[k] = math.NaN()
 		}
 	}
@@ -411,8 +411,7 @@ func summarize(spec CellSpec, info workload.Info, records []results.Record, wind
 			s.Set(name, facts[name])
 		}
 	}
-	s.Set("emu_release_p50_us", facts["emu_release_p50_us"])
-	for _, name := range []string{"emu_release_p99_us", "emu_release_p999_us", "emu_release_max_us", "emu_read_lag_p99_us", "emu_read_lag_max_us", "host_steal_pct", "host_wakeup_p99_us", "host_wakeup_max_us", "overlapping_runs", "server_log_lines"} {
+	for _, name := range append(slices.Clone(emulatorFacts), "host_steal_pct", "host_wakeup_p99_us", "host_wakeup_max_us", "overlapping_runs", "server_log_lines") {
 		s.Set(name, facts[name])
 	}
 	return s, nil

@@ -124,6 +124,11 @@ func (l *cellLedger) err() error {
 	return errors.Join(l.sinkErr, l.startErr)
 }
 
+// emulatorFacts are the cell's figures of its emulator, which result fills
+// in (unknown, NaN, when no emulator ran: a remote cell).
+var emulatorFacts = []string{"emu_release_p50_us", "emu_release_p99_us", "emu_release_p999_us", "emu_release_max_us",
+	"emu_read_lag_p99_us", "emu_read_lag_max_us", "emu_loop_switches_per_s", "emu_busy_pct", "emu_kernel_drops"}
+
 // result accounts for the window: each link's counters since its start,
 // the measured link seen from the workload's first role (its up is what
 // that role sends), and the instrument's facts. Call it after the workload
@@ -144,6 +149,12 @@ func (l *cellLedger) result(end emu.EngineStats, measured string, upIsAtoB bool,
 	f["emu_release_p50_us"], f["emu_release_p99_us"] = end.Lateness.P50, end.Lateness.P99
 	f["emu_release_p999_us"], f["emu_release_max_us"] = end.Lateness.P999, end.Lateness.Max
 	f["emu_read_lag_p99_us"], f["emu_read_lag_max_us"] = end.ReadLag.P99, end.ReadLag.Max
+	loop := end.Loop.Sub(l.atStart.Loop)
+	if window := float64(end.ClockNs - l.atStart.ClockNs); window > 0 {
+		f["emu_loop_switches_per_s"] = float64(loop.VoluntarySwitches+loop.InvoluntarySwitches) / (window / 1e9)
+		f["emu_busy_pct"] = float64(loop.BusyNs) / window * 100
+	}
+	f["emu_kernel_drops"] = float64(loop.KernelDrops)
 	f["overlapping_runs"] = float64(len(overlaps))
 	f["host_steal_pct"], f["host_wakeup_p99_us"], f["host_wakeup_max_us"] = host.StealPct, host.WakeP99Us, host.WakeMaxUs
 	return res

@@ -1,5 +1,6 @@
 // Package hostnoise measures how much the machine disturbs timing: a
-// thread per CPU sleeps to absolute times (every 10 ms by default) and
+// thread per CPU (every CPU but the emulator's, whose loop would be
+// preempted by each of its wake-ups) sleeps to absolute times (every 10 ms by default) and
 // records how late it wakes, as cyclictest does; beside that it reads the
 // CPU time the hypervisor stole (/proc/stat) and the kernel's CPU pressure
 // (/proc/pressure/cpu). A probe runs for the length of a cell or of a
@@ -34,6 +35,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"tlab/internal/results"
+	"tlab/internal/sysx"
 )
 
 // Sample is what a probe saw over its window (results.HostNoise, which a
@@ -63,6 +65,11 @@ func RunChildIfRequested() {
 	if err != nil || interval <= 0 {
 		interval = DefaultInterval
 	}
+	// The whole probe process stays off the emulator's CPU, its runtime's
+	// threads too, not only the sampling threads: any of them waking
+	// there would preempt the loop.
+	var away sysx.ProcessPin
+	away.Hold(sysx.EmulatorCPU()) // for the process's life; best effort
 	p := startLocal(interval)
 	io.Copy(io.Discard, os.Stdin)
 	json.NewEncoder(os.Stdout).Encode(p.Stop())
@@ -160,10 +167,23 @@ func parseSample(b []byte) Sample {
 	return s
 }
 
+// probedCPUs are the CPUs a probe samples: every one but the emulator's,
+// whose busy-polling loop each wake-up would preempt (its release error
+// and read lag are its own probe).
+func probedCPUs() []int {
+	var cpus []int
+	for cpu := range runtime.NumCPU() {
+		if cpu != sysx.EmulatorCPU() {
+			cpus = append(cpus, cpu)
+		}
+	}
+	return cpus
+}
+
 func startLocal(interval time.Duration) *localProbe {
 	p := &localProbe{start: time.Now(), stat0: readCPUTimes(), pressure0: readPressure(), stop: make(chan struct{}),
 		realtime: os.Getenv("TLAB_PROBE_RT") != "", interval: interval}
-	for cpu := range runtime.NumCPU() {
+	for _, cpu := range probedCPUs() {
 		p.wg.Add(1)
 		go p.run(cpu, p.realtime)
 	}

@@ -12,16 +12,16 @@ import (
 )
 
 // TestProbeSeesItsOwnWakeups: a 300 ms probe waking every millisecond
-// wakes about 300 times on every CPU, and its figures are ordered and
+// wakes about 300 times on every CPU it probes, and its figures are ordered and
 // sane. (How large they are is the host's business; calibrate reports
 // them.)
 func TestProbeSeesItsOwnWakeups(t *testing.T) {
 	p := StartEvery(time.Millisecond)
 	time.Sleep(300 * time.Millisecond)
 	s := p.Stop()
-	want := 300 * runtime.NumCPU()
+	want := 300 * len(probedCPUs())
 	if s.Wakeups < want/3 || s.Wakeups > want*2 {
-		t.Errorf("%d wake-ups in 300 ms on %d CPUs, want about %d", s.Wakeups, runtime.NumCPU(), want)
+		t.Errorf("%d wake-ups in 300 ms on %d CPUs, want about %d", s.Wakeups, len(probedCPUs()), want)
 	}
 	if !(s.WakeP50Us >= 0 && s.WakeP50Us <= s.WakeP99Us && s.WakeP99Us <= s.WakeMaxUs) {
 		t.Errorf("wake-up quantiles out of order: %+v", s)
@@ -58,7 +58,11 @@ func TestProbeRunsInAChild(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond)
 	s := p.Stop()
-	if s.Wakeups < 100 || s.WindowS < 0.15 {
+	// 200 ms at 1 ms on one or more CPUs: a probe that sampled at all
+	// has tens of wake-ups even on a host busy enough to swallow slots;
+	// its window starts when the child has started (tens of ms on a
+	// busy host) and ends when it is stopped.
+	if s.Wakeups < 20 || s.WindowS < 0.05 || s.WindowS > 1 {
 		t.Errorf("the child's sample: %+v", s)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"tlab/internal/emu"
+	"tlab/internal/sysx"
 )
 
 // Options tune how a testbed is built. The zero value is a sensible default.
@@ -224,8 +225,8 @@ func Build(topo Topology, opts Options) (tb *Testbed, err error) {
 		return tb, nil
 	}
 	cpu := -1
-	if opts.EmulatorCPU == 0 && runtime.NumCPU() > 1 {
-		cpu = runtime.NumCPU() - 1
+	if opts.EmulatorCPU == 0 {
+		cpu = sysx.EmulatorCPU()
 	} else if opts.EmulatorCPU > 0 {
 		cpu = opts.EmulatorCPU
 	}
@@ -239,8 +240,22 @@ func Build(topo Topology, opts Options) (tb *Testbed, err error) {
 	}
 	tb.run.addPID(tb.emu.PID())
 	tb.onClose(tb.emu.Close)
+	if cpu >= 0 {
+		// tlab's own threads (the workload's clients and servers) stay
+		// off the loop's CPU while the emulator runs.
+		release, err := awayFromEmulator.Hold(cpu)
+		if err != nil {
+			return tb, err
+		}
+		tb.onClose(func() error { release(); return nil })
+	}
 	return tb, nil
 }
+
+// awayFromEmulator keeps this process's threads off the emulators' CPU
+// while any testbed runs one. The CPU affinity it changes is the
+// process's, so it is one for the process, shared by every testbed.
+var awayFromEmulator sysx.ProcessPin
 
 // buildLink makes the veths of one link and returns its emulator spec and
 // the router-side packet sockets.

@@ -8,11 +8,15 @@ import (
 	"io"
 	"math"
 	"net"
+	"os"
 	"strconv"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"tlab/internal/emu"
+	"tlab/internal/sysx"
 	"tlab/internal/units"
 )
 
@@ -120,7 +124,16 @@ func TestUDPThroughDelayedLossyLink(t *testing.T) {
 	if path.Up.RxBytes != n*106 {
 		t.Errorf("up counted %d bytes, want %d (106-byte frames)", path.Up.RxBytes, n*106)
 	}
-	t.Logf("min RTT %v, %d/%d echoes, lateness %+v", minRTT, got, n, st.Lateness)
+	// The loop's own account: it read every frame (the datagrams and
+	// their echoes), the kernel dropped none before it, and its busy
+	// time is part of its running time.
+	if st.Loop.Received < uint64(n+got) || st.Loop.KernelDrops != 0 {
+		t.Errorf("the loop read %d frames with %d kernel drops; %d went through it", st.Loop.Received, st.Loop.KernelDrops, n+got)
+	}
+	if st.Loop.BusyNs <= 0 || st.Loop.BusyNs >= st.ClockNs {
+		t.Errorf("the loop was busy %d ns of %d", st.Loop.BusyNs, st.ClockNs)
+	}
+	t.Logf("min RTT %v, %d/%d echoes, lateness %+v, loop %+v", minRTT, got, n, st.Lateness, st.Loop)
 }
 
 // transfer sends n random bytes over TCP from the client host to the
@@ -280,5 +293,64 @@ func TestECNMarksThroughTheEngine(t *testing.T) {
 		if !ecn && (path.Up.ECNMarked != 0 || path.Up.DropQueue == 0) {
 			t.Errorf("without ECN: %d marks and %d queue drops; CoDel can only drop", path.Up.ECNMarked, path.Up.DropQueue)
 		}
+	}
+}
+
+// cpuSets reads the affinity of every thread of process pid.
+func cpuSets(t *testing.T, pid int) map[int]unix.CPUSet {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets := map[int]unix.CPUSet{}
+	for _, e := range entries {
+		tid, _ := strconv.Atoi(e.Name())
+		var set unix.CPUSet
+		if unix.SchedGetaffinity(tid, &set) == nil {
+			sets[tid] = set
+		}
+	}
+	return sets
+}
+
+// TestEmulatorCPUIsTheLoopsAlone: while a testbed runs, the emulator's
+// CPU holds its forwarding loop and nothing else of tlab's: neither the
+// engine's other runtime threads nor this process's (the workload's); after
+// Close this process may use it again.
+func TestEmulatorCPUIsTheLoopsAlone(t *testing.T) {
+	cpu := sysx.EmulatorCPU()
+	if cpu < 0 {
+		t.Skip("one CPU: the loop shares it with everything")
+	}
+	tb := build(t, ClientServer(delayLoss(time.Millisecond, 0)), Options{Seed: 1})
+	loops := 0
+	for tid, set := range cpuSets(t, tb.Emulator().PID()) {
+		switch {
+		case set.Count() == 1 && set.IsSet(cpu):
+			loops++
+		case set.IsSet(cpu):
+			t.Errorf("engine thread %d may run on the loop's CPU %d", tid, cpu)
+		}
+	}
+	if loops != 1 {
+		t.Errorf("%d engine threads pinned to CPU %d, want the loop alone", loops, cpu)
+	}
+	for tid, set := range cpuSets(t, os.Getpid()) {
+		if set.IsSet(cpu) && set.Count() > 1 {
+			t.Errorf("thread %d of the workload's process may run on the loop's CPU %d", tid, cpu)
+		}
+	}
+	if err := tb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	onIt := 0
+	for _, set := range cpuSets(t, os.Getpid()) {
+		if set.IsSet(cpu) {
+			onIt++
+		}
+	}
+	if onIt == 0 {
+		t.Errorf("after Close no thread of this process may use CPU %d again", cpu)
 	}
 }
