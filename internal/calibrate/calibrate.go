@@ -55,9 +55,12 @@ const (
 	targetAddedP99Us   = 100.0
 	targetReleaseP50Us = 20.0
 	targetReleaseP99Us = 100.0
-	targetRateErrPct   = 1.0
-	targetPPS          = 250000.0
-	targetTCPGbps      = 1.0
+	// The release error's p99.9 on a quiet host (issue 24's target): the
+	// tail is the loop losing its CPU, which the testbed now prevents.
+	targetReleaseP999Us = 100.0
+	targetRateErrPct    = 1.0
+	targetPPS           = 250000.0
+	targetTCPGbps       = 1.0
 )
 
 // Run performs the calibration. When ctx is cancelled it stops after the
@@ -246,14 +249,6 @@ func atMost(v, target float64) (string, bool) { return fmt.Sprintf("<= %g", targ
 
 func atLeast(v, target float64) (string, bool) { return fmt.Sprintf(">= %g", target), v >= target }
 
-// nonNegativeAtMost passes a figure that cannot be negative when it is at
-// most target. A negative value means the noise of the two measurements it
-// is the difference of exceeded the effect: it fails, as nonsense, rather
-// than pass.
-func nonNegativeAtMost(v, target float64) (string, bool) {
-	return fmt.Sprintf("0..%g", target), v >= 0 && v <= target
-}
-
 // within passes a signed error whose magnitude is at most target.
 func within(v, target float64) (string, bool) {
 	return fmt.Sprintf("-%g..+%g", target, target), math.Abs(v) <= target
@@ -273,34 +268,59 @@ func round(v float64) float64 { return math.Round(v*1000)/1000 + 0 }
 
 // addedLatency compares 64-byte UDP ping-pong through a zero-delay emulated
 // link with the same ping-pong over a bare veth pair: half the difference is
-// the one-way latency the emulator adds.
+// the one-way latency the emulator adds. Both testbeds stand side by side
+// and are measured in alternate rounds (ABBA), so the host's noise weighs on
+// both; each difference gets a paired-bootstrap interval, and a check fails
+// only when that interval lies wholly above its target.
 func addedLatency(r *Report, opts Options) error {
-	n, warm := opts.scale(20000, 3000), 500
-	var direct, emulated []time.Duration
-	err := withTestbed(opts, emu.LinkConfig{}, true, func(tb *testbed.Testbed, c, s *testbed.Host) (err error) {
-		ip, _ := tb.Addr("client", "server")
-		direct, err = pingPong(c, s, ip, n, warm)
-		return err
-	})
+	rounds := opts.scale(10, 6)
+	n := opts.scale(20000, 3000) / rounds
+	const firstWarm, warm = 500, 50
+	bare, err := testbed.Build(testbed.ClientServer(emu.LinkConfig{}), testbed.Options{Seed: opts.Seed, Mode: opts.Mode, Spin: opts.Spin, Direct: true})
 	if err != nil {
 		return fmt.Errorf("direct veth: %w", err)
 	}
-	err = withTestbed(opts, emu.LinkConfig{}, false, func(tb *testbed.Testbed, c, s *testbed.Host) (err error) {
-		ip, _ := tb.Addr("client", "server")
-		emulated, err = pingPong(c, s, ip, n, warm)
-		return err
-	})
+	defer bare.Close()
+	emulated, err := testbed.Build(testbed.ClientServer(emu.LinkConfig{}), testbed.Options{Seed: opts.Seed, Mode: opts.Mode, Spin: opts.Spin})
 	if err != nil {
 		return fmt.Errorf("emulated link: %w", err)
 	}
-	d50, d99 := quantileUs(direct, 0.5), quantileUs(direct, 0.99)
-	e50, e99 := quantileUs(emulated, 0.5), quantileUs(emulated, 0.99)
-	addInfo(r, "rtt_direct_veth_p50", d50, "us", fmt.Sprintf("64 B UDP ping-pong over a bare veth pair, %d exchanges", n))
+	defer emulated.Close()
+	measure := func(tb *testbed.Testbed) func() ([]time.Duration, error) {
+		w := firstWarm
+		return func() ([]time.Duration, error) {
+			ip, _ := tb.Addr("client", "server")
+			rtts, err := pingPong(tb.Host("client"), tb.Host("server"), ip, n, w)
+			w = warm
+			return rtts, err
+		}
+	}
+	rs, err := interleave(rounds, measure(bare), measure(emulated))
+	if err != nil {
+		return fmt.Errorf("ping-pong: %w", err)
+	}
+	bareRTTs, emulatedRTTs := slices.Concat(rs.A...), slices.Concat(rs.B...)
+	d50, d99 := quantileUs(bareRTTs, 0.5), quantileUs(bareRTTs, 0.99)
+	e50, e99 := quantileUs(emulatedRTTs, 0.5), quantileUs(emulatedRTTs, 0.99)
+	addInfo(r, "rtt_direct_veth_p50", d50, "us", fmt.Sprintf("64 B UDP ping-pong over a bare veth pair, %d exchanges in %d rounds alternating with the emulated link's (ABBA)", n*rounds, rounds))
 	addInfo(r, "rtt_direct_veth_p99", d99, "us", "")
 	addInfo(r, "rtt_emulated_zero_delay_p50", e50, "us", "the same through a zero-delay emulated link")
 	addInfo(r, "rtt_emulated_zero_delay_p99", e99, "us", "")
-	addCheck(r, "added_latency_p50", (e50-d50)/2, "us", nonNegativeAtMost, targetAddedP50Us, "one way: (emulated RTT - direct RTT) / 2")
-	addCheck(r, "added_latency_p99", (e99-d99)/2, "us", nonNegativeAtMost, targetAddedP99Us, "one way, from the p99 of each RTT")
+	for _, c := range []struct {
+		name   string
+		q      float64
+		target float64
+		detail string
+	}{
+		{"added_latency_p50", 0.5, targetAddedP50Us, "one way: (emulated RTT - direct RTT) / 2"},
+		{"added_latency_p99", 0.99, targetAddedP99Us, "one way, from the p99 of each RTT"},
+	} {
+		d, err := QuantileDifference(rs, c.q, 1000, opts.Seed)
+		if err != nil {
+			return err
+		}
+		addDifferenceCheck(r, c.name, d.Scale(0.5), "us", c.target, c.detail+"; 95 % interval by a paired bootstrap over the rounds")
+	}
 	return nil
 }
 
@@ -330,6 +350,10 @@ func delayAccuracy(r *Report, opts Options) error {
 			if err := tb.Emulator().ResetLateness(); err != nil {
 				return err
 			}
+			atReset, err := tb.Emulator().Stats()
+			if err != nil {
+				return err
+			}
 			// A flood of 1000 packets/s keeps the delay line busy
 			// while the ping-pong measures it from outside.
 			floodDone := make(chan error, 1)
@@ -347,9 +371,12 @@ func delayAccuracy(r *Report, opts Options) error {
 				return err
 			}
 			l := st.Lateness
-			detail := fmt.Sprintf("%d releases; p99.9 %.0f us, max %.0f us", l.N, l.P999, l.Max)
+			detail := fmt.Sprintf("%d releases; max %.0f us", l.N, l.Max)
 			addCheck(r, "release_error_"+label+"_p50", l.P50, "us", atMost, targetReleaseP50Us, detail)
 			addCheck(r, "release_error_"+label+"_p99", l.P99, "us", atMost, targetReleaseP99Us, detail)
+			addCheck(r, "release_error_"+label+"_p999", l.P999, "us", atMost, targetReleaseP999Us, detail+"; the tail a cell reports as emu_release_p999_us")
+			addInfo(r, "release_error_"+label+"_max", l.Max, "us", "the longest: one stall of the loop (a preemption, the host)")
+			addLoopInfo(r, "release_"+label, st.Loop.Sub(atReset.Loop), st.ClockNs-atReset.ClockNs)
 			base := 2*float64(d.Microseconds()) + zero50
 			addInfo(r, "rtt_error_"+label+"_p50", quantileUs(rtts, 0.5)-base, "us",
 				fmt.Sprintf("ping-pong RTT minus 2 x %v minus the zero-delay RTT p50 (%.1f us), %d exchanges", d, zero50, len(rtts)))
@@ -456,7 +483,7 @@ func forwarding(r *Report, opts Options) error {
 			var sent int
 			go func() {
 				var err error
-				sent, err = udpFlood(c, payload, floodFor, 0)
+				sent, err = rawFlood(c, payload, floodFor)
 				done <- err
 			}()
 			var rates []float64
@@ -492,15 +519,18 @@ func forwarding(r *Report, opts Options) error {
 				return err
 			}
 			up := last.Links[0].Up.Sub(first.Links[0].Up)
-			// When the emulator forwarded all it received, the sender
-			// (one thread on the other core) set the pace and the
-			// figure is a lower bound of the emulator's capacity.
+			loop := last.Loop.Sub(first.Loop)
+			// When the emulator forwarded all it received and the
+			// kernel dropped nothing before it, the sender (one thread
+			// on the other core) set the pace and the figure is a
+			// lower bound of the emulator's capacity.
 			kept := float64(up.TxPackets) / math.Max(float64(up.RxPackets), 1) * 100
 			frame := float64(payload + 42)
-			detail := fmt.Sprintf("%d-byte frames; median of %d windows of %v (min %.0f, max %.0f); sender offered %.0f pkt/s; emulator forwarded %.2f %% of what it received",
-				payload+42, len(rates), window, rates[0], rates[len(rates)-1], float64(sent)/floodFor.Seconds(), kept)
+			detail := fmt.Sprintf("%d-byte frames; median of %d windows of %v (min %.0f, max %.0f); sender offered %.0f pkt/s; the kernel dropped %d before the emulator read them; emulator forwarded %.2f %% of what it read",
+				payload+42, len(rates), window, rates[0], rates[len(rates)-1], float64(sent)/floodFor.Seconds(), loop.KernelDrops, kept)
 			addCheck(r, fmt.Sprintf("forwarding_%dB_pps", payload), pps, "pkt/s", atLeast, targetPPS, detail)
 			addInfo(r, fmt.Sprintf("forwarding_%dB_mbps", payload), pps*frame*8/1e6, "Mbit/s", "Ethernet-frame bits per second at that packet rate")
+			addLoopInfo(r, fmt.Sprintf("forwarding_%dB", payload), loop, last.ClockNs-first.ClockNs)
 			return nil
 		})
 		if err != nil {
@@ -516,6 +546,23 @@ func forwarding(r *Report, opts Options) error {
 		addCheck(r, "tcp_goodput_zero_delay", bps/1e9, "Gbit/s", atLeast, targetTCPGbps, "one CUBIC flow, offloads off (1514-byte frames)")
 		return nil
 	})
+}
+
+// addLoopInfo reports what the forwarding loop says of itself over a
+// window of windowNs: how busy it was (rounds that moved a frame, against
+// rounds that only polled), what a frame cost it, and how often its thread
+// lost its CPU.
+func addLoopInfo(r *Report, prefix string, loop emu.LoopStats, windowNs int64) {
+	if windowNs <= 0 {
+		return
+	}
+	secs := float64(windowNs) / 1e9
+	addInfo(r, prefix+"_engine_busy_pct", float64(loop.BusyNs)/float64(windowNs)*100, "%", "the loop's time in rounds that moved a frame: its load, where a busy-polling loop's CPU time is always 100 %")
+	if loop.Received > 0 {
+		addInfo(r, prefix+"_engine_ns_per_frame", float64(loop.BusyNs)/float64(loop.Received), "ns", "busy time per frame read (reading, the models, the delay line, sending)")
+	}
+	addInfo(r, prefix+"_loop_switches_per_s", float64(loop.VoluntarySwitches+loop.InvoluntarySwitches)/secs, "1/s",
+		fmt.Sprintf("the loop thread lost its CPU %d times voluntarily, %d times to another thread", loop.VoluntarySwitches, loop.InvoluntarySwitches))
 }
 
 // lossAccuracy sends a UDP flood through lossy links and checks the

@@ -28,7 +28,7 @@ func TestQuickCalibration(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"added_latency_p50", "added_latency_p99", "release_error_5ms_p50", "release_error_5ms_p99",
-		"release_error_25ms_p50", "release_error_25ms_p99", "rate_error_10mbit", "rate_error_100mbit", "limiter_error_10mbit", "limiter_error_100mbit",
+		"release_error_25ms_p50", "release_error_25ms_p99", "release_error_5ms_p999", "release_error_25ms_p999", "rate_error_10mbit", "rate_error_100mbit", "limiter_error_10mbit", "limiter_error_100mbit",
 		"forwarding_1400B_pps", "forwarding_64B_pps", "tcp_goodput_zero_delay",
 		"loss_bernoulli_1pct", "loss_bernoulli_10pct", "loss_gilbert_elliott_study_b"}
 	byName := map[string]Check{}
@@ -42,6 +42,29 @@ func TestQuickCalibration(t *testing.T) {
 		if _, ok := byName[n]; !ok {
 			t.Errorf("check %s missing", n)
 		}
+	}
+	// Added latency is a difference of two interleaved measurements: it
+	// carries its interval, around its estimate.
+	for _, n := range []string{"added_latency_p50", "added_latency_p99"} {
+		c := byName[n]
+		if len(c.Interval) != 2 || c.Interval[0] > c.Value || c.Value > c.Interval[1] {
+			t.Errorf("%s = %g with interval %v", n, c.Value, c.Interval)
+		}
+	}
+	// The loop's own account of the flood: busy some of the time (not
+	// the 100 % a busy-polling loop's CPU time shows), a cost per frame.
+	loopInfo := map[string]float64{}
+	for _, c := range r.Info {
+		loopInfo[c.Name] = c.Value
+	}
+	if v, ok := loopInfo["forwarding_64B_engine_busy_pct"]; !ok || v <= 0 || v > 100 {
+		t.Errorf("forwarding_64B_engine_busy_pct = %g (reported: %v)", v, ok)
+	}
+	if v := loopInfo["forwarding_64B_engine_ns_per_frame"]; v <= 0 {
+		t.Errorf("forwarding_64B_engine_ns_per_frame = %g", v)
+	}
+	if _, ok := loopInfo["release_5ms_loop_switches_per_s"]; !ok {
+		t.Error("the delay step does not report the loop's context switches")
 	}
 	// Rate: a stall can shift at most a few per cent of buffered bytes
 	// into the receiver's window; anything more above the rate is the
@@ -151,8 +174,5 @@ func TestVerdictTellsHostFromEmulator(t *testing.T) {
 	}
 	if v := verdict([]Check{{Pass: true}}); v != "pass" {
 		t.Errorf("verdict %q, want pass", v)
-	}
-	if _, pass := nonNegativeAtMost(-1.2, 100); pass {
-		t.Error("a negative added latency passed")
 	}
 }
