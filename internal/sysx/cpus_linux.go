@@ -118,9 +118,12 @@ func commonAffinity() (unix.CPUSet, error) {
 }
 
 // ProcessPin keeps this process's threads off one CPU while at least one
-// holder needs it (every live testbed with a pinned emulator). The
-// affinity it changes belongs to the process, not to a testbed, so one
-// ProcessPin serves them all; the zero value is ready to use.
+// holder needs it (the host-noise probe holds it for its life). The
+// affinity it changes belongs to the process, so one ProcessPin serves
+// every holder; the zero value is ready to use. Children the process
+// starts meanwhile inherit the narrowed affinity: that is why tlab's own
+// process is not pinned while a testbed runs (docs/methodology.md, "The
+// loop's CPU").
 type ProcessPin struct {
 	mu        sync.Mutex
 	holders   int

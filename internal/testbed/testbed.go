@@ -240,22 +240,9 @@ func Build(topo Topology, opts Options) (tb *Testbed, err error) {
 	}
 	tb.run.addPID(tb.emu.PID())
 	tb.onClose(tb.emu.Close)
-	if cpu >= 0 {
-		// tlab's own threads (the workload's clients and servers) stay
-		// off the loop's CPU while the emulator runs.
-		release, err := awayFromEmulator.Hold(cpu)
-		if err != nil {
-			return tb, err
-		}
-		tb.onClose(func() error { release(); return nil })
-	}
 	return tb, nil
 }
 
-// awayFromEmulator keeps this process's threads off the emulators' CPU
-// while any testbed runs one. The CPU affinity it changes is the
-// process's, so it is one for the process, shared by every testbed.
-var awayFromEmulator sysx.ProcessPin
 
 // buildLink makes the veths of one link and returns its emulator spec and
 // the router-side packet sockets.
