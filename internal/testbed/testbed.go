@@ -243,7 +243,6 @@ func Build(topo Topology, opts Options) (tb *Testbed, err error) {
 	return tb, nil
 }
 
-
 // buildLink makes the veths of one link and returns its emulator spec and
 // the router-side packet sockets.
 func (tb *Testbed) buildLink(li int, l Link) (emu.LinkSpec, []*os.File, error) {
