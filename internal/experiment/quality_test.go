@@ -124,8 +124,8 @@ func TestCalibrationWarning(t *testing.T) {
 	if w := CalibrationWarning(host); !strings.Contains(w, "failed 1 of 2 checks") || !strings.Contains(w, "release_error_5ms_p99 812 us") || !strings.Contains(w, "host's own noise") {
 		t.Errorf("host warning: %q", w)
 	}
-	emu := &results.Calibration{Verdict: "emulator", Checks: []results.Check{{Name: "x", Value: 5}}}
-	if w := CalibrationWarning(emu); !strings.Contains(w, "emulator is less accurate") {
+	emu := &results.Calibration{Verdict: "emulator", Checks: []results.Check{{Name: "added_latency_p50", Value: 31, Interval: []float64{25, 39}, Unit: "us", Target: "<= 20"}}}
+	if w := CalibrationWarning(emu); !strings.Contains(w, "emulator is less accurate") || !strings.Contains(w, "added_latency_p50 31 [25, 39] us (target <= 20)") {
 		t.Errorf("emulator warning: %q", w)
 	}
 }

@@ -128,7 +128,7 @@ func CalibrationWarning(c *results.Calibration) string {
 	var failed []string
 	for _, ch := range c.Checks {
 		if !ch.Pass {
-			failed = append(failed, fmt.Sprintf("%s %g %s (target %s)", ch.Name, ch.Value, ch.Unit, ch.Target))
+			failed = append(failed, fmt.Sprintf("%s %s %s (target %s)", ch.Name, ch.ValueText(), ch.Unit, ch.Target))
 		}
 	}
 	why := "the emulator is less accurate than tlab's targets on this machine"
