@@ -56,7 +56,7 @@ const (
 	targetReleaseP50Us = 20.0
 	targetReleaseP99Us = 100.0
 	// The release error's p99.9 on a quiet host (issue 24's target): the
-	// tail is the loop losing its CPU, which the testbed now prevents.
+	// tail is the loop losing its CPU.
 	targetReleaseP999Us = 100.0
 	targetRateErrPct    = 1.0
 	targetPPS           = 250000.0
@@ -235,15 +235,7 @@ func withTestbed(opts Options, cfg emu.LinkConfig, direct bool, fn func(tb *test
 	return fn(tb, tb.Host("client"), tb.Host("server"))
 }
 
-func quantileUs(d []time.Duration, q float64) float64 {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return math.NaN()
-	}
-	i := int(math.Ceil(q*float64(len(s)))) - 1
-	return float64(s[max(i, 0)].Nanoseconds()) / 1e3
-}
+func quantileUs(d []time.Duration, q float64) float64 { return percentile(sortedUs(d), q) }
 
 func atMost(v, target float64) (string, bool) { return fmt.Sprintf("<= %g", target), v <= target }
 
@@ -276,16 +268,6 @@ func addedLatency(r *Report, opts Options) error {
 	rounds := opts.scale(10, 6)
 	n := opts.scale(20000, 3000) / rounds
 	const firstWarm, warm = 500, 50
-	bare, err := testbed.Build(testbed.ClientServer(emu.LinkConfig{}), testbed.Options{Seed: opts.Seed, Mode: opts.Mode, Spin: opts.Spin, Direct: true})
-	if err != nil {
-		return fmt.Errorf("direct veth: %w", err)
-	}
-	defer bare.Close()
-	emulated, err := testbed.Build(testbed.ClientServer(emu.LinkConfig{}), testbed.Options{Seed: opts.Seed, Mode: opts.Mode, Spin: opts.Spin})
-	if err != nil {
-		return fmt.Errorf("emulated link: %w", err)
-	}
-	defer emulated.Close()
 	measure := func(tb *testbed.Testbed) func() ([]time.Duration, error) {
 		w := firstWarm
 		return func() ([]time.Duration, error) {
@@ -295,9 +277,16 @@ func addedLatency(r *Report, opts Options) error {
 			return rtts, err
 		}
 	}
-	rs, err := interleave(rounds, measure(bare), measure(emulated))
+	// Both testbeds stand side by side while the rounds alternate.
+	var rs Rounds
+	err := withTestbed(opts, emu.LinkConfig{}, true, func(bare *testbed.Testbed, _, _ *testbed.Host) error {
+		return withTestbed(opts, emu.LinkConfig{}, false, func(emulated *testbed.Testbed, _, _ *testbed.Host) (err error) {
+			rs, err = interleave(rounds, measure(bare), measure(emulated))
+			return err
+		})
+	})
 	if err != nil {
-		return fmt.Errorf("ping-pong: %w", err)
+		return fmt.Errorf("ping-pong, bare veth against the emulated link: %w", err)
 	}
 	bareRTTs, emulatedRTTs := slices.Concat(rs.A...), slices.Concat(rs.B...)
 	d50, d99 := quantileUs(bareRTTs, 0.5), quantileUs(bareRTTs, 0.99)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sort"
 	"time"
 )
 
@@ -102,16 +103,22 @@ type pooled struct {
 func newPooled(rounds [][]time.Duration) pooled {
 	var p pooled
 	for _, r := range rounds {
-		us := make([]float64, len(r))
-		for i, d := range r {
-			us[i] = float64(d.Nanoseconds()) / 1e3
-		}
-		slices.Sort(us)
+		us := sortedUs(r)
 		p.rounds = append(p.rounds, us)
 		p.values = append(p.values, us...)
 	}
 	slices.Sort(p.values)
 	return p
+}
+
+// sortedUs is d in microseconds, sorted.
+func sortedUs(d []time.Duration) []float64 {
+	us := make([]float64, len(d))
+	for i, v := range d {
+		us[i] = float64(v.Nanoseconds()) / 1e3
+	}
+	slices.Sort(us)
+	return us
 }
 
 // quantile is the q-quantile (nearest rank, as quantileUs) of the rounds
@@ -145,14 +152,11 @@ func (p pooled) quantile(weight []int, q float64) float64 {
 }
 
 func sortedCountAtOrBelow(sorted []float64, v float64) int {
-	i, found := slices.BinarySearch(sorted, v)
-	for found && i < len(sorted) && sorted[i] == v {
-		i++
-	}
-	return i
+	return sort.Search(len(sorted), func(i int) bool { return sorted[i] > v })
 }
 
-// percentile reads a sorted slice at p by the nearest rank.
+// percentile reads a sorted slice at p by the nearest rank (NaN when
+// empty): the one quantile rule of calibration.
 func percentile(sorted []float64, p float64) float64 {
 	if len(sorted) == 0 {
 		return math.NaN()

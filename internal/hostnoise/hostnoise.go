@@ -1,9 +1,9 @@
 // Package hostnoise measures how much the machine disturbs timing: a
-// thread per CPU (every CPU but the emulator's, whose loop would be
-// preempted by each of its wake-ups) sleeps to absolute times (every 10 ms by default) and
-// records how late it wakes, as cyclictest does; beside that it reads the
-// CPU time the hypervisor stole (/proc/stat) and the kernel's CPU pressure
-// (/proc/pressure/cpu). A probe runs for the length of a cell or of a
+// thread per CPU (every CPU but the emulator's, whose loop each of its
+// wake-ups would preempt) sleeps to absolute times (every 10 ms by
+// default) and records how late it wakes, as cyclictest does; beside that
+// it reads the CPU time the hypervisor stole (/proc/stat) and the kernel's
+// CPU pressure (/proc/pressure/cpu). A probe runs for the length of a cell or of a
 // calibration step, in a child process (tlab re-executes itself, see
 // RunChildIfRequested), because in-process its threads competed with
 // tlab's own goroutines for the runtime's Ps and made a send-lateness
@@ -68,8 +68,7 @@ func RunChildIfRequested() {
 	// The whole probe process stays off the emulator's CPU, its runtime's
 	// threads too, not only the sampling threads: any of them waking
 	// there would preempt the loop.
-	var away sysx.ProcessPin
-	away.Hold(sysx.EmulatorCPU()) // for the process's life; best effort
+	sysx.KeepProcessOff(sysx.EmulatorCPU()) // best effort: the probe still measures
 	p := startLocal(interval)
 	io.Copy(io.Discard, os.Stdin)
 	json.NewEncoder(os.Stdout).Encode(p.Stop())

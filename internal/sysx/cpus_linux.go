@@ -5,16 +5,16 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"sync"
 
 	"golang.org/x/sys/unix"
 )
 
 // EmulatorCPU is the CPU the testbed pins the emulator's loop to: the last
 // one, or -1 on a single-CPU machine, where nothing can be kept off it.
-// Everything else of tlab's (workload and probe threads, the engine's own
-// runtime threads) stays off it: a busy-polling loop that shares its CPU
-// is preempted, and its release error's tail grows by the preemption.
+// The engine's other runtime threads, the host-noise probe and the
+// calibration's load generators stay off it: a busy-polling loop that
+// shares its CPU is preempted, and its release error's tail grows by the
+// preemption.
 func EmulatorCPU() int {
 	if n := runtime.NumCPU(); n > 1 {
 		return n - 1
@@ -56,7 +56,7 @@ func threadIDs() ([]int, error) {
 // thread not yet moved creates meanwhile is caught by another pass.
 func MoveThreads(from, to unix.CPUSet, skip int) error {
 	if from == to {
-		return nil // a process started already off the CPU (a second emulator)
+		return nil // started already off the CPU (the child of a process kept off it)
 	}
 	for pass := 0; pass < 10; pass++ {
 		moved, err := moveThreadsOnce(from, to, skip)
@@ -117,55 +117,28 @@ func commonAffinity() (unix.CPUSet, error) {
 	return best, nil
 }
 
-// ProcessPin keeps this process's threads off one CPU while at least one
-// holder needs it (the host-noise probe holds it for its life). The
-// affinity it changes belongs to the process, so one ProcessPin serves
-// every holder; the zero value is ready to use. Children the process
-// starts meanwhile inherit the narrowed affinity: that is why tlab's own
-// process is not pinned while a testbed runs (docs/methodology.md, "The
+// KeepProcessOff moves every thread of this process off cpu, but those
+// with an affinity of their own (a probe thread pinned to one CPU), for the
+// rest of the process's life: threads it creates later inherit the
+// narrowed affinity. Its children do too, which is why tlab's own process
+// is not kept off the emulator's CPU while a testbed runs, only helper
+// processes such as the host-noise probe (docs/methodology.md, "The
 // loop's CPU").
-type ProcessPin struct {
-	mu        sync.Mutex
-	holders   int
-	cpu       int
-	orig, off unix.CPUSet
-}
-
-// Hold moves the process off cpu (on the first hold) and returns the
-// function that lets go of it; on the last release the threads that
-// still have the narrowed affinity get their original one back.
-func (p *ProcessPin) Hold(cpu int) (release func(), err error) {
+func KeepProcessOff(cpu int) error {
 	if cpu < 0 {
-		return func() {}, nil
+		return nil
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.holders == 0 {
-		if p.orig, err = commonAffinity(); err != nil {
-			return nil, fmt.Errorf("process affinity: %w", err)
-		}
-		if !p.orig.IsSet(cpu) {
-			return func() {}, nil // already off it
-		}
-		p.cpu, p.off = cpu, p.orig
-		p.off.Clear(cpu)
-		if p.off.Count() == 0 {
-			return func() {}, nil // nowhere else to go
-		}
-		if err := MoveThreads(p.orig, p.off, 0); err != nil {
-			return nil, fmt.Errorf("keeping threads off CPU %d: %w", cpu, err)
-		}
+	orig, err := commonAffinity()
+	if err != nil {
+		return fmt.Errorf("process affinity: %w", err)
 	}
-	p.holders++
-	var once sync.Once
-	return func() { once.Do(p.release) }, nil
-}
-
-func (p *ProcessPin) release() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.holders--
-	if p.holders == 0 {
-		MoveThreads(p.off, p.orig, 0) // best effort: a run that ends keeps working pinned
+	off := orig
+	off.Clear(cpu)
+	if off.Count() == 0 {
+		return nil // nowhere else to go
 	}
+	if err := MoveThreads(orig, off, 0); err != nil {
+		return fmt.Errorf("keeping threads off CPU %d: %w", cpu, err)
+	}
+	return nil
 }
