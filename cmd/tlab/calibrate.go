@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"tlab/internal/calibrate"
@@ -13,13 +14,24 @@ import (
 )
 
 func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("calibrate", "calibrate [--json] [--quick] [--mode sleep|busy]", stderr)
+	fs := newFlags("calibrate", "calibrate [--json] [--quick] [--mode sleep|busy] [--engine mmsg|ring] [--compare-engines [--rounds N]]", stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
 	quick := fs.Bool("quick", false, "shorter measurements (noisier figures)")
 	mode := fs.String("mode", emu.ModeBusy, "emulator timer mode: busy (polls, uses one core, most accurate) or sleep (epoll + short spin, less CPU, p99 suffers on idle VMs)")
 	spin := fs.Duration("spin", testbed.DefaultSpin, "in sleep mode, how long before a release the engine starts to spin")
+	engine := fs.String("engine", emu.EngineMmsg, "emulator engine: "+strings.Join(emu.Engines(), " or "))
+	compare := fs.Bool("compare-engines", false, "instead of the checks, measure the mmsg engine against the ring engine in alternate rounds and print each figure's paired difference")
+	rounds := fs.Int("rounds", 0, "with --compare-engines, how many rounds (at least 2; default 10, 6 with --quick)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
+	}
+	if err := emu.ValidEngine(*engine); err != nil {
+		fmt.Fprintf(stderr, "tlab calibrate: --%v\n", err)
+		return exitUsage
+	}
+	if *rounds != 0 && (!*compare || *rounds < 2) {
+		fmt.Fprintf(stderr, "tlab calibrate: --rounds %d: want 2 or more, with --compare-engines\n", *rounds)
+		return exitUsage
 	}
 	if *mode != emu.ModeSleep && *mode != emu.ModeBusy {
 		fmt.Fprintf(stderr, "tlab calibrate: --mode %q: want sleep or busy\n", *mode)
@@ -28,9 +40,19 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if code, handled := ensurePrivileges(append([]string{"calibrate"}, args...), stderr); handled {
 		return code
 	}
-	opts := calibrate.Options{Quick: *quick, Mode: *mode, Spin: *spin, Seed: 1}
+	opts := calibrate.Options{Quick: *quick, Mode: *mode, Spin: *spin, Seed: 1, Engine: *engine}
 	if !*asJSON {
 		opts.Progress = func(step string) { fmt.Fprintf(stderr, "calibrate: %s...\n", step) }
+	}
+	if *compare {
+		n := *rounds
+		if n == 0 {
+			n = 10
+			if *quick {
+				n = 6
+			}
+		}
+		return compareEngines(ctx, opts, n, *asJSON, stdout, stderr)
 	}
 	type result struct {
 		r   *calibrate.Report
@@ -71,8 +93,8 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 }
 
 func printCalibration(w io.Writer, r *calibrate.Report) {
-	fmt.Fprintf(w, "tlab calibration on %s (%s, %d cores, kernel %s), emulator mode %s, %.0f s\n\n",
-		r.Machine.Hostname, r.Machine.CPU, r.Machine.Cores, r.Machine.Kernel, r.Mode, r.Duration)
+	fmt.Fprintf(w, "tlab calibration on %s (%s, %d cores, kernel %s), emulator mode %s, engine %s, %.0f s\n\n",
+		r.Machine.Hostname, r.Machine.CPU, r.Machine.Cores, r.Machine.Kernel, r.Mode, r.Engine, r.Duration)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHECK\tVALUE\tUNIT\tTARGET\tRESULT\tDETAIL")
 	failed := 0
@@ -112,4 +134,47 @@ func printCalibration(w io.Writer, r *calibrate.Report) {
 	default:
 		fmt.Fprintf(w, "\n%d of %d checks FAIL and the host's noise does not explain all of them: the emulator is less accurate than tlab's targets on this machine.\n", failed, len(r.Checks))
 	}
+}
+
+// compareEngines runs calibrate.CompareEngines (mmsg against ring) and
+// prints its figures.
+func compareEngines(ctx context.Context, opts calibrate.Options, rounds int, asJSON bool, stdout, stderr io.Writer) int {
+	c, err := calibrate.CompareEngines(ctx, opts, emu.EngineMmsg, emu.EngineRing, rounds)
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "tlab calibrate: interrupted; the testbeds of the round in flight were removed")
+		return exitCanceled
+	}
+	if err != nil {
+		return errorExit(stderr, err)
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(c)
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "tlab engine comparison on %s (%s, %d cores, kernel %s), emulator mode %s, %.0f s\n",
+		c.Machine.Hostname, c.Machine.CPU, c.Machine.Cores, c.Machine.Kernel, c.Mode, c.Duration)
+	fmt.Fprintf(stdout, "%s (baseline) against %s (candidate), %d rounds in ABBA order, each on fresh testbeds; DIFF is %s - %s with its 95 %% interval by a bootstrap over the rounds\n\n",
+		c.Baseline, c.Candidate, c.Rounds, c.Candidate, c.Baseline)
+	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "FIGURE\tUNIT\t%s\t%s\tDIFF\t95%% INTERVAL\tOUTCOME\tTARGET\tDETAIL\n", strings.ToUpper(c.Baseline), strings.ToUpper(c.Candidate))
+	for _, f := range c.Figures {
+		target := ""
+		if f.CandidateMeets != nil {
+			target = f.Target + map[bool]string{true: " met", false: " not met"}[*f.CandidateMeets]
+		}
+		interval := ""
+		if f.Better != "same" {
+			interval = fmt.Sprintf("[%g, %g]", f.Interval[0], f.Interval[1])
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%g\t%g\t%+g\t%s\t%s\t%s\t%s\n", f.Name, f.Unit, f.Baseline, f.Candidate, f.Difference, interval, f.Outcome, target, f.Detail)
+	}
+	tw.Flush()
+	h := c.Host
+	fmt.Fprintf(stdout, "\nThe host during the comparison: wake-up p99 %.0f us, p99.9 %.0f us, max %.1f ms; %.1f %% of CPU time stolen.\n", h.WakeP99Us, h.WakeP999Us, h.WakeMaxUs/1000, h.StealPct)
+	for _, w := range c.Warnings {
+		fmt.Fprintf(stdout, "WARNING: %s\n", w)
+	}
+	return exitOK
 }

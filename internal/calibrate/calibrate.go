@@ -44,6 +44,8 @@ type Options struct {
 	Mode  string
 	Spin  time.Duration
 	Seed  uint64
+	// Engine is the emulator's engine (emu.EngineMmsg when empty).
+	Engine string
 	// Progress, when set, is told the name of each step as it starts.
 	Progress func(step string)
 }
@@ -69,6 +71,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	r := &Report{Tool: toolVersion(), Machine: DescribeMachine(), Mode: opts.Mode, Started: time.Now()}
 	if r.Mode == "" {
 		r.Mode = emu.ModeBusy
+	}
+	if r.Engine = opts.Engine; r.Engine == "" {
+		r.Engine = emu.EngineMmsg
 	}
 	steps := []struct {
 		name string
@@ -227,7 +232,7 @@ func between(lo, hi float64) func(v, _ float64) (string, bool) {
 // withTestbed builds a client-server testbed with cfg, runs fn and tears it
 // down.
 func withTestbed(opts Options, cfg emu.LinkConfig, direct bool, fn func(tb *testbed.Testbed, c, s *testbed.Host) error) error {
-	tb, err := testbed.Build(testbed.ClientServer(cfg), testbed.Options{Seed: opts.Seed, Mode: opts.Mode, Spin: opts.Spin, Direct: direct})
+	tb, err := testbed.Build(testbed.ClientServer(cfg), testbed.Options{Seed: opts.Seed, Mode: opts.Mode, Spin: opts.Spin, Engine: opts.Engine, Direct: direct})
 	if err != nil {
 		return err
 	}
@@ -463,63 +468,21 @@ func rateAccuracy(r *Report, opts Options) error {
 func forwarding(r *Report, opts Options) error {
 	for _, payload := range []int{1400, 64} {
 		err := withTestbed(opts, emu.LinkConfig{}, false, func(tb *testbed.Testbed, c, _ *testbed.Host) error {
-			// Sample the forwarded count every 250 ms while the flood
-			// runs: the median window is the sustained rate; the VM's
-			// occasional millisecond-long preemptions show in the minimum.
-			const window = 250 * time.Millisecond
-			floodFor := opts.dur(3*time.Second, 1500*time.Millisecond)
-			done := make(chan error, 1)
-			var sent int
-			go func() {
-				var err error
-				sent, err = rawFlood(c, payload, floodFor)
-				done <- err
-			}()
-			var rates []float64
-			first, err := tb.Emulator().Stats()
-			prev := first
+			f, err := measureFlood(tb, c, payload, opts.dur(3*time.Second, 1500*time.Millisecond))
 			if err != nil {
 				return err
 			}
-			prevT := time.Now()
-			for i := 0; i < int(floodFor/window)-1; i++ {
-				time.Sleep(window)
-				st, err := tb.Emulator().Stats()
-				if err != nil {
-					return err
-				}
-				now := time.Now()
-				if i > 0 { // the first window includes the ramp-up
-					fwd := st.Links[0].Up.TxPackets - prev.Links[0].Up.TxPackets
-					rates = append(rates, float64(fwd)/now.Sub(prevT).Seconds())
-				}
-				prev, prevT = st, now
-			}
-			if err := <-done; err != nil {
-				return err
-			}
-			if len(rates) == 0 {
-				return fmt.Errorf("flood too short to sample")
-			}
-			slices.Sort(rates)
-			pps := rates[len(rates)/2]
-			last, err := tb.Emulator().Stats()
-			if err != nil {
-				return err
-			}
-			up := last.Links[0].Up.Sub(first.Links[0].Up)
-			loop := last.Loop.Sub(first.Loop)
 			// When the emulator forwarded all it received and the
 			// kernel dropped nothing before it, the sender (one thread
 			// on the other core) set the pace and the figure is a
 			// lower bound of the emulator's capacity.
-			kept := float64(up.TxPackets) / math.Max(float64(up.RxPackets), 1) * 100
+			kept := float64(f.up.TxPackets) / math.Max(float64(f.up.RxPackets), 1) * 100
 			frame := float64(payload + 42)
 			detail := fmt.Sprintf("%d-byte frames; median of %d windows of %v (min %.0f, max %.0f); sender offered %.0f pkt/s; the kernel dropped %d before the emulator read them; emulator forwarded %.2f %% of what it read",
-				payload+42, len(rates), window, rates[0], rates[len(rates)-1], float64(sent)/floodFor.Seconds(), loop.KernelDrops, kept)
-			addCheck(r, fmt.Sprintf("forwarding_%dB_pps", payload), pps, "pkt/s", atLeast, targetPPS, detail)
-			addInfo(r, fmt.Sprintf("forwarding_%dB_mbps", payload), pps*frame*8/1e6, "Mbit/s", "Ethernet-frame bits per second at that packet rate")
-			addLoopInfo(r, fmt.Sprintf("forwarding_%dB", payload), loop, last.ClockNs-first.ClockNs)
+				payload+42, len(f.rates), floodWindow, f.rates[0], f.rates[len(f.rates)-1], f.offered, f.loop.KernelDrops, kept)
+			addCheck(r, fmt.Sprintf("forwarding_%dB_pps", payload), f.pps, "pkt/s", atLeast, targetPPS, detail)
+			addInfo(r, fmt.Sprintf("forwarding_%dB_mbps", payload), f.pps*frame*8/1e6, "Mbit/s", "Ethernet-frame bits per second at that packet rate")
+			addLoopInfo(r, fmt.Sprintf("forwarding_%dB", payload), f.loop, f.windowNs)
 			return nil
 		})
 		if err != nil {
@@ -535,6 +498,74 @@ func forwarding(r *Report, opts Options) error {
 		addCheck(r, "tcp_goodput_zero_delay", bps/1e9, "Gbit/s", atLeast, targetTCPGbps, "one CUBIC flow, offloads off (1514-byte frames)")
 		return nil
 	})
+}
+
+// floodWindow is how often a flood's forwarded count is sampled.
+const floodWindow = 250 * time.Millisecond
+
+// flood is what a raw flood through a testbed's link measured.
+type flood struct {
+	// pps is the median of the windows' forwarding rates (sorted in
+	// rates): the sustained rate, where the VM's occasional
+	// millisecond-long preemptions show in the minimum.
+	pps     float64
+	rates   []float64
+	offered float64 // frames a second the kernel accepted from the sender
+	// up and loop are the link's and the loop's counters over the flood.
+	up       emu.DirectionStats
+	loop     emu.LoopStats
+	windowNs int64
+}
+
+// measureFlood floods tb's link from client with raw frames of payload
+// bytes for floodFor, sampling the forwarded count every floodWindow (the
+// first window, the ramp-up, is left out).
+func measureFlood(tb *testbed.Testbed, client *testbed.Host, payload int, floodFor time.Duration) (flood, error) {
+	var f flood
+	done := make(chan error, 1)
+	var sent int
+	go func() {
+		var err error
+		sent, err = rawFlood(client, payload, floodFor)
+		done <- err
+	}()
+	first, err := tb.Emulator().Stats()
+	if err != nil {
+		<-done
+		return f, err
+	}
+	prev, prevT := first, time.Now()
+	for i := 0; i < int(floodFor/floodWindow)-1; i++ {
+		time.Sleep(floodWindow)
+		st, err := tb.Emulator().Stats()
+		if err != nil {
+			<-done
+			return f, err
+		}
+		now := time.Now()
+		if i > 0 {
+			fwd := st.Links[0].Up.TxPackets - prev.Links[0].Up.TxPackets
+			f.rates = append(f.rates, float64(fwd)/now.Sub(prevT).Seconds())
+		}
+		prev, prevT = st, now
+	}
+	if err := <-done; err != nil {
+		return f, err
+	}
+	if len(f.rates) == 0 {
+		return f, fmt.Errorf("flood too short to sample")
+	}
+	slices.Sort(f.rates)
+	f.pps = f.rates[len(f.rates)/2]
+	f.offered = float64(sent) / floodFor.Seconds()
+	last, err := tb.Emulator().Stats()
+	if err != nil {
+		return f, err
+	}
+	f.up = last.Links[0].Up.Sub(first.Links[0].Up)
+	f.loop = last.Loop.Sub(first.Loop)
+	f.windowNs = last.ClockNs - first.ClockNs
+	return f, nil
 }
 
 // addLoopInfo reports what the forwarding loop says of itself over a

@@ -155,3 +155,43 @@ func TestPooledQuantileMatchesPoolingAndSorting(t *testing.T) {
 		}
 	}
 }
+
+// TestMeanDifferenceFollowsThePairing checks that the rounds' shared drift
+// cancels in a paired difference: a small real shift under a drift ten
+// times larger is found, and without a shift the interval holds zero.
+func TestMeanDifferenceFollowsThePairing(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	sides := func(shift float64) (a, b []float64) {
+		for i := range 8 {
+			drift := float64(i) * 10
+			a = append(a, 100+drift+rng.NormFloat64())
+			b = append(b, 100+drift+shift+rng.NormFloat64())
+		}
+		return a, b
+	}
+	a, b := sides(3)
+	d, err := MeanDifference(a, b, 1000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Excludes() != 1 || d.Low > 3 || d.High < 3 {
+		t.Errorf("a shift of 3 under a drift of 70: %+v", d)
+	}
+	a, b = sides(0)
+	if d, _ := MeanDifference(a, b, 1000, 1); d.Excludes() != 0 {
+		t.Errorf("no shift: %+v excludes zero", d)
+	}
+	if d, _ := MeanDifference(b, a, 1000, 1); d.Excludes() != 0 {
+		t.Errorf("no shift, sides swapped: %+v excludes zero", d)
+	}
+	a, b = sides(-3)
+	if d, _ := MeanDifference(a, b, 1000, 1); d.Excludes() != -1 {
+		t.Errorf("a shift of -3: %+v", d)
+	}
+	if _, err := MeanDifference([]float64{1}, []float64{2}, 10, 1); err == nil {
+		t.Error("one round: no error")
+	}
+	if _, err := MeanDifference([]float64{1, 2}, []float64{2}, 10, 1); err == nil {
+		t.Error("unpaired rounds: no error")
+	}
+}

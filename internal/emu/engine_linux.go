@@ -45,69 +45,14 @@ func kernelTimestamp(h *unix.Msghdr, ctl *[rctlSize]byte) (int64, bool) {
 	return sec*1e9 + nsec, true
 }
 
-// pending is a frame waiting in the delay line.
-type pending struct {
-	release int64
-	seq     uint64 // arrival order, to keep equal release times FIFO
-	buf     []byte // a pool buffer, full capacity
-	n       int
-	link    int32
-	dir     int8
-	out     int32 // port index, or -1 to flood the other side
-}
-
-// delayLine is a min-heap of pending frames by (release, seq). It is written
-// out rather than built on container/heap to keep the hot path free of
-// interface conversions and allocations.
-type delayLine []pending
-
-func (h delayLine) less(i, j int) bool {
-	return h[i].release < h[j].release || (h[i].release == h[j].release && h[i].seq < h[j].seq)
-}
-
-func (h *delayLine) push(p pending) {
-	*h = append(*h, p)
-	s := *h
-	for i := len(s) - 1; i > 0; {
-		parent := (i - 1) / 2
-		if !s.less(i, parent) {
-			break
-		}
-		s[i], s[parent] = s[parent], s[i]
-		i = parent
-	}
-}
-
-func (h *delayLine) pop() pending {
-	s := *h
-	top := s[0]
-	last := len(s) - 1
-	s[0] = s[last]
-	s[last] = pending{}
-	s = s[:last]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(s) && s.less(l, m) {
-			m = l
-		}
-		if r < len(s) && s.less(r, m) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		s[i], s[m] = s[m], s[i]
-		i = m
-	}
-	*h = s
-	return top
-}
-
 type port struct {
 	fd   int
 	link int
 	side int
 	mac  [6]byte
+	// ring is the port's receive ring with EngineRing, nil with
+	// EngineMmsg.
+	ring *rxRing
 	// The send batch being assembled.
 	msgs   []unix.Mmsghdr
 	iovs   []unix.Iovec
@@ -133,8 +78,7 @@ type engine struct {
 	start time.Time
 	links []*linkState
 	ports []*port
-	line  delayLine
-	seq   uint64
+	line  *releaseQueue
 	// held are the frames the directions' queues hold, by Ref; freeRefs
 	// the unused indices. emit is the directions' callback.
 	held     []held
@@ -165,6 +109,8 @@ type engine struct {
 	ctrlFD   int
 	outFD    int
 	stopping bool
+	// useRing: frames come from the ports' receive rings (EngineRing).
+	useRing bool
 }
 
 func newEngine(spec EngineSpec, ctrlFD, outFD, firstPortFD int) (*engine, error) {
@@ -185,6 +131,8 @@ func newEngine(spec EngineSpec, ctrlFD, outFD, firstPortFD int) (*engine, error)
 		readLag:  NewHistogram(),
 	}
 	e.emit = e.verdict
+	e.useRing = spec.Engine == EngineRing
+	e.line = newReleaseQueue(2*len(spec.Links), !e.useRing)
 	switch spec.Arrival {
 	case "", ArrivalKernel:
 		e.kernelTime = true
@@ -206,6 +154,14 @@ func newEngine(spec EngineSpec, ctrlFD, outFD, firstPortFD int) (*engine, error)
 			// ArrivalRead they measure the error that mode makes.
 			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil && e.kernelTime {
 				return nil, fmt.Errorf("kernel receive timestamps (SO_TIMESTAMPNS) on port %d: %w", fd, err)
+			}
+			if e.useRing {
+				// Frames queued on the socket before the ring was set
+				// up stay readable with recvmmsg; the loop drains them
+				// first (drainQueued).
+				if p.ring, err = newRxRing(fd, spec.MTU); err != nil {
+					return nil, fmt.Errorf("port %d: %w", fd, err)
+				}
 			}
 			st.ports[ps.Side] = append(st.ports[ps.Side], len(e.ports))
 			e.ports = append(e.ports, p)
@@ -249,13 +205,21 @@ func (e *engine) getBuf() []byte {
 
 func (e *engine) putBuf(b []byte) { e.free = append(e.free, b[:cap(b)]) }
 
+// controlEveryNs is how often a busy loop on receive rings asks epoll
+// whether the parent wrote: it finds frames in the rings without a system
+// call, and a request can wait a millisecond.
+const controlEveryNs = int64(time.Millisecond)
+
 // run is the event loop. It returns when the parent asks it to stop or
 // closes the control pipe.
 func (e *engine) run() error {
+	if e.useRing {
+		e.drainQueued()
+	}
 	events := make([]unix.EpollEvent, len(e.ports)+1)
 	// A round that moved a frame is busy from its start to the next
 	// round's start, read from the clock the round reads anyway.
-	var roundStart int64
+	var roundStart, lastPoll int64
 	busy := false
 	for !e.stopping {
 		now := e.now()
@@ -267,11 +231,12 @@ func (e *engine) run() error {
 		next := e.transmit(now)
 		e.release(now)
 		timeout := int64(-1)
-		if len(e.line) > 0 || next != math.MaxInt64 {
-			due := next
-			if len(e.line) > 0 {
-				due = min(due, e.line[0].release)
+		due, waiting := e.line.next()
+		if waiting || next != math.MaxInt64 {
+			if !waiting {
+				due = next
 			}
+			due = min(due, next)
 			wait := due - now
 			switch {
 			case e.spec.Mode == ModeBusy || wait <= e.spec.SpinNs:
@@ -282,6 +247,25 @@ func (e *engine) run() error {
 		} else if e.spec.Mode == ModeBusy {
 			timeout = 0
 		}
+		if e.useRing && timeout == 0 {
+			// Spinning: the rings are read directly, and epoll is
+			// asked only now and then, for the parent's requests.
+			got := false
+			for pi, p := range e.ports {
+				if p.ring.ready() {
+					e.receiveRing(pi)
+					got = true
+				}
+			}
+			if got {
+				e.wakeups++
+			}
+			if now-lastPoll < controlEveryNs {
+				busy = e.fwd+e.received != moved
+				continue
+			}
+		}
+		lastPoll = now
 		n, err := sysx.EpollPwait2(e.epfd, events, timeout)
 		if err != nil {
 			if errors.Is(err, unix.EINTR) {
@@ -289,7 +273,7 @@ func (e *engine) run() error {
 			}
 			return fmt.Errorf("epoll_pwait2: %w", err)
 		}
-		if n > 0 {
+		if n > 0 && !(e.useRing && timeout == 0) {
 			e.wakeups++
 		}
 		for _, ev := range events[:n] {
@@ -311,9 +295,25 @@ func (e *engine) run() error {
 // releases due frames and answers the parent between batches; epoll is
 // level-triggered and reports the port again while frames wait.
 func (e *engine) receive(pi int) {
+	if e.useRing {
+		e.receiveRing(pi)
+		return
+	}
+	e.receiveMmsg(pi)
+}
+
+// drainQueued reads, with recvmmsg, the frames a port's socket queued
+// before its ring was set up: the ring only receives what arrives after.
+func (e *engine) drainQueued() {
+	for pi := range e.ports {
+		for e.receiveMmsg(pi) == batch {
+		}
+	}
+}
+
+// receiveMmsg reads one batch with recvmmsg and returns its size.
+func (e *engine) receiveMmsg(pi int) int {
 	p := e.ports[pi]
-	ls := e.links[p.link]
-	dir := ls.dirs[p.side]
 	for {
 		for i := range e.rmsgs {
 			if e.rbufs[i] == nil {
@@ -332,43 +332,96 @@ func (e *engine) receive(pi int) {
 			if errors.Is(err, unix.EINTR) {
 				continue
 			}
-			return // EAGAIN: drained
+			return 0 // EAGAIN: drained
 		}
 		e.received += uint64(n)
-		wall := time.Now()
-		now := int64(wall.Sub(e.start))
-		// The kernel stamps frames on CLOCK_REALTIME; the link clock is
-		// monotonic. Their offset, read with both clocks at once, is taken
-		// afresh for every batch, so that a clock adjustment never
-		// accumulates.
-		offset := wall.UnixNano() - now
+		clock := e.readClock()
 		for i := 0; i < n; i++ {
-			arrival := now
-			if ts, ok := kernelTimestamp(&e.rmsgs[i].Hdr, &e.rctl[i]); ok {
-				// Never in the future, and not before the link started
-				// (a timestamp from before a clock step).
-				stamped := min(max(ts-offset, 0), now)
-				e.readLag.Add(now - stamped)
-				if e.kernelTime {
-					arrival = stamped
-				}
-			}
+			ts, stamped := kernelTimestamp(&e.rmsgs[i].Hdr, &e.rctl[i])
 			size := int(e.rmsgs[i].Len)
 			if size > e.bufSize {
-				// A frame larger than the MTU (GRO left on somewhere):
-				// count it and drop it, never forward a truncated frame.
-				dir.Stats.RxPackets++
-				dir.Stats.RxBytes += uint64(size)
-				dir.CountTx(DropOversize, size)
+				e.oversize(p, size)
 				continue
 			}
 			buf := e.rbufs[i]
 			e.rbufs[i] = nil
-			flow, ecn := ParseFrame(buf[:size])
-			dir.Offer(arrival, Frame{Size: size, Flow: flow, ECN: ecn, Ref: e.hold(held{buf: buf, n: size, link: int32(p.link), side: int8(p.side)})}, e.emit)
+			e.accept(p, buf, size, clock.arrival(e, ts, stamped))
 		}
-		return
+		return n
 	}
+}
+
+// receiveRing reads up to one batch of frames from a port's ring.
+func (e *engine) receiveRing(pi int) {
+	p := e.ports[pi]
+	clock := e.readClock()
+	for n := 0; n < batch; n++ {
+		frame, size, ts, truncated, ok := p.ring.next()
+		if !ok {
+			return
+		}
+		e.received++
+		if truncated || size > e.bufSize {
+			e.oversize(p, size)
+			p.ring.done()
+			continue
+		}
+		buf := e.getBuf()
+		copy(buf, frame)
+		p.ring.done()
+		e.accept(p, buf, size, clock.arrival(e, ts, ts != 0))
+	}
+}
+
+// readClock is the link clock at a read, with the offset of the kernel's
+// clock from it.
+type readClock struct {
+	now, offset int64
+}
+
+// readClock reads the link clock. The kernel stamps frames on
+// CLOCK_REALTIME; the link clock is monotonic. Their offset, read with
+// both clocks at once, is taken afresh for every batch, so that a clock
+// adjustment never accumulates.
+func (e *engine) readClock() readClock {
+	wall := time.Now()
+	now := int64(wall.Sub(e.start))
+	return readClock{now: now, offset: wall.UnixNano() - now}
+}
+
+// arrival is a frame's arrival on the link clock: its kernel timestamp
+// tsNs (CLOCK_REALTIME) when it has one and the engine times by the
+// kernel, else when it was read. The timestamp's distance from the read
+// is recorded as the read lag either way.
+func (c readClock) arrival(e *engine, tsNs int64, stamped bool) int64 {
+	if !stamped {
+		return c.now
+	}
+	// Never in the future, and not before the link started (a
+	// timestamp from before a clock step).
+	at := min(max(tsNs-c.offset, 0), c.now)
+	e.readLag.Add(c.now - at)
+	if e.kernelTime {
+		return at
+	}
+	return c.now
+}
+
+// oversize counts and drops a frame larger than the MTU (GRO left on
+// somewhere): a truncated frame is never forwarded.
+func (e *engine) oversize(p *port, size int) {
+	dir := e.links[p.link].dirs[p.side]
+	dir.Stats.RxPackets++
+	dir.Stats.RxBytes += uint64(size)
+	dir.CountTx(DropOversize, size)
+}
+
+// accept hands a frame read from port p, in pool buffer buf, to its
+// direction.
+func (e *engine) accept(p *port, buf []byte, size int, arrival int64) {
+	flow, ecn := ParseFrame(buf[:size])
+	ref := e.hold(held{buf: buf, n: size, link: int32(p.link), side: int8(p.side)})
+	e.links[p.link].dirs[p.side].Offer(arrival, Frame{Size: size, Flow: flow, ECN: ecn, Ref: ref}, e.emit)
 }
 
 // hold keeps a frame while its direction's queue holds it.
@@ -425,10 +478,9 @@ func (e *engine) transmit(now int64) int64 {
 	return next
 }
 
+// schedule puts a frame in the delay line of its link's direction.
 func (e *engine) schedule(p pending) {
-	e.seq++
-	p.seq = e.seq
-	e.line.push(p)
+	e.line.push(int(p.link)*2+int(p.dir), p)
 }
 
 // route picks the output port on side for a frame: the port whose host owns
@@ -450,11 +502,13 @@ func (e *engine) route(ls *linkState, side int, frame []byte) int {
 
 // release sends every frame due by now, batched per output port.
 func (e *engine) release(now int64) {
-	if len(e.line) == 0 || e.line[0].release > now {
-		return
-	}
-	for len(e.line) > 0 && e.line[0].release <= now {
-		p := e.line.pop()
+	released := false
+	for {
+		p, ok := e.line.popDue(now)
+		if !ok {
+			break
+		}
+		released = true
 		if p.out >= 0 {
 			e.enqueue(int(p.out), p)
 			continue
@@ -469,6 +523,9 @@ func (e *engine) release(now int64) {
 			}
 			e.enqueue(pi, c)
 		}
+	}
+	if !released {
+		return
 	}
 	for _, p := range e.ports {
 		if len(p.queued) > 0 {

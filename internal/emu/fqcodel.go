@@ -54,30 +54,16 @@ type fqFlow struct {
 	list    int
 }
 
-// flowList is a queue of flow indices that reuses its array.
-type flowList struct {
-	buf  []int
-	head int
-}
+// flowList is a queue of flow indices.
+type flowList struct{ q queue[int] }
 
-func (l *flowList) len() int { return len(l.buf) - l.head }
+func (l *flowList) len() int { return l.q.len() }
 
-func (l *flowList) front() int { return l.buf[l.head] }
+func (l *flowList) front() int { return *l.q.front() }
 
-func (l *flowList) popFront() {
-	l.head++
-	if l.head == len(l.buf) {
-		l.buf, l.head = l.buf[:0], 0
-	}
-}
+func (l *flowList) popFront() { l.q.pop() }
 
-func (l *flowList) push(i int) {
-	if l.head > 0 && len(l.buf) == cap(l.buf) {
-		n := copy(l.buf, l.buf[l.head:])
-		l.buf, l.head = l.buf[:n], 0
-	}
-	l.buf = append(l.buf, i)
-}
+func (l *flowList) push(i int) { l.q.push(i) }
 
 type fqCodel struct {
 	flows              []fqFlow

@@ -228,46 +228,32 @@ func (c *updateClock) due(now int64, update func(at int64)) {
 	}
 }
 
-// fifo is a first-in-first-out queue of packets, the building block of
-// every discipline here. It reuses its array: no allocation per packet in
-// steady state.
+// fifo is a first-in-first-out queue of packets that counts their bytes,
+// the building block of every discipline here.
 type fifo struct {
-	buf   []Packet
-	head  int
+	q     queue[Packet]
 	bytes int64
 }
 
 func (q *fifo) push(p Packet) {
-	if q.head > 0 && len(q.buf) == cap(q.buf) {
-		n := copy(q.buf, q.buf[q.head:])
-		q.buf, q.head = q.buf[:n], 0
-	}
-	q.buf = append(q.buf, p)
+	q.q.push(p)
 	q.bytes += int64(p.Size)
 }
 
 func (q *fifo) pop() (Packet, bool) {
-	if q.head == len(q.buf) {
-		return Packet{}, false
-	}
-	p := q.buf[q.head]
-	q.buf[q.head] = Packet{}
-	q.head++
+	p, ok := q.q.pop()
 	q.bytes -= int64(p.Size)
-	if q.head == len(q.buf) {
-		q.buf, q.head = q.buf[:0], 0
-	}
-	return p, true
+	return p, ok
 }
 
 func (q *fifo) peek() (Packet, bool) {
-	if q.head == len(q.buf) {
-		return Packet{}, false
+	if p := q.q.front(); p != nil {
+		return *p, true
 	}
-	return q.buf[q.head], true
+	return Packet{}, false
 }
 
-func (q *fifo) len() int { return len(q.buf) - q.head }
+func (q *fifo) len() int { return q.q.len() }
 
 // orDefault is a parameter in ns: given, or the discipline's default.
 func orDefault(given units.Duration, def time.Duration) int64 {

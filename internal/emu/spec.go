@@ -32,6 +32,23 @@ const (
 	ModeBusy = "busy"
 )
 
+// Engines: how the loop reads frames and keeps them until their release.
+// Both apply the same link models to the same frames.
+const (
+	// EngineMmsg reads frames with recvmmsg after epoll reports them and
+	// keeps waiting frames in one heap: the engine's first design, the
+	// default until the ring has been measured to beat it (tlab calibrate
+	// --compare-engines).
+	EngineMmsg = "mmsg"
+	// EngineRing reads frames from a memory-mapped receive ring
+	// (TPACKET_V2) that a busy loop polls without a system call, and keeps
+	// each direction's frames in a first-in-first-out line.
+	EngineRing = "ring"
+)
+
+// Engines lists the engines a user may choose, the default first.
+func Engines() []string { return []string{EngineMmsg, EngineRing} }
+
 // EngineSpec is everything the engine process needs; the parent sends it as
 // the first JSON line on the child's standard input. Socket file
 // descriptors are passed as extra files: port i's socket is fd 3+i.
@@ -44,6 +61,8 @@ type EngineSpec struct {
 	// Arrival is where a frame's arrival time comes from: ArrivalKernel
 	// (the default, "" too) or ArrivalRead.
 	Arrival string `json:"arrival,omitempty"`
+	// Engine is EngineMmsg (the default, "" too) or EngineRing.
+	Engine string `json:"engine,omitempty"`
 	// CPU, when 0 or above, pins the engine's loop to that CPU.
 	CPU   int        `json:"cpu"`
 	MTU   int        `json:"mtu"`
@@ -198,6 +217,9 @@ func (s EngineSpec) Validate() error {
 	default:
 		return fmt.Errorf("spec: arrival %q: want %s or %s", s.Arrival, ArrivalKernel, ArrivalRead)
 	}
+	if err := ValidEngine(s.Engine); err != nil {
+		return fmt.Errorf("spec: %w", err)
+	}
 	switch {
 	case s.SpinNs < 0 || s.SpinNs > int64(time.Second):
 		return fmt.Errorf("spec: spin_ns %d: want 0 to 1e9", s.SpinNs)
@@ -229,4 +251,17 @@ func (s EngineSpec) Ports() int {
 		n += len(l.Ports)
 	}
 	return n
+}
+
+// ValidEngine says whether name is an engine ("" is the default).
+func ValidEngine(name string) error {
+	if name == "" {
+		return nil
+	}
+	for _, e := range Engines() {
+		if name == e {
+			return nil
+		}
+	}
+	return fmt.Errorf("engine %q: want %s or %s", name, EngineMmsg, EngineRing)
 }

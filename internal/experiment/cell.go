@@ -48,9 +48,11 @@ type CellSpec struct {
 	Workload workload.Workload
 	Settings proto.Settings
 	// EmulatorMode is emu.ModeBusy (default) or emu.ModeSleep;
-	// EmulatorArrival emu.ArrivalKernel (default) or emu.ArrivalRead.
+	// EmulatorArrival emu.ArrivalKernel (default) or emu.ArrivalRead;
+	// EmulatorEngine emu.EngineMmsg (default) or emu.EngineRing.
 	EmulatorMode    string
 	EmulatorArrival string
+	EmulatorEngine  string
 	RemoveOutliers  bool
 	// CaptureDir, when set, receives pcap per host interface, the TLS key
 	// log and qlog files.
@@ -156,7 +158,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	if err != nil {
 		return CellResult{}, err
 	}
-	opts := testbed.Options{Seed: spec.Cell.Seed, Mode: spec.EmulatorMode, Arrival: spec.EmulatorArrival, Label: spec.Label, TCPECN: spec.Settings.TCPECN}
+	opts := testbed.Options{Seed: spec.Cell.Seed, Mode: spec.EmulatorMode, Arrival: spec.EmulatorArrival, Engine: spec.EmulatorEngine, Label: spec.Label, TCPECN: spec.Settings.TCPECN}
 	settings := spec.Settings
 	if spec.CaptureDir != "" {
 		opts.CaptureDir = spec.CaptureDir

@@ -371,7 +371,7 @@ func SpecFor(cell scenario.Cell, total int) (CellSpec, error) {
 		Cell: results.Cell{ID: cell.ID, Profile: cell.Profile, Protocol: cell.Protocol, Workload: info.Type, Rep: cell.Rep,
 			Seed: cell.Seed(), Key: info.Key, Params: cell.Params},
 		Index: cell.Index, Total: total, Topology: topo, Roles: roles, Groups: groups, Workload: w, Settings: s.ProtoSettings(),
-		EmulatorMode: s.Emulator.Mode, EmulatorArrival: s.Emulator.Arrival, RemoveOutliers: s.Metrics.RemoveOutliers,
+		EmulatorMode: s.Emulator.Mode, EmulatorArrival: s.Emulator.Arrival, EmulatorEngine: s.Emulator.Engine, RemoveOutliers: s.Metrics.RemoveOutliers,
 		Cross: s.Cross,
 	}, nil
 }

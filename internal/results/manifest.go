@@ -74,6 +74,7 @@ type Calibration struct {
 	Tool     string    `json:"tool"`
 	Machine  Machine   `json:"machine"`
 	Mode     string    `json:"emulator_mode"`
+	Engine   string    `json:"emulator_engine,omitempty"`
 	Started  time.Time `json:"started"`
 	Duration float64   `json:"duration_s"`
 	Checks   []Check   `json:"checks"`

@@ -93,11 +93,13 @@ type Metrics struct {
 	RemoveOutliers bool `yaml:"remove_outliers"`
 }
 
-// Emulator chooses the emulator's timer mode and where it takes a frame's
-// arrival time from (kernel, the default, or read: see docs/methodology.md).
+// Emulator chooses the emulator's timer mode, where it takes a frame's
+// arrival time from (kernel, the default, or read) and its engine (mmsg,
+// the default, or ring): see docs/methodology.md.
 type Emulator struct {
 	Mode    string `yaml:"mode"`
 	Arrival string `yaml:"arrival"`
+	Engine  string `yaml:"engine"`
 }
 
 // Load reads and validates a scenario file, with overrides ("key=value",
@@ -251,6 +253,9 @@ func (s *Scenario) validate() error {
 	}
 	if a := s.Emulator.Arrival; a != "" && a != emu.ArrivalKernel && a != emu.ArrivalRead {
 		return s.errAt([]any{"emulator", "arrival"}, "emulator arrival %q: want kernel or read", a)
+	}
+	if err := emu.ValidEngine(s.Emulator.Engine); err != nil {
+		return s.errAt([]any{"emulator", "engine"}, "emulator %v", err)
 	}
 	if m := s.Emulator.Mode; m != "" && m != emu.ModeBusy && m != emu.ModeSleep {
 		return s.errAt([]any{"emulator", "mode"}, "emulator mode %q: want busy or sleep", m)

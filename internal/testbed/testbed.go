@@ -40,6 +40,9 @@ type Options struct {
 	// emu.ArrivalKernel (default: the kernel's receive timestamp) or
 	// emu.ArrivalRead (when it read the frame).
 	Arrival string
+	// Engine is the emulator's engine: emu.EngineMmsg (default) or
+	// emu.EngineRing.
+	Engine string
 	// EmulatorCPU pins the emulator's loop to a CPU: -1 never pins, 0 (the
 	// default) picks the last CPU when the machine has more than one.
 	EmulatorCPU int
@@ -230,7 +233,7 @@ func Build(topo Topology, opts Options) (tb *Testbed, err error) {
 	} else if opts.EmulatorCPU > 0 {
 		cpu = opts.EmulatorCPU
 	}
-	espec := emu.EngineSpec{Seed: opts.Seed, Mode: opts.Mode, SpinNs: opts.Spin.Nanoseconds(), RealtimePriority: opts.RealtimePriority, Arrival: opts.Arrival, CPU: cpu, MTU: opts.MTU, Links: linkSpecs}
+	espec := emu.EngineSpec{Seed: opts.Seed, Mode: opts.Mode, SpinNs: opts.Spin.Nanoseconds(), RealtimePriority: opts.RealtimePriority, Arrival: opts.Arrival, Engine: opts.Engine, CPU: cpu, MTU: opts.MTU, Links: linkSpecs}
 	tb.emu, err = emu.Start(espec, ports)
 	for _, f := range ports {
 		f.Close() // the child has its own copies

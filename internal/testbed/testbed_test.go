@@ -55,9 +55,28 @@ func udpEcho(c net.PacketConn) {
 	}
 }
 
+// TestUDPThroughDelayedLossyLink runs echoes through each engine. Both
+// read the same frames in the same order, so the same seed must drop the
+// same datagrams: the loss count on the way up is compared across engines.
 func TestUDPThroughDelayedLossyLink(t *testing.T) {
+	upLost := map[string]uint64{}
+	for _, engine := range emu.Engines() {
+		t.Run(engine, func(t *testing.T) { upLost[engine] = udpEchoes(t, engine) })
+	}
+	if t.Failed() {
+		return
+	}
+	if a, b := upLost[emu.EngineMmsg], upLost[emu.EngineRing]; a != b {
+		t.Errorf("seed 1 lost %d datagrams on the way up with the mmsg engine, %d with the ring", a, b)
+	}
+}
+
+// udpEchoes sends datagrams through a lossy, delayed link with engine,
+// checks what came back and the emulator's counters, and returns how many
+// the link lost on the way up.
+func udpEchoes(t *testing.T, engine string) uint64 {
 	const oneWay, loss, n = 10 * time.Millisecond, 0.05, 2000
-	tb := build(t, ClientServer(delayLoss(oneWay, loss)), Options{Seed: 1})
+	tb := build(t, ClientServer(delayLoss(oneWay, loss)), Options{Seed: 1, Engine: engine})
 	srv, err := tb.Host("server").ListenPacket("udp4", ":9000")
 	if err != nil {
 		t.Fatal(err)
@@ -134,6 +153,7 @@ func TestUDPThroughDelayedLossyLink(t *testing.T) {
 		t.Errorf("the loop was busy %d ns of %d", st.Loop.BusyNs, st.ClockNs)
 	}
 	t.Logf("min RTT %v, %d/%d echoes, lateness %+v, loop %+v", minRTT, got, n, st.Lateness, st.Loop)
+	return path.Up.DropLoss
 }
 
 // transfer sends n random bytes over TCP from the client host to the
@@ -179,15 +199,19 @@ func transfer(t *testing.T, tb *Testbed, port, n int) {
 }
 
 func TestTCPThroughDelayedLossyLink(t *testing.T) {
-	tb := build(t, ClientServer(delayLoss(5*time.Millisecond, 0.01)), Options{Seed: 2})
-	start := time.Now()
-	transfer(t, tb, 9001, 2<<20)
-	st, _ := tb.Emulator().Stats()
-	path, _ := st.Link("path")
-	if path.Up.DropLoss == 0 {
-		t.Error("1 % loss over a 2 MB transfer dropped nothing")
+	for _, engine := range emu.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			tb := build(t, ClientServer(delayLoss(5*time.Millisecond, 0.01)), Options{Seed: 2, Engine: engine})
+			start := time.Now()
+			transfer(t, tb, 9001, 2<<20)
+			st, _ := tb.Emulator().Stats()
+			path, _ := st.Link("path")
+			if path.Up.DropLoss == 0 {
+				t.Error("1 % loss over a 2 MB transfer dropped nothing")
+			}
+			t.Logf("2 MiB over 10 ms RTT with 1%% loss in %v; up %+v", time.Since(start), path.Up)
+		})
 	}
-	t.Logf("2 MiB over 10 ms RTT with 1%% loss in %v; up %+v", time.Since(start), path.Up)
 }
 
 func TestDirectBaselineAndTopologies(t *testing.T) {
