@@ -21,14 +21,14 @@ import (
 // weighs on both alike, widens the interval instead of deciding the
 // outcome.
 type EngineComparison struct {
-	Tool      string    `json:"tool"`
-	Machine   Machine   `json:"machine"`
-	Mode      string    `json:"emulator_mode"`
-	Baseline  string    `json:"baseline"`
-	Candidate string    `json:"candidate"`
-	Rounds    int       `json:"rounds"`
-	Started   time.Time `json:"started"`
-	Duration  float64   `json:"duration_s"`
+	Tool      string     `json:"tool"`
+	Machine   Machine    `json:"machine"`
+	Mode      string     `json:"emulator_mode"`
+	Baseline  string     `json:"baseline"`
+	Candidate string     `json:"candidate"`
+	Rounds    int        `json:"rounds"`
+	Started   time.Time  `json:"started"`
+	Duration  float64    `json:"duration_s"`
 	Figures   []Compared `json:"figures"`
 	// Host is the host-noise probe's view of the whole comparison.
 	Host     results.HostNoise `json:"host"`
@@ -66,7 +66,7 @@ type engineRound struct {
 	rtts, bare []time.Duration
 	// The 64-byte flood through a zero-delay link.
 	pps, offered, kernelDrops, nsPerFrame, busyPct, switchesPerS float64
-	tcpGbps                                                     float64
+	tcpGbps                                                      float64
 	// The release error through a 5 ms link, under a probe load of
 	// 1000 frames a second (quiet) and under the flood (loaded), in µs.
 	quiet, loaded emu.LatencySummary
