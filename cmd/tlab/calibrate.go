@@ -14,12 +14,12 @@ import (
 )
 
 func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("calibrate", "calibrate [--json] [--quick] [--mode sleep|busy] [--engine mmsg|ring] [--compare-engines [--rounds N]]", stderr)
+	fs := newFlags("calibrate", "calibrate [--json] [--quick] [--mode sleep|busy] [--engine ring|mmsg] [--compare-engines [--rounds N]]", stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
 	quick := fs.Bool("quick", false, "shorter measurements (noisier figures)")
 	mode := fs.String("mode", emu.ModeBusy, "emulator timer mode: busy (polls, uses one core, most accurate) or sleep (epoll + short spin, less CPU, p99 suffers on idle VMs)")
 	spin := fs.Duration("spin", testbed.DefaultSpin, "in sleep mode, how long before a release the engine starts to spin")
-	engine := fs.String("engine", emu.EngineMmsg, "emulator engine: "+strings.Join(emu.Engines(), " or "))
+	engine := fs.String("engine", emu.EngineRing, "emulator engine: "+strings.Join(emu.Engines(), " or "))
 	compare := fs.Bool("compare-engines", false, "instead of the checks, measure the mmsg engine against the ring engine in alternate rounds and print each figure's paired difference")
 	rounds := fs.Int("rounds", 0, "with --compare-engines, how many rounds (at least 2; default 10, 6 with --quick)")
 	if code, ok := parseFlags(fs, args); !ok {

@@ -44,7 +44,7 @@ type Options struct {
 	Mode  string
 	Spin  time.Duration
 	Seed  uint64
-	// Engine is the emulator's engine (emu.EngineMmsg when empty).
+	// Engine is the emulator's engine (emu.EngineRing when empty).
 	Engine string
 	// Progress, when set, is told the name of each step as it starts.
 	Progress func(step string)
@@ -73,7 +73,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		r.Mode = emu.ModeBusy
 	}
 	if r.Engine = opts.Engine; r.Engine == "" {
-		r.Engine = emu.EngineMmsg
+		r.Engine = emu.EngineRing
 	}
 	steps := []struct {
 		name string

@@ -194,12 +194,13 @@ func addDifferenceCheck(r *Report, name string, d Difference, unit string, targe
 	r.Checks = append(r.Checks, Check{Name: name, Value: round(d.Estimate), Interval: []float64{round(d.Low), round(d.High)}, Unit: unit, Target: tgt, Pass: pass, Detail: detail})
 }
 
-// MeanDifference estimates the mean over rounds of b[i] - a[i], for a
-// figure measured once a round on each side (a forwarding rate, a
-// goodput, a release error's tail), with a 95 % percentile interval from
-// a bootstrap over the rounds' differences. The seed makes it
-// reproducible.
-func MeanDifference(a, b []float64, resamples int, seed uint64) (Difference, error) {
+// MedianDifference estimates the median over rounds of b[i] - a[i], for
+// a figure measured once a round on each side (a forwarding rate, a
+// goodput, a release error's tail), with a 95 % percentile interval from a
+// bootstrap over the rounds' differences. The median, not the mean: one
+// round in which the host stalled a side for milliseconds would decide a
+// mean. The seed makes it reproducible.
+func MedianDifference(a, b []float64, resamples int, seed uint64) (Difference, error) {
 	k := len(a)
 	if k < 2 || len(b) != k {
 		return Difference{}, errors.New("a paired interval needs at least two rounds of both sides")
@@ -208,22 +209,33 @@ func MeanDifference(a, b []float64, resamples int, seed uint64) (Difference, err
 	for i := range diffs {
 		diffs[i] = b[i] - a[i]
 	}
-	mean := func(pick func(int) int) float64 {
-		s := 0.0
-		for i := range k {
-			s += diffs[pick(i)]
-		}
-		return s / float64(k)
-	}
-	d := Difference{Estimate: mean(func(i int) int { return i })}
+	d := Difference{Estimate: median(diffs)}
 	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 	boot := make([]float64, resamples)
+	pick := make([]float64, k)
 	for j := range boot {
-		boot[j] = mean(func(int) int { return rng.IntN(k) })
+		for i := range pick {
+			pick[i] = diffs[rng.IntN(k)]
+		}
+		boot[j] = median(pick)
 	}
 	slices.Sort(boot)
 	d.Low, d.High = percentile(boot, 0.025), percentile(boot, 0.975)
 	return d, nil
+}
+
+// median is the middle of v (the mean of the two middle values when their
+// number is even), NaN when v is empty; v is left as it was.
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // Excludes says whether the interval lies wholly on one side of zero:

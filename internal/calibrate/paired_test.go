@@ -156,10 +156,10 @@ func TestPooledQuantileMatchesPoolingAndSorting(t *testing.T) {
 	}
 }
 
-// TestMeanDifferenceFollowsThePairing checks that the rounds' shared drift
+// TestMedianDifferenceFollowsThePairing checks that the rounds' shared drift
 // cancels in a paired difference: a small real shift under a drift ten
 // times larger is found, and without a shift the interval holds zero.
-func TestMeanDifferenceFollowsThePairing(t *testing.T) {
+func TestMedianDifferenceFollowsThePairing(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	sides := func(shift float64) (a, b []float64) {
 		for i := range 8 {
@@ -170,7 +170,7 @@ func TestMeanDifferenceFollowsThePairing(t *testing.T) {
 		return a, b
 	}
 	a, b := sides(3)
-	d, err := MeanDifference(a, b, 1000, 1)
+	d, err := MedianDifference(a, b, 1000, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,20 +178,20 @@ func TestMeanDifferenceFollowsThePairing(t *testing.T) {
 		t.Errorf("a shift of 3 under a drift of 70: %+v", d)
 	}
 	a, b = sides(0)
-	if d, _ := MeanDifference(a, b, 1000, 1); d.Excludes() != 0 {
+	if d, _ := MedianDifference(a, b, 1000, 1); d.Excludes() != 0 {
 		t.Errorf("no shift: %+v excludes zero", d)
 	}
-	if d, _ := MeanDifference(b, a, 1000, 1); d.Excludes() != 0 {
+	if d, _ := MedianDifference(b, a, 1000, 1); d.Excludes() != 0 {
 		t.Errorf("no shift, sides swapped: %+v excludes zero", d)
 	}
 	a, b = sides(-3)
-	if d, _ := MeanDifference(a, b, 1000, 1); d.Excludes() != -1 {
+	if d, _ := MedianDifference(a, b, 1000, 1); d.Excludes() != -1 {
 		t.Errorf("a shift of -3: %+v", d)
 	}
-	if _, err := MeanDifference([]float64{1}, []float64{2}, 10, 1); err == nil {
+	if _, err := MedianDifference([]float64{1}, []float64{2}, 10, 1); err == nil {
 		t.Error("one round: no error")
 	}
-	if _, err := MeanDifference([]float64{1, 2}, []float64{2}, 10, 1); err == nil {
+	if _, err := MedianDifference([]float64{1, 2}, []float64{2}, 10, 1); err == nil {
 		t.Error("unpaired rounds: no error")
 	}
 }

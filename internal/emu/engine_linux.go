@@ -131,7 +131,7 @@ func newEngine(spec EngineSpec, ctrlFD, outFD, firstPortFD int) (*engine, error)
 		readLag:  NewHistogram(),
 	}
 	e.emit = e.verdict
-	e.useRing = spec.Engine == EngineRing
+	e.useRing = spec.Engine != EngineMmsg
 	e.line = newReleaseQueue(2*len(spec.Links), !e.useRing)
 	switch spec.Arrival {
 	case "", ArrivalKernel:
@@ -662,10 +662,29 @@ func (e *engine) reply(v any) error {
 	return nil
 }
 
-// prepareThread pins the loop to its OS thread, asks the kernel for the
-// finest timer slack and, when configured, real-time scheduling.
+// prepareThread prepares the engine's process for its loop: the finest
+// timer slack, the loop's CPU and, when configured, real-time scheduling.
+//
+// The Go runtime preempts a goroutine that runs for 10 ms, and the loop
+// always runs. A goroutine locked to its thread (LockOSThread) that is
+// preempted parks its thread and is handed back by another thread: two
+// wake-ups across CPUs, which on a busy VM cost from tens of microseconds
+// to milliseconds, in the middle of the loop. So the engine runs with one
+// P and its goroutine unlocked, with every thread of the process on the
+// loop's CPU: a preempted loop is picked up again at once by its own
+// thread, since nothing else wants the P. The runtime's other threads
+// (sysmon) wake there briefly. The collector is off below a memory limit:
+// the loop allocates almost nothing, and a collection would take the one P.
+//
+// Real-time scheduling is a property of a thread, so with it the loop is
+// locked to its thread after all, and pays for the hand-back.
 func prepareThread(spec EngineSpec) error {
-	runtime.LockOSThread()
+	runtime.GOMAXPROCS(1)
+	debug.SetGCPercent(-1)
+	debug.SetMemoryLimit(engineMemoryLimit)
+	// Threads inherit the timer slack and the affinity of the thread that
+	// creates them: set on the main thread early, both reach the threads
+	// the runtime starts later.
 	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("timer slack: %w", err)
 	}
@@ -675,29 +694,26 @@ func prepareThread(spec EngineSpec) error {
 			return fmt.Errorf("affinity: %w", err)
 		}
 		set.Set(spec.CPU)
+		if err := sysx.MoveThreads(orig, set, 0); err != nil {
+			return fmt.Errorf("pinning the engine to CPU %d: %w", spec.CPU, err)
+		}
 		if err := unix.SchedSetaffinity(0, &set); err != nil {
 			return fmt.Errorf("pinning to CPU %d: %w", spec.CPU, err)
 		}
-		// The runtime's other threads (sysmon, the collector's workers,
-		// the template thread that starts new ones) go elsewhere: on the
-		// loop's CPU each of their wake-ups would preempt the loop.
-		if others := sysx.AllBut(spec.CPU); others.Count() > 0 {
-			if err := sysx.MoveThreads(orig, others, unix.Gettid()); err != nil {
-				return fmt.Errorf("keeping the runtime's threads off CPU %d: %w", spec.CPU, err)
-			}
-		}
 	}
 	if spec.RealtimePriority > 0 {
+		runtime.LockOSThread()
 		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: uint32(spec.RealtimePriority)}
 		if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
 			return fmt.Errorf("SCHED_FIFO priority %d: %w", spec.RealtimePriority, err)
 		}
 	}
-	// The loop allocates almost nothing; a lazier collector keeps pauses
-	// away from the timing path.
-	debug.SetGCPercent(400)
 	return nil
 }
+
+// engineMemoryLimit is the heap at which the engine's collector runs after
+// all: far above what it holds (its frame pool, a few megabytes).
+const engineMemoryLimit = 512 << 20
 
 // childEnv marks a process started as the emulator engine.
 const childEnv = "TLAB_EMULATOR_ENGINE"

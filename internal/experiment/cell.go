@@ -49,7 +49,7 @@ type CellSpec struct {
 	Settings proto.Settings
 	// EmulatorMode is emu.ModeBusy (default) or emu.ModeSleep;
 	// EmulatorArrival emu.ArrivalKernel (default) or emu.ArrivalRead;
-	// EmulatorEngine emu.EngineMmsg (default) or emu.EngineRing.
+	// EmulatorEngine emu.EngineRing (default) or emu.EngineMmsg.
 	EmulatorMode    string
 	EmulatorArrival string
 	EmulatorEngine  string

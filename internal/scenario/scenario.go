@@ -94,8 +94,8 @@ type Metrics struct {
 }
 
 // Emulator chooses the emulator's timer mode, where it takes a frame's
-// arrival time from (kernel, the default, or read) and its engine (mmsg,
-// the default, or ring): see docs/methodology.md.
+// arrival time from (kernel, the default, or read) and its engine (ring,
+// the default, or mmsg): see docs/methodology.md.
 type Emulator struct {
 	Mode    string `yaml:"mode"`
 	Arrival string `yaml:"arrival"`

@@ -150,6 +150,8 @@ func TestValidationErrorsSayWhereAndWhat(t *testing.T) {
 		{base + "link:\n  queue: fq_codell\n", `bad.yaml:10: queue "fq_codell": want one of codel, droptail`},
 		{base + "link:\n  rate: 10Mbit\n  queue:\n    type: codel\n    flows: 3\n", "bad.yaml:13: queue codel does not take flows"},
 		{base + "link:\n  rat: 10Mbit\n", `bad.yaml:10: unknown key "rat"`},
+		{base + "emulator:\n  engine: turbo\n", `bad.yaml:10: emulator engine "turbo": want ring or mmsg`},
+		{base + "emulator:\n  arrival: soon\n", `bad.yaml:10: emulator arrival "soon": want kernel or read`},
 		// A payload far beyond the link: refused at the parameter, with
 		// the figure (12.8 Gbit/s against ethernet's 1 Gbit/s).
 		{strings.Replace(base, "payload: 256", "payload: 40MB", 1), "bad.yaml:7: the workload offers 12.8Gbit up, 13 times what profile ethernet carries up (1Gbit)"},

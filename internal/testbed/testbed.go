@@ -40,8 +40,8 @@ type Options struct {
 	// emu.ArrivalKernel (default: the kernel's receive timestamp) or
 	// emu.ArrivalRead (when it read the frame).
 	Arrival string
-	// Engine is the emulator's engine: emu.EngineMmsg (default) or
-	// emu.EngineRing.
+	// Engine is the emulator's engine: emu.EngineRing (default) or
+	// emu.EngineMmsg.
 	Engine string
 	// EmulatorCPU pins the emulator's loop to a CPU: -1 never pins, 0 (the
 	// default) picks the last CPU when the machine has more than one.
