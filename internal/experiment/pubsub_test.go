@@ -116,9 +116,12 @@ settings: {zero_rtt: true}
 		}
 	}
 	// TLS: TCP, TLS and CONNECT/CONNACK round trips before the PUBLISH;
-	// QUIC 0-RTT: CONNECT/CONNACK only. At least 2 × 20 ms apart.
+	// QUIC 0-RTT: CONNECT/CONNACK only: two 20 ms round trips apart. Over
+	// twelve runs on a busy day the gap was 33.5-40.7 ms; a gap above one
+	// and a half round trips tells two saved from one.
 	tls, quic := byProto["mqtt-tls"].Float("reconnect_ms"), byProto["mqtt-quic"].Float("reconnect_ms")
-	if !(tls-quic >= 35) {
+	t.Logf("Δ+ over TLS %.1f ms, over QUIC with 0-RTT %.1f ms", tls, quic)
+	if !(tls-quic >= 30) {
 		t.Errorf("Δ+ over TLS %.1f ms, over QUIC with 0-RTT %.1f ms: want QUIC about two 20 ms round trips faster", tls, quic)
 	}
 }
