@@ -80,11 +80,18 @@ func QuantileDifference(r Rounds, q float64, resamples int, seed uint64) (Differ
 		}
 		return b.quantile(weight, q) - a.quantile(weight, q)
 	}
+	return bootstrap(k, resamples, seed, diff), nil
+}
+
+// bootstrap is stat over all k rounds, with a 95 % percentile interval
+// from resamples of the rounds drawn with replacement; stat is given the
+// rounds' indices.
+func bootstrap(k, resamples int, seed uint64, stat func(rounds []int) float64) Difference {
 	all := make([]int, k)
 	for i := range all {
 		all[i] = i
 	}
-	d := Difference{Estimate: diff(all)}
+	d := Difference{Estimate: stat(all)}
 	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 	boot := make([]float64, resamples)
 	pick := make([]int, k)
@@ -92,11 +99,11 @@ func QuantileDifference(r Rounds, q float64, resamples int, seed uint64) (Differ
 		for i := range pick {
 			pick[i] = rng.IntN(k)
 		}
-		boot[j] = diff(pick)
+		boot[j] = stat(pick)
 	}
 	slices.Sort(boot)
 	d.Low, d.High = percentile(boot, 0.025), percentile(boot, 0.975)
-	return d, nil
+	return d
 }
 
 // pooled holds one side's rounds sorted, to read a quantile of any
@@ -205,23 +212,13 @@ func MedianDifference(a, b []float64, resamples int, seed uint64) (Difference, e
 	if k < 2 || len(b) != k {
 		return Difference{}, errors.New("a paired interval needs at least two rounds of both sides")
 	}
-	diffs := make([]float64, k)
-	for i := range diffs {
-		diffs[i] = b[i] - a[i]
-	}
-	d := Difference{Estimate: median(diffs)}
-	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
-	boot := make([]float64, resamples)
-	pick := make([]float64, k)
-	for j := range boot {
-		for i := range pick {
-			pick[i] = diffs[rng.IntN(k)]
+	picked := make([]float64, k)
+	return bootstrap(k, resamples, seed, func(rounds []int) float64 {
+		for i, r := range rounds {
+			picked[i] = b[r] - a[r]
 		}
-		boot[j] = median(pick)
-	}
-	slices.Sort(boot)
-	d.Low, d.High = percentile(boot, 0.025), percentile(boot, 0.975)
-	return d, nil
+		return median(picked)
+	}), nil
 }
 
 // median is the middle of v (the mean of the two middle values when their

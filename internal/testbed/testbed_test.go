@@ -71,24 +71,32 @@ func TestUDPThroughDelayedLossyLink(t *testing.T) {
 	}
 }
 
-// udpEchoes sends datagrams through a lossy, delayed link with engine,
-// checks what came back and the emulator's counters, and returns how many
-// the link lost on the way up.
-func udpEchoes(t *testing.T, engine string) uint64 {
-	const oneWay, loss, n = 10 * time.Millisecond, 0.05, 2000
-	tb := build(t, ClientServer(delayLoss(oneWay, loss)), Options{Seed: 1, Engine: engine})
+// echoClient starts a UDP echo server on the server host and returns a
+// client's connection to it; both close when the test ends.
+func echoClient(t *testing.T, tb *Testbed) net.Conn {
+	t.Helper()
 	srv, err := tb.Host("server").ListenPacket("udp4", ":9000")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
+	t.Cleanup(func() { srv.Close() })
 	go udpEcho(srv)
 	ip, _ := tb.Addr("client", "server")
 	conn, err := tb.Host("client").DialContext(context.Background(), nil, "udp4", net.JoinHostPort(ip.String(), "9000"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// udpEchoes sends datagrams through a lossy, delayed link with engine,
+// checks what came back and the emulator's counters, and returns how many
+// the link lost on the way up.
+func udpEchoes(t *testing.T, engine string) uint64 {
+	const oneWay, loss, n = 10 * time.Millisecond, 0.05, 2000
+	tb := build(t, ClientServer(delayLoss(oneWay, loss)), Options{Seed: 1, Engine: engine})
+	conn := echoClient(t, tb)
 
 	start := time.Now()
 	rtts := make(chan time.Duration, n)
@@ -359,18 +367,7 @@ func TestEmulatorLivesOnItsCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := tb.Host("server").ListenPacket("udp4", ":9000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	go udpEcho(srv)
-	ip, _ := tb.Addr("client", "server")
-	conn, err := tb.Host("client").DialContext(context.Background(), nil, "udp4", net.JoinHostPort(ip.String(), "9000"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := echoClient(t, tb)
 	buf := make([]byte, 64)
 	// A second and more of echoes: ten preemption periods of the runtime.
 	for i := 0; i < 500; i++ {
