@@ -468,7 +468,7 @@ func rateAccuracy(r *Report, opts Options) error {
 func forwarding(r *Report, opts Options) error {
 	for _, payload := range []int{1400, 64} {
 		err := withTestbed(opts, emu.LinkConfig{}, false, func(tb *testbed.Testbed, c, _ *testbed.Host) error {
-			f, err := measureFlood(tb, c, payload, opts.dur(3*time.Second, 1500*time.Millisecond))
+			f, err := measureFlood(tb, c, payload, opts.dur(3*time.Second, 1500*time.Millisecond), 0)
 			if err != nil {
 				return err
 			}
@@ -511,6 +511,7 @@ type flood struct {
 	pps     float64
 	rates   []float64
 	offered float64 // frames a second the kernel accepted from the sender
+	sent    int     // frames the kernel accepted from the sender
 	// up and loop are the link's and the loop's counters over the flood.
 	up       emu.DirectionStats
 	loop     emu.LoopStats
@@ -518,15 +519,16 @@ type flood struct {
 }
 
 // measureFlood floods tb's link from client with raw frames of payload
-// bytes for floodFor, sampling the forwarded count every floodWindow (the
+// bytes for floodFor, as fast as the generator can (pps 0) or at pps
+// frames a second, sampling the forwarded count every floodWindow (the
 // first window, the ramp-up, is left out).
-func measureFlood(tb *testbed.Testbed, client *testbed.Host, payload int, floodFor time.Duration) (flood, error) {
+func measureFlood(tb *testbed.Testbed, client *testbed.Host, payload int, floodFor time.Duration, pps float64) (flood, error) {
 	var f flood
 	done := make(chan error, 1)
 	var sent int
 	go func() {
 		var err error
-		sent, err = rawFlood(client, payload, floodFor)
+		sent, err = rawFlood(client, payload, floodFor, pps)
 		done <- err
 	}()
 	first, err := tb.Emulator().Stats()
@@ -557,7 +559,7 @@ func measureFlood(tb *testbed.Testbed, client *testbed.Host, payload int, floodF
 	}
 	slices.Sort(f.rates)
 	f.pps = f.rates[len(f.rates)/2]
-	f.offered = float64(sent) / floodFor.Seconds()
+	f.sent, f.offered = sent, float64(sent)/floodFor.Seconds()
 	last, err := tb.Emulator().Stats()
 	if err != nil {
 		return f, err

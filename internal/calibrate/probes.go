@@ -359,7 +359,9 @@ func udpAtRate(client *testbed.Host, rate float64, duration time.Duration) error
 // the engine. The frames are whole UDP/IPv4 datagrams to the black hole,
 // with correct checksums, on 64 source ports so that flow-aware models
 // see several flows. It returns how many frames the kernel accepted.
-func rawFlood(client *testbed.Host, payload int, duration time.Duration) (int, error) {
+// With pps above 0 it offers that many frames a second instead, a batch at
+// a time on schedule (sleeping between batches once ahead of it).
+func rawFlood(client *testbed.Host, payload int, duration time.Duration, pps float64) (int, error) {
 	iface := client.Ifaces[0]
 	sent := 0
 	err := client.Do(func() error {
@@ -392,10 +394,34 @@ func rawFlood(client *testbed.Host, payload int, duration time.Duration) (int, e
 			msgs[i].Hdr.Iov = &iovs[i]
 			msgs[i].Hdr.SetIovlen(1)
 		}
-		sent, err = sendBatches(fd, msgs, duration, 0)
-		return err
+		if pps <= 0 {
+			sent, err = sendBatches(fd, msgs, duration, 0)
+			return err
+		}
+		return pacedBatches(fd, msgs, duration, pps, &sent)
 	})
 	return sent, err
+}
+
+// pacedBatches sends msgs a batch at a time so that, by any moment, about
+// pps frames a second have gone, for duration; sent counts what the
+// kernel accepted.
+func pacedBatches(fd int, msgs []unix.Mmsghdr, duration time.Duration, pps float64, sent *int) error {
+	start := time.Now()
+	for offered := 0; ; offered += len(msgs) {
+		due := start.Add(time.Duration(float64(offered) / pps * float64(time.Second)))
+		if due.Sub(start) >= duration {
+			return nil
+		}
+		if wait := time.Until(due); wait > 0 {
+			time.Sleep(wait)
+		}
+		n, err := sendBatches(fd, msgs, 0, len(msgs))
+		*sent += n
+		if err != nil {
+			return err
+		}
+	}
 }
 
 // udpFrame builds an Ethernet frame holding a UDP/IPv4 datagram of payload
