@@ -69,7 +69,7 @@ type engineRound struct {
 	// The same frames offered at pacedPPS: the share forwarded, and
 	// what the kernel dropped before the loop read it.
 	pacedKept, pacedKernelDrops float64
-	tcpGbps                                                      float64
+	tcpGbps                     float64
 	// The release error through a 5 ms link, under a probe load of
 	// 1000 frames a second (quiet) and under the flood (loaded), in µs.
 	quiet, loaded emu.LatencySummary
