@@ -514,7 +514,7 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 {{range .Merged}}<tr><td>{{.Shard}}</td><td>{{.Hostname}}: {{.CPU}}, kernel {{.Kernel}}</td><td>{{len .Cells}}</td><td>{{range .Calibrations}}{{.Verdict}} {{end}}</td></tr>
 {{end}}</table>{{end}}{{end}}
 {{with .Run.Manifest}}{{range .Calibrations}}
-<h2>Emulator calibration ({{when .Started}}, mode {{.Mode}})</h2>
+<h2>Emulator calibration ({{when .Started}}, mode {{.Mode}}{{with .Engine}}, engine {{.}}{{end}})</h2>
 <table><tr><th class="l">check</th><th>value</th><th class="l">unit</th><th class="l">target</th><th class="l">result</th></tr>
 {{range .Checks}}<tr><td class="l">{{.Name}}</td><td>{{.ValueText}}</td><td class="l">{{.Unit}}</td><td class="l">{{.Target}}</td><td class="l {{if .Pass}}pass{{else}}fail{{end}}">{{if .Pass}}pass{{else}}FAIL{{if .Host}} (host){{end}}{{end}}</td></tr>
 {{end}}</table>

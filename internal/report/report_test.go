@@ -151,6 +151,30 @@ func TestReportSaysThePathWasReal(t *testing.T) {
 	}
 }
 
+// TestReportShowsTheCalibration: the run's calibration appears with its
+// mode, its engine and each check, a failed one marked.
+func TestReportShowsTheCalibration(t *testing.T) {
+	dir := t.TempDir()
+	rows := []results.Summary{{Cell: "c1", Profile: "ethernet", Protocol: "tcp", Workload: "periodic", Rep: 1, Seed: 1,
+		Fields: []results.Field{{Name: "delay_p50_ms", Value: 1.5}}}}
+	if err := results.WriteSummaries(dir, rows); err != nil {
+		t.Fatal(err)
+	}
+	m := &results.Manifest{Scenario: "cal", Table: []string{"delay_p50_ms"}, Calibrations: []*results.Calibration{{
+		Mode: "busy", Engine: "ring", Verdict: "emulator",
+		Checks: []results.Check{{Name: "release_error_5ms_p999", Value: 999.5, Unit: "us", Target: "<= 100"}},
+	}}}
+	if err := m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	page := buildPage(t, dir)
+	for _, want := range []string{"mode busy, engine ring)", "release_error_5ms_p999", "999.5", "FAIL"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
 // buildPage builds the report of the run in dir and returns its page.
 func buildPage(t *testing.T, dir string) string {
 	t.Helper()
