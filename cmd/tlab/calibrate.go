@@ -153,11 +153,18 @@ func compareEngines(ctx context.Context, opts calibrate.Options, rounds int, asJ
 		enc.Encode(c)
 		return exitOK
 	}
-	fmt.Fprintf(stdout, "tlab engine comparison on %s (%s, %d cores, kernel %s), emulator mode %s, %.0f s\n",
+	printEngineComparison(stdout, c)
+	return exitOK
+}
+
+// printEngineComparison prints an engine comparison as a table, with the
+// host's noise and any warning after it.
+func printEngineComparison(w io.Writer, c *calibrate.EngineComparison) {
+	fmt.Fprintf(w, "tlab engine comparison on %s (%s, %d cores, kernel %s), emulator mode %s, %.0f s\n",
 		c.Machine.Hostname, c.Machine.CPU, c.Machine.Cores, c.Machine.Kernel, c.Mode, c.Duration)
-	fmt.Fprintf(stdout, "%s (baseline) against %s (candidate), %d rounds in ABBA order, each on fresh testbeds; DIFF is %s - %s with its 95 %% interval by a bootstrap over the rounds\n\n",
+	fmt.Fprintf(w, "%s (baseline) against %s (candidate), %d rounds in ABBA order, each on fresh testbeds; DIFF is %s - %s with its 95 %% interval by a bootstrap over the rounds\n\n",
 		c.Baseline, c.Candidate, c.Rounds, c.Candidate, c.Baseline)
-	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "FIGURE\tUNIT\t%s\t%s\tDIFF\t95%% INTERVAL\tOUTCOME\tTARGET\tDETAIL\n", strings.ToUpper(c.Baseline), strings.ToUpper(c.Candidate))
 	for _, f := range c.Figures {
 		target := ""
@@ -172,9 +179,8 @@ func compareEngines(ctx context.Context, opts calibrate.Options, rounds int, asJ
 	}
 	tw.Flush()
 	h := c.Host
-	fmt.Fprintf(stdout, "\nThe host during the comparison: wake-up p99 %.0f us, p99.9 %.0f us, max %.1f ms; %.1f %% of CPU time stolen.\n", h.WakeP99Us, h.WakeP999Us, h.WakeMaxUs/1000, h.StealPct)
-	for _, w := range c.Warnings {
-		fmt.Fprintf(stdout, "WARNING: %s\n", w)
+	fmt.Fprintf(w, "\nThe host during the comparison: wake-up p99 %.0f us, p99.9 %.0f us, max %.1f ms; %.1f %% of CPU time stolen.\n", h.WakeP99Us, h.WakeP999Us, h.WakeMaxUs/1000, h.StealPct)
+	for _, warning := range c.Warnings {
+		fmt.Fprintf(w, "WARNING: %s\n", warning)
 	}
-	return exitOK
 }
