@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"tlab/internal/metrics"
 )
 
 // Rounds are samples of a baseline (A) and a treatment (B) measured
@@ -221,20 +223,6 @@ func MedianDifference(a, b []float64, resamples int, seed uint64) (Difference, e
 	}), nil
 }
 
-// median is the middle of v (the mean of the two middle values when their
-// number is even), NaN when v is empty; v is left as it was.
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return math.NaN()
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 // Excludes says whether the interval lies wholly on one side of zero:
 // +1 above, -1 below, 0 when it holds zero (the two sides are
 // indistinguishable).
@@ -247,3 +235,7 @@ func (d Difference) Excludes() int {
 	}
 	return 0
 }
+
+// median is the middle of v (the mean of the two middle values when their
+// number is even: metrics' quantile rule at one half), NaN when v is empty.
+func median(v []float64) float64 { return metrics.QuantileOf(v, 0.5) }

@@ -398,28 +398,29 @@ func rawFlood(client *testbed.Host, payload int, duration time.Duration, pps flo
 			sent, err = sendBatches(fd, msgs, duration, 0)
 			return err
 		}
-		return pacedBatches(fd, msgs, duration, pps, &sent)
+		sent, err = pacedBatches(fd, msgs, duration, pps)
+		return err
 	})
 	return sent, err
 }
 
 // pacedBatches sends msgs a batch at a time so that, by any moment, about
-// pps frames a second have gone, for duration; sent counts what the
+// pps frames a second have gone, for duration, and returns how many the
 // kernel accepted.
-func pacedBatches(fd int, msgs []unix.Mmsghdr, duration time.Duration, pps float64, sent *int) error {
-	start := time.Now()
+func pacedBatches(fd int, msgs []unix.Mmsghdr, duration time.Duration, pps float64) (int, error) {
+	start, sent := time.Now(), 0
 	for offered := 0; ; offered += len(msgs) {
 		due := start.Add(time.Duration(float64(offered) / pps * float64(time.Second)))
 		if due.Sub(start) >= duration {
-			return nil
+			return sent, nil
 		}
 		if wait := time.Until(due); wait > 0 {
 			time.Sleep(wait)
 		}
 		n, err := sendBatches(fd, msgs, 0, len(msgs))
-		*sent += n
+		sent += n
 		if err != nil {
-			return err
+			return sent, err
 		}
 	}
 }

@@ -231,12 +231,11 @@ func (e *engine) run() error {
 		next := e.transmit(now)
 		e.release(now)
 		timeout := int64(-1)
-		due, waiting := e.line.next()
-		if waiting || next != math.MaxInt64 {
-			if !waiting {
-				due = next
-			}
-			due = min(due, next)
+		due := next
+		if release, ok := e.line.next(); ok {
+			due = min(due, release)
+		}
+		if due != math.MaxInt64 {
 			wait := due - now
 			switch {
 			case e.spec.Mode == ModeBusy || wait <= e.spec.SpinNs:
@@ -694,11 +693,10 @@ func prepareThread(spec EngineSpec) error {
 			return fmt.Errorf("affinity: %w", err)
 		}
 		set.Set(spec.CPU)
+		// Every thread with the calling thread's affinity, the calling
+		// thread too.
 		if err := sysx.MoveThreads(orig, set, 0); err != nil {
 			return fmt.Errorf("pinning the engine to CPU %d: %w", spec.CPU, err)
-		}
-		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			return fmt.Errorf("pinning to CPU %d: %w", spec.CPU, err)
 		}
 	}
 	if spec.RealtimePriority > 0 {

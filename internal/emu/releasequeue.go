@@ -35,7 +35,6 @@ type releaseQueue struct {
 	lines    []queue[pending]
 	heap     pendingHeap
 	seq      uint64
-	n        int
 }
 
 // newReleaseQueue makes a queue for sources numbered 0..sources-1.
@@ -44,14 +43,19 @@ func newReleaseQueue(sources int, heapOnly bool) *releaseQueue {
 }
 
 // Len is how many frames wait.
-func (q *releaseQueue) Len() int { return q.n }
+func (q *releaseQueue) Len() int {
+	n := len(q.heap)
+	for i := range q.lines {
+		n += q.lines[i].len()
+	}
+	return n
+}
 
 // push adds a frame from source src; it is numbered after every frame
 // pushed before it.
 func (q *releaseQueue) push(src int, p pending) {
 	q.seq++
 	p.seq = q.seq
-	q.n++
 	if !q.heapOnly {
 		l := &q.lines[src]
 		if tail := l.back(); tail == nil || tail.release <= p.release {
@@ -77,7 +81,6 @@ func (q *releaseQueue) popDue(now int64) (pending, bool) {
 	if p == nil || p.release > now {
 		return pending{}, false
 	}
-	q.n--
 	if line < 0 {
 		return q.heap.pop(), true
 	}

@@ -9,9 +9,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// EmulatorCPU is the CPU the testbed pins the emulator's loop to: the last
-// one, or -1 on a single-CPU machine, where nothing can be kept off it.
-// The engine's other runtime threads, the host-noise probe and the
+// EmulatorCPU is the CPU the testbed pins the emulator to: the last one,
+// or -1 on a single-CPU machine, where nothing can be kept off it. The
+// engine's process lives there whole (its loop is resumed there by its own
+// thread when the runtime preempts it); the host-noise probe and the
 // calibration's load generators stay off it: a busy-polling loop that
 // shares its CPU is preempted, and its release error's tail grows by the
 // preemption.
