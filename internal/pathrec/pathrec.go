@@ -123,11 +123,17 @@ func Record(ctx context.Context, c *remote.Client, o Options) (*Recording, error
 	if err := c.Call(remote.OpProbe, remote.ProbeArgs{Port: o.Port, Seconds: min(secs, remote.MaxProbeSeconds)}, &sr); err != nil {
 		return nil, err
 	}
-	conn, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: c.Host(), Port: o.Port})
+	udp, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: c.Host(), Port: o.Port})
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
+	defer udp.Close()
+	// Echoes and trains are timed by the kernel on arrival: a reader
+	// that got to them late would see a train bunched.
+	conn, err := remote.Stamp(udp)
+	if err != nil {
+		return nil, err
+	}
 	rec := &Recording{Agent: c.Addr, Start: time.Now(), Options: o, Probes: make([]Probe, n)}
 	var mu sync.Mutex
 	upTrain := map[uint32]int64{}          // train probe seq → agent's receive time
@@ -139,11 +145,10 @@ func Record(ctx context.Context, c *remote.Client, o Options) (*Recording, error
 		defer close(readDone)
 		buf := make([]byte, 2048)
 		for {
-			k, err := conn.Read(buf)
+			k, _, now, err := conn.ReadStamped(buf)
 			if err != nil {
 				return
 			}
-			now := time.Now().UnixNano()
 			p, err := remote.ParseProbe(buf[:k])
 			if err != nil {
 				continue
@@ -313,7 +318,7 @@ func (r *Recording) Fit() (Fit, error) {
 // and the standard deviation of its one-way delay variation (which the
 // clocks' offset does not touch) as its jitter.
 func direction(rttMedian float64, owd []float64, lost []bool, trains []Train) Direction {
-	d := Direction{DelayMs: rttMedian / 2, JitterMs: stddev(owd), Rates: trains}
+	d := Direction{DelayMs: rttMedian / 2, JitterMs: stddev(owd), Rates: despike(trains)}
 	d.LossPct, d.MeanBurst = lossRuns(lost)
 	var rates []float64
 	for _, t := range trains {
@@ -325,6 +330,27 @@ func direction(rttMedian float64, owd []float64, lost []bool, trains []Train) Di
 		d.RateBps = median(rates)
 	}
 	return d
+}
+
+// despike gives each train the median rate of itself and its two
+// neighbours (of the first or last three at the ends). A train that
+// disagrees with both neighbours says more of a stall than of the path:
+// a host or hop that holds a train and then releases it at once makes it
+// read hundreds of times faster than the link, and a trace replays each
+// train's rate until the next train (one such train once made a trace of
+// a 20 Mbit/s link average 161 Mbit/s). A change that lasts two trains or
+// more is kept; a shorter one is below what the trains resolve anyway.
+func despike(trains []Train) []Train {
+	if len(trains) < 3 {
+		return trains
+	}
+	out := slices.Clone(trains)
+	for i := range trains {
+		lo := min(max(i-1, 0), len(trains)-3)
+		three := []float64{trains[lo].RateBps, trains[lo+1].RateBps, trains[lo+2].RateBps}
+		out[i].RateBps = median(three)
+	}
+	return out
 }
 
 // lossRuns is the share of true values in percent, and the mean length

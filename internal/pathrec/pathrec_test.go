@@ -2,6 +2,7 @@ package pathrec
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,7 +71,11 @@ func TestFitRecoversTheSyntheticPath(t *testing.T) {
 func TestProfileParsesAndTraceKeepsTheRate(t *testing.T) {
 	r := synthetic(1000, "......u.....")
 	r.Up = []Train{{At: 0, RateBps: 20e6}, {At: time.Second, RateBps: 20e6}, {At: 2 * time.Second, RateBps: 20e6}}
-	r.Down = []Train{{At: 0, RateBps: 10e6}, {At: 5 * time.Second, RateBps: 40e6}, {At: 8 * time.Second, RateBps: 10e6}}
+	// A train a second, as tlab record sends them: 10 Mbit/s for 5 s,
+	// 40 for 3 s, 10 for 2 s.
+	for s, mbit := range []float64{10, 10, 10, 10, 10, 40, 40, 40, 10, 10} {
+		r.Down = append(r.Down, Train{At: time.Duration(s) * time.Second, RateBps: mbit * 1e6})
+	}
 	f, err := r.Fit()
 	if err != nil {
 		t.Fatal(err)
@@ -99,5 +104,48 @@ func TestProfileParsesAndTraceKeepsTheRate(t *testing.T) {
 	}
 	if link.Up.Loss.Model == "" || !strings.Contains(string(yaml), "gilbert") && !strings.Contains(string(yaml), "loss: 8.") {
 		t.Errorf("up loss not in the profile:\n%s", yaml)
+	}
+}
+
+// TestOneBunchedTrainDoesNotMakeTheTrace: a train read thousands of times
+// faster than its neighbours (a stall that released it at once) leaves
+// the replayed rates; a level that lasts two trains stays, and so does the
+// median rate.
+func TestOneBunchedTrainDoesNotMakeTheTrace(t *testing.T) {
+	r := synthetic(1000, "..........")
+	for s, mbit := range []float64{10, 10, 3000, 10, 30, 30, 10, 10, 3000, 30} {
+		r.Down = append(r.Down, Train{At: time.Duration(s) * time.Second, RateBps: mbit * 1e6})
+	}
+	f, err := r.Fit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []float64
+	for _, tr := range f.Down.Rates {
+		got = append(got, tr.RateBps/1e6)
+	}
+	// The median of each train and its neighbours (the last three at the
+	// end), worked by hand.
+	want := []float64{10, 10, 10, 30, 30, 30, 10, 10, 30, 30}
+	if !slices.Equal(got, want) {
+		t.Errorf("replayed rates %v Mbit/s, want %v", got, want)
+	}
+	// Five trains at 10, three at 30, two at 3000: the middle two are 10
+	// and 30.
+	if f.Down.RateBps != 20e6 {
+		t.Errorf("median rate %v, want 20 Mbit/s", f.Down.RateBps)
+	}
+	_, traces := f.Profile("p", "192.0.2.1:7447", r, t.TempDir())
+	for _, tr := range traces {
+		ops, err := emu.ParseTrace("down", strings.NewReader(string(tr)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mean := emu.TraceMeanRate(ops) / 1e6; mean > 30 {
+			t.Errorf("trace mean %.1f Mbit/s over a path of 10 and 30", mean)
+		}
+	}
+	if len(traces) != 1 {
+		t.Errorf("%d traces, want the down direction's", len(traces))
 	}
 }

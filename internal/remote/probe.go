@@ -82,7 +82,7 @@ type ProbeReport struct {
 
 // reflector is the agent's side of the prober.
 type reflector struct {
-	conn    *net.UDPConn
+	conn    *StampedConn
 	allowed net.IP // the controller's address: trains go nowhere else
 	mu      sync.Mutex
 	seen    []byte
@@ -98,7 +98,12 @@ func startReflector(port int, allowed net.IP, life time.Duration) (*reflector, e
 	if err != nil {
 		return nil, err
 	}
-	r := &reflector{conn: c, allowed: allowed, seen: make([]byte, TrackedProbes/8), done: make(chan struct{})}
+	sc, err := Stamp(c)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	r := &reflector{conn: sc, allowed: allowed, seen: make([]byte, TrackedProbes/8), done: make(chan struct{})}
 	go r.serve()
 	go func() {
 		select {
@@ -113,11 +118,10 @@ func startReflector(port int, allowed net.IP, life time.Duration) (*reflector, e
 func (r *reflector) serve() {
 	buf := make([]byte, 2048)
 	for {
-		n, from, err := r.conn.ReadFromUDP(buf)
+		n, from, now, err := r.conn.ReadStamped(buf)
 		if err != nil {
 			return
 		}
-		now := time.Now().UnixNano()
 		p, err := ParseProbe(buf[:n])
 		if err != nil || !from.IP.Equal(r.allowed) {
 			r.mu.Lock()

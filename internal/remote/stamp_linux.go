@@ -1,0 +1,76 @@
+package remote
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// StampedConn is a UDP socket whose reads carry the kernel's receive
+// time (SO_TIMESTAMPNS) instead of the time the reader got round to the
+// packet. The prober's delays and train rates need the former: on a busy
+// host the reading goroutine can wait tens of milliseconds and then read
+// a whole train at once, which a read-time stamp turns into a train
+// thousands of times faster than the path.
+type StampedConn struct {
+	*net.UDPConn
+	oob []byte
+}
+
+// Stamp asks the kernel to timestamp c's received packets.
+func Stamp(c *net.UDPConn) (*StampedConn, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return nil, fmt.Errorf("kernel receive timestamps: %w", err)
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
+	}); err != nil {
+		return nil, fmt.Errorf("kernel receive timestamps: %w", err)
+	}
+	if serr != nil {
+		return nil, fmt.Errorf("kernel receive timestamps (SO_TIMESTAMPNS): %w", serr)
+	}
+	return &StampedConn{UDPConn: c, oob: make([]byte, unix.CmsgSpace(16))}, nil
+}
+
+// ReadStamped reads one datagram into b and returns its length, sender
+// and receive time in Unix nanoseconds (CLOCK_REALTIME, time.Now's
+// clock). A packet the kernel did not stamp gets the read's time. Not
+// safe for concurrent reads.
+func (c *StampedConn) ReadStamped(b []byte) (int, *net.UDPAddr, int64, error) {
+	n, oobn, _, from, err := c.ReadMsgUDP(b, c.oob)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	ns, ok := receiveTime(c.oob[:oobn])
+	if !ok {
+		ns = time.Now().UnixNano()
+	}
+	return n, from, ns, nil
+}
+
+// receiveTime finds the SCM_TIMESTAMPNS control message (a struct
+// timespec) among oob's.
+func receiveTime(oob []byte) (int64, bool) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return 0, false
+	}
+	for _, m := range msgs {
+		if m.Header.Level != unix.SOL_SOCKET || m.Header.Type != unix.SCM_TIMESTAMPNS || len(m.Data) < 16 {
+			continue
+		}
+		sec := int64(binary.NativeEndian.Uint64(m.Data[0:8]))
+		nsec := int64(binary.NativeEndian.Uint64(m.Data[8:16]))
+		if sec == 0 && nsec == 0 {
+			return 0, false
+		}
+		return sec*1e9 + nsec, true
+	}
+	return 0, false
+}
