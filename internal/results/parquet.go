@@ -3,6 +3,7 @@ package results
 import (
 	"bufio"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -11,6 +12,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/parquet-go/parquet-go"
 )
@@ -62,17 +64,45 @@ type parquetTable struct {
 	schema *parquet.Schema
 }
 
-func newParquetTable(name string, names []string, kinds []colKind) *parquetTable {
+// checkColumnName says why name cannot be a Parquet column's, or nil.
+func checkColumnName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("a column needs a name")
+	case name == "-":
+		return errors.New(`a column named "-" (Parquet takes it as no column)`)
+	case strings.Contains(name, ","):
+		return fmt.Errorf("%q holds a comma, which a Parquet column's name cannot", name)
+	}
+	return nil
+}
+
+// newParquetTable makes the table of columns names. A column's name
+// travels in a struct tag, where parquet-go reads up to the first comma
+// as the name and the rest as options, takes "-" as "leave the column
+// out" and "" as "use the Go field's name": such names are refused (a
+// hand-edited header ",0" once made parquet-go panic on option "0"), as
+// are two columns of one name. The tag is quoted, so quotes and
+// backslashes in a name survive.
+func newParquetTable(name string, names []string, kinds []colKind) (*parquetTable, error) {
 	fields := make([]reflect.StructField, len(names))
+	seen := make(map[string]int, len(names))
 	for i, n := range names {
+		if err := checkColumnName(n); err != nil {
+			return nil, fmt.Errorf("column %d: %w", i+1, err)
+		}
+		if j, ok := seen[n]; ok {
+			return nil, fmt.Errorf("columns %d and %d are both named %q", j+1, i+1, n)
+		}
+		seen[n] = i
 		fields[i] = reflect.StructField{
 			Name: "C" + strconv.Itoa(i),
 			Type: colGoTypes[kinds[i]],
-			Tag:  reflect.StructTag(`parquet:"` + n + `,optional"`),
+			Tag:  reflect.StructTag(`parquet:` + strconv.Quote(n+",optional")),
 		}
 	}
 	model := reflect.Zero(reflect.StructOf(fields)).Interface()
-	return &parquetTable{names: names, kinds: kinds, schema: parquet.NewSchema(name, parquet.SchemaOf(model))}
+	return &parquetTable{names: names, kinds: kinds, schema: parquet.NewSchema(name, parquet.SchemaOf(model))}, nil
 }
 
 // value makes column i's value from v (nil for null).
@@ -186,7 +216,10 @@ func WriteRecordsParquet(dir string, params []string) error {
 	for _, p := range params {
 		set[p] = true
 	}
-	t := newParquetTable("record", header, recordKinds(header, set))
+	t, err := newParquetTable("record", header, recordKinds(header, set))
+	if err != nil {
+		return fmt.Errorf("%s:1: %w", RecordsFile, err)
+	}
 	return WriteAtomic(filepath.Join(dir, RecordsParquet), func(w io.Writer) error {
 		pw := t.writer(w, parquetMeta(dir))
 		// The batch's rows are reused: WriteRows copies their values.
@@ -253,7 +286,10 @@ func writeSummaryParquet(dir string, cols []string, rows []Summary) error {
 	for i, c := range cols {
 		kinds[i] = summaryKind(c, values)
 	}
-	t := newParquetTable("summary", cols, kinds)
+	t, err := newParquetTable("summary", cols, kinds)
+	if err != nil {
+		return fmt.Errorf("%s: %w", SummaryParquet, err)
+	}
 	return WriteAtomic(filepath.Join(dir, SummaryParquet), func(w io.Writer) error {
 		pw := t.writer(w, parquetMeta(dir))
 		out := make([]parquet.Row, len(rows))

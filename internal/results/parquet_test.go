@@ -1,10 +1,12 @@
 package results
 
 import (
+	"encoding/csv"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -190,4 +192,67 @@ func BenchmarkRecordsParquet(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
 	b.ReportMetric(float64(csvInfo.Size())/n, "csv-B/record")
 	b.ReportMetric(float64(pqInfo.Size())/n, "parquet-B/record")
+}
+
+// TestParquetColumnNames: a header's names reach records.parquet as they
+// are, quotes and backslashes too; a name parquet-go would read as
+// something else (a comma starts its options, "-" drops the column, ""
+// takes the Go field's name) or a name twice is an error naming the file
+// and the column, never a panic or a renamed column. A summary.json
+// metric that could not become a column is refused when it is read.
+func TestParquetColumnNames(t *testing.T) {
+	dir := t.TempDir()
+	header := []string{"cell", `say "hi"`, `back\slash`, "délai_ms"}
+	var b strings.Builder
+	w := csv.NewWriter(&b)
+	w.Write(header)
+	w.Write([]string{"c1", "1", "2", "3"})
+	w.Flush()
+	if err := os.WriteFile(filepath.Join(dir, RecordsFile), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteRecordsParquet(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, RecordsParquet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range pf.Schema().Fields() {
+		names = append(names, c.Name())
+	}
+	if !slices.Equal(names, header) {
+		t.Errorf("columns %q, header %q", names, header)
+	}
+
+	for header, want := range map[string]string{
+		"cell,\",0\"\n":  `records.csv:1: column 2: ",0" holds a comma`,
+		"cell,-\n":       `records.csv:1: column 2: a column named "-"`,
+		"cell,,seq\n":    `records.csv:1: column 2: a column needs a name`,
+		"cell,seq,seq\n": `records.csv:1: columns 2 and 3 are both named "seq"`,
+		"cell,x,y,x,z\n": `columns 2 and 4 are both named "x"`,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, RecordsFile), []byte(header+"c1,1,2,3,4\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := WriteRecordsParquet(dir, nil)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("header %q: %v, want an error with %q", header, err, want)
+		}
+	}
+
+	summary := filepath.Join(dir, SummaryJSON)
+	if err := os.WriteFile(summary, []byte(`[{"cell": "c1", "x_ms": 1}, {"cell": "c2", ",0": 2}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadSummaries(summary, nil); err == nil || !strings.Contains(err.Error(), "row 2") || !strings.Contains(err.Error(), `",0" holds a comma`) {
+		t.Errorf("summary with a metric \",0\": %v", err)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -46,6 +47,14 @@ func FuzzRecordsToParquet(f *testing.F) {
 		}
 		if pq.NumRows() != int64(len(rows)-1) {
 			t.Fatalf("records.parquet holds %d rows, records.csv %d", pq.NumRows(), len(rows)-1)
+		}
+		// Its columns are the header's, in order, each under its own name.
+		var names []string
+		for _, f := range pq.Schema().Fields() {
+			names = append(names, f.Name())
+		}
+		if !slices.Equal(names, rows[0]) {
+			t.Fatalf("records.parquet's columns %q, records.csv's header %q", names, rows[0])
 		}
 	})
 }

@@ -218,6 +218,12 @@ func decodeSummary(dec *json.Decoder, params map[string]bool) (Summary, error) {
 			f, _ := v.(float64)
 			s.Seed = uint64(f)
 		default:
+			// Every other key becomes a column of summary.csv and
+			// summary.parquet: one that cannot be is refused here, where
+			// the file and row are known.
+			if err := checkColumnName(key); err != nil {
+				return s, err
+			}
 			isParam := params[key]
 			if params == nil {
 				isParam = strings.Contains(key, ".")
