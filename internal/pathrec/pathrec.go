@@ -75,7 +75,10 @@ func (o *Options) defaults() {
 type Probe struct {
 	Seq                     uint32
 	SentNs, AgentNs, BackNs int64
-	AgentSaw                bool
+	// AgentSentNs is when the agent sent the echo back (its clock; 0
+	// from an agent that does not say).
+	AgentSentNs int64
+	AgentSaw    bool
 	// NearTrain marks a probe sent soon after a train: it may wait behind
 	// the train's packets, so its delay is not the path's.
 	NearTrain bool
@@ -158,7 +161,7 @@ func Record(ctx context.Context, c *remote.Client, o Options) (*Recording, error
 			case p.Kind == 'E' && p.Seq < uint32(n):
 				pr := &rec.Probes[p.Seq]
 				if pr.BackNs == 0 {
-					pr.AgentNs, pr.BackNs = p.AgentNs, now
+					pr.AgentNs, pr.AgentSentNs, pr.BackNs = p.AgentNs, p.AgentSentNs, now
 				}
 			case p.Kind == 'E' && p.Seq >= trainBase:
 				upTrain[p.Seq] = p.AgentNs
@@ -286,9 +289,17 @@ func (r *Recording) Fit() (Fit, error) {
 		if p.BackNs == 0 || p.NearTrain {
 			continue
 		}
-		rtts = append(rtts, float64(p.BackNs-p.SentNs)/1e6)
-		up = append(up, float64(p.AgentNs-p.SentNs)/1e6)
-		down = append(down, float64(p.BackNs-p.AgentNs)/1e6)
+		// The way back starts when the agent sent the echo, not when the
+		// probe reached it: the agent's hold is neither direction's, nor
+		// the path's round trip.
+		left := p.AgentNs
+		if p.AgentSentNs >= p.AgentNs {
+			left = p.AgentSentNs
+		}
+		u, d := float64(p.AgentNs-p.SentNs)/1e6, float64(p.BackNs-left)/1e6
+		rtts = append(rtts, u+d)
+		up = append(up, u)
+		down = append(down, d)
 	}
 	if len(rtts) < 10 {
 		return Fit{}, fmt.Errorf("only %d of %d probes came back: the path (or the prober's port %d) is closed", len(rtts), len(r.Probes), r.Options.Port)

@@ -11,8 +11,9 @@ import (
 )
 
 // synthetic makes a recording of a path with 10 ms up and 12 ms down,
-// agent clock 500 ms ahead, up delays varying 0, 1, 2, 3 ms in turn, and
-// losses given by pattern (u: lost up, d: lost down, .: fine), repeated.
+// agent clock 500 ms ahead, up delays varying 0, 1, 2, 3 ms in turn, the
+// agent holding each probe 0, 4 or 9 ms before it echoes it, and losses
+// given by pattern (u: lost up, d: lost down, .: fine), repeated.
 func synthetic(n int, pattern string) *Recording {
 	r := &Recording{Duration: time.Duration(n) * 10 * time.Millisecond, Options: Options{Rate: 100}}
 	for i := 0; i < n; i++ {
@@ -25,8 +26,10 @@ func synthetic(n int, pattern string) *Recording {
 		default:
 			p.AgentSaw = true
 			up := int64(10e6) + int64(i%4)*1e6
+			hold := []int64{0, 4e6, 9e6}[i%3]
 			p.AgentNs = sent + up + 500e6
-			p.BackNs = sent + up + 12e6
+			p.AgentSentNs = p.AgentNs + hold
+			p.BackNs = sent + up + hold + 12e6
 		}
 		r.Probes = append(r.Probes, p)
 	}
@@ -35,7 +38,7 @@ func synthetic(n int, pattern string) *Recording {
 
 // TestFitRecoversTheSyntheticPath: the fit gives the round trip, each
 // direction's delay variation, loss and bursts as worked out by hand; the
-// agent's clock offset does not show.
+// agent's clock offset does not show, nor its hold of each probe.
 func TestFitRecoversTheSyntheticPath(t *testing.T) {
 	// 20 probes: 2 lost up in one burst, 1 lost down.
 	pattern := "....uu.......d......"

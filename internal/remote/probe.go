@@ -31,6 +31,9 @@ const (
 	TrackedProbes   = 1 << 18
 	MaxTrain        = 64
 	MaxProbeSize    = 1400
+	// probeSentEnd is where an echo's optional second agent time ends:
+	// an echo of at least this size also carries when the agent sent it.
+	probeSentEnd = probeHeader + 8
 )
 
 // ProbePacket is one probe as it travels.
@@ -39,6 +42,11 @@ type ProbePacket struct {
 	Seq     uint32
 	TimeNs  int64 // the sender's clock (echo), a train's id, or a size
 	AgentNs int64 // the agent's clock when it received (echo) or sent (train)
+	// AgentSentNs is the agent's clock when it sent an echo, in echoes of
+	// at least 33 bytes (0 otherwise). The agent holds a probe between
+	// its arrival and the echo's departure; without this time that hold
+	// would count as the way back's delay.
+	AgentSentNs int64
 }
 
 // Marshal writes p into a packet of size bytes (at least the header).
@@ -49,6 +57,9 @@ func (p ProbePacket) Marshal(size int) []byte {
 	binary.BigEndian.PutUint32(b[5:], p.Seq)
 	binary.BigEndian.PutUint64(b[9:], uint64(p.TimeNs))
 	binary.BigEndian.PutUint64(b[17:], uint64(p.AgentNs))
+	if len(b) >= probeSentEnd {
+		binary.BigEndian.PutUint64(b[probeHeader:], uint64(p.AgentSentNs))
+	}
 	return b
 }
 
@@ -58,6 +69,9 @@ func ParseProbe(b []byte) (ProbePacket, error) {
 		return ProbePacket{}, errors.New("not a tlab probe")
 	}
 	p := ProbePacket{Kind: b[4], Seq: binary.BigEndian.Uint32(b[5:]), TimeNs: int64(binary.BigEndian.Uint64(b[9:])), AgentNs: int64(binary.BigEndian.Uint64(b[17:]))}
+	if len(b) >= probeSentEnd {
+		p.AgentSentNs = int64(binary.BigEndian.Uint64(b[probeHeader:]))
+	}
 	switch p.Kind {
 	case probeEcho, probeTrainReq, probeTrainData:
 		return p, nil
@@ -140,6 +154,7 @@ func (r *reflector) serve() {
 				r.mu.Unlock()
 			}
 			p.AgentNs = now
+			p.AgentSentNs = time.Now().UnixNano()
 			r.conn.WriteToUDP(p.Marshal(n), from) // never larger than it came
 		case probeTrainReq:
 			count, size := int(p.Seq), int(p.TimeNs)
