@@ -65,18 +65,27 @@ func parquetRun(t *testing.T) string {
 	return dir
 }
 
+// openParquet opens a Parquet file a test wrote; its file is closed when
+// the test ends.
+func openParquet(t testing.TB, path string) (*parquet.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { f.Close() })
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return parquet.OpenFile(f, st.Size())
+}
+
 // TestParquetMatchesCSV: records.parquet and summary.parquet hold the
 // CSV's columns in order, typed (integers, doubles, booleans, text), NA
 // as null, with the format and the scenario in the file's metadata.
 func TestParquetMatchesCSV(t *testing.T) {
 	dir := parquetRun(t)
-	f, err := os.Open(filepath.Join(dir, RecordsParquet))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, _ := f.Stat()
-	pf, err := parquet.OpenFile(f, st.Size())
+	pf, err := openParquet(t, filepath.Join(dir, RecordsParquet))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +123,7 @@ func TestParquetMatchesCSV(t *testing.T) {
 		Error   *string  `parquet:"error"`
 		X       *float64 `parquet:"x_ms"`
 	}
-	rows, err := parquet.Read[rec](f, st.Size())
+	rows, err := parquet.Read[rec](pf, pf.Size())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,13 +223,7 @@ func TestParquetColumnNames(t *testing.T) {
 	if err := WriteRecordsParquet(dir, nil); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(filepath.Join(dir, RecordsParquet))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, _ := f.Stat()
-	pf, err := parquet.OpenFile(f, st.Size())
+	pf, err := openParquet(t, filepath.Join(dir, RecordsParquet))
 	if err != nil {
 		t.Fatal(err)
 	}
