@@ -82,9 +82,9 @@ func TestCompareAnswersAcrossRuns(t *testing.T) {
 		want []string
 	}{
 		// The runs' own requirement: tcp is best on day 1, h1s on day 2.
-		{nil, exitFailure, []string{"In short: no stack meets every requirement on all 2 networks", "5g (" + filepath.Base(day1) + "): tcp meets", "5g (" + filepath.Base(day2) + "): h1s meets"}},
-		{[]string{"delay_p99_ms<=30"}, exitOK, []string{"In short: tcp, h1s meet every requirement on all 2 networks"}},
-		{[]string{"delay_p99_ms<=24"}, exitOK, []string{"In short: h1s meets every requirement on all 2 networks"}},
+		{nil, exitFailure, []string{"In short: no stack meets every requirement on both networks", "5g (" + filepath.Base(day1) + "): tcp meets", "5g (" + filepath.Base(day2) + "): h1s meets"}},
+		{[]string{"delay_p99_ms<=30"}, exitOK, []string{"In short: tcp, h1s meet every requirement on both networks"}},
+		{[]string{"delay_p99_ms<=24"}, exitOK, []string{"In short: h1s meets every requirement on both networks"}},
 	} {
 		out := filepath.Join(t.TempDir(), "cmp")
 		args := []string{"compare", day1, day2, "--out", out}

@@ -10,6 +10,7 @@ import (
 	"tlab/internal/cluster"
 	"tlab/internal/experiment"
 	"tlab/internal/results"
+	"tlab/internal/units"
 )
 
 func runK8s(_ context.Context, args []string, stdout, stderr io.Writer) int {
@@ -83,6 +84,6 @@ func runK8s(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := results.WriteFileAtomic(*out, doc); err != nil {
 		return errorExit(stderr, err)
 	}
-	fmt.Fprintf(stderr, "%s: %d shards of %d cells (about %d cells each)\n", *out, *shards, len(cells), (len(cells)+*shards-1)/(*shards))
+	fmt.Fprintf(stderr, "%s: %s of %s (about %s each)\n", *out, units.Count(*shards, "shard"), units.Count(len(cells), "cell"), units.Count((len(cells)+*shards-1)/(*shards), "cell"))
 	return exitOK
 }

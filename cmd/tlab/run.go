@@ -24,6 +24,7 @@ import (
 	"tlab/internal/remote"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
+	"tlab/internal/units"
 	"tlab/internal/workload"
 )
 
@@ -362,12 +363,12 @@ func printRows(w io.Writer, rows []results.Summary, info workload.Info) {
 		fmt.Fprintf(w, "OTHER RUNS: %d of %d cells ran beside other tlab runs, which shared the CPUs: their timings are disturbed (the run's warnings name them).\n", disturbed, len(rows))
 	}
 	if reran > 0 {
-		fmt.Fprintf(w, "RERUNS: %d cells were disturbed by the host and run again (every attempt is in records.csv, column attempt).\n", reran)
+		fmt.Fprintf(w, "RERUNS: %s disturbed by the host and run again (every attempt is in records.csv, column attempt).\n", units.Count(reran, "cell"))
 	}
 	if failed > 0 {
-		fmt.Fprintf(w, "(failed): %d cells failed (summary column cell_error says why; their records up to the failure are kept).\n", failed)
+		fmt.Fprintf(w, "(failed): %s failed (summary column cell_error says why; their records up to the failure are kept).\n", units.Count(failed, "cell"))
 	}
 	if dirty > 0 {
-		fmt.Fprintf(w, "(!): %d cells were disturbed in every attempt; their rows are the least disturbed attempt (summary column quality says why).\n", dirty)
+		fmt.Fprintf(w, "(!): %s disturbed in every attempt; each row shows its least disturbed attempt (summary column quality says why).\n", units.Count(dirty, "cell"))
 	}
 }

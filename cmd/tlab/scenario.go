@@ -14,6 +14,7 @@ import (
 	"tlab/internal/report"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
+	"tlab/internal/units"
 	"tlab/scenarios"
 )
 
@@ -84,7 +85,7 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 			if r.Temporary {
 				where = "nothing kept (give --out DIR to keep records, summaries and a report)"
 			}
-			fmt.Fprintf(stderr, "%s: %d cells, about %v, %s\n", r.Scenario.Name, len(r.Cells), r.Plan.Round(time.Second), where)
+			fmt.Fprintf(stderr, "%s: %s, about %v, %s\n", r.Scenario.Name, units.Count(len(r.Cells), "cell"), r.Plan.Round(time.Second), where)
 			for _, w := range scenario.CellWarnings(r.Cells) {
 				fmt.Fprintf(stderr, "warning: %s\n", w)
 			}
@@ -205,7 +206,7 @@ func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "merged %d run directories into %s\n", len(pos), *out)
 	if len(missing) > 0 {
-		fmt.Fprintf(stderr, "tlab merge: %d cells of the scenario are in no shard: %s\n", len(missing), strings.Join(missing, ", "))
+		fmt.Fprintf(stderr, "tlab merge: %s of the scenario in no shard: %s\n", units.Count(len(missing), "cell"), strings.Join(missing, ", "))
 		return exitFailure
 	}
 	return exitOK
@@ -233,7 +234,7 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 				return code
 			}
 		}
-		fmt.Fprintf(stdout, "%s: a valid suite of %d scenarios.\n", suite.Name, len(suite.Parts))
+		fmt.Fprintf(stdout, "%s: a valid suite of %s.\n", suite.Name, units.Count(len(suite.Parts), "scenario"))
 		return exitOK
 	}
 	sc, err := experiment.LoadScenario(pos[0], sets)
@@ -242,7 +243,7 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 		if cells, err = sc.Cells(); err == nil {
 			points := len(cells) / max(1, len(sc.Profiles)*len(sc.Protocols)*sc.Repetitions)
 			fmt.Fprintf(stdout, "%s: valid. %s (%s x %s x %s x %s), about %v.\n",
-				sc.Name, count(len(cells), "cell"), count(len(sc.Profiles), "profile"), count(len(sc.Protocols), "protocol"), count(points, "matrix point"), count(sc.Repetitions, "repetition"),
+				sc.Name, units.Count(len(cells), "cell"), units.Count(len(sc.Profiles), "profile"), units.Count(len(sc.Protocols), "protocol"), units.Count(points, "matrix point"), units.Count(sc.Repetitions, "repetition"),
 				experiment.Plan(cells).Round(time.Second))
 			for _, w := range scenario.CellWarnings(cells) {
 				fmt.Fprintf(stderr, "warning: %s\n", w)
@@ -368,12 +369,4 @@ func setArgs(sets []string) []string {
 		out = append(out, "--set", s)
 	}
 	return out
-}
-
-// count says "1 profile", "2 profiles".
-func count(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -444,7 +444,7 @@ func TestShardsMergeIntoTheUnshardedRun(t *testing.T) {
 	cmd := exec.Command(bin, "merge", "--out", filepath.Join(dir, "partial"), shards[0], shards[1])
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	if err := cmd.Run(); err == nil || !strings.Contains(stderr.String(), "2 cells of the scenario are in no shard") {
+	if err := cmd.Run(); err == nil || !strings.Contains(stderr.String(), "2 cells of the scenario in no shard") {
 		t.Errorf("a missing shard: %v, %s", err, stderr.String())
 	}
 }

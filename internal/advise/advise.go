@@ -392,13 +392,18 @@ func EverywhereSentence(answers []Answer) string {
 		return ""
 	}
 	names := Everywhere(answers)
+	// "on all 2 networks" is not English; two networks are "both".
+	where := fmt.Sprintf("on all %d networks", len(answers))
+	if len(answers) == 2 {
+		where = "on both networks"
+	}
 	switch len(names) {
 	case 0:
-		return fmt.Sprintf("no stack meets every requirement on all %d networks", len(answers))
+		return "no stack meets every requirement " + where
 	case 1:
-		return fmt.Sprintf("%s meets every requirement on all %d networks", names[0], len(answers))
+		return names[0] + " meets every requirement " + where
 	}
-	return fmt.Sprintf("%s meet every requirement on all %d networks", strings.Join(names, ", "), len(answers))
+	return strings.Join(names, ", ") + " meet every requirement " + where
 }
 
 // Met tells whether at least one stack meets every requirement on every

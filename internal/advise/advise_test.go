@@ -155,3 +155,30 @@ func TestAnswersAsJSON(t *testing.T) {
 		t.Errorf("%s", b)
 	}
 }
+
+func TestEverywhereSentenceCountsNetworksInWords(t *testing.T) {
+	network := func(name string, meeting ...string) Answer {
+		a := Answer{Profile: name}
+		for _, p := range []string{"quic", "tcp"} {
+			st := Fails
+			if slices.Contains(meeting, p) {
+				st = Meets
+			}
+			a.Stacks = append(a.Stacks, Stack{Protocol: p, Status: st})
+		}
+		return a
+	}
+	for _, c := range []struct {
+		answers []Answer
+		want    string
+	}{
+		{[]Answer{network("wifi", "quic")}, ""},
+		{[]Answer{network("wifi", "quic"), network("lte", "quic", "tcp")}, "quic meets every requirement on both networks"},
+		{[]Answer{network("wifi", "quic", "tcp"), network("lte", "quic", "tcp")}, "quic, tcp meet every requirement on both networks"},
+		{[]Answer{network("wifi", "tcp"), network("lte", "quic"), network("5g", "quic")}, "no stack meets every requirement on all 3 networks"},
+	} {
+		if got := EverywhereSentence(c.answers); got != c.want {
+			t.Errorf("%d networks: got %q, want %q", len(c.answers), got, c.want)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"tlab/internal/advise"
 	"tlab/internal/results"
+	"tlab/internal/units"
 	"tlab/scenarios"
 )
 
@@ -106,7 +107,7 @@ func (s Suite) Execute(base Run, runPart func(part string, r Run) error) (string
 		return s.Dir, err
 	}
 	if s.Log != nil {
-		fmt.Fprintf(s.Log, "%s: a suite of %d scenarios (%v), into %s\n", s.Record.Name, len(s.Record.Parts), s.Record.Parts, s.Dir)
+		fmt.Fprintf(s.Log, "%s: a suite of %s (%v), into %s\n", s.Record.Name, units.Count(len(s.Record.Parts), "scenario"), s.Record.Parts, s.Dir)
 	}
 	for i, part := range s.Record.Parts {
 		r := base

@@ -236,3 +236,14 @@ func kindName(k yaml.Kind) string {
 	}
 	return "value"
 }
+
+// Count prints a count of things in English: "1 cell", "2 cells",
+// "0 cells". The noun is given in the singular and takes an "s" (every
+// noun tlab counts is regular); a sentence built with "%d cells" reads
+// "1 cells" to the one user whose run had one.
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -68,3 +68,20 @@ func TestYAMLErrorsCarryLine(t *testing.T) {
 		t.Fatalf("decoded %+v", v)
 	}
 }
+
+func TestCountIsSingularOnlyForOne(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		noun string
+		want string
+	}{
+		{0, "cell", "0 cells"},
+		{1, "cell", "1 cell"},
+		{2, "matrix point", "2 matrix points"},
+		{-1, "cell", "-1 cells"},
+	} {
+		if got := Count(c.n, c.noun); got != c.want {
+			t.Errorf("Count(%d, %q) = %q, want %q", c.n, c.noun, got, c.want)
+		}
+	}
+}
