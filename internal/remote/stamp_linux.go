@@ -20,8 +20,19 @@ type StampedConn struct {
 	oob []byte
 }
 
-// Stamp asks the kernel to timestamp c's received packets.
+// Stamp asks the kernel to timestamp c's received packets, and waits
+// (at most a second) until the kernel stamps them on arrival.
 func Stamp(c *net.UDPConn) (*StampedConn, error) {
+	sc, err := stampSocket(c)
+	if err != nil {
+		return nil, err
+	}
+	awaitArrivalStamps(time.Second)
+	return sc, nil
+}
+
+// stampSocket sets SO_TIMESTAMPNS on c.
+func stampSocket(c *net.UDPConn) (*StampedConn, error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
 		return nil, fmt.Errorf("kernel receive timestamps: %w", err)
@@ -36,6 +47,56 @@ func Stamp(c *net.UDPConn) (*StampedConn, error) {
 		return nil, fmt.Errorf("kernel receive timestamps (SO_TIMESTAMPNS): %w", serr)
 	}
 	return &StampedConn{UDPConn: c, oob: make([]byte, unix.CmsgSpace(16))}, nil
+}
+
+// awaitArrivalStamps waits until the kernel stamps packets as they
+// arrive, at most limit. When the first socket on a host asks for
+// timestamps, the kernel turns them on in deferred work; a packet that
+// arrives before that is stamped when it is read ("Race occurred between
+// timestamp enabling and packet receiving. Fill in the current time for
+// now", net/socket.c), which is the read-time stamp StampedConn exists to
+// avoid. A clean-clone CI run met it: a probe sent right after Stamp and
+// read 200 ms later carried the read's time.
+//
+// It sends itself one byte on loopback until one comes back stamped before
+// the read began. Best effort: where loopback is down (a fresh network
+// namespace) it returns at once, and the first packets may then carry
+// read times.
+func awaitArrivalStamps(limit time.Duration) {
+	rx, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return
+	}
+	defer rx.Close()
+	sc, err := stampSocket(rx)
+	if err != nil {
+		return
+	}
+	tx, err := net.DialUDP("udp", nil, rx.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		return
+	}
+	defer tx.Close()
+	buf := make([]byte, 1)
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); {
+		if _, err := tx.Write(buf); err != nil {
+			return
+		}
+		// A stamp taken on arrival is then at least this much older
+		// than the read.
+		time.Sleep(time.Millisecond)
+		readStart := time.Now().UnixNano()
+		if err := rx.SetReadDeadline(time.Now().Add(100 * time.Millisecond)); err != nil {
+			return
+		}
+		_, oobn, _, _, err := rx.ReadMsgUDP(buf, sc.oob)
+		if err != nil {
+			return
+		}
+		if ns, ok := receiveTime(sc.oob[:oobn]); ok && ns < readStart {
+			return
+		}
+	}
 }
 
 // ReadStamped reads one datagram into b and returns its length, sender
