@@ -291,11 +291,8 @@ func (r *Recording) Fit() (Fit, error) {
 		}
 		// The way back starts when the agent sent the echo, not when the
 		// probe reached it: the agent's hold is neither direction's, nor
-		// the path's round trip.
-		left := p.AgentNs
-		if p.AgentSentNs >= p.AgentNs {
-			left = p.AgentSentNs
-		}
+		// the path's round trip. (An agent that does not say sends 0.)
+		left := max(p.AgentNs, p.AgentSentNs)
 		u, d := float64(p.AgentNs-p.SentNs)/1e6, float64(p.BackNs-left)/1e6
 		rtts = append(rtts, u+d)
 		up = append(up, u)

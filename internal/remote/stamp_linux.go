@@ -60,8 +60,8 @@ func stampSocket(c *net.UDPConn) (*StampedConn, error) {
 //
 // It sends itself one byte on loopback until one comes back stamped before
 // the read began. Best effort: where loopback is down (a fresh network
-// namespace) it returns at once, and the first packets may then carry
-// read times.
+// namespace) it gives up at once or after one 100 ms wait, and the first
+// packets may then carry read times.
 func awaitArrivalStamps(limit time.Duration) {
 	rx, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
@@ -89,11 +89,10 @@ func awaitArrivalStamps(limit time.Duration) {
 		if err := rx.SetReadDeadline(time.Now().Add(100 * time.Millisecond)); err != nil {
 			return
 		}
-		_, oobn, _, _, err := rx.ReadMsgUDP(buf, sc.oob)
-		if err != nil {
-			return
-		}
-		if ns, ok := receiveTime(sc.oob[:oobn]); ok && ns < readStart {
+		// A packet the kernel stamped at the read (or not at all) reads
+		// no earlier than readStart.
+		_, _, ns, err := sc.ReadStamped(buf)
+		if err != nil || ns < readStart {
 			return
 		}
 	}

@@ -80,6 +80,15 @@ func openParquet(t testing.TB, path string) (*parquet.File, error) {
 	return parquet.OpenFile(f, st.Size())
 }
 
+// parquetColumns lists a Parquet file's column names in order.
+func parquetColumns(pf *parquet.File) []string {
+	var names []string
+	for _, c := range pf.Schema().Fields() {
+		names = append(names, c.Name())
+	}
+	return names
+}
+
 // TestParquetMatchesCSV: records.parquet and summary.parquet hold the
 // CSV's columns in order, typed (integers, doubles, booleans, text), NA
 // as null, with the format and the scenario in the file's metadata.
@@ -227,11 +236,7 @@ func TestParquetColumnNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, c := range pf.Schema().Fields() {
-		names = append(names, c.Name())
-	}
-	if !slices.Equal(names, header) {
+	if names := parquetColumns(pf); !slices.Equal(names, header) {
 		t.Errorf("columns %q, header %q", names, header)
 	}
 
