@@ -90,7 +90,7 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 				fmt.Fprintf(stderr, "warning: %s\n", w)
 			}
 			if o.serve != "" {
-				stop, err := serveLive(o.serve, r.Dir, stderr)
+				stop, err := serveLive(o.serve, r.Dir, nil, stderr)
 				if err != nil {
 					return err
 				}

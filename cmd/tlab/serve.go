@@ -11,6 +11,8 @@ import (
 	"os"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"tlab/internal/report"
 )
 
@@ -21,6 +23,8 @@ const defaultServeAddr = "127.0.0.1:8047"
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("serve", "serve DIR [--listen ADDR]\n\nServe a live view of a run directory (running, finished, or one a shard writes): progress and time\nleft, the cells so far with their disturbance state, the answer so far and the plots, updated as cells\ncomplete. Read-only; nothing on the page comes from outside it. Stop with Ctrl-C.", stderr)
 	listen := fs.String("listen", defaultServeAddr, "address to serve on (loopback unless you give another)")
+	var allowHosts listFlag
+	fs.Var(&allowHosts, "allow-host", "also answer requests that name the view NAME (repeatable); IP addresses and localhost always work, other names are refused (DNS rebinding)")
 	pos, code, ok := parseArgs(fs, args, 1)
 	if !ok {
 		return code
@@ -33,7 +37,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "tlab serve: %s is not a directory\n", pos[0])
 		return exitUsage
 	}
-	stop, err := serveLive(*listen, pos[0], stderr)
+	stop, err := serveLive(*listen, pos[0], allowHosts, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "tlab serve: %v\n", err)
 		return exitUsage
@@ -43,10 +47,24 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return exitOK
 }
 
+// The live view's own bounds: connections at once, and how long a client
+// may take to send a request, to read an answer, or to stay idle. A page
+// that reloads every few seconds needs one or two connections.
+const (
+	liveMaxConns     = 32
+	liveReadTimeout  = 10 * time.Second
+	liveWriteTimeout = 2 * time.Minute // the first snapshot draws every plot
+	liveIdleTimeout  = 30 * time.Second
+)
+
 // serveLive serves dir's live view on addr until the returned function
 // is called, and says where on w. An address beyond loopback is served
 // as asked, with a warning: the page has no authentication.
-func serveLive(addr, dir string, w io.Writer) (stop func(), err error) {
+func serveLive(addr, dir string, allowHosts []string, w io.Writer) (stop func(), err error) {
+	handler, err := report.LiveHandler(dir, allowHosts...)
+	if err != nil {
+		return nil, err
+	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("live view: %w", err)
@@ -55,14 +73,16 @@ func serveLive(addr, dir string, w io.Writer) (stop func(), err error) {
 	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
 		fmt.Fprintf(w, "warning: the live view of %s is reachable beyond this machine, without authentication\n", dir)
 	}
-	srv := &http.Server{Handler: report.LiveHandler(dir), ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: handler,
+		ReadHeaderTimeout: liveReadTimeout, ReadTimeout: liveReadTimeout,
+		WriteTimeout: liveWriteTimeout, IdleTimeout: liveIdleTimeout, MaxHeaderBytes: 16 << 10,
 		// A client that goes away mid-answer is not news for the terminal.
 		ErrorLog: log.New(io.Discard, "", 0)}
 	fmt.Fprintf(w, "live view: http://%s/\n", l.Addr())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(netutil.LimitListener(l, liveMaxConns)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			fmt.Fprintf(w, "live view: %v\n", err)
 		}
 	}()

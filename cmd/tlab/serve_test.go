@@ -161,3 +161,40 @@ watch:
 		t.Errorf("tlab serve after Ctrl-C: %v", err)
 	}
 }
+
+// TestLiveViewDropsSilentClients: connections that open and say nothing
+// (a slowloris) are closed after the view's read timeout, and beyond its
+// connection cap they wait instead of costing the view a descriptor each.
+func TestLiveViewDropsSilentClients(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	var log strings.Builder
+	stop, err := serveLive(addr, dir, nil, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := 0; i < liveMaxConns+8; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	// The first one is accepted and must be dropped within the read
+	// timeout (with a margin for a busy host).
+	start := time.Now()
+	conns[0].SetReadDeadline(start.Add(liveReadTimeout + 10*time.Second))
+	if _, err := conns[0].Read(make([]byte, 1)); err == nil {
+		t.Fatal("the silent connection got an answer")
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("a silent connection stayed open %v", time.Since(start))
+	}
+	t.Logf("a silent connection was closed after %v", time.Since(start).Round(time.Millisecond))
+}

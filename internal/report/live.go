@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -155,12 +157,30 @@ func readProgress(dir string, m *results.Manifest, now time.Time) (Progress, err
 // data at /status.json, and the directory's own files under /files/
 // (report.html once written, summary.csv, ...). It serves nothing else
 // and answers only GET and HEAD.
-func LiveHandler(dir string) http.Handler {
+//
+// A run directory may come from someone else or a shared disk, and a web
+// page the user visits may aim at the view through a name it controls, so
+// the view is confined three ways: files are opened through an os.Root of
+// the directory (a symbolic link that leads out of it is refused, however
+// it is reached); a request must name the view by an IP address,
+// localhost or one of allowHosts (a rebound DNS name is refused, so
+// another site's script cannot read the view through the browser); and
+// what /files/ serves runs in a sandbox of its own origin with no
+// scripts, no requests beyond data: images and no content sniffing.
+func LiveHandler(dir string, allowHosts ...string) (http.Handler, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("live view: %w", err)
+	}
 	mux := http.NewServeMux()
 	var cache liveCache
 	// serve answers with the snapshot as write renders it.
 	serve := func(contentType string, write func(http.ResponseWriter, *Snapshot) error) http.HandlerFunc {
 		return func(w http.ResponseWriter, _ *http.Request) {
+			if err := confined(root, results.ManifestFile, results.SummaryJSON); err != nil {
+				http.Error(w, err.Error(), http.StatusForbidden)
+				return
+			}
 			s, err := cache.get(dir)
 			if err != nil {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -179,8 +199,85 @@ func LiveHandler(dir string) http.Handler {
 		enc.SetIndent("", "  ")
 		return enc.Encode(s)
 	}))
-	mux.Handle("GET /files/", http.StripPrefix("/files/", http.FileServerFS(os.DirFS(dir))))
-	return readOnly(mux)
+	files := http.StripPrefix("/files/", http.FileServerFS(root.FS()))
+	mux.Handle("GET /files/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", filesPolicy)
+		files.ServeHTTP(w, r)
+	}))
+	return hostGuard(readOnly(securityHeaders(mux)), allowHosts), nil
+}
+
+// pagePolicy lets the live page show its inline style and data: images and
+// nothing else; no other site may frame it. filesPolicy adds a sandbox:
+// a report.html or an SVG from the run directory, whoever wrote it, runs
+// without scripts in an origin of its own, so it cannot read the view.
+const (
+	pagePolicy  = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+	filesPolicy = "sandbox; " + pagePolicy
+)
+
+// securityHeaders sets what every answer carries: the page's content
+// policy (files override it with theirs) and no content sniffing, so a
+// file is what its name says and never HTML by guess.
+func securityHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Content-Security-Policy", pagePolicy)
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// confined refuses when one of the named files of the run directory is a
+// link that leads out of it (the snapshot reads them by path; a missing
+// file is fine: a run that is starting has none).
+func confined(root *os.Root, names ...string) error {
+	for _, name := range names {
+		if _, err := root.Stat(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("live view: %s is not a file of the run directory: %v", name, err)
+		}
+	}
+	return nil
+}
+
+// hostGuard answers only requests whose Host names the view by an IP
+// address, localhost (or a name under .localhost), or one of allow. A DNS
+// rebinding attack makes the victim's browser send the attacker's own
+// name to the view's address; refusing that name keeps the attacker's
+// page from reading what the view serves.
+func hostGuard(h http.Handler, allow []string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !AllowedHost(r.Host, allow) {
+			http.Error(w, fmt.Sprintf("live view: refused the host name %q: open the view by its IP address or localhost, or serve it with --allow-host NAME", r.Host), http.StatusMisdirectedRequest)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// AllowedHost says whether a request's Host header names the view by an
+// IP address, localhost, or one of allow (compared without case).
+func AllowedHost(hostport string, allow []string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if host == "" {
+		return false
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return true
+	}
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	for _, a := range allow {
+		if strings.EqualFold(strings.TrimSuffix(a, "."), host) {
+			return true
+		}
+	}
+	return false
 }
 
 // readOnly refuses every method but GET and HEAD.

@@ -2,7 +2,9 @@ package report
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -80,7 +82,7 @@ func TestLiveSnapshot(t *testing.T) {
 // nothing outside it; once the run is over it stops reloading.
 func TestLiveHandler(t *testing.T) {
 	dir := liveRun(t, time.Now().Add(-3*time.Minute))
-	srv := httptest.NewServer(LiveHandler(dir))
+	srv := httptest.NewServer(mustLiveHandler(t, dir))
 	defer srv.Close()
 	get := func(path string) (int, string) {
 		t.Helper()
@@ -138,5 +140,140 @@ func TestLiveHandler(t *testing.T) {
 	_, page = get("/")
 	if strings.Contains(page, `http-equiv="refresh"`) || !strings.Contains(page, "the run is over") || strings.Contains(page, "Running:") {
 		t.Errorf("a finished run's page:\n%s", page)
+	}
+}
+
+func mustLiveHandler(t *testing.T, dir string, allowHosts ...string) http.Handler {
+	t.Helper()
+	h, err := LiveHandler(dir, allowHosts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// getWith sends a GET to srv with the Host header set to host.
+func getWith(t *testing.T, srv *httptest.Server, path, host string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", srv.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// TestLiveViewServesNothingALinkPointsAt: a run directory that came from
+// someone else holds links to a secret file and a folder outside it, and
+// its manifest is a link too. The view serves neither the file nor the
+// folder's listing, and its page does not read the linked manifest.
+func TestLiveViewServesNothingALinkPointsAt(t *testing.T) {
+	dir := liveRun(t, time.Now().Add(-3*time.Minute))
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "secret.txt")
+	if err := os.WriteFile(secret, []byte("the-secret-words\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{"notes.txt": secret, "linked": outside, "plots-up": ".."} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := httptest.NewServer(mustLiveHandler(t, dir))
+	defer srv.Close()
+	for _, path := range []string{"/files/notes.txt", "/files/linked/", "/files/linked/secret.txt", "/files/plots-up/"} {
+		resp, body := getWith(t, srv, path, "")
+		if resp.StatusCode == http.StatusOK || strings.Contains(body, "the-secret-words") || strings.Contains(body, "secret.txt") {
+			t.Errorf("%s: status %d served what a link points at outside the run directory: %q", path, resp.StatusCode, body)
+		}
+	}
+	// A link inside the directory that stays inside it still works.
+	if err := os.Symlink(results.SummaryCSV, filepath.Join(dir, "summary-link.csv")); err != nil {
+		t.Fatal(err)
+	}
+	if resp, body := getWith(t, srv, "/files/summary-link.csv", ""); resp.StatusCode != 200 || !strings.HasPrefix(body, "cell,") {
+		t.Errorf("a link within the run directory: %d %q", resp.StatusCode, body)
+	}
+	// The manifest is replaced by a link to another run's manifest, one
+	// only its owner may read, whose scenario name is the secret.
+	other := t.TempDir()
+	if err := (&results.Manifest{Scenario: "the-secret-words", Cells: 4, Started: time.Now()}).Save(other); err != nil {
+		t.Fatal(err)
+	}
+	manifest := filepath.Join(dir, results.ManifestFile)
+	os.Remove(manifest)
+	if err := os.Symlink(filepath.Join(other, results.ManifestFile), manifest); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/", "/status.json", "/files/manifest.json"} {
+		resp, body := getWith(t, srv, path, "")
+		if resp.StatusCode == http.StatusOK || strings.Contains(body, "the-secret-words") {
+			t.Errorf("%s with a linked manifest: status %d %q", path, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestLiveViewRefusesARebindingHost: a page on another site that rebinds
+// its own name to the view's address makes the browser send that name as
+// Host; the view answers only its IP address, localhost and names it was
+// told to allow.
+func TestLiveViewRefusesARebindingHost(t *testing.T) {
+	dir := liveRun(t, time.Now().Add(-3*time.Minute))
+	srv := httptest.NewServer(mustLiveHandler(t, dir, "lab.example.org"))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	for host, ok := range map[string]bool{
+		"":                                       true, // the client's own: 127.0.0.1:PORT
+		fmt.Sprintf("localhost:%d", port):        true,
+		fmt.Sprintf("[::1]:%d", port):            true,
+		"LAB.example.org":                        true,
+		"attacker.example":                       false,
+		fmt.Sprintf("attacker.example:%d", port): false,
+		"127.0.0.1.attacker.example":             false,
+		"localhost.attacker.example":             false,
+	} {
+		for _, path := range []string{"/", "/status.json", "/files/summary.csv"} {
+			resp, body := getWith(t, srv, path, host)
+			if got := resp.StatusCode == http.StatusOK; got != ok {
+				t.Errorf("Host %q %s: status %d, want served=%v", host, path, resp.StatusCode, ok)
+			}
+			if !ok && strings.Contains(body, "cell,profile") {
+				t.Errorf("Host %q %s: the refusal carried the file", host, path)
+			}
+		}
+	}
+}
+
+// TestLiveViewFilesRunSandboxed: a report.html or SVG in the run directory
+// (written by anyone) is served with a sandboxing content policy and no
+// sniffing, so it cannot run script in the view's origin; the page itself
+// loads nothing from outside and may not be framed.
+func TestLiveViewFilesRunSandboxed(t *testing.T) {
+	dir := liveRun(t, time.Now().Add(-3*time.Minute))
+	os.WriteFile(filepath.Join(dir, "report.html"), []byte("<html><script>fetch('/status.json')</script></html>"), 0o644)
+	os.WriteFile(filepath.Join(dir, "noext"), []byte("<html><script>alert(1)</script></html>"), 0o644)
+	srv := httptest.NewServer(mustLiveHandler(t, dir))
+	defer srv.Close()
+	for _, path := range []string{"/files/report.html", "/files/noext", "/files/summary.csv"} {
+		resp, _ := getWith(t, srv, path, "")
+		csp := resp.Header.Get("Content-Security-Policy")
+		if !strings.HasPrefix(csp, "sandbox") || !strings.Contains(csp, "default-src 'none'") || strings.Contains(csp, "allow-scripts") || strings.Contains(csp, "allow-same-origin") {
+			t.Errorf("%s: Content-Security-Policy %q, want a sandbox without scripts or the view's origin", path, csp)
+		}
+		if resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: no nosniff", path)
+		}
+	}
+	resp, _ := getWith(t, srv, "/", "")
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "frame-ancestors 'none'") {
+		t.Errorf("the page's policy %q", csp)
 	}
 }
