@@ -36,16 +36,28 @@ type Limits struct {
 	IdleS int `json:"idle_s"`
 	// MaxNoiseMs bounds a host-noise sample.
 	MaxNoiseMs int `json:"max_noise_ms"`
+	// MaxPending bounds the connections that have not yet shown a paired
+	// identity (in the TLS handshake, or unpaired and pairing), in all and
+	// per source address: beyond them a new connection is closed at once.
+	// An unpaired peer can hold its share for unpairedLife at the most.
+	MaxPending      int `json:"max_pending"`
+	MaxPendingPerIP int `json:"max_pending_per_ip"`
 }
 
 // DefaultLimits are an agent's limits unless told otherwise.
 func DefaultLimits() Limits {
-	return Limits{MaxServers: 8, MinPort: 1024, MaxPort: 65535, MaxSessionS: 7 * 24 * 3600, IdleS: 20, MaxNoiseMs: 5000}
+	return Limits{MaxServers: 8, MinPort: 1024, MaxPort: 65535, MaxSessionS: 7 * 24 * 3600, IdleS: 20, MaxNoiseMs: 5000,
+		MaxPending: 64, MaxPendingPerIP: 8}
 }
 
-// maxWrongTokens is how many wrong pairing tokens an agent accepts before
-// it forgets its token: a guesser gets three tries in 2^256.
-const maxWrongTokens = 3
+// unpairedLife is all the time a connection gets to finish its TLS
+// handshake and, if its identity is not paired, to pair: a controller
+// pairing with its token needs a round trip or two. A wrong token or any
+// other request from an unpaired peer ends its session at once, so it
+// cannot stay by asking to be refused. There is no lockout after wrong
+// tokens: a 256-bit token cannot be guessed, and a lockout would only let
+// a stranger void the owner's token.
+const unpairedLife = 10 * time.Second
 
 // Agent runs tlab's servers for the controllers paired with it.
 type Agent struct {
@@ -57,9 +69,16 @@ type Agent struct {
 
 	controllers *peerList
 	mu          sync.Mutex
-	wrongTokens int
 	busy        bool // a paired session is running
 	controlPort int
+
+	// pending counts connections not yet known to be paired, in all and
+	// by source address (Limits.MaxPending).
+	pendingMu   sync.Mutex
+	pending     int
+	pendingByIP map[string]int
+	// refusals keeps the log from growing as fast as strangers knock.
+	refusals rateLimiter
 }
 
 // NewAgent makes an agent whose paired controllers are kept in dir.
@@ -71,11 +90,89 @@ func NewAgent(id Identity, dir, token string, limits Limits, log io.Writer) (*Ag
 	if log == nil {
 		log = io.Discard
 	}
-	return &Agent{Identity: id, Token: token, Limits: limits, Log: log, controllers: l}, nil
+	def := DefaultLimits()
+	if limits.MaxPending <= 0 {
+		limits.MaxPending = def.MaxPending
+	}
+	if limits.MaxPendingPerIP <= 0 {
+		limits.MaxPendingPerIP = def.MaxPendingPerIP
+	}
+	return &Agent{Identity: id, Token: token, Limits: limits, Log: log, controllers: l, pendingByIP: map[string]int{}}, nil
 }
 
 func (a *Agent) logf(format string, args ...any) {
 	fmt.Fprintf(a.Log, "%s agent: %s\n", time.Now().Format(time.RFC3339), fmt.Sprintf(format, args...))
+}
+
+// refusedf logs what a stranger caused, at most refusalBurst lines at once
+// and one a second after that; the lines left out are counted in the next.
+func (a *Agent) refusedf(format string, args ...any) {
+	ok, skipped := a.refusals.allow(time.Now())
+	if !ok {
+		return
+	}
+	if skipped > 0 {
+		format += fmt.Sprintf(" (%d more refusals not logged)", skipped)
+	}
+	a.logf(format, args...)
+}
+
+// The refusal log's allowance.
+const (
+	refusalBurst = 20
+	refusalEvery = time.Second
+)
+
+// rateLimiter is a token bucket of refusalBurst lines, one more each
+// refusalEvery, counting what it refused.
+type rateLimiter struct {
+	mu      sync.Mutex
+	tokens  float64
+	last    time.Time
+	skipped int
+}
+
+func (r *rateLimiter) allow(now time.Time) (ok bool, skipped int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last.IsZero() {
+		r.tokens = refusalBurst
+	} else {
+		r.tokens = min(refusalBurst, r.tokens+float64(now.Sub(r.last))/float64(refusalEvery))
+	}
+	r.last = now
+	if r.tokens < 1 {
+		r.skipped++
+		return false, 0
+	}
+	r.tokens--
+	skipped, r.skipped = r.skipped, 0
+	return true, skipped
+}
+
+// admit takes a pending place for a connection from ip, or says why not.
+func (a *Agent) admit(ip string) error {
+	a.pendingMu.Lock()
+	defer a.pendingMu.Unlock()
+	if a.pending >= a.Limits.MaxPending {
+		return fmt.Errorf("%d connections are not yet paired (the limit)", a.pending)
+	}
+	if a.pendingByIP[ip] >= a.Limits.MaxPendingPerIP {
+		return fmt.Errorf("%d connections from %s are not yet paired (the limit per address)", a.pendingByIP[ip], ip)
+	}
+	a.pending++
+	a.pendingByIP[ip]++
+	return nil
+}
+
+// release gives back the pending place of a connection from ip.
+func (a *Agent) release(ip string) {
+	a.pendingMu.Lock()
+	defer a.pendingMu.Unlock()
+	a.pending--
+	if a.pendingByIP[ip]--; a.pendingByIP[ip] <= 0 {
+		delete(a.pendingByIP, ip)
+	}
 }
 
 // tlsConfig asks every peer for a certificate; who it is decides what it
@@ -91,6 +188,11 @@ func (a *Agent) tlsConfig() *tls.Config {
 
 // Serve accepts controllers on ln until ctx ends. Each session runs in
 // its own goroutine; a session that ends stops everything it started.
+//
+// Nothing a stranger does ends Serve: an accept error (out of file
+// descriptors, a connection reset while queued) is waited out with a
+// back-off, as net/http's Server does, and connections beyond the pending
+// limits are closed as they come.
 func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok {
 		a.controlPort = tcp.Port
@@ -98,36 +200,73 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { <-ctx.Done(); ln.Close() }()
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return err
+			if errors.Is(err, net.ErrClosed) {
+				return err
+			}
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			a.refusedf("accept: %v; retrying in %v", err, backoff)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return nil
+			}
+			continue
+		}
+		backoff = 0
+		ip := remoteIP(c)
+		if err := a.admit(ip); err != nil {
+			a.refusedf("%s: refused: %v", c.RemoteAddr(), err)
+			c.Close()
+			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a.session(ctx, c)
+			a.session(ctx, c, ip)
 		}()
 	}
 }
 
-// session is one controller connection.
-func (a *Agent) session(ctx context.Context, raw net.Conn) {
+// remoteIP is a connection's source address without its port.
+func remoteIP(c net.Conn) string {
+	if tcp, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return tcp.IP.String()
+	}
+	return c.RemoteAddr().String()
+}
+
+// session is one controller connection. It holds a pending place (taken
+// by Serve) until its peer proves to be paired.
+func (a *Agent) session(ctx context.Context, raw net.Conn, ip string) {
 	defer raw.Close()
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { a.release(ip) }) }
+	defer release()
 	conn := tls.Server(raw, a.tlsConfig())
-	raw.SetDeadline(time.Now().Add(10 * time.Second))
+	raw.SetDeadline(time.Now().Add(unpairedLife))
 	if err := conn.HandshakeContext(ctx); err != nil {
-		a.logf("%s: refused: TLS handshake: %v", raw.RemoteAddr(), err)
+		a.refusedf("%s: refused: TLS handshake: %v", raw.RemoteAddr(), err)
 		return
 	}
-	raw.SetDeadline(time.Time{})
 	peer := Fingerprint(conn.ConnectionState().PeerCertificates[0].Raw)
-	s := &session{agent: a, conn: conn, peer: peer, servers: map[int]io.Closer{}, local: raw.LocalAddr()}
+	s := &session{agent: a, conn: conn, peer: peer, servers: map[int]io.Closer{}, local: raw.LocalAddr(), onPaired: release}
 	_, s.paired = a.controllers.get(peer)
-	a.logf("%s: controller %s connected (%s)", raw.RemoteAddr(), short(peer), map[bool]string{true: "paired", false: "not paired: it may only pair"}[s.paired])
+	if s.paired {
+		raw.SetDeadline(time.Time{})
+		release()
+		a.logf("%s: controller %s connected (paired)", raw.RemoteAddr(), short(peer))
+	} else {
+		// The handshake's deadline stands: an unpaired peer has what is
+		// left of unpairedLife to pair.
+		a.refusedf("%s: controller %s connected (not paired: it may only pair)", raw.RemoteAddr(), short(peer))
+	}
 	defer s.end()
 	sctx, cancel := context.WithTimeout(ctx, time.Duration(a.Limits.MaxSessionS)*time.Second)
 	defer cancel()
@@ -157,6 +296,8 @@ type session struct {
 	servers map[int]io.Closer
 	nextID  int
 	ended   bool
+	// onPaired gives back the connection's pending place once it pairs.
+	onPaired func()
 }
 
 // probe starts a path prober's reflector, within the limits, answering
@@ -189,7 +330,10 @@ func (s *session) probe(args ProbeArgs) (any, error) {
 func (s *session) loop(ctx context.Context) {
 	idle := time.Duration(s.agent.Limits.IdleS) * time.Second
 	for {
-		s.conn.SetReadDeadline(time.Now().Add(idle))
+		if s.paired {
+			// An unpaired session keeps its connection's deadline.
+			s.conn.SetReadDeadline(time.Now().Add(idle))
+		}
 		b, err := ReadFrame(s.conn)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && ctx.Err() == nil {
@@ -227,7 +371,9 @@ func (s *session) loop(ctx context.Context) {
 			s.agent.logf("controller %s: session ends: answering %s: %v", short(s.peer), req.Op, err)
 			return
 		}
-		if req.Op == OpBye {
+		if req.Op == OpBye || !s.paired {
+			// A stranger's request was refused: its session ends rather
+			// than stay open to be refused again.
 			return
 		}
 	}
@@ -265,6 +411,7 @@ func (s *session) handle(req Request) (any, error) {
 		return nil, s.pair(req)
 	}
 	if !s.paired {
+		s.agent.refusedf("controller %s: refused: %s from a controller that is not paired", short(s.peer), req.Op)
 		return nil, errors.New("refused: this controller is not paired with the agent: give tlab run the agent's --token-file once")
 	}
 	if !s.holds {
@@ -372,15 +519,11 @@ func (s *session) pair(req Request) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.Token == "" {
-		return errors.New("refused: this agent has no pairing token (it was used, or too many wrong ones were tried): restart tlab agent to make a new one")
+		a.refusedf("controller %s: refused: pairing, but the agent has no token", short(s.peer))
+		return errors.New("refused: this agent has no pairing token (it was used): restart tlab agent to make a new one")
 	}
 	if subtle.ConstantTimeCompare([]byte(args.Token), []byte(a.Token)) != 1 {
-		a.wrongTokens++
-		a.logf("controller %s: refused: wrong pairing token (%d of %d)", short(s.peer), a.wrongTokens, maxWrongTokens)
-		if a.wrongTokens >= maxWrongTokens {
-			a.Token = ""
-			a.logf("too many wrong pairing tokens: the token is void; restart tlab agent to make a new one")
-		}
+		a.refusedf("controller %s: refused: wrong pairing token", short(s.peer))
 		return errors.New("refused: wrong pairing token")
 	}
 	a.Token = "" // one time only
@@ -388,6 +531,10 @@ func (s *session) pair(req Request) error {
 		return fmt.Errorf("remembering the controller: %w", err)
 	}
 	s.paired = true
+	s.conn.SetDeadline(time.Time{})
+	if s.onPaired != nil {
+		s.onPaired()
+	}
 	a.logf("controller %s: paired (the token is used up)", short(s.peer))
 	return nil
 }

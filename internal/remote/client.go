@@ -26,6 +26,9 @@ type DialOptions struct {
 	Pairing *Pairing
 	// Timeout bounds connecting, pairing and hello (10 s when zero).
 	Timeout time.Duration
+	// Dialer, when set, opens the connection (its LocalAddr chooses the
+	// controller's source address).
+	Dialer *net.Dialer
 }
 
 // Client is a controller's session with an agent. Its methods may be
@@ -90,7 +93,7 @@ func Dial(ctx context.Context, addr string, o DialOptions) (*Client, error) {
 	}
 	dctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	d := tls.Dialer{Config: conf}
+	d := tls.Dialer{NetDialer: o.Dialer, Config: conf}
 	nc, err := d.DialContext(dctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %w", addr, err)

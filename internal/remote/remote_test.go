@@ -9,11 +9,15 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -220,18 +224,166 @@ func TestStrangersAreRefused(t *testing.T) {
 	_ = a
 }
 
-// TestWrongTokensVoidTheToken: three wrong tokens and the right one no
-// longer pairs.
-func TestWrongTokensVoidTheToken(t *testing.T) {
+// TestWrongTokensDoNotVoidTheToken: strangers with throw-away
+// certificates and wrong tokens are refused, each session ends at its
+// refusal, and the owner's token still pairs afterwards (a lockout would
+// let anyone void it).
+func TestWrongTokensDoNotVoidTheToken(t *testing.T) {
 	_, addr, pairing, _ := testAgent(t, DefaultLimits())
-	bad, _ := NewToken()
-	for i := 0; i < maxWrongTokens; i++ {
+	for i := 0; i < 10; i++ {
+		bad, _ := NewToken()
 		if _, err := dial(t, addr, t.TempDir(), &Pairing{Agent: pairing.Agent, Token: bad}); err == nil || !strings.Contains(err.Error(), "wrong pairing token") {
 			t.Fatalf("wrong token %d: %v", i+1, err)
 		}
 	}
-	if _, err := dial(t, addr, t.TempDir(), &pairing); err == nil || !strings.Contains(err.Error(), "no pairing token") {
-		t.Errorf("the right token after %d wrong ones: %v", maxWrongTokens, err)
+	if _, err := dial(t, addr, t.TempDir(), &pairing); err != nil {
+		t.Errorf("the right token after 10 wrong ones: %v", err)
+	}
+}
+
+// ownerDialer connects from 127.0.0.2, so that the test's strangers on
+// 127.0.0.1 fill their own address's share of pending connections.
+func ownerDialer() *net.Dialer {
+	return &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+}
+
+// TestStrangersCannotHoldTheAgent: hundreds of silent TCP connections and
+// unpaired TLS sessions that keep asking: the agent closes what is over
+// its pending limits at once, ends each unpaired session at its first
+// refusal and every silent one within its life, logs a bounded number of
+// lines, and the paired owner, from another address, keeps working.
+func TestStrangersCannotHoldTheAgent(t *testing.T) {
+	a, addr, pairing, log := testAgent(t, DefaultLimits())
+	ownerState := t.TempDir()
+	ctx := context.Background()
+	owner, err := Dial(ctx, addr, DialOptions{StateDir: ownerState, Pairing: &pairing, Dialer: ownerDialer()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close()
+
+	var silent []net.Conn
+	defer func() {
+		for _, c := range silent {
+			c.Close()
+		}
+	}()
+	for i := 0; i < 200; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		silent = append(silent, c)
+	}
+	// All but the address's share are closed at once.
+	closed := 0
+	for _, c := range silent {
+		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); err == io.EOF || (err != nil && !isTimeout(err)) {
+			closed++
+		}
+	}
+	if want := 200 - DefaultLimits().MaxPendingPerIP; closed < want {
+		t.Errorf("%d of 200 silent connections were closed at once, want at least %d", closed, want)
+	}
+	// The owner, from its own address, is not held up.
+	if _, err := owner.MeasureClock(3, 0); err != nil {
+		t.Errorf("the owner's session beside 200 silent connections: %v", err)
+	}
+	second, err := Dial(ctx, addr, DialOptions{StateDir: ownerState, Dialer: &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 3)}}})
+	if err != nil || second.Close() != nil {
+		// Busy is the right answer while the owner's first session holds
+		// the agent; anything else means a stranger held it.
+		if err == nil || !strings.Contains(err.Error(), "busy") {
+			t.Errorf("a second connection of the owner's: %v", err)
+		}
+	}
+	// The silent ones still open are closed within the unpaired life.
+	deadline := time.Now().Add(unpairedLife + 5*time.Second)
+	for _, c := range silent {
+		c.SetReadDeadline(deadline)
+		if _, err := c.Read(make([]byte, 1)); isTimeout(err) {
+			t.Fatalf("a silent connection was still open after %v", unpairedLife+5*time.Second)
+		}
+	}
+	// Unpaired TLS sessions that ask again and again: each ends at its
+	// first refusal.
+	for i := 0; i < 20; i++ {
+		id, _ := NewIdentity("stranger")
+		rs := rawSession(t, addr, id, pairing.Agent)
+		if resp := rs.call(t, Request{Seq: 1, Op: OpPing}); !strings.Contains(resp.Error, "not paired") {
+			t.Fatalf("an unpaired ping: %+v", resp)
+		}
+		rs.SetReadDeadline(time.Now().Add(2 * time.Second))
+		WriteFrame(rs, Request{Seq: 2, Op: OpPing})
+		if _, err := ReadFrame(rs); err == nil || isTimeout(err) {
+			t.Fatalf("an unpaired session still answered after its refusal: %v", err)
+		}
+	}
+	a.pendingMu.Lock()
+	pending := a.pending
+	a.pendingMu.Unlock()
+	if pending != 0 {
+		t.Errorf("%d pending places still taken after every stranger left", pending)
+	}
+	if _, err := owner.MeasureClock(3, 0); err != nil {
+		t.Errorf("the owner's session after the strangers: %v", err)
+	}
+	// About 240 refusals; the log holds the burst and a line a second.
+	if n := strings.Count(log.String(), "\n"); n > refusalBurst+40 {
+		t.Errorf("the agent logged %d lines for the strangers:\n%s", n, log)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// failingListener fails its first accepts as a process out of file
+// descriptors does, then accepts from the real listener.
+type failingListener struct {
+	net.Listener
+	fails atomic.Int32
+}
+
+func (l *failingListener) Accept() (net.Conn, error) {
+	if l.fails.Add(-1) >= 0 {
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	return l.Listener.Accept()
+}
+
+// TestAcceptErrorsDoNotEndTheAgent: an agent out of file descriptors
+// waits and accepts again (it used to exit at the first accept error).
+func TestAcceptErrorsDoNotEndTheAgent(t *testing.T) {
+	id, _ := NewIdentity("test agent")
+	token, _ := NewToken()
+	log := &syncBuffer{}
+	a, err := NewAgent(id, t.TempDir(), token, DefaultLimits(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := &failingListener{Listener: inner}
+	ln.fails.Store(8)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Serve(ctx, ln) }()
+	c, err := dial(t, inner.Addr().String(), t.TempDir(), &Pairing{Agent: id.Fingerprint, Token: token})
+	if err != nil {
+		t.Fatalf("after 8 accept errors: %v\n%s", err, log)
+	}
+	c.Close()
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	if !strings.Contains(log.String(), "too many open files") {
+		t.Errorf("the log does not say why it waited:\n%s", log)
 	}
 }
 
