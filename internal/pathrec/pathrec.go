@@ -121,7 +121,7 @@ func Record(ctx context.Context, c *remote.Client, o Options) (*Recording, error
 	if n >= trainBase {
 		return nil, fmt.Errorf("%d probes: at most %d (shorten --duration or lower the rate)", n, trainBase-1)
 	}
-	var sr remote.ServeResult
+	var sr remote.ProbeResult
 	secs := int(o.Duration.Seconds()) + 30
 	if err := c.Call(remote.OpProbe, remote.ProbeArgs{Port: o.Port, Seconds: min(secs, remote.MaxProbeSeconds)}, &sr); err != nil {
 		return nil, err
@@ -187,7 +187,7 @@ func Record(ctx context.Context, c *remote.Client, o Options) (*Recording, error
 		rec.Probes[i].Seq, rec.Probes[i].SentNs = uint32(i), sent
 		rec.Probes[i].NearTrain = trains > 0 && time.Since(start)-trainSent[trains-1] < trainShadow
 		mu.Unlock()
-		conn.Write(remote.ProbePacket{Kind: 'E', Seq: uint32(i), TimeNs: sent}.Marshal(o.ProbeSize))
+		conn.Write(remote.ProbePacket{Kind: 'E', Cookie: sr.Cookie, Seq: uint32(i), TimeNs: sent}.Marshal(o.ProbeSize))
 		if since := time.Since(start); since >= nextTrain {
 			nextTrain += o.TrainEvery
 			mu.Lock()
@@ -196,9 +196,9 @@ func Record(ctx context.Context, c *remote.Client, o Options) (*Recording, error
 			mu.Unlock()
 			for j := 0; j < o.TrainLen; j++ {
 				seq := uint32(trainBase + trains*remote.MaxTrain + j)
-				conn.Write(remote.ProbePacket{Kind: 'E', Seq: seq, TimeNs: time.Now().UnixNano()}.Marshal(o.TrainSize))
+				conn.Write(remote.ProbePacket{Kind: 'E', Cookie: sr.Cookie, Seq: seq, TimeNs: time.Now().UnixNano()}.Marshal(o.TrainSize))
 			}
-			conn.Write(remote.ProbePacket{Kind: 'T', Seq: uint32(o.TrainLen), TimeNs: int64(o.TrainSize)}.Marshal(o.ProbeSize))
+			conn.Write(remote.ProbePacket{Kind: 'T', Cookie: sr.Cookie, Seq: uint32(o.TrainLen), TimeNs: int64(o.TrainSize)}.Marshal(o.ProbeSize))
 			trains++
 		}
 	}

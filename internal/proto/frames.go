@@ -2,6 +2,7 @@ package proto
 
 import (
 	"context"
+	"fmt"
 	"hash/fnv"
 	"io"
 	"time"
@@ -32,6 +33,44 @@ type FrameOptions struct {
 	// ReassemblyTimeout is how long a datagram transport's server waits
 	// for a frame's missing fragments before it counts the frame lost.
 	ReassemblyTimeout time.Duration
+}
+
+// The bounds every frame server holds to, whoever asks (a scenario, a
+// remote controller): a reassembly timeout a ticker can keep and that lets
+// go of incomplete frames within seconds, a result that fits one datagram
+// (a few bounding boxes), and a frame rate a schedule can keep.
+const (
+	MinReassemblyTimeout = time.Millisecond
+	MaxReassemblyTimeout = 10 * time.Second
+	MinResultSize        = 12
+	MaxResultSize        = 1400
+	MaxFPS               = 1000
+)
+
+// Validate says which option is outside its bounds (a zero reassembly
+// timeout means the transport's default).
+func (o FrameOptions) Validate() error {
+	if !(o.FPS > 0 && o.FPS <= MaxFPS) {
+		return fmt.Errorf("frames: %g frames a second: want above 0 and at most %d", o.FPS, MaxFPS)
+	}
+	if t := o.ReassemblyTimeout; t != 0 && (t < MinReassemblyTimeout || t > MaxReassemblyTimeout) {
+		return fmt.Errorf("frames: reassembly timeout %v: want %v to %v", t, MinReassemblyTimeout, MaxReassemblyTimeout)
+	}
+	return nil
+}
+
+// BoundedResults wraps a frame server's onFrame so that no result is
+// larger than MaxResultSize, whatever the callback asks: a server
+// allocates and sends what it returns.
+func BoundedResults(onFrame func(FrameArrival) int) func(FrameArrival) int {
+	return func(a FrameArrival) int { return min(onFrame(a), MaxResultSize) }
+}
+
+// PortUser is implemented by a transport whose server binds more than the
+// port it is given (RTP's RTCP on the next one): whoever hands out ports
+// (the remote agent) checks them all.
+type PortUser interface {
+	Ports(port int) []int
 }
 
 // FrameClient sends frames and hears their results.

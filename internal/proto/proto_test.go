@@ -3,9 +3,11 @@ package proto
 import (
 	"context"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Fake implementations of each capability, to test the registry without a
@@ -145,5 +147,36 @@ func TestEveryCapabilityDocumented(t *testing.T) {
 	}
 	if Capability("").Or() != CapRequestResponse {
 		t.Error("the zero capability is not request/response")
+	}
+}
+
+// TestFrameOptionsBounds: a frame server's options are refused outside
+// their bounds (zero reassembly is the transport's default), and no
+// callback can make a server send a result above MaxResultSize.
+func TestFrameOptionsBounds(t *testing.T) {
+	for _, tc := range []struct {
+		o  FrameOptions
+		ok bool
+	}{
+		{FrameOptions{FPS: 30}, true},
+		{FrameOptions{FPS: 30, ReassemblyTimeout: MinReassemblyTimeout}, true},
+		{FrameOptions{FPS: MaxFPS, ReassemblyTimeout: MaxReassemblyTimeout}, true},
+		{FrameOptions{FPS: 30, ReassemblyTimeout: 3 * time.Nanosecond}, false},
+		{FrameOptions{FPS: 30, ReassemblyTimeout: MaxReassemblyTimeout + 1}, false},
+		{FrameOptions{FPS: 30, ReassemblyTimeout: -time.Second}, false},
+		{FrameOptions{FPS: 0}, false},
+		{FrameOptions{FPS: MaxFPS + 1}, false},
+		{FrameOptions{FPS: math.NaN()}, false},
+	} {
+		if err := tc.o.Validate(); (err == nil) != tc.ok {
+			t.Errorf("%+v: %v, want ok=%v", tc.o, err, tc.ok)
+		}
+	}
+	bounded := BoundedResults(func(FrameArrival) int { return 1 << 30 })
+	if got := bounded(FrameArrival{}); got != MaxResultSize {
+		t.Errorf("a callback asking 1 GiB gets %d, want %d", got, MaxResultSize)
+	}
+	if got := BoundedResults(func(FrameArrival) int { return 150 })(FrameArrival{}); got != 150 {
+		t.Errorf("a result within bounds became %d", got)
 	}
 }

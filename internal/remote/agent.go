@@ -313,18 +313,18 @@ func (s *session) probe(args ProbeArgs) (any, error) {
 	if args.Seconds < 1 || args.Seconds > MaxProbeSeconds {
 		return nil, fmt.Errorf("refused: a prober for %d s: want 1 to %d", args.Seconds, MaxProbeSeconds)
 	}
-	peer, ok := s.conn.RemoteAddr().(*net.TCPAddr)
-	if !ok {
-		return nil, errors.New("the controller's address is not TCP's")
+	n, err := s.controllerOnly()
+	if err != nil {
+		return nil, err
 	}
-	r, err := startReflector(args.Port, peer.IP, time.Duration(args.Seconds)*time.Second)
+	r, err := startReflector(n, args.Port, time.Duration(args.Seconds)*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("prober on port %d: %w", args.Port, err)
 	}
 	s.nextID++
 	s.servers[s.nextID] = r
 	s.agent.logf("controller %s: path prober on port %d for %d s (server %d)", short(s.peer), args.Port, args.Seconds, s.nextID)
-	return ServeResult{ID: s.nextID}, nil
+	return ProbeResult{ID: s.nextID, Cookie: r.cookie}, nil
 }
 
 func (s *session) loop(ctx context.Context) {
@@ -552,6 +552,17 @@ func (s *session) serve(args ServeArgs) (any, error) {
 	if !portOK {
 		return nil, fmt.Errorf("refused: port %d: servers may bind %d to %d (the name server 53), not the control port", args.Port, l.MinPort, l.MaxPort)
 	}
+	// A transport that binds more than its port (RTP's RTCP on the next)
+	// gets every one checked.
+	if stack, err := proto.Lookup(args.Protocol); err == nil && args.Kind != KindDNS {
+		if pu, ok := proto.As[proto.PortUser](stack); ok {
+			for _, p := range pu.Ports(args.Port) {
+				if p < l.MinPort || p > l.MaxPort || p == s.agent.controlPort {
+					return nil, fmt.Errorf("refused: %s on port %d also binds %d: servers may bind %d to %d, not the control port", args.Protocol, args.Port, p, l.MinPort, l.MaxPort)
+				}
+			}
+		}
+	}
 	var c io.Closer
 	var err error
 	switch args.Kind {
@@ -560,7 +571,11 @@ func (s *session) serve(args ServeArgs) (any, error) {
 		if args.Name == "" {
 			return nil, errors.New("dns: no name to answer for")
 		}
-		c, err = dns.Serve(proto.LocalNet{}, map[string]net.IP{args.Name: ip})
+		n, nerr := s.controllerOnly()
+		if nerr != nil {
+			return nil, nerr
+		}
+		c, err = dns.Serve(n, map[string]net.IP{args.Name: ip})
 	case KindRequestResponse, KindBroker, KindFrames:
 		c, err = s.serveProtocol(args)
 	default:
@@ -575,9 +590,25 @@ func (s *session) serve(args ServeArgs) (any, error) {
 	return ServeResult{ID: s.nextID}, nil
 }
 
+// controllerOnly is the network the session's servers listen in: the
+// agent's own, where the kernel delivers them only what the controller's
+// address sends (allowNet). No one else reaches a server of the session,
+// and no one else can be made the target of its answers.
+func (s *session) controllerOnly() (allowNet, error) {
+	peer, ok := s.conn.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return allowNet{}, errors.New("the controller's address is not TCP's")
+	}
+	return newAllowNet(peer.IP)
+}
+
 // serveProtocol starts a registered protocol's server or embedded broker
 // with the controller's settings and the run's certificate.
 func (s *session) serveProtocol(args ServeArgs) (io.Closer, error) {
+	n, err := s.controllerOnly()
+	if err != nil {
+		return nil, err
+	}
 	stack, err := proto.Lookup(args.Protocol)
 	if err != nil {
 		return nil, err
@@ -601,20 +632,20 @@ func (s *session) serveProtocol(args ServeArgs) (io.Closer, error) {
 		settings.Certs = &pki.Certificates{}
 	}
 	if args.Kind == KindFrames {
-		return s.serveFrames(stack, args, settings)
+		return s.serveFrames(n, stack, args, settings)
 	}
 	if args.Kind == KindBroker {
 		ps, ok := proto.As[proto.PubSub](stack)
 		if !ok {
 			return nil, proto.Require(args.Protocol, proto.CapPubSub)
 		}
-		return ps.StartBroker(proto.LocalNet{}, args.Port, settings, proto.BrokerEmbedded)
+		return ps.StartBroker(n, args.Port, settings, proto.BrokerEmbedded)
 	}
 	ex, ok := proto.As[proto.Exchanger](stack)
 	if !ok {
 		return nil, proto.Require(args.Protocol, proto.CapRequestResponse)
 	}
-	return ex.Serve(proto.LocalNet{}, args.Port, settings)
+	return ex.Serve(n, args.Port, settings)
 }
 
 // AgentOptions configure `tlab agent`.

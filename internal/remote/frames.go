@@ -28,19 +28,27 @@ type frameServer struct {
 	dropped  int
 }
 
-func (s *session) serveFrames(stack *proto.Stack, args ServeArgs, settings proto.Settings) (*frameServer, error) {
+func (s *session) serveFrames(n proto.Net, stack *proto.Stack, args ServeArgs, settings proto.Settings) (*frameServer, error) {
 	ft, ok := proto.As[proto.FrameTransport](stack)
 	if !ok {
 		return nil, proto.Require(args.Protocol, proto.CapFrames)
 	}
 	fa := args.Frames
-	if fa == nil || fa.FPS <= 0 || fa.ResultSize < 0 || fa.ReassemblyMs < 0 || fa.ProcessingMs < 0 || fa.ProcessingMs > 10000 {
-		return nil, errors.New("frames: give fps above 0, and result size, reassembly and processing (at most 10 s) not negative")
+	if fa == nil {
+		return nil, errors.New("frames: no frame options")
+	}
+	// The agent holds the bounds itself, whatever the controller checked.
+	if fa.ResultSize < 0 || fa.ResultSize > proto.MaxResultSize || !(fa.ProcessingMs >= 0 && fa.ProcessingMs <= 10000) || !(fa.ReassemblyMs >= 0 && fa.ReassemblyMs <= float64(proto.MaxReassemblyTimeout/time.Millisecond)) {
+		return nil, fmt.Errorf("frames: result size %d B, reassembly %g ms, processing %g ms: want 0 to %d B, 0 to %v and 0 to 10 s",
+			fa.ResultSize, fa.ReassemblyMs, fa.ProcessingMs, proto.MaxResultSize, proto.MaxReassemblyTimeout)
+	}
+	opts := proto.FrameOptions{FPS: fa.FPS, ReassemblyTimeout: time.Duration(fa.ReassemblyMs * 1e6)}
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
 	fs := &frameServer{}
 	var procMu sync.Mutex
-	opts := proto.FrameOptions{FPS: fa.FPS, ReassemblyTimeout: time.Duration(fa.ReassemblyMs * 1e6)}
-	srv, err := ft.ServeFrames(proto.LocalNet{}, args.Port, settings, opts, func(a proto.FrameArrival) int {
+	srv, err := ft.ServeFrames(n, args.Port, settings, opts, func(a proto.FrameArrival) int {
 		w := WireArrival{ID: a.ID, Complete: a.Complete, Bytes: a.Bytes, FirstNs: a.First.UnixNano(), LastNs: a.Last.UnixNano()}
 		for _, p := range a.Packets {
 			w.Packets = append(w.Packets, [3]uint64{p.Hash, uint64(p.At.UnixNano()), uint64(p.Size)})

@@ -11,7 +11,7 @@ import (
 func FuzzDecodeRequest(f *testing.F) {
 	for _, s := range []string{
 		`{"seq":1,"op":"pair","args":{"token":"abc"}}`,
-		`{"seq":2,"op":"hello","args":{"version":"tlab-control/1"}}`,
+		`{"seq":2,"op":"hello","args":{"version":"tlab-control/2"}}`,
 		`{"seq":3,"op":"ping"}`,
 		`{"seq":4,"op":"serve","args":{"kind":"request-response","protocol":"tls","port":4433,"settings":{"tls_version":"1.3"}}}`,
 		`{"seq":5,"op":"stop","args":{"id":1}}`,
@@ -89,7 +89,7 @@ func FuzzParsePairing(f *testing.F) {
 func FuzzParseProbe(f *testing.F) {
 	f.Add(ProbePacket{Kind: 'E', Seq: 7, TimeNs: 123, AgentNs: 456}.Marshal(200))
 	f.Add(ProbePacket{Kind: 'T', Seq: 16, TimeNs: 1200}.Marshal(25))
-	f.Add([]byte("TLP1X"))
+	f.Add([]byte("TLP2X"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := ParseProbe(b)
 		if err != nil {

@@ -83,17 +83,17 @@ func TestStampedReadsTellArrivalNotReading(t *testing.T) {
 	}
 }
 
-// TestEchoCarriesTheAgentsSendTime: an echo of 33 bytes or more carries
+// TestEchoCarriesTheAgentsSendTime: an echo of 41 bytes or more carries
 // the agent's send time beside its arrival time, and reads back with
 // both; a shorter one carries only the arrival (the send time reads 0).
 func TestEchoCarriesTheAgentsSendTime(t *testing.T) {
-	p := ProbePacket{Kind: probeEcho, Seq: 9, TimeNs: 100, AgentNs: 2000, AgentSentNs: 2500}
+	p := ProbePacket{Kind: probeEcho, Cookie: 0xfeedface01020304, Seq: 9, TimeNs: 100, AgentNs: 2000, AgentSentNs: 2500}
 	got, err := ParseProbe(p.Marshal(200))
 	if err != nil || got != p {
 		t.Errorf("200 bytes: %+v, %v; want %+v", got, err, p)
 	}
 	got, err = ParseProbe(p.Marshal(probeHeader))
-	if want := (ProbePacket{Kind: probeEcho, Seq: 9, TimeNs: 100, AgentNs: 2000}); err != nil || got != want {
+	if want := (ProbePacket{Kind: probeEcho, Cookie: 0xfeedface01020304, Seq: 9, TimeNs: 100, AgentNs: 2000}); err != nil || got != want {
 		t.Errorf("%d bytes: %+v, %v; want %+v", probeHeader, got, err, want)
 	}
 }

@@ -19,7 +19,7 @@ import (
 const MaxFrame = 64 << 10
 
 // Version is the control protocol's version, checked at hello.
-const Version = "tlab-control/1"
+const Version = "tlab-control/2"
 
 // The operations an agent performs.
 const (

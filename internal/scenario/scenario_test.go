@@ -21,6 +21,15 @@ workload:
 duration: 2s
 `
 
+const framesBase = `name: f
+profiles: [ethernet]
+protocols: [udp, rtp]
+duration: 2s
+workload:
+  type: frames
+  size: 20000
+`
+
 func TestPresetsAreValid(t *testing.T) {
 	for _, name := range scenarios.Names() {
 		if suite, isSuite, err := scenarios.ReadSuite(name); isSuite {
@@ -156,6 +165,12 @@ func TestValidationErrorsSayWhereAndWhat(t *testing.T) {
 		// the figure (12.8 Gbit/s against ethernet's 1 Gbit/s).
 		{strings.Replace(base, "payload: 256", "payload: 40MB", 1), "bad.yaml:7: the workload offers 12.8Gbit up, 13 times what profile ethernet carries up (1Gbit)"},
 		{base + "link:\n  rate: 1kbit\n", "the workload offers 81.92kbit up, 82 times what profile ethernet carries up (1kbit)"},
+		// A frame server's bounds, refused where they are written (a
+		// reassembly timeout of 3 ns made the server's ticker panic).
+		{framesBase + "  reassembly_timeout: 3ns\n", "bad.yaml:8: workload.reassembly_timeout 3ns: want 1ms to 10s"},
+		{framesBase + "  reassembly_timeout: 1h\n", "bad.yaml:8: workload.reassembly_timeout 1h0m0s: want 1ms to 10s"},
+		{framesBase + "  result_size: 70000\n", "bad.yaml:8: workload.result_size 70000 B: want 12 to 1400 B"},
+		{framesBase + "  fps: 5000\n", "bad.yaml:8: workload.fps 5000: want more than 0 and at most 1000"},
 	}
 	for _, c := range cases {
 		_, err := Parse("bad.yaml", []byte(c.src))

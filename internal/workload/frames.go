@@ -150,14 +150,14 @@ func decodeFrames(file string, node *yaml.Node, c Common) (Workload, error) {
 		f.Size = wi * hi
 	}
 	switch {
-	case f.FPS <= 0 || f.FPS > 1000:
-		return nil, strictyaml.ErrorAt(file, node, "fps", "workload.fps %g: want more than 0 and at most 1000", f.FPS)
+	case !(f.FPS > 0 && f.FPS <= proto.MaxFPS):
+		return nil, strictyaml.ErrorAt(file, node, "fps", "workload.fps %g: want more than 0 and at most %d", f.FPS, proto.MaxFPS)
 	case f.Size < 8 || f.Size > 16<<20:
 		return nil, strictyaml.ErrorAt(file, node, "size", "workload.size %d B: want 8 B to 16 MiB", f.Size)
-	case f.ResultSize < 12 || f.ResultSize > 1400:
-		return nil, strictyaml.ErrorAt(file, node, "result_size", "workload.result_size %d B: want 12 to 1400 B (one datagram)", f.ResultSize)
-	case f.Reassembly <= 0:
-		return nil, strictyaml.ErrorAt(file, node, "reassembly_timeout", "workload.reassembly_timeout must be positive")
+	case f.ResultSize < proto.MinResultSize || f.ResultSize > proto.MaxResultSize:
+		return nil, strictyaml.ErrorAt(file, node, "result_size", "workload.result_size %d B: want %d to %d B (one datagram)", f.ResultSize, proto.MinResultSize, proto.MaxResultSize)
+	case f.Reassembly < proto.MinReassemblyTimeout || f.Reassembly > proto.MaxReassemblyTimeout:
+		return nil, strictyaml.ErrorAt(file, node, "reassembly_timeout", "workload.reassembly_timeout %v: want %v to %v", f.Reassembly, proto.MinReassemblyTimeout, proto.MaxReassemblyTimeout)
 	case f.Count <= 0 && f.Duration <= 0:
 		return nil, strictyaml.ErrorAt(file, node, "", "frames: give count (frames per cell) or duration")
 	}

@@ -164,6 +164,10 @@ func (u udpClientConn) send(d []byte) error { _, err := u.udp.WriteToUDP(d, u.se
 func (u udpClientConn) close() error        { return u.udp.Close() }
 
 func (udpFrames) ServeFrames(n proto.Net, port int, _ proto.Settings, o proto.FrameOptions, onFrame func(proto.FrameArrival) int) (io.Closer, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	onFrame = proto.BoundedResults(onFrame)
 	udp, err := n.ListenUDP(&net.UDPAddr{Port: port})
 	if err != nil {
 		return nil, err
@@ -236,6 +240,10 @@ func (q quicDatagrams) close() error {
 }
 
 func (quicDgramFrames) ServeFrames(n proto.Net, port int, s proto.Settings, o proto.FrameOptions, onFrame func(proto.FrameArrival) int) (io.Closer, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	onFrame = proto.BoundedResults(onFrame)
 	udp, err := n.ListenUDP(&net.UDPAddr{Port: port})
 	if err != nil {
 		return nil, err

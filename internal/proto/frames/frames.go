@@ -54,16 +54,34 @@ func resultDatagram(id uint32, size int) []byte {
 	return d
 }
 
+// The reassembler's bounds, whatever arrives: the pieces it holds in
+// incomplete frames (a sender that starts frames and never finishes them
+// makes the oldest be given up early, as lost, instead of growing the
+// server), and the finished frames it remembers so that a late piece is
+// not taken for a new frame.
+const (
+	maxHeldPieces  = 1 << 16
+	maxDoneFrames  = 1 << 16
+	minExpiryEvery = time.Millisecond
+)
+
 // reassembler collects fragments into frames and gives up on a frame
 // whose fragments have not all arrived within the timeout.
 type reassembler struct {
 	mu      sync.Mutex
 	timeout time.Duration
 	partial map[uint32]*partialFrame
-	done    map[uint32]bool
-	deliver func(proto.FrameArrival)
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	// order holds the partial frames' ids as their first pieces came:
+	// the oldest is given up first.
+	order []uint32
+	held  int // pieces in partial frames
+	done  map[uint32]bool
+	// doneOrder is a ring of the last maxDoneFrames finished ids.
+	doneOrder []uint32
+	doneNext  int
+	deliver   func(proto.FrameArrival)
+	stop      chan struct{}
+	wg        sync.WaitGroup
 }
 
 type partialFrame struct {
@@ -75,9 +93,15 @@ func newReassembler(timeout time.Duration, deliver func(proto.FrameArrival)) *re
 	if timeout <= 0 {
 		timeout = 500 * time.Millisecond
 	}
+	return newReassemblerEvery(timeout, max(timeout/4, minExpiryEvery), deliver)
+}
+
+// newReassemblerEvery looks for frames to give up every tick (a test
+// drives expireAt itself and gives a tick that never comes).
+func newReassemblerEvery(timeout, tick time.Duration, deliver func(proto.FrameArrival)) *reassembler {
 	r := &reassembler{timeout: timeout, partial: map[uint32]*partialFrame{}, done: map[uint32]bool{}, deliver: deliver, stop: make(chan struct{})}
 	r.wg.Add(1)
-	go r.expire()
+	go r.expire(tick)
 	return r
 }
 
@@ -90,36 +114,87 @@ func (r *reassembler) add(id uint32, key, size int, p proto.Packet, whole func(p
 		r.mu.Unlock()
 		return
 	}
+	var out []proto.FrameArrival
 	pf := r.partial[id]
 	if pf == nil {
 		pf = &partialFrame{arrival: proto.FrameArrival{ID: id, First: p.At}, got: map[int]bool{}}
 		r.partial[id] = pf
+		r.order = append(r.order, id)
 	}
 	if pf.got[key] {
 		r.mu.Unlock()
 		return
 	}
 	pf.got[key] = true
+	r.held++
 	pf.arrival.Bytes += size
 	pf.arrival.Last = p.At
 	pf.arrival.Packets = append(pf.arrival.Packets, p)
-	var complete *proto.FrameArrival
 	if whole(len(pf.got), pf.arrival.Bytes) {
 		pf.arrival.Complete = true
-		complete = &pf.arrival
-		delete(r.partial, id)
-		r.done[id] = true
+		out = append(out, pf.arrival)
+		r.finish(id)
+	}
+	// Over the bound: the oldest incomplete frames are given up now.
+	for r.held > maxHeldPieces {
+		a, ok := r.popOldest()
+		if !ok {
+			break
+		}
+		out = append(out, a)
 	}
 	r.mu.Unlock()
-	if complete != nil {
-		r.deliver(*complete)
+	for _, a := range out {
+		r.deliver(a)
 	}
 }
 
-// expire gives up on frames older than the timeout, every quarter of it.
-func (r *reassembler) expire() {
+// finish forgets partial frame id's pieces and remembers it as done.
+func (r *reassembler) finish(id uint32) {
+	if pf := r.partial[id]; pf != nil {
+		r.held -= len(pf.got)
+		delete(r.partial, id)
+	}
+	if len(r.doneOrder) < maxDoneFrames {
+		r.doneOrder = append(r.doneOrder, id)
+	} else {
+		delete(r.done, r.doneOrder[r.doneNext])
+		r.doneOrder[r.doneNext] = id
+		r.doneNext = (r.doneNext + 1) % maxDoneFrames
+	}
+	r.done[id] = true
+}
+
+// oldest is the id of the oldest frame still partial, dropping from order
+// the ids finished since.
+func (r *reassembler) oldest() (uint32, bool) {
+	for len(r.order) > 0 {
+		id := r.order[0]
+		if r.partial[id] != nil {
+			return id, true
+		}
+		r.order = r.order[1:]
+	}
+	r.order = nil // let the backing array go
+	return 0, false
+}
+
+// popOldest gives up the oldest partial frame and returns it, incomplete.
+func (r *reassembler) popOldest() (proto.FrameArrival, bool) {
+	id, ok := r.oldest()
+	if !ok {
+		return proto.FrameArrival{}, false
+	}
+	a := r.partial[id].arrival
+	r.finish(id)
+	return a, true
+}
+
+// expire gives up on frames older than the timeout, every tick (a
+// quarter of the timeout, and no more often than minExpiryEvery).
+func (r *reassembler) expire(tick time.Duration) {
 	defer r.wg.Done()
-	t := time.NewTicker(r.timeout / 4)
+	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
 		select {
@@ -135,19 +210,20 @@ func (r *reassembler) expire() {
 
 // expireAt removes the frames whose first piece came more than the
 // timeout before now and returns them, incomplete, to be delivered; a
-// piece of theirs that comes later is ignored.
+// piece of theirs that comes later is ignored. Frames are looked at
+// oldest first, and the look stops at the first that is young enough.
 func (r *reassembler) expireAt(now time.Time) []proto.FrameArrival {
 	var lost []proto.FrameArrival
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for id, pf := range r.partial {
-		if now.Sub(pf.arrival.First) > r.timeout {
-			lost = append(lost, pf.arrival)
-			delete(r.partial, id)
-			r.done[id] = true
+	for {
+		id, ok := r.oldest()
+		if !ok || now.Sub(r.partial[id].arrival.First) <= r.timeout {
+			return lost
 		}
+		a, _ := r.popOldest()
+		lost = append(lost, a)
 	}
-	return lost
 }
 
 func (r *reassembler) close() {

@@ -41,9 +41,8 @@ func TestFragmentsReassemble(t *testing.T) {
 func TestReassemblyTimeout(t *testing.T) {
 	var mu sync.Mutex
 	var got []proto.FrameArrival
-	r := newReassembler(time.Hour, func(a proto.FrameArrival) { mu.Lock(); got = append(got, a); mu.Unlock() }) // the ticker never fires
+	r := newReassemblerEvery(500*time.Millisecond, time.Hour, func(a proto.FrameArrival) { mu.Lock(); got = append(got, a); mu.Unlock() }) // the ticker never fires
 	defer r.close()
-	r.timeout = 500 * time.Millisecond
 	t0 := time.Unix(100, 0)
 	whole := func(pieces, _ int) bool { return pieces == 3 }
 	piece := func(id uint32, key int, at time.Duration) {
@@ -70,4 +69,62 @@ func TestReassemblyTimeout(t *testing.T) {
 	if len(got) != 1 || len(r.expireAt(t0.Add(time.Hour))) != 0 {
 		t.Errorf("late pieces were delivered: %+v", got)
 	}
+}
+
+// TestReassemblyHoldsBoundedPieces: a sender that starts frames and never
+// finishes them (one piece of two each) cannot grow the server: past
+// maxHeldPieces the oldest frames are given up, incomplete, in the order
+// they began, and the pieces held stay at the bound.
+func TestReassemblyHoldsBoundedPieces(t *testing.T) {
+	var got []proto.FrameArrival
+	r := newReassemblerEvery(10*time.Second, time.Hour, func(a proto.FrameArrival) { got = append(got, a) })
+	defer r.close()
+	never := func(pieces, _ int) bool { return pieces == 2 }
+	t0 := time.Unix(100, 0)
+	extra := 100
+	for i := 0; i < maxHeldPieces+extra; i++ {
+		r.add(uint32(i), 0, 1000, proto.Packet{At: t0.Add(time.Duration(i) * time.Microsecond), Size: 1012}, never)
+	}
+	if len(got) != extra {
+		t.Fatalf("%d frames given up, want the %d over the bound", len(got), extra)
+	}
+	for i, a := range got {
+		if a.ID != uint32(i) || a.Complete {
+			t.Fatalf("given up %d: frame %d (complete %v), want the oldest, %d, incomplete", i, a.ID, a.Complete, i)
+		}
+	}
+	if r.held != maxHeldPieces || len(r.partial) != maxHeldPieces {
+		t.Errorf("held %d pieces in %d frames, want %d", r.held, len(r.partial), maxHeldPieces)
+	}
+	// A late piece of a frame given up is ignored.
+	r.add(0, 1, 1000, proto.Packet{At: t0.Add(time.Second), Size: 1012}, never)
+	if _, ok := r.partial[0]; ok {
+		t.Error("a late piece of a frame given up began it again")
+	}
+}
+
+// TestReassemblyRemembersBoundedDone: the finished frames it remembers (so
+// that a late piece is ignored) are the last maxDoneFrames, not all.
+func TestReassemblyRemembersBoundedDone(t *testing.T) {
+	r := newReassemblerEvery(time.Second, time.Hour, func(proto.FrameArrival) {})
+	defer r.close()
+	one := func(pieces, _ int) bool { return pieces == 1 }
+	n := maxDoneFrames + 500
+	for i := 0; i < n; i++ {
+		r.add(uint32(i), 0, 10, proto.Packet{At: time.Unix(100, 0)}, one)
+	}
+	if len(r.done) != maxDoneFrames {
+		t.Errorf("remembers %d finished frames, want %d", len(r.done), maxDoneFrames)
+	}
+	if r.done[0] || !r.done[uint32(n-1)] || !r.done[uint32(n-maxDoneFrames)] {
+		t.Error("it forgot a recent frame or kept the oldest")
+	}
+}
+
+// TestTinyReassemblyTimeoutDoesNotPanic: a timeout of 3 ns (a scenario's
+// typo, or a controller's) made time.NewTicker panic at a quarter of it.
+func TestTinyReassemblyTimeoutDoesNotPanic(t *testing.T) {
+	r := newReassembler(3*time.Nanosecond, func(proto.FrameArrival) {})
+	time.Sleep(5 * time.Millisecond)
+	r.close()
 }

@@ -58,6 +58,10 @@ type tsFrame struct {
 }
 
 func (mpegtsFrames) ServeFrames(n proto.Net, port int, _ proto.Settings, o proto.FrameOptions, onFrame func(proto.FrameArrival) int) (io.Closer, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	onFrame = proto.BoundedResults(onFrame)
 	udp, err := n.ListenUDP(&net.UDPAddr{Port: port})
 	if err != nil {
 		return nil, err

@@ -70,7 +70,14 @@ type rtpServer struct {
 	base      time.Time
 }
 
+// Ports: the RTP server binds port for RTP and port+1 for RTCP.
+func (rtpFrames) Ports(port int) []int { return []int{port, port + 1} }
+
 func (rtpFrames) ServeFrames(n proto.Net, port int, _ proto.Settings, o proto.FrameOptions, onFrame func(proto.FrameArrival) int) (io.Closer, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	onFrame = proto.BoundedResults(onFrame)
 	udp, err := n.ListenUDP(&net.UDPAddr{Port: port})
 	if err != nil {
 		return nil, err

@@ -104,7 +104,11 @@ func streamResults(r io.Reader, ch chan<- proto.FrameResult) {
 	}
 }
 
-func (tcpFrames) ServeFrames(n proto.Net, port int, s proto.Settings, _ proto.FrameOptions, onFrame func(proto.FrameArrival) int) (io.Closer, error) {
+func (tcpFrames) ServeFrames(n proto.Net, port int, s proto.Settings, o proto.FrameOptions, onFrame func(proto.FrameArrival) int) (io.Closer, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	onFrame = proto.BoundedResults(onFrame)
 	ln, err := proto.ListenTCP(n, port, s)
 	if err != nil {
 		return nil, err
@@ -180,7 +184,11 @@ func (c *tcpFrameClient) Close() error {
 
 // quic-streams: a stream of its own per frame; the result comes back on it.
 
-func (quicStreamFrames) ServeFrames(n proto.Net, port int, s proto.Settings, _ proto.FrameOptions, onFrame func(proto.FrameArrival) int) (io.Closer, error) {
+func (quicStreamFrames) ServeFrames(n proto.Net, port int, s proto.Settings, o proto.FrameOptions, onFrame func(proto.FrameArrival) int) (io.Closer, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	onFrame = proto.BoundedResults(onFrame)
 	udp, err := n.ListenUDP(&net.UDPAddr{Port: port})
 	if err != nil {
 		return nil, err
