@@ -34,7 +34,10 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if pairing.Token != "" {
 		fmt.Fprintf(stdout, "pairing token %s (one time)\n", pairing.Token)
 		if *tokenFile != "" {
-			if err := os.WriteFile(*tokenFile, pairing.Marshal(), 0o600); err != nil {
+			// A new file renamed into place: a link at the path is
+			// replaced, not followed, and an old file's looser mode
+			// does not carry over to the live token.
+			if err := remote.WritePrivateFile(*tokenFile, pairing.Marshal()); err != nil {
 				ln.Close()
 				return errorExit(stderr, err)
 			}

@@ -486,3 +486,58 @@ func TestRecordRecoversTheLink(t *testing.T) {
 		t.Error("the report does not put the replay beside the path")
 	}
 }
+
+// TestTokenFileIsWrittenAsANewFile: `tlab agent --token-file PATH` where
+// PATH is a link to someone's file, or an old file others may read, writes
+// the live token to a new file of mode 0600 at PATH: the link's target is
+// untouched and the old file's mode does not carry over.
+func TestTokenFileIsWrittenAsANewFile(t *testing.T) {
+	bin := buildTlab(t)
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	os.WriteFile(victim, []byte("precious\n"), 0o644)
+	linked := filepath.Join(dir, "linked-pairing")
+	os.Symlink(victim, linked)
+	loose := filepath.Join(dir, "loose-pairing")
+	os.WriteFile(loose, []byte("old\n"), 0o666)
+	os.Chmod(loose, 0o666)
+	for _, path := range []string{linked, loose} {
+		cmd := exec.Command(bin, "agent", "--listen", "127.0.0.1:0", "--state", filepath.Join(t.TempDir(), "state"), "--token-file", path)
+		out, _ := cmd.StdoutPipe()
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		written := make(chan bool, 1)
+		go func() {
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				if strings.HasPrefix(sc.Text(), "pairing written") {
+					written <- true
+				}
+			}
+			close(written)
+		}()
+		select {
+		case ok := <-written:
+			if !ok {
+				t.Fatalf("%s: the agent wrote no pairing: %s", path, stderr.String())
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: the agent did not start: %s", path, stderr.String())
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		st, err := os.Lstat(path)
+		if err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v %v, want a regular file of mode 0600", path, st.Mode(), err)
+		}
+		if b, _ := os.ReadFile(path); !strings.Contains(string(b), "token ") {
+			t.Errorf("%s holds no token: %q", path, b)
+		}
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "precious\n" {
+		t.Errorf("the link's target was overwritten: %q", b)
+	}
+}

@@ -672,7 +672,11 @@ func PrepareAgent(o AgentOptions) (*Agent, Pairing, net.Listener, error) {
 		o.Listen = fmt.Sprintf(":%d", DefaultPort)
 	}
 	if o.StateDir == "" {
-		o.StateDir = StateDir()
+		d, err := StateDir()
+		if err != nil {
+			return nil, Pairing{}, nil, err
+		}
+		o.StateDir = d
 	}
 	if o.Limits == (Limits{}) {
 		o.Limits = DefaultLimits()

@@ -54,7 +54,11 @@ var ErrNotPaired = errors.New("not paired with this agent")
 // and says hello. A keep-alive ping runs until Close.
 func Dial(ctx context.Context, addr string, o DialOptions) (*Client, error) {
 	if o.StateDir == "" {
-		o.StateDir = StateDir()
+		d, err := StateDir()
+		if err != nil {
+			return nil, err
+		}
+		o.StateDir = d
 	}
 	if o.Timeout == 0 {
 		o.Timeout = 10 * time.Second

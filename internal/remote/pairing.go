@@ -108,7 +108,10 @@ type peerList struct {
 
 func loadPeerList(path string) (*peerList, error) {
 	l := &peerList{path: path, entries: map[string]string{}}
-	data, err := os.ReadFile(path)
+	if err := privateDir(filepath.Dir(path)); err != nil {
+		return nil, err
+	}
+	data, err := readPrivate(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return l, nil
 	}
@@ -141,9 +144,6 @@ func (l *peerList) put(key, value string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.entries[key] = value
-	if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
-		return err
-	}
 	keys := make([]string, 0, len(l.entries))
 	for k := range l.entries {
 		keys = append(keys, k)
@@ -153,9 +153,5 @@ func (l *peerList) put(key, value string) error {
 	for _, k := range keys {
 		fmt.Fprintf(&b, "%s %s\n", k, l.entries[k])
 	}
-	tmp := l.path + ".tmp"
-	if err := os.WriteFile(tmp, b.Bytes(), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, l.path)
+	return WritePrivateFile(l.path, b.Bytes())
 }

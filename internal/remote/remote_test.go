@@ -621,3 +621,74 @@ func TestByeFreesTheAgentAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestPlantedStateIsRefused: a state directory or file that another user
+// could have planted, or that others may read or change, is refused with
+// what is wrong and how to mend it, as sshd's StrictModes refuses it; and
+// without a home directory there is no fallback to a shared one.
+func TestPlantedStateIsRefused(t *testing.T) {
+	owner, err := NewIdentity("attacker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := NewIdentity("agent")
+	plant := func(t *testing.T) string {
+		dir := filepath.Join(t.TempDir(), "state")
+		os.MkdirAll(dir, 0o700)
+		os.WriteFile(filepath.Join(dir, "controllers"), []byte(owner.Fingerprint+" planted\n"), 0o600)
+		return dir
+	}
+	cases := []struct {
+		name  string
+		setup func(dir string) error
+		want  string
+		root  bool
+	}{
+		{"a directory others may write", func(dir string) error { return os.Chmod(dir, 0o777) }, "lets others write in it", false},
+		{"a list others may change", func(dir string) error { return os.Chmod(filepath.Join(dir, "controllers"), 0o666) }, "lets others read or change it", false},
+		{"a list that is a link", func(dir string) error {
+			p := filepath.Join(dir, "controllers")
+			os.Rename(p, p+".real")
+			return os.Symlink(p+".real", p)
+		}, "symbolic link", false},
+		{"a directory of another user", func(dir string) error { return os.Chown(dir, 65534, 65534) }, "belongs to uid 65534", true},
+		{"a list of another user", func(dir string) error { return os.Chown(filepath.Join(dir, "controllers"), 65534, 65534) }, "belongs to uid 65534", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.root && os.Geteuid() != 0 {
+				t.Skip("needs root to give a file to another user")
+			}
+			dir := plant(t)
+			if err := tc.setup(dir); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := NewAgent(id, dir, "", DefaultLimits(), nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("NewAgent: %v, want an error saying %q", err, tc.want)
+			}
+		})
+	}
+	// The same, clean, is accepted: the planting itself is not the fault.
+	if a, err := NewAgent(id, plant(t), "", DefaultLimits(), nil); err != nil {
+		t.Errorf("a clean state directory: %v", err)
+	} else if _, ok := a.controllers.get(owner.Fingerprint); !ok {
+		t.Error("a clean list was not read")
+	}
+	// An identity with a key others may read.
+	dir := t.TempDir()
+	key := filepath.Join(dir, "agent.pem")
+	if _, err := LoadOrCreateIdentity(key, "agent"); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(key, 0o644)
+	if _, err := LoadOrCreateIdentity(key, "agent"); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("a key others may read: %v", err)
+	}
+	// No home: no state directory at all, rather than one in /tmp.
+	t.Setenv("TLAB_STATE_DIR", "")
+	t.Setenv("HOME", "")
+	t.Setenv("XDG_CONFIG_HOME", "")
+	if d, err := StateDir(); err == nil {
+		t.Errorf("without a home the state directory is %s", d)
+	}
+}
