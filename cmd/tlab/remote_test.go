@@ -3,18 +3,22 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"math"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"tlab/internal/emu"
+	"tlab/internal/remote"
 	"tlab/internal/results"
 	"tlab/internal/testbed"
 	"tlab/internal/testbed/tbtest"
@@ -541,3 +545,106 @@ func TestTokenFileIsWrittenAsANewFile(t *testing.T) {
 		t.Errorf("the link's target was overwritten: %q", b)
 	}
 }
+
+// TestAgentOutlivesAConnectionFlood is the attack that used to end the
+// agent: at a file limit of 64, 80 plain TCP connections that say
+// nothing. The agent must still be running afterwards, and pair and
+// answer its owner from another address.
+func TestAgentOutlivesAConnectionFlood(t *testing.T) {
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Skip("prlimit (util-linux) is not installed")
+	}
+	bin := buildTlab(t)
+	port := freePortTCP(t)
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	tokenFile := filepath.Join(t.TempDir(), "pairing")
+	cmd := exec.Command(prlimit, "--nofile=64:64", bin, "agent", "--listen", addr, "--state", t.TempDir(), "--token-file", tokenFile)
+	out, _ := cmd.StdoutPipe()
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "pairing written") {
+				ready <- true
+			}
+		}
+	}()
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+	select {
+	case <-ready:
+	case err := <-exited:
+		t.Fatalf("the agent exited: %v\n%s", err, stderr.String())
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the agent did not start: %s", stderr.String())
+	}
+	var flood []net.Conn
+	for i := 0; i < 80; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			continue
+		}
+		flood = append(flood, c)
+	}
+	time.Sleep(500 * time.Millisecond)
+	select {
+	case err := <-exited:
+		t.Fatalf("the agent exited under the flood: %v\n%s", err, stderr.String())
+	default:
+	}
+	p, err := os.ReadFile(tokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pairing, err := remote.ParsePairing(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	c, err := remote.Dial(ctx, addr, remote.DialOptions{StateDir: t.TempDir(), Pairing: &pairing,
+		Dialer: &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}})
+	if err != nil {
+		t.Fatalf("the owner during the flood: %v\n%s", err, stderr.String())
+	}
+	if _, err := c.MeasureClock(2, 0); err != nil {
+		t.Errorf("the owner's pings: %v", err)
+	}
+	c.Close()
+	for _, f := range flood {
+		f.Close()
+	}
+	t.Logf("%d flood connections; the agent's log has %d lines", len(flood), strings.Count(stderr.String(), "\n"))
+}
+
+// freePortTCP is a TCP port free on loopback now.
+func freePortTCP(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// syncBuffer is a buffer two goroutines may use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
