@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -276,4 +277,30 @@ func TestLiveViewFilesRunSandboxed(t *testing.T) {
 	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "frame-ancestors 'none'") {
 		t.Errorf("the page's policy %q", csp)
 	}
+}
+
+// FuzzAllowedHost: whatever Host header a client sends, the view accepts
+// it only when it names an IP address, localhost (or under .localhost),
+// or an allowed name; no header makes it panic.
+func FuzzAllowedHost(f *testing.F) {
+	for _, seed := range []string{"127.0.0.1:8047", "[::1]:8047", "localhost", "a.localhost:1", "lab.example.org", "attacker.example", "127.0.0.1.attacker.example", "", ":", "[", "LOCALHOST.", "x:y:z"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, host string) {
+		if !AllowedHost(host, []string{"lab.example.org"}) {
+			return
+		}
+		h := host
+		if hh, _, err := net.SplitHostPort(host); err == nil {
+			h = hh
+		}
+		h = strings.TrimSuffix(strings.ToLower(strings.Trim(h, "[]")), ".")
+		if _, err := netip.ParseAddr(h); err == nil {
+			return
+		}
+		if h == "localhost" || strings.HasSuffix(h, ".localhost") || h == "lab.example.org" {
+			return
+		}
+		t.Fatalf("accepted Host %q (%q)", host, h)
+	})
 }
