@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"tlab/internal/advise"
+	"tlab/internal/analysis"
 	"tlab/internal/results"
 )
 
@@ -35,11 +36,7 @@ func runAdvise(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tlab advise: %v\n", err)
 		return exitUsage
 	}
-	var seed uint64 = 1
-	if r.Manifest != nil {
-		seed = r.Manifest.Seed
-	}
-	answers, err := advise.Evaluate(r.Rows, parsed, seed)
+	answers, err := advise.Evaluate(r.Rows, parsed, analysis.Seed(r.Manifest))
 	if err != nil {
 		fmt.Fprintf(stderr, "tlab advise: %v\n", err)
 		return exitUsage

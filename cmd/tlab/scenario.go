@@ -72,7 +72,7 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 		Scenario: o.scenario, NameOrFile: o.nameOrFile, Sets: o.sets, Resume: o.resume, Out: o.out,
 		Temporary: o.adhoc && o.out == "", ResumeExisting: o.resumeExisting, Shard: o.shard,
 		NoCalibration: o.noCal, RequireCalibration: o.requireCal, NoReport: o.noReport, Quality: o.quality,
-		Remote: o.remote, Replay: o.replay,
+		Remote: o.remote, Replay: o.replay, Requirements: o.require,
 		Progress: progressPrinter(stderr), Log: stderr,
 		Ready: func(r experiment.Ready) error {
 			// A remote run builds nothing here: no namespace, no emulator.
@@ -145,12 +145,10 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 				fmt.Fprintf(stdout, "WARNING: %s.\n\n", w)
 			}
 		}
-		if len(out.Requirements) > 0 {
-			if answers, err := advise.Evaluate(rows, out.Requirements, out.Scenario.Seed); err == nil {
-				fmt.Fprintln(stdout, "THE ANSWER")
-				printAnswers(stdout, answers)
-				fmt.Fprintln(stdout)
-			}
+		if out.Analysis != nil && len(out.Analysis.Answers) > 0 {
+			fmt.Fprintln(stdout, "THE ANSWER")
+			printAnswers(stdout, out.Analysis.Answers)
+			fmt.Fprintln(stdout)
 		}
 		fmt.Fprintf(stdout, "%s; seed %d\n\n", info.Describe, out.Scenario.Seed)
 		printRows(stdout, rows, info)
@@ -195,14 +193,8 @@ func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tlab %v\n", err)
 		return exitUsage
 	}
-	if !*noReport {
-		r, err := report.Load(*out)
-		if err == nil {
-			_, err = report.Build(r)
-		}
-		if err != nil {
-			return errorExit(stderr, err)
-		}
+	if _, err := experiment.Analyze(*out, nil, *noReport); err != nil {
+		return errorExit(stderr, err)
 	}
 	fmt.Fprintf(stdout, "merged %d run directories into %s\n", len(pos), *out)
 	if len(missing) > 0 {
@@ -265,16 +257,15 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "tlab report: give a results directory")
 		return exitUsage
 	}
-	r, err := report.Load(pos[0])
+	done, err := experiment.Analyze(pos[0], nil, false)
 	if err != nil {
+		if errors.Is(err, experiment.ErrReport) {
+			return errorExit(stderr, err)
+		}
 		fmt.Fprintf(stderr, "tlab report: %v\n", err)
 		return exitUsage
 	}
-	path, err := report.Build(r)
-	if err != nil {
-		return errorExit(stderr, err)
-	}
-	fmt.Fprintln(stdout, path)
+	fmt.Fprintln(stdout, done.Report)
 	return exitOK
 }
 
@@ -296,24 +287,20 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "tlab compare: %v\n", err)
 		return exitUsage
 	}
-	var texts []string
-	for _, r := range parsed {
-		texts = append(texts, r.String())
-	}
 	if *out == "" {
 		*out = "compare-" + time.Now().Format("20060102-150405")
 	}
-	merged, path, err := report.Compare(pos, *out, texts)
+	_, a, path, err := report.Compare(pos, *out, parsed)
 	if err != nil {
 		fmt.Fprintf(stderr, "tlab compare: %v\n", err)
 		return exitUsage
 	}
-	if len(merged.Answers) > 0 {
-		fmt.Fprintf(stdout, "Requirements: %s\n", strings.Join(merged.Requirements, "; "))
-		printAnswers(stdout, merged.Answers)
+	if len(a.Answers) > 0 {
+		fmt.Fprintf(stdout, "Requirements: %s\n", strings.Join(a.RequirementTexts(), "; "))
+		printAnswers(stdout, a.Answers)
 	}
 	fmt.Fprintln(stdout, path)
-	if len(merged.Answers) > 0 && !advise.Met(merged.Answers) {
+	if len(a.Answers) > 0 && !advise.Met(a.Answers) {
 		return exitFailure
 	}
 	return exitOK

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,9 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+
+	"tlab/internal/results"
+	"tlab/internal/testbed/tbtest"
 )
 
 const sweepScenario = `name: resume-test
@@ -506,5 +510,52 @@ func TestSuiteResumesAfterInterrupt(t *testing.T) {
 	// The index, written by the resume, keeps the suite's description.
 	if b, err := os.ReadFile(filepath.Join(out, "index.html")); err != nil || !strings.Contains(string(b), `href="second/report.html"`) || !strings.Contains(string(b), "two parts") {
 		t.Errorf("index.html: %v %s", err, b)
+	}
+}
+
+// TestRequireFlagAnswersAndNoReportKeepsTheAnalysis drives two promises as
+// a user would. `tlab run --require` on an ad-hoc run opens its output
+// with the answer and keeps the requirement in the manifest and the
+// answer in answers.json (the flag used to be dropped on its way to the
+// run); `--no-report` writes no report.html but every file of the
+// analysis step (comparisons, answers).
+func TestRequireFlagAnswersAndNoReportKeepsTheAnalysis(t *testing.T) {
+	tbtest.RequirePrivileges(t)
+	bin := buildTlab(t)
+	out := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(bin, "run", "--protocols", "tcp,quic", "--profile", "ethernet", "--count", "40", "--interval", "10ms", "--warmup", "0s",
+		"--no-calibration", "--quality", "off", "--out", out, "--no-report", "--require", "delay_p99_ms<=500")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("tlab run: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "THE ANSWER") {
+		t.Errorf("the output does not open with the answer:\n%s", stdout.String())
+	}
+	m, err := results.ReadManifest(out)
+	if err != nil || len(m.Requirements) != 1 || m.Requirements[0] != "delay_p99_ms <= 500" {
+		t.Errorf("manifest requirements %v (%v)", m.Requirements, err)
+	}
+	var answers struct {
+		Requirements []map[string]any `json:"requirements"`
+		Answers      []map[string]any `json:"answers"`
+	}
+	b, err := os.ReadFile(filepath.Join(out, "answers.json"))
+	if err != nil || json.Unmarshal(b, &answers) != nil || len(answers.Requirements) != 1 || len(answers.Answers) != 1 {
+		t.Errorf("answers.json: %v %s", err, b)
+	}
+	if _, err := os.Stat(filepath.Join(out, "comparisons.csv")); err != nil {
+		t.Errorf("--no-report lost the comparisons: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "report.html")); err == nil {
+		t.Error("--no-report wrote report.html")
+	}
+	// tlab report renders it afterwards, answer included.
+	if o, err := exec.Command(bin, "report", out).CombinedOutput(); err != nil {
+		t.Fatalf("tlab report: %v\n%s", err, o)
+	}
+	if page, _ := os.ReadFile(filepath.Join(out, "report.html")); !strings.Contains(string(page), "The answer") {
+		t.Error("the report built afterwards lacks the answer")
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"tlab/internal/advise"
-	"tlab/internal/report"
+	"tlab/internal/analysis"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
 	"tlab/internal/testbed"
@@ -106,6 +106,8 @@ type Outcome struct {
 	Temporary bool
 	// Report is the report's path, when one was written.
 	Report string
+	// Analysis is the run's, as written into Dir (the answer among it).
+	Analysis *analysis.Analysis
 	// Requirements are those the answer follows: given, or the
 	// scenario's.
 	Requirements []advise.Requirement
@@ -223,16 +225,9 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 		}
 		return out, err
 	}
-	if !r.NoReport {
-		rep, err := report.Load(out.Dir)
-		if err == nil {
-			out.Report, err = report.Build(rep)
-		}
-		if err != nil {
-			return out, fmt.Errorf("%w: %w", ErrReport, err)
-		}
-	}
-	return out, nil
+	done, err := Analyze(out.Dir, r.Requirements, r.NoReport)
+	out.Report, out.Analysis = done.Report, done.Analysis
+	return out, err
 }
 
 // continueExisting turns a run whose Out already holds an interrupted run

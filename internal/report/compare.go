@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"tlab/internal/advise"
+	"tlab/internal/analysis"
 	"tlab/internal/results"
 	"tlab/internal/stats"
 )
@@ -20,14 +22,15 @@ import (
 // answered on every run's every network, and the report says which
 // stacks meet them on all of them; without any, the runs' own are used
 // when every run states the same.
-func Compare(dirs []string, out string, requirements []string) (*Run, string, error) {
-	merged := &Run{Dir: out, Name: "comparison of " + fmt.Sprint(len(dirs)) + " runs", Plots: []string{"delay_box", "jitter_bars", "bytes_bars"}, verdictsGiven: true, Requirements: requirements}
+func Compare(dirs []string, out string, requirements []advise.Requirement) (*Run, *analysis.Analysis, string, error) {
+	merged := &Run{Dir: out, Name: "comparison of " + fmt.Sprint(len(dirs)) + " runs", Plots: []string{"delay_box", "jitter_bars", "bytes_bars"}}
+	a := &analysis.Analysis{Requirements: requirements}
 	var names []string
 	var runsRequire [][]string
 	for _, d := range dirs {
 		r, err := Load(d)
 		if err != nil {
-			return nil, "", err
+			return nil, nil, "", err
 		}
 		runsRequire = append(runsRequire, r.Requirements)
 		name := filepath.Base(filepath.Clean(d))
@@ -39,11 +42,11 @@ func Compare(dirs []string, out string, requirements []string) (*Run, string, er
 		// the run: which stack is faster there, by how much.
 		vs, err := stats.ForRun(&results.Run{Dir: r.Dir, Manifest: r.Manifest, Rows: r.Rows}, r.seed())
 		if err != nil {
-			return nil, "", fmt.Errorf("%s: comparisons: %w", d, err)
+			return nil, nil, "", fmt.Errorf("%s: comparisons: %w", d, err)
 		}
 		for _, v := range vs {
 			v.Params = strings.TrimSuffix(name+" / "+v.Params, " / ")
-			merged.Verdicts = append(merged.Verdicts, v)
+			a.Verdicts = append(a.Verdicts, v)
 		}
 		for _, row := range r.Rows {
 			row.Params = append([]results.Param{{Key: "run", Value: name}}, row.Params...)
@@ -52,15 +55,26 @@ func Compare(dirs []string, out string, requirements []string) (*Run, string, er
 		}
 	}
 	if len(requirements) == 0 && slices.IndexFunc(runsRequire, func(r []string) bool { return !slices.Equal(r, runsRequire[0]) }) < 0 {
-		merged.Requirements = runsRequire[0]
+		reqs, err := advise.ParseAll(runsRequire[0])
+		if err != nil {
+			return nil, nil, "", fmt.Errorf("the runs' requirements: %w", err)
+		}
+		a.Requirements = reqs
 	}
 	merged.Description = "Runs: " + fmt.Sprint(names) + ". Each plot groups cells by run, then by swept values."
 	if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	if err := results.WriteSummaries(out, merged.Rows); err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
-	path, err := Build(merged)
-	return merged, path, err
+	var err error
+	if a.Answers, err = analysis.Answers(merged.Rows, a.Requirements, merged.seed()); err != nil {
+		return nil, nil, "", err
+	}
+	if err := a.Write(out); err != nil {
+		return nil, nil, "", err
+	}
+	path, err := Build(merged, a)
+	return merged, a, path, err
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"tlab/internal/advise"
+	"tlab/internal/analysis"
 	"tlab/internal/results"
 )
 
@@ -92,7 +93,11 @@ func Live(dir string) (*Snapshot, error) {
 	if len(r.Rows) == 0 {
 		return s, nil
 	}
-	if err := r.answer(); err != nil {
+	reqs, err := advise.ParseAll(r.Requirements)
+	if err != nil {
+		return nil, fmt.Errorf("live view: the run's requirements: %w", err)
+	}
+	if r.Answers, err = analysis.Answers(r.Rows, reqs, r.seed()); err != nil {
 		return nil, fmt.Errorf("live view: %w", err)
 	}
 	// Plots from the summary only: the records are joined at the end.

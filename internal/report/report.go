@@ -22,6 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"tlab/internal/advise"
+	"tlab/internal/analysis"
 	"tlab/internal/metrics"
 	"tlab/internal/results"
 	"tlab/internal/stats"
@@ -35,9 +36,7 @@ type Run struct {
 	Plots       []string
 	Rows        []results.Summary
 	Manifest    *results.Manifest
-	// Verdicts compare the protocols pair by pair (package stats);
-	// verdictsGiven says they were computed already (a comparison of runs
-	// takes each run's own), so Build writes them as they are.
+	// Verdicts compare the protocols pair by pair (package stats).
 	Verdicts []stats.Comparison
 	// Replay compares a remote run's real path with its recording, per
 	// protocol (Profile names the protocol, A the path, B the recording).
@@ -51,10 +50,9 @@ type Run struct {
 	// that meet them on every network (of every run, in a comparison).
 	Answers []advise.Answer
 	// Load says what cross traffic adds to each stack's delay, where the
-	// run sweeps cross.flows from 0 (load.go).
-	Load          []LoadEffect
-	verdictsGiven bool
-	cells         map[string]*cellSeries
+	// run sweeps cross.flows from 0.
+	Load  []analysis.LoadEffect
+	cells map[string]*cellSeries
 }
 
 // runOf is a run directory's Run as its manifest (nil: none yet, or a
@@ -70,27 +68,9 @@ func runOf(dir string, m *results.Manifest) *Run {
 	return r
 }
 
-// answer evaluates the run's requirements on its rows (Answers).
-func (r *Run) answer() error {
-	if len(r.Requirements) == 0 {
-		return nil
-	}
-	reqs, err := advise.ParseAll(r.Requirements)
-	if err != nil {
-		return fmt.Errorf("requirement: %w", err)
-	}
-	r.Answers, err = advise.Evaluate(r.Rows, reqs, r.seed())
-	return err
-}
-
 // seed is the run's seed, which every bootstrap of the report uses, so
 // that a figure's interval is the one comparisons.csv has.
-func (r *Run) seed() uint64 {
-	if r.Manifest != nil {
-		return r.Manifest.Seed
-	}
-	return 1
-}
+func (r *Run) seed() uint64 { return analysis.Seed(r.Manifest) }
 
 // cellSeries is what the plots need of a cell's records, reduced as they
 // stream by: quantiles for a CDF and a thinned time series.
@@ -113,6 +93,13 @@ func Load(dir string) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
+	return FromRun(rr)
+}
+
+// FromRun is the report's view of a run directory already read: its rows
+// and manifest as given, its records streamed from the directory.
+func FromRun(rr *results.Run) (*Run, error) {
+	dir := rr.Dir
 	r := runOf(dir, rr.Manifest)
 	r.Rows = rr.Rows
 	if r.Manifest == nil || r.Manifest.Format < 2 {
@@ -287,31 +274,10 @@ func ordered(rows []results.Summary, f func(results.Summary) string) []string {
 	return out
 }
 
-// ReplayFile holds, in a remote run checked against its recording, the
-// comparison of each protocol's figures across the real path and on the
-// recording (replay.csv and replay.json, in comparisons.csv's columns:
-// profile is the protocol, a the path, b the recording).
-const ReplayFile = "replay"
-
-// realAndReplay names the two networks of a remote run checked against
-// its recording: the real path ("remote") and the recording.
-func realAndReplay(r *Run) (string, string, bool) {
-	if r.Manifest == nil || r.Manifest.Remote == nil {
-		return "", "", false
-	}
-	nets := ordered(r.Rows, func(s results.Summary) string { return s.Profile })
-	if len(nets) != 2 || !slices.Contains(nets, "remote") {
-		return "", "", false
-	}
-	if nets[0] == "remote" {
-		return nets[0], nets[1], true
-	}
-	return nets[1], nets[0], true
-}
-
-// Build writes plots/ and report.html into the run directory and returns
-// the report's path.
-func Build(r *Run) (string, error) {
+// Build writes plots/ and report.html into the run directory, showing the
+// run's analysis (computed and written before, by package analysis), and
+// returns the report's path.
+func Build(r *Run, a *analysis.Analysis) (string, error) {
 	dir := filepath.Join(r.Dir, "plots")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
@@ -320,37 +286,9 @@ func Build(r *Run) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if r.verdictsGiven {
-		if err := stats.Write(r.Dir, r.Verdicts); err != nil {
-			return "", err
-		}
-	} else if _, err := os.Stat(filepath.Join(r.Dir, results.RecordsFile)); err == nil || hasRepeats(r.Rows) {
-		if r.Verdicts, err = stats.ForRun(&results.Run{Dir: r.Dir, Manifest: r.Manifest, Rows: r.Rows}, r.seed()); err != nil {
-			return "", fmt.Errorf("comparisons: %w", err)
-		}
-		if err := stats.Write(r.Dir, r.Verdicts); err != nil {
-			return "", err
-		}
-	}
-	if err := r.answer(); err != nil {
-		return "", err
-	}
-	var load []stats.Comparison
-	if r.Load, load, err = loadEffects(r); err != nil {
-		return "", fmt.Errorf("latency under load: %w", err)
-	}
-	if len(load) > 0 {
-		if err := stats.WriteNamed(r.Dir, LoadFile, load); err != nil {
-			return "", err
-		}
-	}
-	if real, replay, ok := realAndReplay(r); ok {
-		if r.Replay, err = stats.AcrossProfiles(&results.Run{Dir: r.Dir, Manifest: r.Manifest, Rows: r.Rows}, real, replay, r.seed()); err != nil {
-			return "", fmt.Errorf("replay against the path: %w", err)
-		}
-		if err := stats.WriteNamed(r.Dir, ReplayFile, r.Replay); err != nil {
-			return "", err
-		}
+	if a != nil {
+		r.Verdicts, r.Load, r.Replay, r.Answers = a.Verdicts, a.Load, a.Replay, a.Answers
+		r.Requirements = a.RequirementTexts()
 	}
 	path := filepath.Join(r.Dir, "report.html")
 	return path, results.WriteAtomic(path, func(w io.Writer) error { return writeHTML(w, r, figs, notes) })

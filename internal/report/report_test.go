@@ -12,6 +12,8 @@ import (
 	"tlab/internal/proto"
 	_ "tlab/internal/proto/all" // every protocol, for the colour check
 
+	"tlab/internal/advise"
+	"tlab/internal/analysis"
 	"tlab/internal/results"
 	"tlab/internal/stats"
 )
@@ -74,7 +76,7 @@ func TestProtocolsLabelTheAxisWhenNothingIsSwept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Build(r); err != nil {
+	if _, err := Build(r, nil); err != nil {
 		t.Fatal(err)
 	}
 	// The x axis's tick labels are the protocols (a legend naming them is
@@ -175,14 +177,26 @@ func TestReportShowsTheCalibration(t *testing.T) {
 	}
 }
 
-// buildPage builds the report of the run in dir and returns its page.
+// buildPage analyses the run in dir, as the step after a sweep does,
+// builds its report and returns its page.
 func buildPage(t *testing.T, dir string) string {
 	t.Helper()
-	r, err := Load(dir)
+	rr, err := results.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path, err := Build(r)
+	a, err := analysis.Of(rr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	r, err := FromRun(rr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := Build(r, a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,5 +315,42 @@ func TestReportWithUndefinedValues(t *testing.T) {
 	}
 	if !strings.Contains(page, `<figure id="delay_box-1-5g">`) {
 		t.Error("one undefined stack took the whole plot away")
+	}
+}
+
+// TestBuildOnlyRenders: report.Build draws and writes the page and
+// computes nothing: no comparisons, load, replay or answers file appears
+// because of it (the analysis step writes those), and what it shows of
+// the answer is the analysis it was given.
+func TestBuildOnlyRenders(t *testing.T) {
+	dir := t.TempDir()
+	var rows []results.Summary
+	for rep := 1; rep <= 4; rep++ {
+		for i, p := range []string{"tcp", "h3"} {
+			rows = append(rows, results.Summary{Cell: fmt.Sprintf("%s-%d", p, rep), Profile: "lan", Protocol: p, Workload: "periodic", Rep: rep,
+				Fields: []results.Field{{Name: "delay_p50_ms", Value: 3.0 + float64(i)}, {Name: "delay_p99_ms", Value: 5.0 + float64(i)}}})
+		}
+	}
+	if err := results.WriteSummaries(dir, rows); err != nil {
+		t.Fatal(err)
+	}
+	(&results.Manifest{Scenario: "flat", Params: []string{}, Plots: []string{"delay_box"}, Requirements: []string{"delay_p99_ms <= 20"}}).Save(dir)
+	r, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	given := &analysis.Analysis{Answers: []advise.Answer{{Profile: "lan", Best: "h3"}}, Requirements: []advise.Requirement{{Metric: "delay_p99_ms", Op: "<=", Bound: 20}}}
+	path, err := Build(r, given)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"comparisons.json", "comparisons.csv", "load.csv", "replay.csv", analysis.AnswersFile} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			t.Errorf("report.Build wrote %s", f)
+		}
+	}
+	page, _ := os.ReadFile(path)
+	if !strings.Contains(string(page), "The answer") {
+		t.Error("the page does not show the answer it was given")
 	}
 }

@@ -1,4 +1,4 @@
-package report
+package analysis
 
 import (
 	"slices"
@@ -11,9 +11,6 @@ import (
 // LoadKey is the swept field whose baseline value "0" is the unloaded
 // link: a run that sweeps it gets the report's "Latency under load".
 const LoadKey = "cross.flows"
-
-// LoadFile holds the load comparisons (load.csv, load.json).
-const LoadFile = "load"
 
 // LoadEffect is what the cross traffic adds to one stack's delay on one
 // network and queue (and set of other swept values).
@@ -37,7 +34,7 @@ var tailColumns = []string{"delay_p99_ms", "frame_rtt_p99_ms", "message_latency_
 
 // loadEffects compares every loaded cell with its unloaded twin, when the
 // run sweeps cross.flows with 0 among its values.
-func loadEffects(r *Run) ([]LoadEffect, []stats.Comparison, error) {
+func loadEffects(r *results.Run, seed uint64) ([]LoadEffect, []stats.Comparison, error) {
 	has0, hasLoad := false, false
 	for _, row := range r.Rows {
 		switch v := row.Param(LoadKey); {
@@ -50,7 +47,7 @@ func loadEffects(r *Run) ([]LoadEffect, []stats.Comparison, error) {
 	if !has0 || !hasLoad {
 		return nil, nil, nil
 	}
-	cs, err := stats.AgainstBaseline(&results.Run{Dir: r.Dir, Manifest: r.Manifest, Rows: r.Rows}, LoadKey, "0", r.seed())
+	cs, err := stats.AgainstBaseline(r, LoadKey, "0", seed)
 	if err != nil {
 		return nil, nil, err
 	}

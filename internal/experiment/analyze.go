@@ -1,0 +1,48 @@
+package experiment
+
+import (
+	"fmt"
+
+	"tlab/internal/advise"
+	"tlab/internal/analysis"
+	"tlab/internal/report"
+	"tlab/internal/results"
+)
+
+// Analyzed is what the step after a sweep made of a run directory.
+type Analyzed struct {
+	Analysis *analysis.Analysis
+	// Report is report.html's path, when one was written.
+	Report string
+}
+
+// Analyze is the step between the sweep and the report, for a run, a
+// merge of shards or a rebuild: it reads the run directory once, writes
+// its analysis into it for the requirements (none: the run's own), and
+// renders the report unless noReport. A run without a report has every
+// file but report.html and plots/.
+func Analyze(dir string, reqs []advise.Requirement, noReport bool) (Analyzed, error) {
+	run, err := results.Open(dir)
+	if err != nil {
+		return Analyzed{}, err
+	}
+	a, err := analysis.Of(run, reqs)
+	if err != nil {
+		return Analyzed{}, err
+	}
+	if err := a.Write(dir); err != nil {
+		return Analyzed{}, fmt.Errorf("writing the analysis: %w", err)
+	}
+	out := Analyzed{Analysis: a}
+	if noReport {
+		return out, nil
+	}
+	rep, err := report.FromRun(run)
+	if err == nil {
+		out.Report, err = report.Build(rep, a)
+	}
+	if err != nil {
+		return out, fmt.Errorf("%w: %w", ErrReport, err)
+	}
+	return out, nil
+}
