@@ -40,7 +40,7 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if code, handled := ensurePrivileges(append([]string{"calibrate"}, args...), stderr); handled {
 		return code
 	}
-	opts := calibrate.Options{Quick: *quick, Mode: *mode, Spin: *spin, Seed: 1, Engine: *engine}
+	opts := calibrate.Options{Quick: *quick, Emulator: emu.EngineOptions{Mode: *mode, Engine: *engine}, Spin: *spin, Seed: 1}
 	if !*asJSON {
 		opts.Progress = func(step string) { fmt.Fprintf(stderr, "calibrate: %s...\n", step) }
 	}

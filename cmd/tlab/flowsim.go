@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"tlab/internal/emu"
 	"tlab/internal/flowsim"
 	"tlab/internal/flowsim/study"
 	"tlab/internal/units"
@@ -71,7 +72,7 @@ func runFlowsim(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		cfgs[i].Rate, cfgs[i].OneWay, cfgs[i].Loss, cfgs[i].Congestion, cfgs[i].ConsumeRate, cfgs[i].Seed = float64(r), *rtt/2, float64(l), !*noCC, float64(c)/8, *seed
 		cfgs[i].InitialCwnd = *cwnd
 	}
-	flows := study.FlowStudy{Configs: cfgs, Allowances: allowances, Real: *real, Seed: *seed, EmulatorMode: *mode, Dir: *out, Log: stderr, Map: *gainMap}
+	flows := study.FlowStudy{Configs: cfgs, Allowances: allowances, Real: *real, Seed: *seed, Emulator: emu.EngineOptions{Mode: *mode}, Dir: *out, Log: stderr, Map: *gainMap}
 	if *real && flows.Dir == "" {
 		dir, err := os.MkdirTemp("", "tlab-flowsim-")
 		if err != nil {

@@ -361,7 +361,7 @@ func TestRecordRecoversTheLink(t *testing.T) {
 	// polling engines on two CPUs would leave the endpoints none (a
 	// test-bench artefact: across a real path the near machine emulates
 	// nothing but the replay).
-	tb, err := testbed.Build(testbed.ClientServer(emu.LinkConfig{Up: up, Down: down}), testbed.Options{Seed: 3, Label: "record test", Mode: emu.ModeSleep})
+	tb, err := testbed.Build(testbed.ClientServer(emu.LinkConfig{Up: up, Down: down}), testbed.Options{Seed: 3, Label: "record test", Emulator: emu.EngineOptions{Mode: emu.ModeSleep}})
 	if err != nil {
 		t.Fatal(err)
 	}

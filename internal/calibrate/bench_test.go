@@ -152,7 +152,7 @@ func BenchmarkArrivalUnderDisturbance(b *testing.B) {
 		rt            int
 	}{{"read", emu.ArrivalRead, 0}, {"kernel", emu.ArrivalKernel, 0}, {"kernel-rt", emu.ArrivalKernel, 50}} {
 		arrival := mode.name
-		tb, err := testbed.Build(testbed.ClientServer(cfg), testbed.Options{Seed: 1, Arrival: mode.arrival, RealtimePriority: mode.rt})
+		tb, err := testbed.Build(testbed.ClientServer(cfg), testbed.Options{Seed: 1, Emulator: emu.EngineOptions{Arrival: mode.arrival}, RealtimePriority: mode.rt})
 		if err != nil {
 			b.Fatal(err)
 		}

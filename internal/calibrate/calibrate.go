@@ -41,11 +41,11 @@ type Options struct {
 	// Quick shortens every measurement (for tests and for the manifest
 	// taken at the start of a run); figures are noisier.
 	Quick bool
-	Mode  string
-	Spin  time.Duration
-	Seed  uint64
-	// Engine is the emulator's engine (emu.EngineRing when empty).
-	Engine string
+	// Emulator is the engine calibrated: its mode, arrival times, engine
+	// and CPU, as the cells that follow will use them.
+	Emulator emu.EngineOptions
+	Spin     time.Duration
+	Seed     uint64
 	// Progress, when set, is told the name of each step as it starts.
 	Progress func(step string)
 }
@@ -68,13 +68,8 @@ const (
 // Run performs the calibration. When ctx is cancelled it stops after the
 // step in flight, whose testbed is torn down as usual.
 func Run(ctx context.Context, opts Options) (*Report, error) {
-	r := &Report{Tool: toolVersion(), Machine: DescribeMachine(), Mode: opts.Mode, Started: time.Now()}
-	if r.Mode == "" {
-		r.Mode = emu.ModeBusy
-	}
-	if r.Engine = opts.Engine; r.Engine == "" {
-		r.Engine = emu.EngineRing
-	}
+	e := opts.Emulator.WithDefaults()
+	r := &Report{Tool: toolVersion(), Machine: DescribeMachine(), Mode: e.Mode, Engine: e.Engine, Arrival: e.Arrival, Started: time.Now()}
 	steps := []struct {
 		name string
 		fn   func(*Report, Options) error
@@ -232,7 +227,7 @@ func between(lo, hi float64) func(v, _ float64) (string, bool) {
 // withTestbed builds a client-server testbed with cfg, runs fn and tears it
 // down.
 func withTestbed(opts Options, cfg emu.LinkConfig, direct bool, fn func(tb *testbed.Testbed, c, s *testbed.Host) error) error {
-	tb, err := testbed.Build(testbed.ClientServer(cfg), testbed.Options{Seed: opts.Seed, Mode: opts.Mode, Spin: opts.Spin, Engine: opts.Engine, Direct: direct})
+	tb, err := testbed.Build(testbed.ClientServer(cfg), testbed.Options{Seed: opts.Seed, Emulator: opts.Emulator, Spin: opts.Spin, Direct: direct})
 	if err != nil {
 		return err
 	}

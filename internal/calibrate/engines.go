@@ -100,10 +100,7 @@ func CompareEngines(ctx context.Context, opts Options, baseline, candidate strin
 	if rounds < 2 {
 		return nil, fmt.Errorf("compare engines: %d rounds: a paired interval needs at least two", rounds)
 	}
-	c := &EngineComparison{Tool: toolVersion(), Machine: DescribeMachine(), Mode: opts.Mode, Baseline: baseline, Candidate: candidate, Rounds: rounds, Started: time.Now()}
-	if c.Mode == "" {
-		c.Mode = emu.ModeBusy
-	}
+	c := &EngineComparison{Tool: toolVersion(), Machine: DescribeMachine(), Mode: opts.Emulator.WithDefaults().Mode, Baseline: baseline, Candidate: candidate, Rounds: rounds, Started: time.Now()}
 	if others := testbed.OtherLiveRuns(); len(others) > 0 {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("%d other tlab runs were live at the start: they share the CPUs", len(others)))
 	}
@@ -119,7 +116,7 @@ func CompareEngines(ctx context.Context, opts Options, baseline, candidate strin
 				opts.Progress(fmt.Sprintf("round %d of %d: %s", (round+1)/2, rounds, engine))
 			}
 			o := opts
-			o.Engine = engine
+			o.Emulator.Engine = engine
 			return measureEngine(o, bare)
 		}
 	}
@@ -144,7 +141,7 @@ func CompareEngines(ctx context.Context, opts Options, baseline, candidate strin
 	return c, nil
 }
 
-// measureEngine takes one round's figures of opts.Engine; bare is the bare
+// measureEngine takes one round's figures of opts.Emulator.Engine; bare is the bare
 // veth testbed.
 func measureEngine(opts Options, bare *testbed.Testbed) (engineRound, error) {
 	var m engineRound

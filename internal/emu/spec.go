@@ -51,21 +51,73 @@ const (
 // Engines lists the engines a user may choose, the default first.
 func Engines() []string { return []string{EngineRing, EngineMmsg} }
 
+// EngineOptions choose how the emulator's engine runs. One struct carries
+// them from a scenario's emulator: section (or tlab calibrate's flags)
+// through the cell, the testbed and the calibration to the engine's child
+// process, so that what a run is calibrated on is what its cells use.
+type EngineOptions struct {
+	// Mode is the timer mode: ModeBusy (the default, "" too: one core
+	// polls) or ModeSleep.
+	Mode string `yaml:"mode" json:"mode"`
+	// Arrival is where a frame's arrival time comes from: ArrivalKernel
+	// (the default, "" too) or ArrivalRead.
+	Arrival string `yaml:"arrival" json:"arrival,omitempty"`
+	// Engine is EngineRing (the default, "" too) or EngineMmsg.
+	Engine string `yaml:"engine" json:"engine,omitempty"`
+	// CPU asks for the CPU of the engine's loop: 0 (the default) lets the
+	// testbed pick the last CPU of a machine with more than one, -1 never
+	// pins, N pins to CPU N. The engine gets the CPU chosen (EngineSpec.CPU).
+	CPU int `yaml:"cpu" json:"-"`
+}
+
+// Validate says which option is wrong, by its name in a scenario's
+// emulator: section.
+func (o EngineOptions) Validate() (field string, err error) {
+	switch o.Mode {
+	case "", ModeBusy, ModeSleep:
+	default:
+		return "mode", fmt.Errorf("mode %q: want %s or %s", o.Mode, ModeBusy, ModeSleep)
+	}
+	switch o.Arrival {
+	case "", ArrivalKernel, ArrivalRead:
+	default:
+		return "arrival", fmt.Errorf("arrival %q: want %s or %s", o.Arrival, ArrivalKernel, ArrivalRead)
+	}
+	if err := ValidEngine(o.Engine); err != nil {
+		return "engine", err
+	}
+	if o.CPU < -1 || o.CPU >= 1024 {
+		return "cpu", fmt.Errorf("cpu %d: want -1 (never pin), 0 (the last CPU) or a CPU number", o.CPU)
+	}
+	return "", nil
+}
+
+// WithDefaults fills what is empty with the defaults: busy, kernel, ring.
+func (o EngineOptions) WithDefaults() EngineOptions {
+	if o.Mode == "" {
+		o.Mode = ModeBusy
+	}
+	if o.Arrival == "" {
+		o.Arrival = ArrivalKernel
+	}
+	if o.Engine == "" {
+		o.Engine = EngineRing
+	}
+	return o
+}
+
 // EngineSpec is everything the engine process needs; the parent sends it as
 // the first JSON line on the child's standard input. Socket file
 // descriptors are passed as extra files: port i's socket is fd 3+i.
 type EngineSpec struct {
-	Seed   uint64 `json:"seed"`
-	Mode   string `json:"mode"`
-	SpinNs int64  `json:"spin_ns"`
+	Seed uint64 `json:"seed"`
+	// EngineOptions are the run's (mode, arrival, engine), inline.
+	EngineOptions
+	SpinNs int64 `json:"spin_ns"`
 	// RealtimePriority, when above 0, runs the loop under SCHED_FIFO.
 	RealtimePriority int `json:"realtime_priority"`
-	// Arrival is where a frame's arrival time comes from: ArrivalKernel
-	// (the default, "" too) or ArrivalRead.
-	Arrival string `json:"arrival,omitempty"`
-	// Engine is EngineRing (the default, "" too) or EngineMmsg.
-	Engine string `json:"engine,omitempty"`
-	// CPU, when 0 or above, pins the engine's loop to that CPU.
+	// CPU, when 0 or above, pins the engine's loop to that CPU: the one
+	// the testbed chose for EngineOptions.CPU.
 	CPU   int        `json:"cpu"`
 	MTU   int        `json:"mtu"`
 	Links []LinkSpec `json:"links"`
@@ -209,17 +261,7 @@ func nextControl(buf []byte) (op string, rest []byte, ok bool, err error) {
 // from the parent, and a field out of range must be an error that says
 // which, never an index out of range in the loop.
 func (s EngineSpec) Validate() error {
-	switch s.Mode {
-	case "", ModeBusy, ModeSleep:
-	default:
-		return fmt.Errorf("spec: mode %q: want %s or %s", s.Mode, ModeBusy, ModeSleep)
-	}
-	switch s.Arrival {
-	case "", ArrivalKernel, ArrivalRead:
-	default:
-		return fmt.Errorf("spec: arrival %q: want %s or %s", s.Arrival, ArrivalKernel, ArrivalRead)
-	}
-	if err := ValidEngine(s.Engine); err != nil {
+	if _, err := s.EngineOptions.Validate(); err != nil {
 		return fmt.Errorf("spec: %w", err)
 	}
 	switch {

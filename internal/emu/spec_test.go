@@ -9,7 +9,7 @@ import (
 // its name; a good spec passes; Start refuses a spec whose ports do not
 // match the sockets before it starts any process.
 func TestSpecValidateNamesTheField(t *testing.T) {
-	good := EngineSpec{Mode: ModeBusy, CPU: -1, MTU: 1500, Links: []LinkSpec{{Name: "l", Ports: []PortSpec{{Side: SideA}, {Side: SideB, HostMAC: []byte{2, 0, 0, 0, 0, 1}}}}}}
+	good := EngineSpec{EngineOptions: EngineOptions{Mode: ModeBusy}, CPU: -1, MTU: 1500, Links: []LinkSpec{{Name: "l", Ports: []PortSpec{{Side: SideA}, {Side: SideB, HostMAC: []byte{2, 0, 0, 0, 0, 1}}}}}}
 	if err := good.Validate(); err != nil {
 		t.Fatalf("a good spec: %v", err)
 	}

@@ -47,13 +47,10 @@ type CellSpec struct {
 	Groups   map[string][]string
 	Workload workload.Workload
 	Settings proto.Settings
-	// EmulatorMode is emu.ModeBusy (default) or emu.ModeSleep;
-	// EmulatorArrival emu.ArrivalKernel (default) or emu.ArrivalRead;
-	// EmulatorEngine emu.EngineRing (default) or emu.EngineMmsg.
-	EmulatorMode    string
-	EmulatorArrival string
-	EmulatorEngine  string
-	RemoveOutliers  bool
+	// Emulator is the engine the cell's links run on (the scenario's
+	// emulator: section).
+	Emulator       emu.EngineOptions
+	RemoveOutliers bool
 	// CaptureDir, when set, receives pcap per host interface, the TLS key
 	// log and qlog files.
 	CaptureDir string
@@ -158,7 +155,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	if err != nil {
 		return CellResult{}, err
 	}
-	opts := testbed.Options{Seed: spec.Cell.Seed, Mode: spec.EmulatorMode, Arrival: spec.EmulatorArrival, Engine: spec.EmulatorEngine, Label: spec.Label, TCPECN: spec.Settings.TCPECN}
+	opts := testbed.Options{Seed: spec.Cell.Seed, Emulator: spec.Emulator, Label: spec.Label, TCPECN: spec.Settings.TCPECN}
 	settings := spec.Settings
 	if spec.CaptureDir != "" {
 		opts.CaptureDir = spec.CaptureDir

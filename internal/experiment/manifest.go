@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"tlab/internal/calibrate"
+	"tlab/internal/emu"
 	"tlab/internal/results"
 )
 
@@ -47,9 +48,10 @@ func newManifest() *results.Manifest {
 	return m
 }
 
-// calibrateInto takes a quick calibration and records it in m.
-func calibrateInto(ctx context.Context, m *results.Manifest, mode string) error {
-	r, err := calibrate.Run(ctx, calibrate.Options{Quick: true, Mode: mode, Seed: 1})
+// calibrateInto takes a quick calibration of the engine the cells will
+// use and records it in m.
+func calibrateInto(ctx context.Context, m *results.Manifest, emulator emu.EngineOptions) error {
+	r, err := calibrate.Run(ctx, calibrate.Options{Quick: true, Emulator: emulator, Seed: 1})
 	if err != nil {
 		return err
 	}

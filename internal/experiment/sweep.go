@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"tlab/internal/advise"
+	"tlab/internal/emu"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
 	"tlab/internal/testbed"
@@ -51,7 +52,7 @@ type Sweep struct {
 	Requirements []advise.Requirement
 	// calibrate takes the opening calibration into the manifest
 	// (calibrateInto when nil); tests give a fake.
-	calibrate func(ctx context.Context, m *results.Manifest, mode string) error
+	calibrate func(ctx context.Context, m *results.Manifest, emulator emu.EngineOptions) error
 	// attempt runs one attempt at a cell (RunCell when nil); tests give a
 	// fake, to test the sweep's bookkeeping without a network.
 	attempt func(ctx context.Context, spec CellSpec, sink func(results.Record) error, progress func(Progress)) (CellResult, error)
@@ -249,7 +250,7 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 		if calibrate == nil {
 			calibrate = calibrateInto
 		}
-		err := calibrate(ctx, m, sc.Emulator.Mode)
+		err := calibrate(ctx, m, sc.Emulator)
 		var w string
 		switch {
 		case ctx.Err() != nil:
@@ -371,7 +372,7 @@ func SpecFor(cell scenario.Cell, total int) (CellSpec, error) {
 		Cell: results.Cell{ID: cell.ID, Profile: cell.Profile, Protocol: cell.Protocol, Workload: info.Type, Rep: cell.Rep,
 			Seed: cell.Seed(), Key: info.Key, Params: cell.Params},
 		Index: cell.Index, Total: total, Topology: topo, Roles: roles, Groups: groups, Workload: w, Settings: s.ProtoSettings(),
-		EmulatorMode: s.Emulator.Mode, EmulatorArrival: s.Emulator.Arrival, EmulatorEngine: s.Emulator.Engine, RemoveOutliers: s.Metrics.RemoveOutliers,
+		Emulator: s.Emulator, RemoveOutliers: s.Metrics.RemoveOutliers,
 		Cross: s.Cross,
 	}, nil
 }

@@ -164,7 +164,7 @@ func TestSweepInterruptedKeepsCompleteCells(t *testing.T) {
 // fails (a probe timed out on a stalled host) is a warning in the log and
 // the manifest, and the cells run; with RequireCalibration it refuses.
 func TestCalibrationThatCannotFinishLosesNoRun(t *testing.T) {
-	failing := func(context.Context, *results.Manifest, string) error {
+	failing := func(context.Context, *results.Manifest, emu.EngineOptions) error {
 		return errors.New("delay accuracy: no echo for probe 418")
 	}
 	dir := filepath.Join(t.TempDir(), "run")
@@ -188,5 +188,38 @@ func TestCalibrationThatCannotFinishLosesNoRun(t *testing.T) {
 	_, err = (&Sweep{Scenario: fakeScenario(t), Dir: filepath.Join(t.TempDir(), "strict"), attempt: strict.run, calibrate: failing, RequireCalibration: true}).Run(context.Background())
 	if !errors.Is(err, ErrCalibration) || len(strict.calls) != 0 {
 		t.Errorf("with RequireCalibration: %v, cells run %v", err, strict.calls)
+	}
+}
+
+// TestCalibrationMeasuresTheCellsEngine: a scenario whose emulator: section
+// chooses the mmsg engine, sleep mode and read-time arrivals is
+// calibrated on exactly those options, and its cells get them too (the
+// calibration used to get the mode alone, and measured the ring engine).
+func TestCalibrationMeasuresTheCellsEngine(t *testing.T) {
+	sc, err := scenario.Parse("e.yaml", []byte("name: e\nprofiles: [ethernet]\nprotocols: [tcp]\nworkload: {type: periodic, interval: 10ms}\ncount: 5\nwarmup: 0s\nemulator: {engine: mmsg, mode: sleep, arrival: read, cpu: -1}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := emu.EngineOptions{Engine: emu.EngineMmsg, Mode: emu.ModeSleep, Arrival: emu.ArrivalRead, CPU: -1}
+	var calibrated emu.EngineOptions
+	calibrate := func(_ context.Context, m *results.Manifest, e emu.EngineOptions) error {
+		calibrated = e
+		m.Calibrations = append(m.Calibrations, &results.Calibration{Verdict: "pass", Engine: e.Engine, Mode: e.Mode})
+		return nil
+	}
+	var cells []emu.EngineOptions
+	f := &fakeAttempts{release: map[string][]float64{"tcp": {10}}, calls: map[string]int{}}
+	attempt := func(ctx context.Context, spec CellSpec, sink func(results.Record) error, p func(Progress)) (CellResult, error) {
+		cells = append(cells, spec.Emulator)
+		return f.run(ctx, spec, sink, p)
+	}
+	if _, err := (&Sweep{Scenario: sc, Dir: filepath.Join(t.TempDir(), "run"), attempt: attempt, calibrate: calibrate}).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if calibrated != want {
+		t.Errorf("calibrated on %+v, want %+v", calibrated, want)
+	}
+	if len(cells) != 1 || cells[0] != want {
+		t.Errorf("cells ran on %+v, want %+v", cells, want)
 	}
 }

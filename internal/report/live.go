@@ -172,19 +172,18 @@ func readProgress(dir string, m *results.Manifest, now time.Time) (Progress, err
 // another site's script cannot read the view through the browser); and
 // what /files/ serves runs in a sandbox of its own origin with no
 // scripts, no requests beyond data: images and no content sniffing.
-func LiveHandler(dir string, allowHosts ...string) (http.Handler, error) {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, fmt.Errorf("live view: %w", err)
-	}
+func LiveHandler(dir string, allowHosts ...string) http.Handler {
+	root := &lazyRoot{dir: dir}
 	mux := http.NewServeMux()
 	var cache liveCache
 	// serve answers with the snapshot as write renders it.
 	serve := func(contentType string, write func(http.ResponseWriter, *Snapshot) error) http.HandlerFunc {
 		return func(w http.ResponseWriter, _ *http.Request) {
-			if err := confined(root, results.ManifestFile, results.SummaryJSON); err != nil {
-				http.Error(w, err.Error(), http.StatusForbidden)
-				return
+			if r, err := root.get(); err == nil {
+				if err := confined(r, results.ManifestFile, results.SummaryJSON); err != nil {
+					http.Error(w, err.Error(), http.StatusForbidden)
+					return
+				}
 			}
 			s, err := cache.get(dir)
 			if err != nil {
@@ -204,12 +203,39 @@ func LiveHandler(dir string, allowHosts ...string) (http.Handler, error) {
 		enc.SetIndent("", "  ")
 		return enc.Encode(s)
 	}))
-	files := http.StripPrefix("/files/", http.FileServerFS(root.FS()))
 	mux.Handle("GET /files/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Security-Policy", filesPolicy)
-		files.ServeHTTP(w, r)
+		rt, err := root.get()
+		if err != nil {
+			http.Error(w, "live view: the run directory does not exist yet", http.StatusNotFound)
+			return
+		}
+		http.StripPrefix("/files/", http.FileServerFS(rt.FS())).ServeHTTP(w, r)
 	}))
-	return hostGuard(readOnly(securityHeaders(mux)), allowHosts), nil
+	return hostGuard(readOnly(securityHeaders(mux)), allowHosts)
+}
+
+// lazyRoot is the run directory as an os.Root, opened at the first
+// request that finds it: `tlab run --serve` serves the view before the
+// run has made its directory.
+type lazyRoot struct {
+	dir  string
+	mu   sync.Mutex
+	root *os.Root
+}
+
+func (l *lazyRoot) get() (*os.Root, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.root != nil {
+		return l.root, nil
+	}
+	r, err := os.OpenRoot(l.dir)
+	if err != nil {
+		return nil, err
+	}
+	l.root = r
+	return r, nil
 }
 
 // pagePolicy lets the live page show its inline style and data: images and

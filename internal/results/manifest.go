@@ -75,6 +75,7 @@ type Calibration struct {
 	Machine  Machine   `json:"machine"`
 	Mode     string    `json:"emulator_mode"`
 	Engine   string    `json:"emulator_engine,omitempty"`
+	Arrival  string    `json:"emulator_arrival,omitempty"`
 	Started  time.Time `json:"started"`
 	Duration float64   `json:"duration_s"`
 	Checks   []Check   `json:"checks"`

@@ -94,13 +94,10 @@ type Metrics struct {
 }
 
 // Emulator chooses the emulator's timer mode, where it takes a frame's
-// arrival time from (kernel, the default, or read) and its engine (ring,
-// the default, or mmsg): see docs/methodology.md.
-type Emulator struct {
-	Mode    string `yaml:"mode"`
-	Arrival string `yaml:"arrival"`
-	Engine  string `yaml:"engine"`
-}
+// arrival time from (kernel, the default, or read), its engine (ring, the
+// default, or mmsg) and its loop's CPU: see docs/methodology.md. The same
+// options reach the opening calibration and every cell's engine.
+type Emulator = emu.EngineOptions
 
 // Load reads and validates a scenario file, with overrides ("key=value",
 // dotted paths) applied on top.
@@ -251,14 +248,8 @@ func (s *Scenario) validate() error {
 			return s.errAt([]any{"require", i}, "%v", err)
 		}
 	}
-	if a := s.Emulator.Arrival; a != "" && a != emu.ArrivalKernel && a != emu.ArrivalRead {
-		return s.errAt([]any{"emulator", "arrival"}, "emulator arrival %q: want kernel or read", a)
-	}
-	if err := emu.ValidEngine(s.Emulator.Engine); err != nil {
-		return s.errAt([]any{"emulator", "engine"}, "emulator %v", err)
-	}
-	if m := s.Emulator.Mode; m != "" && m != emu.ModeBusy && m != emu.ModeSleep {
-		return s.errAt([]any{"emulator", "mode"}, "emulator mode %q: want busy or sleep", m)
+	if field, err := s.Emulator.Validate(); err != nil {
+		return s.errAt([]any{"emulator", field}, "emulator %v", err)
 	}
 	if n := s.Cross.Near; n != "" && !slices.Contains(s.workload.Info().Roles, n) {
 		return s.errAt([]any{"cross", "near"}, "cross.near %q: the workload's roles are %s", n, strings.Join(s.workload.Info().Roles, ", "))

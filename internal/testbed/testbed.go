@@ -27,25 +27,17 @@ type Options struct {
 	// MTU of every interface (default 1500). All veths of a path share it:
 	// a mismatch black-holes TCP without an error.
 	MTU int
-	// Mode is the emulator's timer mode: emu.ModeBusy (default: one core
-	// polls, release errors of a few microseconds) or emu.ModeSleep (less
-	// CPU; on a VM that idles, wake-ups push the p99 error to hundreds of
-	// microseconds). Spin is how long before a release the sleeping engine
-	// starts to spin (default DefaultSpin).
-	Mode string
-	Spin time.Duration
+	// Emulator chooses the engine: its timer mode (emu.ModeBusy, the
+	// default: one core polls, release errors of a few microseconds; or
+	// emu.ModeSleep: less CPU, and on a VM that idles wake-ups push the
+	// p99 error to hundreds of microseconds), where a frame's arrival time
+	// comes from, which engine, and its loop's CPU. Spin is how long
+	// before a release the sleeping engine starts to spin (default
+	// DefaultSpin).
+	Emulator emu.EngineOptions
+	Spin     time.Duration
 	// RealtimePriority runs the emulator under SCHED_FIFO when above 0.
 	RealtimePriority int
-	// Arrival is where the emulator takes a frame's arrival time from:
-	// emu.ArrivalKernel (default: the kernel's receive timestamp) or
-	// emu.ArrivalRead (when it read the frame).
-	Arrival string
-	// Engine is the emulator's engine: emu.EngineRing (default) or
-	// emu.EngineMmsg.
-	Engine string
-	// EmulatorCPU pins the emulator's loop to a CPU: -1 never pins, 0 (the
-	// default) picks the last CPU when the machine has more than one.
-	EmulatorCPU int
 	// TCPECN has every host's TCP ask for ECN (the kernel's tcp_ecn = 1
 	// in its namespace); otherwise the kernel's default (2) answers ECN
 	// but never asks for it.
@@ -164,8 +156,8 @@ func Build(topo Topology, opts Options) (tb *Testbed, err error) {
 	if opts.MTU == 0 {
 		opts.MTU = 1500
 	}
-	if opts.Mode == "" {
-		opts.Mode = emu.ModeBusy
+	if opts.Emulator.Mode == "" {
+		opts.Emulator.Mode = emu.ModeBusy
 	}
 	if opts.Spin == 0 {
 		opts.Spin = DefaultSpin
@@ -228,12 +220,12 @@ func Build(topo Topology, opts Options) (tb *Testbed, err error) {
 		return tb, nil
 	}
 	cpu := -1
-	if opts.EmulatorCPU == 0 {
+	if opts.Emulator.CPU == 0 {
 		cpu = sysx.EmulatorCPU()
-	} else if opts.EmulatorCPU > 0 {
-		cpu = opts.EmulatorCPU
+	} else if opts.Emulator.CPU > 0 {
+		cpu = opts.Emulator.CPU
 	}
-	espec := emu.EngineSpec{Seed: opts.Seed, Mode: opts.Mode, SpinNs: opts.Spin.Nanoseconds(), RealtimePriority: opts.RealtimePriority, Arrival: opts.Arrival, Engine: opts.Engine, CPU: cpu, MTU: opts.MTU, Links: linkSpecs}
+	espec := emu.EngineSpec{Seed: opts.Seed, EngineOptions: opts.Emulator, SpinNs: opts.Spin.Nanoseconds(), RealtimePriority: opts.RealtimePriority, CPU: cpu, MTU: opts.MTU, Links: linkSpecs}
 	tb.emu, err = emu.Start(espec, ports)
 	for _, f := range ports {
 		f.Close() // the child has its own copies

@@ -95,7 +95,7 @@ func echoClient(t *testing.T, tb *Testbed) net.Conn {
 // the link lost on the way up.
 func udpEchoes(t *testing.T, engine string) uint64 {
 	const oneWay, loss, n = 10 * time.Millisecond, 0.05, 2000
-	tb := build(t, ClientServer(delayLoss(oneWay, loss)), Options{Seed: 1, Engine: engine})
+	tb := build(t, ClientServer(delayLoss(oneWay, loss)), Options{Seed: 1, Emulator: emu.EngineOptions{Engine: engine}})
 	conn := echoClient(t, tb)
 
 	start := time.Now()
@@ -209,7 +209,7 @@ func transfer(t *testing.T, tb *Testbed, port, n int) {
 func TestTCPThroughDelayedLossyLink(t *testing.T) {
 	for _, engine := range emu.Engines() {
 		t.Run(engine, func(t *testing.T) {
-			tb := build(t, ClientServer(delayLoss(5*time.Millisecond, 0.01)), Options{Seed: 2, Engine: engine})
+			tb := build(t, ClientServer(delayLoss(5*time.Millisecond, 0.01)), Options{Seed: 2, Emulator: emu.EngineOptions{Engine: engine}})
 			start := time.Now()
 			transfer(t, tb, 9001, 2<<20)
 			st, _ := tb.Emulator().Stats()

@@ -35,8 +35,8 @@ type FlowControlSpec struct {
 	Seed   uint64
 	// Dir receives the qlog files of both ends (qlog/) and the per-stream
 	// records (records-NAME.csv).
-	Dir          string
-	EmulatorMode string
+	Dir      string
+	Emulator emu.EngineOptions
 }
 
 // Name is the setting's name in tables and plots: "quic-go static" or
@@ -119,7 +119,7 @@ func RunFlowControl(ctx context.Context, spec FlowControlSpec) (FlowControlRun, 
 	cell := experiment.CellSpec{
 		Cell:     results.Cell{ID: results.SafeName(cfg.Name + "-" + spec.Name()), Profile: "flowsim", Protocol: "quic-streams", Workload: "bulk", Rep: 1, Seed: spec.Seed, Key: w.Info().Key},
 		Topology: testbed.ClientServer(spec.Link()), Roles: map[string]string{"client": "client", "server": "server"},
-		Workload: w, Settings: settings, EmulatorMode: spec.EmulatorMode,
+		Workload: w, Settings: settings, Emulator: spec.Emulator,
 	}
 	res, err := experiment.RunCell(ctx, cell, nil, nil)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"tlab/internal/emu"
 	"tlab/internal/flowsim"
 	"tlab/internal/report"
 	"tlab/internal/results"
@@ -29,8 +30,8 @@ type FlowStudy struct {
 	Allowances []flowsim.Allowance
 	Real       bool
 	Seed       uint64
-	// EmulatorMode is the emulator's timer mode for the real runs.
-	EmulatorMode string
+	// Emulator is the emulator's engine for the real runs.
+	Emulator emu.EngineOptions
 	// Dir receives qlog files of the real runs; required with Real.
 	Dir string
 	// Log, when set, hears about each real run as it ends, with the
@@ -110,7 +111,7 @@ func (fs FlowStudy) Run(ctx context.Context) (FlowStudyResult, error) {
 	}
 	for _, static := range quicGoSettings {
 		for _, cfg := range fs.Configs {
-			spec := FlowControlSpec{Config: cfg, Static: static, Seed: fs.Seed, Dir: fs.Dir, EmulatorMode: fs.EmulatorMode}
+			spec := FlowControlSpec{Config: cfg, Static: static, Seed: fs.Seed, Dir: fs.Dir, Emulator: fs.Emulator}
 			fs.logf("measuring %s, %s ... ", spec.Name(), cfg.Name)
 			t0 := time.Now()
 			run, err := RunFlowControl(ctx, spec)
