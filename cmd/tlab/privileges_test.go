@@ -251,3 +251,45 @@ func TestInterruptRemovesEverything(t *testing.T) {
 		t.Errorf("stderr does not say it was interrupted: %s", stderr.String())
 	}
 }
+
+// TestUnprivilegedSuiteRunsOnce: a user without privileges who runs a
+// suite of two parts gets one run directory with both parts: the suite is
+// re-executed in a user namespace once, before its first part (it used to
+// be re-executed whole once per part, each time into a new directory).
+func TestUnprivilegedSuiteRunsOnce(t *testing.T) {
+	unprivileged(t)
+	bin := buildTlab(t)
+	cleanUserRegistries(t, 65531)
+	// Another user must reach the files: not under t.TempDir's 0700 root.
+	dir, err := os.MkdirTemp("", "tlab-suite-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o777)
+	part := func(name string) string {
+		p := filepath.Join(dir, name+".yaml")
+		os.WriteFile(p, []byte("name: "+name+"\nprofiles: [ethernet]\nprotocols: [tcp]\nworkload: {type: periodic, interval: 5ms}\ncount: 5\nwarmup: 0s\n"), 0o644)
+		return p
+	}
+	suite := filepath.Join(dir, "two.yaml")
+	os.WriteFile(suite, []byte("name: two\nsuite: ["+part("one")+", "+part("other")+"]\n"), 0o644)
+	out := filepath.Join(dir, "out")
+	o, err := asUser(bin, 65531, "run", suite, "--out", out, "--no-calibration", "--quality", "off").CombinedOutput()
+	if err != nil {
+		t.Fatalf("unprivileged suite: %v\n%s", err, o)
+	}
+	entries, _ := os.ReadDir(out)
+	var parts []string
+	for _, e := range entries {
+		if e.IsDir() {
+			parts = append(parts, e.Name())
+		}
+	}
+	if len(parts) != 2 {
+		t.Errorf("the suite's directory holds %v, want its two parts once each\n%s", parts, o)
+	}
+	if n := strings.Count(string(o), "Suite two"); n != 1 {
+		t.Errorf("the suite ended %d times, want once:\n%s", n, o)
+	}
+}

@@ -56,6 +56,9 @@ type runOptions struct {
 	require []advise.Requirement
 	// serve is the address of the run's live view ("" for none).
 	serve string
+	// privilegesChecked says the caller (a suite) checked privileges
+	// once, before its first part.
+	privilegesChecked bool
 }
 
 // exitCode is an error that carries the exit code the command line
@@ -75,8 +78,9 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 		Remote: o.remote, Replay: o.replay, Requirements: o.require,
 		Progress: progressPrinter(stderr), Log: stderr,
 		Ready: func(r experiment.Ready) error {
-			// A remote run builds nothing here: no namespace, no emulator.
-			if !r.Remote {
+			// A run whose every cell crosses a real path builds nothing
+			// here: no namespace, no emulator.
+			if r.Testbed && !o.privilegesChecked {
 				if code, handled := ensurePrivileges(append([]string{"run"}, args...), stderr); handled {
 					return exitCode(code)
 				}

@@ -21,6 +21,16 @@ func runSuite(ctx context.Context, o runOptions, suite experiment.Suite, args []
 		fmt.Fprintf(stderr, "tlab run: %v\n", err)
 		return exitUsage
 	}
+	// Privileges are checked once, before the first part: without them
+	// the whole suite runs again in a user namespace (once, not once per
+	// part into a new directory each time). A suite whose every part
+	// crosses a real path builds nothing here.
+	if o.remote == nil || o.replay != "" {
+		if code, handled := ensurePrivileges(append([]string{"run"}, args...), stderr); handled {
+			return code
+		}
+	}
+	o.privilegesChecked = true
 	code := exitOK
 	asJSON := map[string]json.RawMessage{}
 	dir, err := suite.Execute(experiment.Run{Shard: o.shard}, func(part string, r experiment.Run) error {

@@ -23,6 +23,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -202,7 +203,7 @@ func Start(ctx context.Context, ep Endpoints, cfg Config, s proto.Settings, star
 	ctx, cancel := context.WithCancel(ctx)
 	r := &Run{cfg: cfg, start: start, cancel: cancel, out: csv}
 	if csv != nil {
-		if _, err := io.WriteString(csv, "time_ms,flow,bytes,goodput_mbps,delay_ms\n"); err != nil {
+		if _, err := io.WriteString(csv, strings.Join(LogColumns, ",")+"\n"); err != nil {
 			cancel()
 			return nil, fmt.Errorf("cross traffic: %w", err)
 		}

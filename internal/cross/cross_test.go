@@ -2,6 +2,9 @@ package cross
 
 import (
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -78,5 +81,30 @@ func TestFacts(t *testing.T) {
 		if strings.TrimPrefix(name, "cross_") == name {
 			t.Errorf("%s: cross columns start with cross_", name)
 		}
+	}
+}
+
+// TestReadLogReadsByName: cross.csv is read by its columns' names: the
+// file tlab writes reads back, a file whose columns come in another order
+// reads the same, and a bad number is an error with its line.
+func TestReadLogReadsByName(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(body), 0o644)
+		return p
+	}
+	want := []LogBin{{TimeMs: 100, Flow: "up1", GoodputMbps: 9.5}, {TimeMs: 200, Flow: "up1", GoodputMbps: 8}}
+	for name, body := range map[string]string{
+		"tlab.csv":      strings.Join(LogColumns, ",") + "\n100.0,up1,118750,9.500,12.1\n200.0,up1,100000,8.000,\n",
+		"reordered.csv": "goodput_mbps,delay_ms,flow,time_ms,extra\n9.5,12.1,up1,100,x\n8,,up1,200,y\n",
+	} {
+		got, err := ReadLog(write(name, body))
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s: %+v, %v; want %+v", name, got, err, want)
+		}
+	}
+	if _, err := ReadLog(write("bad.csv", strings.Join(LogColumns, ",")+"\n100,up1,1,9.5,\nNaN,up1,1,2,\n")); err == nil || !strings.Contains(err.Error(), "bad.csv:3:") {
+		t.Errorf("a bad row: %v", err)
 	}
 }

@@ -26,8 +26,8 @@ import (
 	"tlab/internal/metrics"
 	"tlab/internal/pki"
 	"tlab/internal/proto"
-	"tlab/internal/remote"
 	"tlab/internal/results"
+	"tlab/internal/scenario"
 	"tlab/internal/testbed"
 	"tlab/internal/workload"
 )
@@ -57,9 +57,10 @@ type CellSpec struct {
 	// ServerLog, when set, is the file the servers' own messages are
 	// appended to (their count is the cell's server_log_lines).
 	ServerLog string
-	// Remote, when set, runs the cell across the real path to an agent
-	// instead of on Topology: the servers there, the clients here.
-	Remote *RemotePath
+	// Site is where the cell runs: a fresh testbed of Topology when nil,
+	// or another (the real path to an agent: the servers there, the
+	// clients here).
+	Site Site
 	// Label names the run in the run registry, so that a concurrent run
 	// can say which run disturbed it.
 	Label string
@@ -67,6 +68,11 @@ type CellSpec struct {
 	// when set, the file its 100 ms bins are written to (cross.csv).
 	Cross    cross.Config
 	CrossLog string
+	// Beside are other workloads beside the cell's, each over its own
+	// stack; BesideDir, when set, receives their records
+	// (beside-NAME.csv).
+	Beside    []scenario.BesideFlow
+	BesideDir string
 }
 
 // Progress is a snapshot of a running cell.
@@ -133,12 +139,12 @@ func (h hosts) Group(role string) []string {
 	return []string{h.roles[role]}
 }
 
-// RunCell builds a fresh testbed (so every protocol meets the same seeded
-// loss and jitter pattern and starts with fresh kernel state), runs the
-// workload over the protocol on it, passes each record to sink as it comes,
-// and returns the cell's summary and counters. The testbed and every
-// endpoint are gone when it returns, also on error or cancellation.
-func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error, progress func(Progress)) (CellResult, error) {
+// RunCell runs one cell at its site (a fresh testbed of its topology
+// unless the spec names another), with the workload over the protocol and
+// whatever runs beside it, passes each record to sink as it comes, and
+// returns the cell's summary and counters. Everything the site and the
+// cell made is gone when it returns, also on error or cancellation.
+func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error, progress func(Progress)) (res CellResult, err error) {
 	info := spec.Workload.Info()
 	if len(info.Roles) == 0 {
 		return CellResult{}, errors.New("workload names no roles")
@@ -155,10 +161,8 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	if err != nil {
 		return CellResult{}, err
 	}
-	opts := testbed.Options{Seed: spec.Cell.Seed, Emulator: spec.Emulator, Label: spec.Label, TCPECN: spec.Settings.TCPECN}
 	settings := spec.Settings
 	if spec.CaptureDir != "" {
-		opts.CaptureDir = spec.CaptureDir
 		if settings.QlogDir == "" {
 			settings.QlogDir = filepath.Join(spec.CaptureDir, "qlog")
 		}
@@ -183,71 +187,33 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	}
 	settings.ServerLog = &serverLines
 	settings.Handshakes = &proto.Handshakes{}
-	var (
-		h        workload.Hosts
-		em       meter
-		measured testbed.Link
-		upIsAtoB = true
-		certIP   net.IP
-		loadEnds cross.Endpoints
-	)
-	if spec.Remote != nil {
-		// Across a real path: the servers run on the agent, the clients
-		// here; no emulated link, no counters.
-		agentIP := spec.Remote.Agent.Host()
-		h, em, certIP = remoteHosts{spec.Remote, agentIP, spec.Cell.Protocol}, noLinkMeter{}, agentIP
-	} else {
-		tb, err := testbed.Build(spec.Topology, opts)
-		if err != nil {
-			return CellResult{}, err
-		}
-		defer tb.Close()
-		th := hosts{tb, spec.Roles, spec.Groups}
-		// Certificates name the address at which the first role
-		// reaches the second (the client its server).
-		if len(info.Roles) > 1 {
-			if certIP, err = th.Addr(info.Roles[0], info.Roles[1]); err != nil {
-				return CellResult{}, err
-			}
-		}
-		if measured, upIsAtoB, err = measuredLink(spec.Topology, spec.Roles[info.Roles[0]]); err != nil {
-			return CellResult{}, err
-		}
-		h, em = th, tb.Emulator()
-		if spec.Cross.Active() {
-			// The load runs between the workload's first host and the
-			// first host across its link: it shares the measured
-			// bottleneck.
-			near := spec.Roles[info.Roles[0]]
-			if spec.Cross.Near != "" {
-				near = spec.Roles[spec.Cross.Near]
-			}
-			nearLink, nearIsA, err := measuredLink(spec.Topology, near)
-			if err != nil {
-				return CellResult{}, err
-			}
-			far := nearLink.B[0]
-			if !nearIsA {
-				far = nearLink.A[0]
-			}
-			farIP, err := th.Addr(near, far)
-			if err != nil {
-				return CellResult{}, err
-			}
-			loadEnds = cross.Endpoints{Client: th.Net(near), Server: th.Net(far), ServerAddr: farIP}
-		}
+
+	site := spec.Site
+	if site == nil {
+		site = testbedSite{}
 	}
-	if spec.Remote != nil && spec.Cross.Active() {
-		return CellResult{}, errors.New("cross traffic runs between two hosts of the testbed: a remote run has no emulated link to load")
-	}
-	if settings.Certs, err = pki.NewCertificates(certIP); err != nil {
+	place, err := site.Open(ctx, spec, info)
+	defer func() {
+		if cerr := place.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	if err != nil {
 		return CellResult{}, err
 	}
+	if settings.Certs, err = pki.NewCertificates(place.CertIP); err != nil {
+		return CellResult{}, err
+	}
+	beside, err := startBeside(ctx, spec, info, place, settings)
+	if err != nil {
+		return CellResult{}, err
+	}
+	defer beside.abort()
 
-	led := newCellLedger(em, sink, func() noiseProbe { return hostnoise.Start() })
+	led := newCellLedger(place.Meter, sink, func() noiseProbe { return hostnoise.Start() })
 	// A workload that never marks its window is measured from here.
 	led.startWindow()
-	env := led.env(p, settings, h)
+	env := led.env(p, settings, place.Hosts)
 	// Other runs are sampled at the start, every second and at the end.
 	var overlaps []testbed.LiveRun
 	sampleOthers := func() {
@@ -281,38 +247,25 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 			}
 		}
 	}()
-	var load *cross.Run
-	if spec.Cross.Active() {
-		var out io.Writer
-		if spec.CrossLog != "" {
-			f, err := os.Create(spec.CrossLog)
-			if err != nil {
-				return CellResult{}, err
-			}
-			defer f.Close()
-			out = f
-		}
-		workloadStart := time.Now().Add(spec.Cross.LeadTime())
-		if load, err = cross.Start(ctx, loadEnds, spec.Cross, settings, workloadStart, out); err != nil {
-			return CellResult{}, err
-		}
-		defer load.Close()
-		select {
-		case <-time.After(time.Until(workloadStart)):
-		case <-ctx.Done():
-			return CellResult{}, ctx.Err()
-		}
+	stopWatching := func() {
+		close(stopProgress)
+		<-progressDone
+	}
+	if err := beside.waitForWorkload(ctx); err != nil {
+		stopWatching()
+		led.stopProbe()
+		return CellResult{}, err
 	}
 	runErr := spec.Workload.Run(ctx, env)
-	if load != nil {
-		flows, err := load.Close()
-		if err != nil && runErr == nil {
-			runErr = err
-		}
-		maps.Copy(led.facts, cross.Facts(spec.Cross, flows))
+	facts, failures, besideErr := beside.stop()
+	if besideErr != nil && runErr == nil {
+		runErr = besideErr
 	}
-	close(stopProgress)
-	<-progressDone
+	maps.Copy(led.facts, facts)
+	for _, why := range failures {
+		led.fail(why)
+	}
+	stopWatching()
 	sampleOthers()
 	host := led.stopProbe()
 	if runErr != nil {
@@ -321,59 +274,37 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	if err := led.err(); err != nil {
 		return CellResult{}, err
 	}
-	if spec.Remote != nil {
-		// A cell during which the agent went away measured a broken
-		// path, not the protocol: it is not complete, and a resume runs
-		// it again.
-		if err := spec.Remote.Agent.Call(remote.OpPing, nil, nil); err != nil {
-			return CellResult{}, fmt.Errorf("the agent at %s went away during the cell: %w", spec.Remote.Agent.Addr, err)
+	if place.Check != nil {
+		if err := place.Check(); err != nil {
+			return CellResult{}, err
 		}
 	}
-	end, err := em.Stats()
+	end, err := place.Meter.Stats()
 	if err != nil {
 		return CellResult{}, err
 	}
-	res := led.result(end, measured.Name, upIsAtoB, overlaps, host)
+	res = led.result(end, place.Measured.Name, place.UpIsAtoB, overlaps, host)
 	led.facts["server_log_lines"] = float64(serverLines.count())
-	if spec.Remote != nil {
+	if !place.Emulated {
 		// No emulator ran: its figures are unknown, not zero.
 		for _, k := range emulatorFacts {
 			led.facts[k] = math.NaN()
 		}
 	}
 	spec.Settings.Handshakes = settings.Handshakes
-	res.Summary, err = summarize(spec, info, res.Records, res.window, measured.Config, led.facts)
+	res.Summary, err = summarize(spec, info, place, beside.columns(), res.Records, res.window, led.facts)
 	res.Summary.Set("cell_error", res.Failed)
 	return res, err
-}
-
-// measuredLink returns the link the host of the workload's first role
-// sends on, and whether its up direction (A to B) is that host's sending
-// direction.
-func measuredLink(t testbed.Topology, host string) (testbed.Link, bool, error) {
-	for _, l := range t.Links {
-		if slices.Contains(l.A, host) {
-			return l, true, nil
-		}
-		if slices.Contains(l.B, host) {
-			return l, false, nil
-		}
-	}
-	return testbed.Link{}, false, fmt.Errorf("host %s is on no link", host)
 }
 
 // summarize makes the cell's row: identity, the workload's key, the
 // measured link's RTT, the workload's metrics, the settings and the
 // emulator's own figures.
-func summarize(spec CellSpec, info workload.Info, records []results.Record, window emu.LinkStats, link emu.LinkConfig, facts map[string]float64) (results.Summary, error) {
+func summarize(spec CellSpec, info workload.Info, place *Place, besideColumns []string, records []results.Record, window emu.LinkStats, facts map[string]float64) (results.Summary, error) {
 	c := spec.Cell
 	s := results.Summary{Cell: c.ID, Profile: c.Profile, Protocol: c.Protocol, Workload: info.Type, Rep: c.Rep, Seed: c.Seed, Params: c.Params}
 	s.Fields = append(s.Fields, c.Key...)
-	if spec.Remote != nil {
-		s.Set("rtt_ms", spec.Remote.RTTMs) // the real path's, measured at the run's start
-	} else {
-		s.Set("rtt_ms", float64(link.BaseRTT().Nanoseconds())/1e6)
-	}
+	s.Set("rtt_ms", place.RTTMs)
 	var measured []results.Record
 	for _, r := range records {
 		if !r.Warmup {
@@ -382,7 +313,7 @@ func summarize(spec CellSpec, info workload.Info, records []results.Record, wind
 	}
 	slices.SortFunc(measured, func(a, b results.Record) int { return a.Seq - b.Seq })
 	in := &metrics.Input{Records: measured, Facts: facts, RemoveOutliers: spec.RemoveOutliers,
-		Up: counters(window.Up), Down: counters(window.Down), NoLink: spec.Remote != nil || spec.Cross.Active()}
+		Up: counters(window.Up), Down: counters(window.Down), NoLink: !place.Emulated || spec.Cross.Active()}
 	fields, err := metrics.Default.Compute(info.Metrics, in)
 	if err != nil {
 		return s, err
@@ -405,10 +336,8 @@ func summarize(spec CellSpec, info workload.Info, records []results.Record, wind
 			s.Set(setting.name, "")
 		}
 	}
-	if _, ok := facts["cross_flows"]; ok {
-		for _, name := range cross.FactNames {
-			s.Set(name, facts[name])
-		}
+	for _, name := range besideColumns {
+		s.Set(name, facts[name])
 	}
 	for _, name := range append(slices.Clone(emulatorFacts), "host_steal_pct", "host_wakeup_p99_us", "host_wakeup_max_us", "overlapping_runs", "server_log_lines") {
 		s.Set(name, facts[name])

@@ -12,17 +12,47 @@ import (
 	"sync"
 	"time"
 
-	"tlab/internal/emu"
+	"tlab/internal/analysis"
 	"tlab/internal/hostnoise"
 	"tlab/internal/proto"
 	"tlab/internal/remote"
 	"tlab/internal/results"
+	"tlab/internal/scenario"
 	"tlab/internal/workload"
 )
 
-// RemoteProfile is the profile of every cell of a remote run: the real
-// path to the agent, on which nothing is emulated.
-const RemoteProfile = "remote"
+// AgentSite is the kind of site a remote run's real path is: a scenario's
+// sites: {remote: agent} runs that network's cells across the path to the
+// run's agent (tlab run --remote sets it).
+const AgentSite = "agent"
+
+func init() {
+	scenario.RegisterSite(scenario.SiteKind{Kind: AgentSite, Network: analysis.RealPath,
+		Doc: "the real path to a tlab agent", Flag: "tlab run --remote HOST:PORT (docs/guide.md, \"Across a real network\")"})
+}
+
+// agentSite runs a cell across the real path: the servers on the agent,
+// the clients here; no emulated link, no counters.
+type agentSite struct{ path *RemotePath }
+
+func (s agentSite) Open(_ context.Context, spec CellSpec, _ workload.Info) (*Place, error) {
+	agentIP := s.path.Agent.Host()
+	return &Place{
+		Hosts:  remoteHosts{s.path, agentIP, spec.Cell.Protocol},
+		Meter:  noLinkMeter{},
+		CertIP: agentIP,
+		RTTMs:  s.path.RTTMs, // the real path's, measured at the run's start
+		// A cell during which the agent went away measured a broken
+		// path, not the protocol: it is not complete, and a resume runs
+		// it again.
+		Check: func() error {
+			if err := s.path.Agent.Call(remote.OpPing, nil, nil); err != nil {
+				return fmt.Errorf("the agent at %s went away during the cell: %w", s.path.Agent.Addr, err)
+			}
+			return nil
+		},
+	}, nil
+}
 
 // RemoteTarget says which agent a remote run measures across, and how the
 // controller knows it (a pairing the first time). An empty Addr resumes
@@ -155,12 +185,6 @@ func (n agentNet) DialContext(context.Context, *net.Dialer, string, string) (net
 	return nil, n.err()
 }
 
-// noLinkMeter is a remote cell's meter: no emulated link, no counters.
-type noLinkMeter struct{}
-
-func (noLinkMeter) Stats() (emu.EngineStats, error) { return emu.EngineStats{}, nil }
-func (noLinkMeter) ResetLateness() error            { return nil }
-
 // checkPath measures the path (20 pings) and both hosts' noise over the
 // same second, for the manifest.
 func checkPath(c *remote.Client, phase string) (results.PathCheck, error) {
@@ -240,12 +264,13 @@ func recordPathCheck(dir string, c *remote.Client, check results.PathCheck) erro
 }
 
 // RemoteSets are the overrides that make a scenario a remote run's: every
-// cell on the real path, no link override (nothing is emulated on it), and
-// with a replay profile every cell on that recording as well.
+// cell on the real path (the network "remote" at the agent site), no link
+// override (nothing is emulated on it), and with a replay profile every
+// cell on that recording as well.
 func RemoteSets(replay string) []string {
-	profiles := RemoteProfile
+	profiles := analysis.RealPath
 	if replay != "" {
 		profiles += ", " + replay
 	}
-	return []string{"profiles=[" + profiles + "]", "link={}"}
+	return []string{"profiles=[" + profiles + "]", "link={}", "sites={" + analysis.RealPath + ": " + AgentSite + "}"}
 }

@@ -90,9 +90,10 @@ type Ready struct {
 	Plan      time.Duration
 	Dir       string
 	Temporary bool
-	// Remote says the cells cross a real path to an agent: nothing is
-	// emulated here.
-	Remote bool
+	// Testbed says some cell runs on an emulated testbed here (the
+	// command line checks privileges then); a run whose every cell
+	// crosses a real path to an agent builds nothing here.
+	Testbed bool
 }
 
 // Outcome is what a run did.
@@ -177,8 +178,8 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 	}
 	out.Cells = len(cells)
 	if r.Ready != nil {
-		remoteRun := slices.Contains(sc.Profiles, RemoteProfile) // RemoteSets put it there
-		if err := r.Ready(Ready{Scenario: sc, Cells: cells, Plan: Plan(cells), Dir: out.Dir, Temporary: out.Temporary, Remote: remoteRun}); err != nil {
+		onTestbed := slices.ContainsFunc(cells, func(c scenario.Cell) bool { return c.Site == "" })
+		if err := r.Ready(Ready{Scenario: sc, Cells: cells, Plan: Plan(cells), Dir: out.Dir, Temporary: out.Temporary, Testbed: onTestbed}); err != nil {
 			return out, err
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"tlab/internal/advise"
+	"tlab/internal/analysis"
 	"tlab/internal/emu"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
@@ -145,10 +146,19 @@ var ErrRunExists = errors.New("the directory already holds a run")
 
 // OpenResume loads the scenario a run directory was started with.
 func OpenResume(dir string) (*scenario.Scenario, error) {
-	if _, err := results.ReadManifest(dir); err != nil && !os.IsNotExist(err) {
+	m, err := results.ReadManifest(dir)
+	if err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("resume %s: %w", dir, err)
 	}
-	s, err := scenario.Load(filepath.Join(dir, results.ScenarioFile))
+	var sets []string
+	if m != nil && m.Remote != nil {
+		// A remote run made before sites: existed named its real path
+		// by the profile alone.
+		if b, err := os.ReadFile(filepath.Join(dir, results.ScenarioFile)); err == nil && !strings.Contains(string(b), "\nsites:") {
+			sets = append(sets, "sites={"+analysis.RealPath+": "+AgentSite+"}")
+		}
+	}
+	s, err := scenario.Load(filepath.Join(dir, results.ScenarioFile), sets...)
 	if err != nil {
 		return nil, fmt.Errorf("resume %s: %w", dir, err)
 	}
@@ -178,6 +188,10 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 	cells := sw.Shard.Of(all)
 	if sw.Remote != nil {
 		cells = interleaveNetworks(cells)
+	}
+	sites, err := sw.sites(cells)
+	if err != nil {
+		return nil, err
 	}
 	if _, err := os.Stat(filepath.Join(sw.Dir, results.ScenarioFile)); err == nil && !sw.Resume {
 		return nil, fmt.Errorf("%s: %w; continue it with --resume %s or choose another --out", sw.Dir, ErrRunExists, sw.Dir)
@@ -301,7 +315,7 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return rows, err
 		}
-		row, overlaps, err := sw.runCell(ctx, cell, len(cells), dir)
+		row, overlaps, err := sw.runCell(ctx, cell, len(cells), dir, sites[cell.Site])
 		if err != nil {
 			return rows, fmt.Errorf("cell %s (%s over %s): %w", cell.ID, cell.Protocol, cell.Profile, err)
 		}
@@ -373,11 +387,37 @@ func SpecFor(cell scenario.Cell, total int) (CellSpec, error) {
 			Seed: cell.Seed(), Key: info.Key, Params: cell.Params},
 		Index: cell.Index, Total: total, Topology: topo, Roles: roles, Groups: groups, Workload: w, Settings: s.ProtoSettings(),
 		Emulator: s.Emulator, RemoveOutliers: s.Metrics.RemoveOutliers,
-		Cross: s.Cross,
+		Cross: s.Cross, Beside: s.BesideFlows(),
 	}, nil
 }
 
-func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir string) (results.Summary, []testbed.LiveRun, error) {
+// sites are the sites the cells run at, by kind ("" the testbed): the
+// agent's real path where the run has one. A cell whose site the run does
+// not have is refused before anything runs.
+func (sw Sweep) sites(cells []scenario.Cell) (map[string]Site, error) {
+	sites := map[string]Site{"": testbedSite{}}
+	if sw.Remote != nil {
+		sites[AgentSite] = agentSite{sw.Remote}
+	}
+	for _, c := range cells {
+		if _, ok := sites[c.Site]; !ok {
+			return nil, inputErr(fmt.Errorf("network %s runs at the %s site, which this run does not have: %s", c.Profile, c.Site, siteHint(c.Site)))
+		}
+	}
+	return sites, nil
+}
+
+// siteHint says how a user gives a site of kind.
+func siteHint(kind string) string {
+	for _, k := range scenario.SiteKinds() {
+		if k.Kind == kind {
+			return "give " + k.Flag
+		}
+	}
+	return "no such site"
+}
+
+func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir string, site Site) (results.Summary, []testbed.LiveRun, error) {
 	spec, err := SpecFor(cell, total)
 	if err != nil {
 		return results.Summary{}, nil, err
@@ -387,9 +427,10 @@ func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir 
 	if spec.Cross.Active() {
 		spec.CrossLog = filepath.Join(dir, "cross.csv")
 	}
-	if cell.Profile == RemoteProfile {
-		spec.Remote = sw.Remote // a replay's cells run here, on its recording
+	if len(spec.Beside) > 0 {
+		spec.BesideDir = dir
 	}
+	spec.Site = site
 	// Each attempt captures into its own directory; the reported
 	// attempt's becomes captures/, so the pcap, key log and qlog always
 	// belong to the summarised run.

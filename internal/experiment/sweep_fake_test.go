@@ -50,7 +50,7 @@ func (f *fakeAttempts) run(ctx context.Context, spec CellSpec, sink func(results
 		res.Overlaps = []testbed.LiveRun{{ID: "other", PID: 4242, Label: "tlab run other"}}
 	}
 	var err error
-	res.Summary, err = summarize(spec, spec.Workload.Info(), recs, emu.LinkStats{}, emu.LinkConfig{}, facts)
+	res.Summary, err = summarize(spec, spec.Workload.Info(), &Place{Emulated: true}, nil, recs, emu.LinkStats{}, facts)
 	res.Failed = f.failCell[p]
 	res.Summary.Set("cell_error", res.Failed)
 	return res, err

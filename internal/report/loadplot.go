@@ -1,16 +1,14 @@
 package report
 
 import (
-	"encoding/csv"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 
 	"gonum.org/v1/plot/plotter"
 
+	"tlab/internal/cross"
 	"tlab/internal/results"
 )
 
@@ -62,26 +60,13 @@ func drawLoadSeries(p panel) ([]Figure, error) {
 // crossRate reads a cell's cross.csv into the load's total goodput per
 // bin: (seconds, Mbit/s).
 func crossRate(path string) (plotter.XYs, error) {
-	f, err := os.Open(path)
+	bins, err := cross.ReadLog(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
 	sum := map[int]float64{}
-	for i, r := range recs {
-		if i == 0 || len(r) < 4 {
-			continue
-		}
-		ms, err1 := strconv.ParseFloat(r[0], 64)
-		mbps, err2 := strconv.ParseFloat(r[3], 64)
-		if err1 != nil || err2 != nil || math.IsNaN(mbps) {
-			return nil, fmt.Errorf("%s:%d: want time_ms and goodput_mbps numbers", path, i+1)
-		}
-		sum[int(math.Round(ms/100))] += mbps
+	for _, b := range bins {
+		sum[int(math.Round(b.TimeMs/100))] += b.GoodputMbps
 	}
 	keys := make([]int, 0, len(sum))
 	for k := range sum {

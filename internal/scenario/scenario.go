@@ -41,9 +41,14 @@ type Scenario struct {
 	// a network of the experiment, applied to every link the topology
 	// does not give a profile of its own. Link applies field overrides to
 	// each.
-	Profiles  []string  `yaml:"profiles"`
-	Link      yaml.Node `yaml:"link"`
-	Protocols []string  `yaml:"protocols"`
+	Profiles []string `yaml:"profiles"`
+	// Sites gives a network of Profiles a site instead of an emulated
+	// link: {remote: agent} runs that network's cells across the real
+	// path to the run's tlab agent (tlab run --remote sets it). Each kind
+	// is registered by the package that runs cells there.
+	Sites     map[string]string `yaml:"sites"`
+	Link      yaml.Node         `yaml:"link"`
+	Protocols []string          `yaml:"protocols"`
 	// Workload is the traffic pattern: a type (see tlab workloads) and
 	// the type's own parameters, decoded by the type itself.
 	Workload yaml.Node `yaml:"workload"`
@@ -71,6 +76,11 @@ type Scenario struct {
 	// Cross is traffic beside the workload on its link: bulk flows and a
 	// constant-rate UDP flow (package cross).
 	Cross cross.Config `yaml:"cross"`
+	// Beside are other workloads that run beside the cell's, each over a
+	// stack of its own, on the same hosts and links: a second control
+	// loop, an MQTT stream beside a loop. Each one's figures are the
+	// cell's beside_NAME_* columns.
+	Beside []BesideSpec `yaml:"beside"`
 	// Require are the application's requirements ("delay_p99_ms<=25"),
 	// the first the priority: the run opens with which stack meets them
 	// (tlab run --require replaces them).
@@ -86,6 +96,7 @@ type Scenario struct {
 	// plotKinds are the plots the workload offers (nil: not checked).
 	plotKinds []string
 	settings  proto.Settings
+	beside    []BesideFlow
 }
 
 // Metrics choose optional statistics.
@@ -185,11 +196,14 @@ func (s *Scenario) validate() error {
 			if se := (*strictyaml.Error)(nil); errors.As(err, &se) && se.File == s.file && se.Line > 0 {
 				return err
 			}
-			return s.errAt([]any{"profiles", i}, "%v", err)
+			return s.errAt([]any{"profiles", i}, "%v", notAProfile(p, err))
 		}
 		if slices.Index(s.Profiles, p) < i {
 			return s.errAt([]any{"profiles", i}, "profile %q is listed twice", p)
 		}
+	}
+	if err := s.validateSites(); err != nil {
+		return err
 	}
 	if len(s.Protocols) == 0 {
 		return s.errAt(nil, "protocols: give at least one of %s", strings.Join(proto.Names(), ", "))
@@ -254,6 +268,9 @@ func (s *Scenario) validate() error {
 	if n := s.Cross.Near; n != "" && !slices.Contains(s.workload.Info().Roles, n) {
 		return s.errAt([]any{"cross", "near"}, "cross.near %q: the workload's roles are %s", n, strings.Join(s.workload.Info().Roles, ", "))
 	}
+	if err := s.decodeBeside(); err != nil {
+		return err
+	}
 	if field, err := s.Cross.Validate(); err != nil {
 		path := []any{"cross"}
 		if field != "" && nodeAt(s.root, []any{"cross", field}) != nil {
@@ -274,8 +291,13 @@ func (s *Scenario) validate() error {
 	return s.validateMatrix()
 }
 
-// LinkFor resolves a profile stack with the scenario's link overrides.
+// LinkFor resolves a profile stack with the scenario's link overrides. A
+// network a site provides (Sites) has no emulated link: nothing is added
+// to the path, and its config is empty.
 func (s *Scenario) LinkFor(profile string) (emu.LinkConfig, error) {
+	if _, ok := s.Sites[profile]; ok {
+		return emu.LinkConfig{}, nil
+	}
 	var ov *yaml.Node
 	if s.Link.Kind != 0 {
 		ov = &s.Link
@@ -290,12 +312,28 @@ func (s *Scenario) ProtoSettings() proto.Settings { return s.settings }
 
 // decodeWorkload has the workload's type decode its section.
 func (s *Scenario) decodeWorkload() error {
-	node := &s.Workload
+	w, err := s.workloadAt([]any{"workload"}, &s.Workload)
+	if err != nil {
+		return err
+	}
+	s.workload = w
+	s.plotKinds = w.Info().Plots
+	// Any workload that draws its delay over time can have cross traffic
+	// beside it, and the plot of the two.
+	if slices.Contains(s.plotKinds, "timeseries") {
+		s.plotKinds = append(slices.Clone(s.plotKinds), LoadPlot)
+	}
+	return nil
+}
+
+// workloadAt decodes the workload section at path (a type and its
+// parameters), with the scenario's duration, count and warm-up.
+func (s *Scenario) workloadAt(path []any, node *yaml.Node) (workload.Workload, error) {
 	if node.Kind == 0 {
 		node = &yaml.Node{Kind: yaml.MappingNode, Line: 1}
 	}
 	if node.Kind != yaml.MappingNode {
-		return s.errAt([]any{"workload"}, "workload: want a mapping with a type (%s) and its parameters", strings.Join(workload.Names(), ", "))
+		return nil, s.errAt(path, "workload: want a mapping with a type (%s) and its parameters", strings.Join(workload.Names(), ", "))
 	}
 	typeName := "periodic"
 	params := &yaml.Node{Kind: yaml.MappingNode, Line: node.Line}
@@ -308,7 +346,7 @@ func (s *Scenario) decodeWorkload() error {
 	}
 	t, err := workload.Lookup(typeName)
 	if err != nil {
-		return s.errAt([]any{"workload", "type"}, "%v", err)
+		return nil, s.errAt(append(slices.Clone(path), "type"), "%v", err)
 	}
 	w, err := t.Decode(s.file, params, workload.Common{Duration: s.Duration.D(), Count: s.Count, Warmup: s.Warmup.D()})
 	if err != nil {
@@ -317,18 +355,11 @@ func (s *Scenario) decodeWorkload() error {
 			if se.Line == 0 && params.Line > 0 {
 				se.Line = params.Line
 			}
-			return se
+			return nil, se
 		}
-		return s.errAt([]any{"workload"}, "workload: %v", err)
+		return nil, s.errAt(path, "workload: %v", err)
 	}
-	s.workload = w
-	s.plotKinds = w.Info().Plots
-	// Any workload that draws its delay over time can have cross traffic
-	// beside it, and the plot of the two.
-	if slices.Contains(s.plotKinds, "timeseries") {
-		s.plotKinds = append(slices.Clone(s.plotKinds), LoadPlot)
-	}
-	return nil
+	return w, nil
 }
 
 // Warnings are what validation accepted but a user should know, each
@@ -452,9 +483,12 @@ func (s *Scenario) YAML() ([]byte, error) { return strictyaml.Encode(s.root) }
 // Cell is one run of the experiment: a profile, a protocol, one value of
 // each matrix key and a repetition.
 type Cell struct {
-	Index    int
-	ID       string
-	Profile  string
+	Index   int
+	ID      string
+	Profile string
+	// Site is the kind of site the cell runs at ("" for the emulated
+	// testbed), from the scenario's sites.
+	Site     string
 	Protocol string
 	Rep      int
 	Params   []results.Param
@@ -559,7 +593,7 @@ func (s *Scenario) Cells() ([]Cell, error) {
 			}
 			for _, protocol := range s.Protocols {
 				for rep := 1; rep <= s.Repetitions; rep++ {
-					cells = append(cells, Cell{Profile: profile, Protocol: protocol, Rep: rep, Params: params, Scenario: inst})
+					cells = append(cells, Cell{Profile: profile, Site: s.Sites[profile], Protocol: protocol, Rep: rep, Params: params, Scenario: inst})
 				}
 			}
 		}

@@ -216,7 +216,7 @@ func (f Frames) serve(env *Env, ft proto.FrameTransport, opts proto.FrameOptions
 		if !ok {
 			return nil, errors.New("the server's machine cannot run a frame server")
 		}
-		srv, err := rf.ServeFrames("server", ServerPort, env.Settings, opts, f.ResultSize, f.Processing)
+		srv, err := rf.ServeFrames("server", env.Port(ServerPort), env.Settings, opts, f.ResultSize, f.Processing)
 		if err != nil {
 			return nil, err
 		}
@@ -235,7 +235,7 @@ func (f Frames) serve(env *Env, ft proto.FrameTransport, opts proto.FrameOptions
 	}
 	env.Note("owd_offset_uncertainty_ms", 0)
 	var procMu sync.Mutex
-	return ft.ServeFrames(env.Hosts.Net("server"), ServerPort, env.Settings, opts, func(a proto.FrameArrival) int {
+	return ft.ServeFrames(env.Hosts.Net("server"), env.Port(ServerPort), env.Settings, opts, func(a proto.FrameArrival) int {
 		led.mu.Lock()
 		led.server[a.ID] = a
 		led.arrivals = append(led.arrivals, a.Packets...)
@@ -275,7 +275,7 @@ func (f Frames) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	client, err := ft.DialFrames(dctx, env.Hosts.Net("client"), net.JoinHostPort(ip.String(), strconv.Itoa(ServerPort)), env.Settings, opts)
+	client, err := ft.DialFrames(dctx, env.Hosts.Net("client"), net.JoinHostPort(ip.String(), strconv.Itoa(env.Port(ServerPort))), env.Settings, opts)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("client: %w", err)

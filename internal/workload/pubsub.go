@@ -317,7 +317,7 @@ func (p PubSub) Run(ctx context.Context, env *Env) error {
 		p.emitUnsent(env.Emit, 0, why)
 		return nil
 	}
-	port := ps.DefaultPort()
+	port := env.Port(ps.DefaultPort())
 	broker, err := serveBroker(env, ps, "broker", port, p.Broker)
 	if err != nil {
 		return failAll("broker: " + err.Error())
@@ -406,7 +406,7 @@ func (p PubSub) runPublisher(ctx context.Context, env *Env, ps proto.PubSub, hos
 		}
 		return 0
 	}
-	addr := net.JoinHostPort(ip.String(), fmt.Sprint(ps.DefaultPort()))
+	addr := net.JoinHostPort(ip.String(), fmt.Sprint(env.Port(ps.DefaultPort())))
 	opts := proto.PubSubOptions{ClientID: fmt.Sprintf("tlab-publisher%d", idx), KeepAlive: p.KeepAlive}
 	clock := time.Now()
 	sinceMs := func(t time.Time) float64 { return ms(t.Sub(clock)) }

@@ -203,6 +203,7 @@ func (u Upload) Run(ctx context.Context, env *Env) error {
 	}
 	client := env.Hosts.Net("client")
 	target := u.Target(client, serverIP)
+	target.Port = env.Port(target.Port)
 	if u.Resolve == "dns" {
 		names, err := serveNames(env, "server", serverIP)
 		if err != nil {

@@ -176,7 +176,15 @@ type Env struct {
 	// workload still emits what it measured and returns nil: the sweep
 	// goes on and keeps every record.
 	Fail func(reason string)
+	// PortOffset moves every port the workload's servers listen on (and
+	// its clients reach), so that a second workload can run beside the
+	// cell's on the same hosts; 0 for the cell's own.
+	PortOffset int
 }
+
+// Port is the port a workload uses where it would use base (ServerPort,
+// a protocol's broker port): base moved by the Env's offset.
+func (e *Env) Port(base int) int { return base + e.PortOffset }
 
 // Hosts gives a workload the hosts of its cell by role.
 type Hosts interface {
@@ -289,7 +297,7 @@ var ClientServerRoles = []string{"client", "server"}
 // server; the returned function stops it.
 func StartServer(env *Env) (stop func() error, err error) {
 	if rs, ok := remote(env, "server"); ok {
-		srv, err := rs.Serve("server", ServerRequestResponse, env.Protocol.Name, ServerPort, env.Settings)
+		srv, err := rs.Serve("server", ServerRequestResponse, env.Protocol.Name, env.Port(ServerPort), env.Settings)
 		if err != nil {
 			return nil, fmt.Errorf("server (on the agent): %w", err)
 		}
@@ -299,7 +307,7 @@ func StartServer(env *Env) (stop func() error, err error) {
 	if !ok {
 		return nil, proto.Require(env.Protocol.Name, proto.CapRequestResponse)
 	}
-	srv, err := ex.Serve(env.Hosts.Net("server"), ServerPort, env.Settings)
+	srv, err := ex.Serve(env.Hosts.Net("server"), env.Port(ServerPort), env.Settings)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -320,7 +328,7 @@ func NewClient(ctx context.Context, env *Env) (proto.Client, error) {
 	}
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	c, err := ex.NewClient(dctx, env.Hosts.Net("client"), net.JoinHostPort(ip.String(), strconv.Itoa(ServerPort)), env.Settings)
+	c, err := ex.NewClient(dctx, env.Hosts.Net("client"), net.JoinHostPort(ip.String(), strconv.Itoa(env.Port(ServerPort))), env.Settings)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
