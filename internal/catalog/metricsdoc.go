@@ -135,12 +135,16 @@ order; ` + "`summary.csv`" + ` has the same columns. Every row starts with
 ` + "`cell`, `profile`, `protocol`, `workload`, `rep`, `seed`" + ` and ends with
 one column per swept field. Undefined values (no requests, one delay only)
 are ` + "`null`" + ` in JSON and empty in CSV.
+
+A scenario with ` + "`beside:`" + ` workloads adds, for each, its workload's measured
+metrics below prefixed ` + "`beside_NAME_`" + ` (` + "`beside_loop_delay_p99_ms`" + `), with the
+same definitions, over its own records (the cell's ` + "`beside-NAME.csv`" + `).
 `
 
 const docComparisons = `
 ## comparisons.json and comparisons.csv: is A faster than B here?
 
-Written by ` + "`tlab stats DIR`" + ` and with every report: one row per pair of
+Written by the analysis after every run (with or without its report), by ` + "`tlab stats DIR`" + ` and ` + "`tlab report DIR`" + `: one row per pair of
 protocols (A, B) on the same network and swept values, per metric: %s
 (the delay each record carries, record by record in a single cell and by its
 per-cell median where cells repeat; the others where cells are repeated).
