@@ -84,6 +84,9 @@ type DirectionStats struct {
 	QueuedPackets   uint64 `json:"queued_packets"`
 	// ECNMarked counts packets the queue marked CE instead of dropping.
 	ECNMarked uint64 `json:"ecn_marked,omitempty"`
+	// QueueDelay counts the queueing delays of QueuedPackets in
+	// logarithmic buckets, for their percentiles.
+	QueueDelay SojournHistogram `json:"queue_delay_hist"`
 }
 
 // Drops returns the sum of all drop counters.
@@ -104,6 +107,7 @@ func (s DirectionStats) Sub(o DirectionStats) DirectionStats {
 		Corrupted:  s.Corrupted - o.Corrupted, Reordered: s.Reordered - o.Reordered,
 		QueueDelaySumNs: s.QueueDelaySumNs - o.QueueDelaySumNs, QueueDelayMaxNs: s.QueueDelayMaxNs,
 		QueuedPackets: s.QueuedPackets - o.QueuedPackets, ECNMarked: s.ECNMarked - o.ECNMarked,
+		QueueDelay: s.QueueDelay.Sub(o.QueueDelay),
 	}
 }
 
@@ -355,10 +359,12 @@ func (d *Direction) Transmit(now int64, emit Emit) {
 		d.txFree = depart
 		d.wire = append(d.wire, onWire{depart: depart, size: p.Size})
 		d.wireBytes += int64(p.Size)
-		if wait := start - p.Arrived; wait > 0 {
+		wait := start - p.Arrived
+		if wait > 0 {
 			d.Stats.QueueDelaySumNs += uint64(wait)
 			d.Stats.QueueDelayMaxNs = max(d.Stats.QueueDelayMaxNs, uint64(wait))
 		}
+		d.Stats.QueueDelay.Add(wait)
 		d.Stats.QueuedPackets++
 		if p.macLost {
 			// It held the air for every attempt, then the MAC gave up.
