@@ -66,6 +66,7 @@ func commands() map[string]command {
 		"advise":     {"which stack meets the application's requirements on each network of a run", runAdvise},
 		"record":     {"record the real path to an agent as a link profile to replay", runRecord},
 		"serve":      {"serve a live view of a run directory as its cells complete", runServe},
+		"shell":      {"run your own command or a shell inside an emulated network (as mahimahi's shells)", runShell},
 	}
 }
 

@@ -73,11 +73,18 @@ func (p *Place) close() error {
 // kernel state.
 type testbedSite struct{}
 
-func (testbedSite) Open(_ context.Context, spec CellSpec, info workload.Info) (*Place, error) {
+func (s testbedSite) Open(_ context.Context, spec CellSpec, info workload.Info) (*Place, error) {
+	p, _, err := s.build(spec, info)
+	return p, err
+}
+
+// build is Open, also giving the testbed (tlab shell runs commands in its
+// hosts).
+func (testbedSite) build(spec CellSpec, info workload.Info) (*Place, *testbed.Testbed, error) {
 	opts := testbed.Options{Seed: spec.Cell.Seed, Emulator: spec.Emulator, Label: spec.Label, TCPECN: spec.Settings.TCPECN, CaptureDir: spec.CaptureDir}
 	tb, err := testbed.Build(spec.Topology, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p := &Place{Meter: tb.Emulator(), Emulated: true, Close: tb.Close}
 	th := hosts{tb, spec.Roles, spec.Groups}
@@ -86,11 +93,11 @@ func (testbedSite) Open(_ context.Context, spec CellSpec, info workload.Info) (*
 	// second (the client its server).
 	if len(info.Roles) > 1 {
 		if p.CertIP, err = th.Addr(info.Roles[0], info.Roles[1]); err != nil {
-			return p, err
+			return p, tb, err
 		}
 	}
 	if p.Measured, p.UpIsAtoB, err = measuredLink(spec.Topology, spec.Roles[info.Roles[0]]); err != nil {
-		return p, err
+		return p, tb, err
 	}
 	p.RTTMs = float64(p.Measured.Config.BaseRTT().Nanoseconds()) / 1e6
 	p.Beside = func(nearRole string) (cross.Endpoints, error) {
@@ -109,7 +116,7 @@ func (testbedSite) Open(_ context.Context, spec CellSpec, info workload.Info) (*
 		}
 		return cross.Endpoints{Client: th.Net(near), Server: th.Net(far), ServerAddr: farIP}, nil
 	}
-	return p, nil
+	return p, tb, nil
 }
 
 // measuredLink returns the link the host of the workload's first role

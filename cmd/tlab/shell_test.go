@@ -1,0 +1,298 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"tlab/internal/experiment"
+	"tlab/internal/testbed/tbtest"
+)
+
+// realTool returns the path of a real client the tests check tlab with
+// (scripts/setup installs it from Debian), failing on CI where it must be
+// and skipping elsewhere.
+func realTool(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is missing on CI: scripts/setup installs it", name)
+		}
+		t.Skipf("%s is not installed (scripts/setup installs it)", name)
+	}
+	return p
+}
+
+// shell runs tlab shell with args and returns its account (from --out's
+// shell.json), its standard output and error.
+func shell(t *testing.T, bin string, args ...string) (*experiment.ShellAccount, string, string) {
+	t.Helper()
+	out := t.TempDir()
+	i := len(args)
+	for k, a := range args {
+		if a == "--" {
+			i = k
+			break
+		}
+	}
+	full := append(append(append([]string{"shell", "--out", out}, args[:i]...), "--as-root"), args[i:]...)
+	cmd := exec.Command(bin, full...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errorsAs(err, &ee) {
+		t.Fatalf("tlab shell: %v\n%s", err, stderr.String())
+	}
+	b, rerr := os.ReadFile(filepath.Join(out, experiment.ShellFile))
+	if rerr != nil {
+		t.Fatalf("no account: %v\nstderr:\n%s", rerr, stderr.String())
+	}
+	var acct experiment.ShellAccount
+	if err := json.Unmarshal(b, &acct); err != nil {
+		t.Fatal(err)
+	}
+	return &acct, stdout.String(), stderr.String()
+}
+
+// irttStats is what the tests read of irtt's JSON output (times in ns).
+type irttStats struct {
+	Stats struct {
+		RTT          struct{ Median, N float64 } `json:"rtt"`
+		SendDelay    struct{ Median float64 }    `json:"send_delay"`
+		ReceiveDelay struct{ Median float64 }    `json:"receive_delay"`
+		IPDVSend     struct{ Mean, N float64 }   `json:"ipdv_send"`
+		IPDVReceive  struct{ Mean float64 }      `json:"ipdv_receive"`
+		UpLoss       float64                     `json:"upstream_loss_percent"`
+		DownLoss     float64                     `json:"downstream_loss_percent"`
+		PacketsSent  float64                     `json:"packets_sent"`
+	} `json:"stats"`
+}
+
+// TestIrttThroughTheShellAgreesWithTheLink: irtt, a client and server
+// nobody here wrote, measures through `tlab shell` a link of 10 ms up and
+// 15 ms down, normal jitter of 2 ms up, 2 % loss up. Both ends share this
+// machine's clock, so irtt's one-way delays are exact: each direction's
+// median is its configured delay, the round trip their sum, irtt's mean
+// IPDV up is the mean absolute difference of two normal draws (2σ/√π,
+// 2.26 ms) and none down, and the loss falls where a binomial of 2 % over
+// irtt's packets puts it (99 %).
+func TestIrttThroughTheShellAgreesWithTheLink(t *testing.T) {
+	tbtest.RequirePrivileges(t)
+	irtt := realTool(t, "irtt")
+	bin := buildTlab(t)
+	res := filepath.Join(t.TempDir(), "irtt.json")
+	acct, _, stderr := shell(t, bin, "--link", "up.delay=10ms,down.delay=15ms,up.jitter=2ms,up.jitter_dist=normal,up.loss=2%", "--seed", "3",
+		"--server", irtt+" server -b :2112", "--",
+		"sh", "-c", irtt+` client -i 10ms -d 8s -Q --wait=500ms -o `+res+` "$TLAB_SERVER"`)
+	if acct.ExitStatus != 0 {
+		t.Fatalf("irtt client exited %d\n%s", acct.ExitStatus, stderr)
+	}
+	var r irttStats
+	b, err := os.ReadFile(res)
+	if err != nil || json.Unmarshal(b, &r) != nil {
+		t.Fatalf("irtt's output: %v\n%s", err, stderr)
+	}
+	s := r.Stats
+	ms := func(ns float64) float64 { return ns / 1e6 }
+	t.Logf("irtt: rtt median %.2f ms, send %.2f, receive %.2f, ipdv send %.2f receive %.2f, loss up %.2f %% down %.2f %% of %.0f; emulator release p99 %.1f us",
+		ms(s.RTT.Median), ms(s.SendDelay.Median), ms(s.ReceiveDelay.Median), ms(s.IPDVSend.Mean), ms(s.IPDVReceive.Mean), s.UpLoss, s.DownLoss, s.PacketsSent, acct.Release.P99)
+	// The emulator's own error (release lateness, the host's wake-ups)
+	// adds to every figure; 0.5 ms covers it on a busy day.
+	slack := 0.5 + acct.Release.P99/1000
+	for _, c := range []struct {
+		name      string
+		got, want float64
+		tol       float64
+	}{
+		{"send delay median", ms(s.SendDelay.Median), 10, slack + 0.3}, // the median of the jittered delay (held in order)
+		{"receive delay median", ms(s.ReceiveDelay.Median), 15, slack},
+		{"rtt median", ms(s.RTT.Median), 25, 2 * slack},
+		{"ipdv up (mean |Δd|)", ms(s.IPDVSend.Mean), 2 * 2 / math.Sqrt(math.Pi), 0.2*2.26 + slack},
+		{"ipdv down", ms(s.IPDVReceive.Mean), 0, slack},
+	} {
+		if math.Abs(c.got-c.want) > c.tol {
+			t.Errorf("%s %.3f ms, want %.3f ± %.3f", c.name, c.got, c.want, c.tol)
+		}
+	}
+	n := s.PacketsSent
+	sd := 100 * math.Sqrt(0.02*0.98/n)
+	if lo, hi := 2-2.58*sd, 2+2.58*sd; s.UpLoss < lo || s.UpLoss > hi {
+		t.Errorf("upstream loss %.2f %%, want 2 %% (99 %%: %.2f to %.2f)", s.UpLoss, lo, hi)
+	}
+	if s.DownLoss != 0 {
+		t.Errorf("downstream loss %.2f %% on a lossless direction", s.DownLoss)
+	}
+	// tlab's own account agrees with irtt's: the up direction dropped
+	// what irtt lost upstream.
+	up := acct.Links[0].Up
+	if lost := up.Drops["loss"]; math.Abs(float64(lost)-s.UpLoss/100*n) > 3 {
+		t.Errorf("tlab counted %d losses up, irtt %.0f", lost, s.UpLoss/100*n)
+	}
+}
+
+// TestIperf3ThroughTheShellGetsTheRate: iperf3 over TCP and UDP through
+// `tlab shell` on a 20 Mbit/s link: TCP's goodput is the rate less the
+// headers (at least 85 % of it, never above), and UDP offered 10 Mbit/s
+// loses nothing and delivers it.
+func TestIperf3ThroughTheShellGetsTheRate(t *testing.T) {
+	tbtest.RequirePrivileges(t)
+	iperf3 := realTool(t, "iperf3")
+	bin := buildTlab(t)
+	var out struct {
+		End struct {
+			SumReceived struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+			} `json:"sum_received"`
+			Sum struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+				LostPercent   float64 `json:"lost_percent"`
+			} `json:"sum"`
+		} `json:"end"`
+	}
+	for _, c := range []struct {
+		name string
+		args string
+	}{{"tcp", "-t 4"}, {"udp", "-u -b 10M -t 4"}} {
+		acct, stdout, stderr := shell(t, bin, "--link", "rate=20Mbit,delay=5ms", "--server", iperf3+" -s -1", "--",
+			"sh", "-c", iperf3+` -c "$TLAB_SERVER" -J `+c.args)
+		if acct.ExitStatus != 0 || json.Unmarshal([]byte(stdout), &out) != nil {
+			t.Fatalf("%s: iperf3 exited %d\n%s\n%s", c.name, acct.ExitStatus, stdout, stderr)
+		}
+		switch c.name {
+		case "tcp":
+			got := out.End.SumReceived.BitsPerSecond / 1e6
+			t.Logf("tcp: %.2f Mbit/s through 20 Mbit/s", got)
+			if got < 17 || got > 20 {
+				t.Errorf("tcp goodput %.2f Mbit/s through a 20 Mbit/s link", got)
+			}
+		case "udp":
+			got := out.End.Sum.BitsPerSecond / 1e6
+			t.Logf("udp: %.2f Mbit/s offered 10, lost %.2f %%", got, out.End.Sum.LostPercent)
+			if math.Abs(got-10) > 0.5 || out.End.Sum.LostPercent > 0.5 {
+				t.Errorf("udp: %.2f Mbit/s, %.2f %% lost, for 10 Mbit/s offered under a 20 Mbit/s rate", got, out.End.Sum.LostPercent)
+			}
+		}
+	}
+}
+
+// TestShellInteractiveInTmux drives an interactive shell as a person
+// would, in tmux: the prompt says where it is, the server's address is in
+// the environment, a ping crosses the emulated 20 ms, and exiting prints
+// the account.
+func TestShellInteractiveInTmux(t *testing.T) {
+	tbtest.RequirePrivileges(t)
+	tmux := realTool(t, "tmux")
+	realTool(t, "ping")
+	bin := buildTlab(t)
+	session := "tlab-shell-test"
+	exec.Command(tmux, "kill-session", "-t", session).Run()
+	t.Cleanup(func() { exec.Command(tmux, "kill-session", "-t", session).Run() })
+	// The pane stays when tlab exits, so that its last words can be read.
+	start := exec.Command(tmux, "new-session", "-d", "-s", session, "-x", "200", "-y", "50", "sleep 1; env SHELL=/bin/bash "+bin+" shell --link delay=10ms --as-root")
+	if out, err := start.CombinedOutput(); err != nil {
+		t.Fatalf("tmux: %v %s", err, out)
+	}
+	exec.Command(tmux, "set-option", "-t", session, "remain-on-exit", "on").Run()
+	screen := func() string {
+		out, _ := exec.Command(tmux, "capture-pane", "-p", "-t", session, "-S", "-100").Output()
+		return string(out)
+	}
+	waitFor := func(what string, d time.Duration) string {
+		t.Helper()
+		var s string
+		for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if s = screen(); strings.Contains(s, what) {
+				return s
+			}
+		}
+		t.Fatalf("the screen never showed %q:\n%s", what, s)
+		return s
+	}
+	waitFor("[tlab ethernet]", 30*time.Second)
+	keys := func(k string) { exec.Command(tmux, "send-keys", "-t", session, k, "Enter").Run() }
+	keys(`ping -c 3 -i 0.2 "$TLAB_SERVER"`)
+	s := waitFor("3 received", 15*time.Second)
+	if !strings.Contains(s, "time=20") && !strings.Contains(s, "time=21") {
+		t.Errorf("ping's round trips are not the emulated 20 ms:\n%s", s)
+	}
+	keys("exit 7")
+	s = waitFor("the shell exited 7", 15*time.Second)
+	if !strings.Contains(s, "LINK") || !strings.Contains(s, "release error") {
+		t.Errorf("no account after the shell:\n%s", s)
+	}
+}
+
+// TestShellLeavesNothingBehind: a shell interrupted (SIGINT) stops its
+// command and server, prints its account and exits 130; a shell killed
+// (SIGKILL) leaves no process running (its commands die with it), and
+// what is left of it, its record and temp directory, tlab cleanup removes
+// as for a killed run.
+func TestShellLeavesNothingBehind(t *testing.T) {
+	tbtest.RequirePrivileges(t)
+	bin := buildTlab(t)
+	// Each command is a shell that waits for a child: both carry the
+	// marker (the shell in its script, the child in its odd duration).
+	marker := "997.25"
+	script := "sleep " + marker + "; : " + marker
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
+		cmd := exec.Command(bin, "shell", "--as-root", "--server", script, "--", "sh", "-c", script)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Both commands run.
+		deadline := time.Now().Add(20 * time.Second)
+		for markerProcesses(marker) < 4 && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if n := markerProcesses(marker); n < 4 {
+			cmd.Process.Kill()
+			t.Fatalf("%d of the shell's four processes (two shells, two sleeps) started\n%s", n, stderr.String())
+		}
+		cmd.Process.Signal(sig)
+		err := cmd.Wait()
+		for deadline := time.Now().Add(10 * time.Second); markerProcesses(marker) > 0 && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if n := markerProcesses(marker); n > 0 {
+			t.Errorf("after %v: %d of the shell's processes still run", sig, n)
+		}
+		if sig == syscall.SIGINT {
+			var ee *exec.ExitError
+			if !errorsAs(err, &ee) || ee.ExitCode() != exitCanceled || !strings.Contains(stderr.String(), "LINK") {
+				t.Errorf("after SIGINT: %v, want exit %d with the account:\n%s", err, exitCanceled, stderr.String())
+			}
+		}
+	}
+	// The killed shell's record and temp directory are what tlab cleanup
+	// is for (as a killed run's); after it, nothing is left.
+	if out, err := exec.Command(bin, "cleanup").CombinedOutput(); err != nil {
+		t.Errorf("tlab cleanup: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(bin, "cleanup", "--dry-run").CombinedOutput(); err != nil || !strings.Contains(string(out), "Nothing to clean up") {
+		t.Errorf("tlab cleanup --dry-run after cleanup: %v\n%s", err, out)
+	}
+}
+
+// markerProcesses counts the processes whose command line holds marker.
+func markerProcesses(marker string) int {
+	n := 0
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte(marker)) && !bytes.Contains(b, []byte("shell\x00--as-root")) {
+			n++
+		}
+	}
+	return n
+}

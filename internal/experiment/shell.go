@@ -1,0 +1,432 @@
+package experiment
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"tlab/internal/emu"
+	"tlab/internal/hostnoise"
+	"tlab/internal/pki"
+	"tlab/internal/results"
+	"tlab/internal/scenario"
+	"tlab/internal/testbed"
+)
+
+// Shell is `tlab shell`: a user's own commands inside one of tlab's
+// emulated networks, as mahimahi's shells and netem on an interface offer,
+// with tlab's seeded models, queue disciplines, cross traffic and
+// calibration. The client's host runs the command (or an interactive
+// shell), the server's host an optional server for the shell's life; both
+// directions are impaired as the network says. On exit it accounts for
+// what the link did.
+type Shell struct {
+	// Scenario is the network: its first profile, link overrides,
+	// topology, seed, emulator options and cross traffic (the command line
+	// builds one in memory; --scenario FILE gives a file's). Its workload's
+	// first role is the client, its second the server.
+	Scenario *scenario.Scenario
+	// Server, when set, is a shell command run in the server's host for
+	// the shell's life (sh -c), given ServerWait to start listening.
+	Server     string
+	ServerWait time.Duration
+	// Command runs in the client's host; empty runs an interactive shell
+	// ($SHELL, or /bin/sh) whose prompt says where it is.
+	Command []string
+	// Out, when set, keeps the account (shell.json), the server's output
+	// (server.log) and, with Capture, a pcap per interface (captures/).
+	Out     string
+	Capture bool
+	// Credential, when set, runs the commands as that user.
+	Credential *syscall.Credential
+	Stdin      io.Reader
+	Stdout     io.Writer
+	Stderr     io.Writer
+	// Ready, when set, hears the hosts' addresses once the network is up,
+	// before the commands start.
+	Ready func(ShellEnv)
+}
+
+// ShellEnv is what the commands find in their environment: TLAB_SERVER,
+// the server's address as the client reaches it, TLAB_CLIENT, the
+// client's as the server does, and one TLAB_ROLE for each other role.
+type ShellEnv map[string]string
+
+// ShellAccount is what the link did over the shell's life.
+type ShellAccount struct {
+	Network string   `json:"network"`
+	Seed    uint64   `json:"seed"`
+	Command []string `json:"command,omitempty"`
+	Server  string   `json:"server,omitempty"`
+	// ExitStatus is the command's (128+N for signal N).
+	ExitStatus int `json:"exit_status"`
+	// ServerEnded says how the server ended before the shell did ("" when
+	// it ran to the end).
+	ServerEnded string             `json:"server_ended,omitempty"`
+	DurationS   float64            `json:"duration_s"`
+	Env         ShellEnv           `json:"env"`
+	Links       []ShellLink        `json:"links"`
+	Release     emu.LatencySummary `json:"emulator_release_error"`
+	Host        hostnoise.Sample   `json:"host"`
+	// Cross holds the cross traffic's columns, when the network had any.
+	Cross map[string]float64 `json:"cross,omitempty"`
+}
+
+// ShellLink is one link's account: up is A to B (client to server on a
+// client-server topology).
+type ShellLink struct {
+	Name string         `json:"name"`
+	Up   ShellDirection `json:"up"`
+	Down ShellDirection `json:"down"`
+}
+
+// ShellDirection is one direction's account.
+type ShellDirection struct {
+	Packets   uint64            `json:"packets"`
+	Bytes     uint64            `json:"bytes"`
+	Delivered uint64            `json:"delivered_packets"`
+	Drops     map[string]uint64 `json:"drops"`
+	ECNMarked uint64            `json:"ecn_marked"`
+	// The queue's sojourn times: median, 99th percentile and maximum.
+	QueueP50Ms float64 `json:"queue_p50_ms"`
+	QueueP99Ms float64 `json:"queue_p99_ms"`
+	QueueMaxMs float64 `json:"queue_max_ms"`
+}
+
+func directionAccount(d emu.DirectionStats) ShellDirection {
+	drops := map[string]uint64{}
+	for cause, n := range map[string]uint64{"loss": d.DropLoss, "queue": d.DropQueue, "outage": d.DropOutage, "oversize": d.DropOversz,
+		"tx_error": d.DropTxError, "wifi_retries": d.DropRetries} {
+		if n > 0 {
+			drops[cause] = n
+		}
+	}
+	return ShellDirection{Packets: d.RxPackets, Bytes: d.RxBytes, Delivered: d.TxPackets, Drops: drops, ECNMarked: d.ECNMarked,
+		QueueP50Ms: d.QueueDelay.Quantile(0.5), QueueP99Ms: d.QueueDelay.Quantile(0.99), QueueMaxMs: float64(d.QueueDelayMaxNs) / 1e6}
+}
+
+// MarshalJSON writes the account with unknown percentiles (no packet
+// queued) as null: JSON has no NaN.
+func (d ShellDirection) MarshalJSON() ([]byte, error) {
+	type plain ShellDirection
+	type nullable struct {
+		plain
+		QueueP50Ms *float64 `json:"queue_p50_ms"`
+		QueueP99Ms *float64 `json:"queue_p99_ms"`
+	}
+	num := func(v float64) *float64 {
+		if v != v {
+			return nil
+		}
+		return &v
+	}
+	return json.Marshal(nullable{plain(d), num(d.QueueP50Ms), num(d.QueueP99Ms)})
+}
+
+// ShellFile is where --out keeps the account.
+const ShellFile = "shell.json"
+
+// Run builds the network, runs the server and the command, and returns
+// the account once the command has ended (or ctx was cancelled: the
+// command gets SIGTERM, then SIGKILL). Nothing it started outlives it.
+func (sh Shell) Run(ctx context.Context) (*ShellAccount, error) {
+	sc := sh.Scenario
+	cells, err := sc.Cells()
+	if err != nil {
+		return nil, err
+	}
+	cell := cells[0]
+	if cell.Site != "" {
+		return nil, fmt.Errorf("tlab shell runs on emulated links: network %s is the %s site", cell.Profile, cell.Site)
+	}
+	spec, err := SpecFor(cell, 1)
+	if err != nil {
+		return nil, err
+	}
+	info := spec.Workload.Info()
+	if len(info.Roles) < 2 {
+		return nil, fmt.Errorf("the scenario's workload has no server role to place the server in")
+	}
+	spec.Label = "tlab shell on " + cell.Profile
+	if sh.Out != "" {
+		if err := os.MkdirAll(sh.Out, 0o755); err != nil {
+			return nil, err
+		}
+		if sh.Capture {
+			spec.CaptureDir = filepath.Join(sh.Out, "captures")
+		}
+	}
+	place, tb, err := testbedSite{}.build(spec, info)
+	defer place.close()
+	if err != nil {
+		return nil, err
+	}
+	clientRole, serverRole := info.Roles[0], info.Roles[1]
+	client, server := tb.Host(spec.Roles[clientRole]), tb.Host(spec.Roles[serverRole])
+	env := ShellEnv{}
+	for _, role := range info.Roles[1:] {
+		ip, err := tb.Addr(spec.Roles[clientRole], spec.Roles[role])
+		if err != nil {
+			return nil, err
+		}
+		env["TLAB_"+strings.ToUpper(role)] = ip.String()
+	}
+	if ip, err := tb.Addr(spec.Roles[serverRole], spec.Roles[clientRole]); err == nil {
+		env["TLAB_CLIENT"] = ip.String()
+	}
+	env["TLAB_SERVER"] = env["TLAB_"+strings.ToUpper(serverRole)]
+	env["TLAB_NETWORK"] = cell.Profile
+
+	settings := spec.Settings
+	if settings.Certs, err = pki.NewCertificates(place.CertIP); err != nil {
+		return nil, err
+	}
+	beside, err := startBeside(ctx, spec, info, place, settings)
+	if err != nil {
+		return nil, err
+	}
+	defer beside.abort()
+	if err := beside.waitForWorkload(ctx); err != nil {
+		return nil, err
+	}
+	if sh.Ready != nil {
+		sh.Ready(env)
+	}
+
+	acct := &ShellAccount{Network: cell.Profile, Seed: spec.Cell.Seed, Command: sh.Command, Server: sh.Server, Env: env}
+	if err := place.Meter.ResetLateness(); err != nil {
+		return nil, err
+	}
+	before, err := place.Meter.Stats()
+	if err != nil {
+		return nil, err
+	}
+	probe := hostnoise.Start()
+	began := time.Now()
+
+	var srv *group
+	if sh.Server != "" {
+		var log io.Writer = io.Discard
+		if sh.Out != "" {
+			f, err := os.Create(filepath.Join(sh.Out, "server.log"))
+			if err != nil {
+				probe.Stop()
+				return nil, err
+			}
+			defer f.Close()
+			log = f
+		}
+		cmd := exec.Command("/bin/sh", "-c", sh.Server)
+		cmd.Env, cmd.Stdout, cmd.Stderr = sh.environ(env), log, log
+		if srv, err = startGroup(server, cmd, sh.Credential); err != nil {
+			probe.Stop()
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		defer srv.stop()
+		select {
+		case <-time.After(sh.ServerWait):
+		case <-srv.p.Done():
+		case <-ctx.Done():
+		}
+	}
+
+	cmd, cleanup, err := sh.clientCommand(env, cell.Profile)
+	if err != nil {
+		probe.Stop()
+		return nil, err
+	}
+	defer cleanup()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = sh.Stdin, sh.Stdout, sh.Stderr
+	cl, err := startGroup(client, cmd, sh.Credential)
+	if err != nil {
+		probe.Stop()
+		return nil, fmt.Errorf("command: %w", err)
+	}
+	var serverDone <-chan struct{}
+	if srv != nil {
+		serverDone = srv.p.Done()
+	}
+	for waiting := true; waiting; {
+		select {
+		case <-cl.p.Done():
+			waiting = false
+		case <-serverDone:
+			acct.ServerEnded = exitText(srv.p.Err())
+			serverDone = nil
+		case <-ctx.Done():
+			cl.stop()
+			waiting = false
+		}
+	}
+	<-cl.p.Done()
+	acct.ExitStatus = exitStatus(cl.p.Err())
+	acct.DurationS = time.Since(began).Seconds()
+	if srv != nil {
+		select {
+		case <-srv.p.Done():
+			if acct.ServerEnded == "" {
+				acct.ServerEnded = exitText(srv.p.Err())
+			}
+		default:
+		}
+		srv.stop()
+	}
+	acct.Host = probe.Stop()
+	after, err := place.Meter.Stats()
+	if err != nil {
+		return acct, err
+	}
+	for i, l := range after.Links {
+		var prev emu.LinkStats
+		if i < len(before.Links) {
+			prev = before.Links[i]
+		}
+		acct.Links = append(acct.Links, ShellLink{Name: l.Name, Up: directionAccount(l.Up.Sub(prev.Up)), Down: directionAccount(l.Down.Sub(prev.Down))})
+	}
+	acct.Release = after.Lateness
+	if facts, _, err := beside.stop(); err == nil {
+		for k, v := range facts {
+			if v == v { // JSON has no NaN: what was not measured is left out
+				if acct.Cross == nil {
+					acct.Cross = map[string]float64{}
+				}
+				acct.Cross[k] = v
+			}
+		}
+	}
+	if sh.Out != "" {
+		if err := writeShellAccount(sh.Out, acct); err != nil {
+			return acct, err
+		}
+	}
+	return acct, ctx.Err()
+}
+
+// environ is the commands' environment: tlab's own, the addresses, and
+// for a user the commands run as, that user's HOME is left to their shell.
+func (sh Shell) environ(env ShellEnv) []string {
+	out := os.Environ()
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// clientCommand is the command, or an interactive shell whose prompt
+// names the network (bash gets an rc file that keeps the user's own and
+// prefixes its prompt).
+func (sh Shell) clientCommand(env ShellEnv, network string) (*exec.Cmd, func(), error) {
+	nothing := func() {}
+	if len(sh.Command) > 0 {
+		cmd := exec.Command(sh.Command[0], sh.Command[1:]...)
+		cmd.Env = sh.environ(env)
+		return cmd, nothing, nil
+	}
+	shell := os.Getenv("SHELL")
+	if shell == "" {
+		shell = "/bin/sh"
+	}
+	prompt := "[tlab " + network + "] "
+	environ := append(sh.environ(env), "PS1="+prompt+"$ ")
+	if filepath.Base(shell) != "bash" {
+		cmd := exec.Command(shell, "-i")
+		cmd.Env = environ
+		return cmd, nothing, nil
+	}
+	rc, err := os.CreateTemp("", "tlab-shell-rc-")
+	if err != nil {
+		return nil, nothing, err
+	}
+	fmt.Fprintf(rc, "[ -f ~/.bashrc ] && . ~/.bashrc\nPS1=%q\"$PS1\"\n", prompt)
+	rc.Close()
+	if sh.Credential != nil {
+		os.Chown(rc.Name(), int(sh.Credential.Uid), int(sh.Credential.Gid))
+	}
+	cmd := exec.Command(shell, "--rcfile", rc.Name(), "-i")
+	cmd.Env = environ
+	return cmd, func() { os.Remove(rc.Name()) }, nil
+}
+
+// group is a command started in a host in a PID namespace of its own:
+// the command is that namespace's first process, and when it ends
+// (stopped, or killed with tlab by Pdeathsig, even by SIGKILL) the kernel
+// kills every process it left in it, a server's workers, a shell's
+// background jobs. It is also its own process group where it does not
+// read a terminal, so that stopping it asks all of it to end first.
+type group struct {
+	p *testbed.Process
+}
+
+func startGroup(h *testbed.Host, cmd *exec.Cmd, cred *syscall.Credential) (*group, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred, Cloneflags: syscall.CLONE_NEWPID}
+	if f, ok := cmd.Stdin.(*os.File); ok && isTerminal(f) {
+		// An interactive shell reads the terminal: it must be in the
+		// terminal's foreground group, which tlab's own group is.
+		cmd.SysProcAttr.Setpgid = false
+	}
+	p, err := h.Start(cmd)
+	if err != nil {
+		return nil, err
+	}
+	return &group{p: p}, nil
+}
+
+// stop ends the group: SIGTERM to all of it, then SIGKILL to its first
+// process after two seconds (the first process of a PID namespace ignores
+// signals it has no handler for), which ends the namespace and so every
+// process in it.
+func (g *group) stop() {
+	select {
+	case <-g.p.Done():
+	default:
+		if pgid, err := syscall.Getpgid(g.p.PID()); err == nil && pgid == g.p.PID() {
+			syscall.Kill(-pgid, syscall.SIGTERM)
+		}
+		g.p.Stop()
+	}
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// exitStatus is a command's exit status as a shell gives it.
+func exitStatus(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+// exitText says how a command ended.
+func exitText(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
+}
+
+// writeShellAccount writes shell.json into dir.
+func writeShellAccount(dir string, acct *ShellAccount) error {
+	return results.WriteAtomic(filepath.Join(dir, ShellFile), func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(acct)
+	})
+}
