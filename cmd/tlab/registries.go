@@ -11,6 +11,7 @@ import (
 
 	"tlab/internal/catalog"
 	"tlab/internal/emu"
+	"tlab/internal/experiment"
 	"tlab/internal/metrics"
 	"tlab/internal/proto"
 	"tlab/internal/report"
@@ -119,20 +120,38 @@ func runQueues(_ context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func runProtocols(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("protocols", "protocols [--json]\n\nList the protocols: what each can do (the capability a workload needs: tlab workloads),\nthe settings (a scenario's settings: section) each honours, and its stack.", stderr)
+	fs := newFlags("protocols", "protocols [FILE] [--json]\n\nList the protocols: what each can do (the capability a workload needs: tlab workloads),\nthe settings (a scenario's settings: section) each honours, and its stack. With a scenario FILE,\nalso the scenario's own stacks, given as commands.", stderr)
 	asJSON := fs.Bool("json", false, "print the list as JSON")
-	if code, ok := parseFlags(fs, args); !ok {
+	pos, code, ok := parseArgs(fs, args, 1)
+	if !ok {
 		return code
 	}
 	type protocolInfo struct {
 		Capabilities []proto.Capability `json:"capabilities"`
 		Settings     []string           `json:"settings"`
 		Doc          string             `json:"doc"`
+		// Own says the stack is the scenario's own, given as commands.
+		Own bool `json:"scenario_own,omitempty"`
 	}
 	out := map[string]protocolInfo{}
 	for _, n := range proto.Names() {
 		s, _ := proto.Lookup(n)
 		out[n] = protocolInfo{Capabilities: s.Capabilities(), Settings: s.Options(), Doc: s.Doc()}
+	}
+	var own []string
+	if len(pos) == 1 {
+		sc, err := experiment.LoadScenario(pos[0], nil)
+		if err != nil {
+			fmt.Fprintf(stderr, "tlab protocols: %v\n", err)
+			return exitUsage
+		}
+		for _, line := range sc.StackLines() {
+			own = append(own, line)
+		}
+		for n := range sc.Stacks {
+			st, _ := sc.CommandStack(n)
+			out[n] = protocolInfo{Own: true, Doc: fmt.Sprintf("the scenario's own, given as commands: server %q, client %q", st.Server, st.Client)}
+		}
 	}
 	if *asJSON {
 		return writeJSON(stdout, out)
@@ -147,6 +166,12 @@ func runProtocols(_ context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", n, strings.Join(caps, ", "), strings.Join(out[n].Settings, ", "))
 	}
 	tw.Flush()
+	if len(own) > 0 {
+		fmt.Fprintln(stdout, "\nThe scenario's own stacks:")
+		for _, line := range own {
+			fmt.Fprintln(stdout, "  "+line)
+		}
+	}
 	fmt.Fprintln(stdout, "\nCapabilities:")
 	for _, c := range proto.Capabilities() {
 		fmt.Fprintf(stdout, "  %-17s %s\n", c, c.Doc())

@@ -241,6 +241,9 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 			fmt.Fprintf(stdout, "%s: valid. %s (%s x %s x %s x %s), about %v.\n",
 				sc.Name, units.Count(len(cells), "cell"), units.Count(len(sc.Profiles), "profile"), units.Count(len(sc.Protocols), "protocol"), units.Count(points, "matrix point"), units.Count(sc.Repetitions, "repetition"),
 				experiment.Plan(cells).Round(time.Second))
+			for _, line := range sc.StackLines() {
+				fmt.Fprintln(stdout, line)
+			}
 			for _, w := range scenario.CellWarnings(cells) {
 				fmt.Fprintf(stderr, "warning: %s\n", w)
 			}

@@ -57,6 +57,9 @@ type CellSpec struct {
 	// ServerLog, when set, is the file the servers' own messages are
 	// appended to (their count is the cell's server_log_lines).
 	ServerLog string
+	// Dir, when set, is the cell's directory, where a workload may keep
+	// files of its own (a command stack's logs and events).
+	Dir string
 	// Site is where the cell runs: a fresh testbed of Topology when nil,
 	// or another (the real path to an agent: the servers there, the
 	// clients here).
@@ -154,12 +157,16 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 			return CellResult{}, fmt.Errorf("no host plays the workload's role %q", r)
 		}
 	}
-	if err := info.Accepts(spec.Cell.Protocol); err != nil {
-		return CellResult{}, err
-	}
-	p, err := proto.Lookup(spec.Cell.Protocol)
-	if err != nil {
-		return CellResult{}, err
+	// A stack given as commands is no registered protocol: its commands
+	// are the stack.
+	var p *proto.Stack
+	if _, own := spec.Workload.(workload.Command); !own {
+		if err := info.Accepts(spec.Cell.Protocol); err != nil {
+			return CellResult{}, err
+		}
+		if p, err = proto.Lookup(spec.Cell.Protocol); err != nil {
+			return CellResult{}, err
+		}
 	}
 	settings := spec.Settings
 	if spec.CaptureDir != "" {
@@ -214,6 +221,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	// A workload that never marks its window is measured from here.
 	led.startWindow()
 	env := led.env(p, settings, place.Hosts)
+	env.Dir = spec.Dir
 	// Other runs are sampled at the start, every second and at the end.
 	var overlaps []testbed.LiveRun
 	sampleOthers := func() {

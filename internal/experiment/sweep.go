@@ -19,6 +19,7 @@ import (
 	"tlab/internal/results"
 	"tlab/internal/scenario"
 	"tlab/internal/testbed"
+	"tlab/internal/workload"
 )
 
 // Sweep runs a scenario's cells into a run directory (see package results
@@ -374,6 +375,12 @@ func SpecFor(cell scenario.Cell, total int) (CellSpec, error) {
 		return CellSpec{}, err
 	}
 	w := s.WorkloadSpec()
+	if own, ok := s.CommandStack(cell.Protocol); ok {
+		// The scenario's own stack, given as commands: its client makes
+		// the workload's traffic, and the workload's metrics measure it.
+		w = workload.Command{Base: w, Stack: own, Params: s.WorkloadParams(), Seed: cell.Seed(),
+			Common: workload.Common{Duration: s.Duration.D(), Count: s.Count, Warmup: s.Warmup.D()}}
+	}
 	info := w.Info()
 	roles, groups := map[string]string{}, map[string][]string{}
 	for _, r := range info.Roles {
@@ -423,6 +430,7 @@ func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir 
 		return results.Summary{}, nil, err
 	}
 	spec.Label = "tlab run " + cell.Scenario.Name + " into " + sw.Dir
+	spec.Dir = dir
 	spec.ServerLog = filepath.Join(dir, "server.log")
 	if spec.Cross.Active() {
 		spec.CrossLog = filepath.Join(dir, "cross.csv")

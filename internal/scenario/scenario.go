@@ -81,6 +81,11 @@ type Scenario struct {
 	// loop, an MQTT stream beside a loop. Each one's figures are the
 	// cell's beside_NAME_* columns.
 	Beside []BesideSpec `yaml:"beside"`
+	// Stacks are the scenario's own stacks, given as commands: a name
+	// listed in Protocols runs its server and client commands in the
+	// cell's hosts, with the workload's parameters in their templates and
+	// the workload's metrics over the events its client reports.
+	Stacks map[string]StackSpec `yaml:"stacks"`
 	// Require are the application's requirements ("delay_p99_ms<=25"),
 	// the first the priority: the run opens with which stack meets them
 	// (tlab run --require replaces them).
@@ -209,6 +214,9 @@ func (s *Scenario) validate() error {
 		return s.errAt(nil, "protocols: give at least one of %s", strings.Join(proto.Names(), ", "))
 	}
 	for i, p := range s.Protocols {
+		if _, own := s.Stacks[p]; own {
+			continue
+		}
 		if _, err := proto.Lookup(p); err != nil {
 			return s.errAt([]any{"protocols", i}, "%v", err)
 		}
@@ -232,9 +240,15 @@ func (s *Scenario) validate() error {
 		return err
 	}
 	for i, p := range s.Protocols {
+		if _, own := s.Stacks[p]; own {
+			continue
+		}
 		if err := s.workload.Info().Accepts(p); err != nil {
 			return s.errAt([]any{"protocols", i}, "%v", err)
 		}
+	}
+	if err := s.validateStacks(); err != nil {
+		return err
 	}
 	if n := s.workload.Info().Records; n > workload.MaxRecordsPerCell {
 		key := "duration"
@@ -283,7 +297,7 @@ func (s *Scenario) validate() error {
 		return err
 	}
 	for _, name := range set {
-		if err := proto.CheckOptions([]string{name}, s.Protocols); err != nil {
+		if err := proto.CheckOptions([]string{name}, s.BuiltInProtocols()); err != nil {
 			return strictyaml.ErrorAt(s.file, &s.Settings, name, "%v", err)
 		}
 	}

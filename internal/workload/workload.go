@@ -180,6 +180,9 @@ type Env struct {
 	// its clients reach), so that a second workload can run beside the
 	// cell's on the same hosts; 0 for the cell's own.
 	PortOffset int
+	// Dir, when set, is the cell's directory: a workload may keep files of
+	// its own there (a command stack's logs and events).
+	Dir string
 }
 
 // Port is the port a workload uses where it would use base (ServerPort,
