@@ -296,3 +296,65 @@ func markerProcesses(marker string) int {
 	}
 	return n
 }
+
+// TestIrttAsACommandStackAgreesWithUDP runs the guide's worked example as
+// a user would: irtt, given as commands in a scenario, beside tlab's own
+// udp stack at the same interval and sizes on the same seeded 5G link.
+// Both complete their messages, and the verdict compares their delays
+// with an interval: the difference of medians lies within ±0.5 ms (what
+// two clients' timestamping may differ by on this host), its interval
+// too.
+func TestIrttAsACommandStackAgreesWithUDP(t *testing.T) {
+	tbtest.RequirePrivileges(t)
+	realTool(t, "irtt")
+	bin := buildTlab(t)
+	out := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(bin, "run", "../../docs/examples/irtt-beside-udp.yaml", "--set", "duration=6s", "--out", out, "--no-calibration", "--quality", "off", "--no-report")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("tlab run: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	rows := readRows(t, out)
+	for _, p := range []string{"udp", "irtt"} {
+		r, ok := rows[p]
+		if !ok {
+			t.Fatalf("no row for %s", p)
+		}
+		if why := r.Label("cell_error"); why != "" {
+			t.Errorf("%s: cell_error %s", p, why)
+		}
+		if n := r.Float("requests"); n < 550 {
+			t.Errorf("%s: %v requests, want the 600 of 6 s at 10 ms", p, n)
+		}
+		t.Logf("%s: %v requests, p50 %.3f ms, p99 %.3f ms, errors %v", p, r.Float("requests"), r.Float("delay_p50_ms"), r.Float("delay_p99_ms"), r.Float("errors"))
+	}
+	b, err := os.ReadFile(filepath.Join(out, "comparisons.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cs []map[string]any
+	if err := json.Unmarshal(b, &cs); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range cs {
+		if c["metric"] != "delay_ms" {
+			continue
+		}
+		found = true
+		diff, lo, hi := c["median_diff"].(float64), c["median_diff_ci_low"].(float64), c["median_diff_ci_high"].(float64)
+		t.Logf("%s against %s: median difference %.3f ms (95 %%: %.3f to %.3f), verdict %v", c["b"], c["a"], diff, lo, hi, c["verdict"])
+		if lo < -0.5 || hi > 0.5 {
+			t.Errorf("irtt and tlab's udp differ: %.3f ms (%.3f to %.3f), want within ±0.5 ms", diff, lo, hi)
+		}
+	}
+	if !found {
+		t.Errorf("no delay comparison between udp and irtt in comparisons.json")
+	}
+	for _, f := range []string{"events.json", "client.log"} {
+		if _, err := os.Stat(filepath.Join(out, "cells", rows["irtt"].Cell, f)); err != nil {
+			t.Errorf("irtt's cell lacks %s: %v", f, err)
+		}
+	}
+}
