@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -556,8 +555,7 @@ func TestAgentOutlivesAConnectionFlood(t *testing.T) {
 		t.Skip("prlimit (util-linux) is not installed")
 	}
 	bin := buildTlab(t)
-	port := freePortTCP(t)
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	addr := freeAddr(t)
 	tokenFile := filepath.Join(t.TempDir(), "pairing")
 	cmd := exec.Command(prlimit, "--nofile=64:64", bin, "agent", "--listen", addr, "--state", t.TempDir(), "--token-file", tokenFile)
 	out, _ := cmd.StdoutPipe()
@@ -622,17 +620,6 @@ func TestAgentOutlivesAConnectionFlood(t *testing.T) {
 		f.Close()
 	}
 	t.Logf("%d flood connections; the agent's log has %d lines", len(flood), strings.Count(stderr.String(), "\n"))
-}
-
-// freePortTCP is a TCP port free on loopback now.
-func freePortTCP(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // syncBuffer is a buffer two goroutines may use.

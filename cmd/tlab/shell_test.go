@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -184,6 +185,46 @@ func TestIperf3ThroughTheShellGetsTheRate(t *testing.T) {
 	}
 }
 
+// TestIperf3ThroughATraceGetsItsMean: through a mahimahi rate trace that
+// alternates 24 and 12 Mbit/s every half second (a mean of 18 Mbit/s: 1500
+// delivery opportunities of 1500 bytes a second), iperf3's TCP goodput is
+// the trace's mean less the headers, at least 80 % of it and never above.
+func TestIperf3ThroughATraceGetsItsMean(t *testing.T) {
+	tbtest.RequirePrivileges(t)
+	iperf3 := realTool(t, "iperf3")
+	bin := buildTlab(t)
+	var trace strings.Builder
+	for ms := 1; ms <= 1000; ms++ {
+		n := 1
+		if ms <= 500 {
+			n = 2
+		}
+		for range n {
+			fmt.Fprintln(&trace, ms)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "alternating.trace")
+	os.WriteFile(file, []byte(trace.String()), 0o644)
+	const mean = 1500 * 1500 * 8 / 1e6 // Mbit/s
+	acct, stdout, stderr := shell(t, bin, "--link", "delay=5ms,up.trace="+file, "--server", iperf3+" -s -1", "--",
+		"sh", "-c", iperf3+` -c "$TLAB_SERVER" -J -t 6`)
+	var out struct {
+		End struct {
+			SumReceived struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+			} `json:"sum_received"`
+		} `json:"end"`
+	}
+	if acct.ExitStatus != 0 || json.Unmarshal([]byte(stdout), &out) != nil {
+		t.Fatalf("iperf3 exited %d\n%s\n%s", acct.ExitStatus, stdout, stderr)
+	}
+	got := out.End.SumReceived.BitsPerSecond / 1e6
+	t.Logf("tcp through the trace: %.2f Mbit/s, its mean %.1f", got, mean)
+	if got < 0.8*mean || got > mean {
+		t.Errorf("tcp goodput %.2f Mbit/s through a trace of mean %.1f Mbit/s", got, mean)
+	}
+}
+
 // TestShellInteractiveInTmux drives an interactive shell as a person
 // would, in tmux: the prompt says where it is, the server's address is in
 // the environment, a ping crosses the emulated 20 ms, and exiting prints
@@ -355,6 +396,56 @@ func TestIrttAsACommandStackAgreesWithUDP(t *testing.T) {
 	for _, f := range []string{"events.json", "client.log"} {
 		if _, err := os.Stat(filepath.Join(out, "cells", rows["irtt"].Cell, f)); err != nil {
 			t.Errorf("irtt's cell lacks %s: %v", f, err)
+		}
+	}
+}
+
+// TestFailingCommandStacksFailTheirCellsOnly: a stack whose client exits
+// with an error, and one whose client reports nothing, each fail their own
+// cell with the tail of the client's standard error, which stays in the
+// cell's client.log and off the terminal; the built-in stack's cell beside
+// them runs, and the run exits 1 (cells that completed nothing).
+func TestFailingCommandStacksFailTheirCellsOnly(t *testing.T) {
+	tbtest.RequirePrivileges(t)
+	bin := buildTlab(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "broken.yaml")
+	os.WriteFile(file, []byte(`name: broken
+profiles: [ethernet]
+protocols: [tcp, broken, silent]
+workload: {type: periodic, interval: 10ms}
+count: 20
+warmup: 0s
+stacks:
+  broken:
+    client: echo "cannot reach {server}: no route" >&2; exit 3
+  silent:
+    server: sleep 30
+    client: echo "all went well, I think" >&2
+`), 0o644)
+	out := filepath.Join(dir, "run")
+	cmd := exec.Command(bin, "run", file, "--out", out, "--no-calibration", "--quality", "off", "--no-report")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errorsAs(err, &ee) || ee.ExitCode() != exitFailure {
+		t.Fatalf("tlab run: %v, want exit %d\n%s", err, exitFailure, stderr.String())
+	}
+	if strings.Contains(stdout.String()+stderr.String(), "no route") && !strings.Contains(stderr.String(), "failed") {
+		t.Error("a command's own output reached the terminal")
+	}
+	rows := readRows(t, out)
+	if n := rows["tcp"].Float("requests"); n != 20 {
+		t.Errorf("the built-in stack beside them: %v requests", n)
+	}
+	for p, want := range map[string]string{"broken": "exit status 3", "silent": "wrote no events"} {
+		why := rows[p].Label("cell_error")
+		if !strings.Contains(why, want) || !strings.Contains(why, "standard error ends") {
+			t.Errorf("%s: cell_error %q, want %q and the tail of its standard error", p, why, want)
+		}
+		if b, err := os.ReadFile(filepath.Join(out, "cells", rows[p].Cell, "client.log")); err != nil || len(b) == 0 {
+			t.Errorf("%s: its client.log: %v", p, err)
 		}
 	}
 }

@@ -5,7 +5,6 @@ package report
 
 import (
 	"encoding/base64"
-	"encoding/csv"
 	"fmt"
 	"html/template"
 	"io"
@@ -130,27 +129,6 @@ func FromRun(rr *results.Run) (*Run, error) {
 // loadRecords streams records.csv, reducing each cell as it goes (records
 // are grouped by cell).
 func (r *Run) loadRecords(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	cr := csv.NewReader(f)
-	cr.ReuseRecord = true
-	header, err := cr.Read()
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	col := map[string]int{}
-	for i, h := range header {
-		col[h] = i
-	}
-	for _, need := range []string{"delay_ms", "sent_ms", "warmup"} {
-		if _, ok := col[need]; !ok {
-			return fmt.Errorf("%s: no column %q", path, need)
-		}
-	}
-	cellCol, hasCell := col["cell"]
 	r.cells = map[string]*cellSeries{}
 	var cur string
 	var delays []float64
@@ -162,38 +140,21 @@ func (r *Run) loadRecords(path string) error {
 		r.cells[cur] = reduce(delays, pts)
 		delays, pts = delays[:0], nil
 	}
-	for {
-		rec, err := cr.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		id := rec[col["protocol"]] + "|" + rec[col["profile"]]
-		if hasCell && rec[cellCol] != "" {
-			id = rec[cellCol]
-		}
-		if id != cur {
+	err := results.ScanRecords(path, []string{"delay_ms", "sent_ms"}, func(row results.RecordRow) error {
+		if row.Cell != cur {
 			finish()
-			cur = id
+			cur = row.Cell
 		}
-		if rec[col["warmup"]] == "true" {
-			continue
-		}
-		d, measured, err := results.ParseRecordNumber(rec[col["delay_ms"]])
-		if err != nil {
-			return results.RecordFieldError(path, cr, col["delay_ms"], "delay_ms", err)
-		}
-		s, sent, err := results.ParseRecordNumber(rec[col["sent_ms"]])
-		if err != nil {
-			return results.RecordFieldError(path, cr, col["sent_ms"], "sent_ms", err)
-		}
-		if !measured || !sent {
-			continue
+		d, s := row.Values[0], row.Values[1]
+		if row.Warmup || !results.Measured(d) || !results.Measured(s) {
+			return nil
 		}
 		delays = append(delays, d)
 		pts = append(pts, plotter.XY{X: s / 1000, Y: d})
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	finish()
 	return nil

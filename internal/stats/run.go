@@ -3,10 +3,8 @@ package stats
 import (
 	"encoding/csv"
 	"encoding/json"
-	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -193,55 +191,25 @@ func column(rows []results.Summary, name string) []float64 {
 // attempts of a re-run cell count), keeping a seeded random subset of at
 // most MaxPerSample per cell.
 func readDelays(path string, seed uint64) (map[string][]float64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	cr := csv.NewReader(f)
-	cr.ReuseRecord = true
-	header, err := cr.Read()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	col := map[string]int{}
-	for i, h := range header {
-		col[h] = i
-	}
-	for _, need := range []string{"cell", "warmup", "delay_ms"} {
-		if _, ok := col[need]; !ok {
-			return nil, fmt.Errorf("%s: no column %s", path, need)
-		}
-	}
 	r := rand.New(rand.NewPCG(seed, 0x72657276))
 	out := map[string][]float64{}
 	seen := map[string]int{}
-	for {
-		rec, err := cr.Read()
-		if err == io.EOF {
-			break
+	err := results.ScanRecords(path, []string{"delay_ms"}, func(row results.RecordRow) error {
+		d := row.Values[0]
+		if row.Warmup || !results.Measured(d) {
+			return nil
 		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if rec[col["warmup"]] == "true" {
-			continue
-		}
-		d, measured, err := results.ParseRecordNumber(rec[col["delay_ms"]])
-		if err != nil {
-			return nil, results.RecordFieldError(path, cr, col["delay_ms"], "delay_ms", err)
-		}
-		if !measured {
-			continue
-		}
-		cell := rec[col["cell"]]
-		seen[cell]++
+		seen[row.Cell]++
 		// Reservoir sampling: every delay has the same chance to stay.
-		if len(out[cell]) < MaxPerSample {
-			out[cell] = append(out[cell], d)
-		} else if k := r.IntN(seen[cell]); k < MaxPerSample {
-			out[cell][k] = d
+		if len(out[row.Cell]) < MaxPerSample {
+			out[row.Cell] = append(out[row.Cell], d)
+		} else if k := r.IntN(seen[row.Cell]); k < MaxPerSample {
+			out[row.Cell][k] = d
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
