@@ -548,7 +548,7 @@ func TestLimits(t *testing.T) {
 		{ServeArgs{Kind: KindRequestResponse, Protocol: "tcp", Port: 80}, "refused: port 80"},
 		{ServeArgs{Kind: KindRequestResponse, Protocol: "tcp", Port: cp}, "not the control port"},
 		{ServeArgs{Kind: KindRequestResponse, Protocol: "nope", Port: 20000}, "unknown protocol"},
-		{ServeArgs{Kind: KindRequestResponse, Protocol: "udp", Port: 20000}, "lacks capability request-response"},
+		{ServeArgs{Kind: KindRequestResponse, Protocol: "rtp", Port: 20000}, "lacks capability request-response"},
 		{ServeArgs{Kind: "shell", Port: 20000}, "server kind"},
 		{ServeArgs{Kind: KindRequestResponse, Protocol: "tcp", Port: 20000, Settings: json.RawMessage(`{"tcp_congestion":"warp"}`)}, "tcp congestion control"},
 	} {
