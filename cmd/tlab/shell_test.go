@@ -451,3 +451,38 @@ stacks:
 		}
 	}
 }
+
+// TestShellTakesAScenarioAndCaptures: the network comes from a scenario
+// file (its profile and link override), and --capture keeps a pcap per
+// host interface beside the account.
+func TestShellTakesAScenarioAndCaptures(t *testing.T) {
+	tbtest.RequirePrivileges(t)
+	realTool(t, "ping")
+	bin := buildTlab(t)
+	file := filepath.Join(t.TempDir(), "net.yaml")
+	os.WriteFile(file, []byte("name: net\nprofiles: [5g]\nprotocols: [tcp]\nworkload: {type: periodic}\ncount: 1\nlink: {up: {loss: 0%}}\n"), 0o644)
+	out := t.TempDir()
+	cmd := exec.Command(bin, "shell", "--scenario", file, "--out", out, "--capture", "--as-root", "--", "sh", "-c", `ping -c 3 -i 0.2 "$TLAB_SERVER"`)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("tlab shell: %v\n%s", err, stderr.String())
+	}
+	b, err := os.ReadFile(filepath.Join(out, experiment.ShellFile))
+	var acct experiment.ShellAccount
+	if err != nil || json.Unmarshal(b, &acct) != nil || acct.Network != "5g" {
+		t.Fatalf("account: %v %s", err, b)
+	}
+	if up := acct.Links[0].Up; up.Packets < 3 {
+		t.Errorf("the link saw %d packets up for 3 pings", up.Packets)
+	}
+	pcaps, _ := filepath.Glob(filepath.Join(out, "captures", "*.pcap"))
+	if len(pcaps) < 2 {
+		t.Fatalf("captures: %v, want a pcap per host interface", pcaps)
+	}
+	for _, p := range pcaps {
+		if st, err := os.Stat(p); err != nil || st.Size() <= 24 {
+			t.Errorf("%s is empty", p)
+		}
+	}
+}
