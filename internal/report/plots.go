@@ -107,6 +107,17 @@ type boxStat struct {
 	P5, P25, P50, P75, P95 float64
 }
 
+// whole tells whether every quantile of the box is a number: a box with a
+// missing one is left out (a NaN in the data range made the axis loop).
+func (s boxStat) whole() bool {
+	for _, v := range []float64{s.P5, s.P25, s.P50, s.P75, s.P95} {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return false
+		}
+	}
+	return true
+}
+
 // quantileBoxes draws box plots from given quantiles (the studies' box
 // plots have whiskers at the 5th and 95th percentiles, not gonum's
 // 1.5 IQR).
@@ -120,7 +131,7 @@ func (b *quantileBoxes) Plot(c draw.Canvas, plt *plot.Plot) {
 	trX, trY := plt.Transforms(&c)
 	line := draw.LineStyle{Color: color.Black, Width: vg.Points(0.6)}
 	for _, s := range b.Boxes {
-		if math.IsNaN(s.P50) {
+		if !s.whole() {
 			continue
 		}
 		x := trX(s.X)
@@ -137,7 +148,7 @@ func (b *quantileBoxes) Plot(c draw.Canvas, plt *plot.Plot) {
 func (b *quantileBoxes) DataRange() (xmin, xmax, ymin, ymax float64) {
 	xmin, xmax, ymin, ymax = math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
 	for _, s := range b.Boxes {
-		if math.IsNaN(s.P50) {
+		if !s.whole() {
 			continue
 		}
 		xmin, xmax = math.Min(xmin, s.X-0.5), math.Max(xmax, s.X+0.5)

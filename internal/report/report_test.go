@@ -9,8 +9,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 	"tlab/internal/proto"
 	_ "tlab/internal/proto/all" // every protocol, for the colour check
+
+	"gonum.org/v1/plot/vg"
 
 	"tlab/internal/advise"
 	"tlab/internal/analysis"
@@ -352,5 +355,30 @@ func TestBuildOnlyRenders(t *testing.T) {
 	page, _ := os.ReadFile(path)
 	if !strings.Contains(string(page), "The answer") {
 		t.Error("the page does not show the answer it was given")
+	}
+}
+
+// TestBoxWithAMissingQuantileDoesNotHang: a summary whose median is
+// finite but another quantile is not (a merged or compared run can carry
+// one) made the box plot's data range NaN and the axis loop for ever;
+// the box is left out instead, and the plot is drawn.
+func TestBoxWithAMissingQuantileDoesNotHang(t *testing.T) {
+	nan := math.NaN()
+	stats := map[string]map[string]boxStat{
+		"tcp": {"": {P5: nan, P25: 2, P50: 3, P75: 4, P95: 5}},
+		"h3":  {"": {P5: 1, P25: 2, P50: 3, P75: 4, P95: 6}},
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := render(groupedBoxes([]string{""}, []string{"tcp", "h3"}, stats, "", "ms"), t.TempDir(), "box", "t", "c", 4*vg.Inch, 3*vg.Inch)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("drawing a box with a missing quantile did not end")
 	}
 }
