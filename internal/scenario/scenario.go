@@ -452,10 +452,15 @@ func queueFrames(d emu.DirectionConfig, rateBps float64, baseRTT time.Duration) 
 	if d.Queue.Type != "" && d.Queue.Type != "droptail" {
 		return 0
 	}
-	if d.QueuePackets > 0 {
-		return d.QueuePackets
+	// The engine holds both bounds at once (emu.NewDirection): the room
+	// is the tighter of the packets and the bytes in full frames.
+	room := d.QueuePackets
+	if bytes := d.QueueLimitBytes(rateBps, baseRTT); bytes > 0 {
+		if frames := int(bytes / emu.MaxFrame); room == 0 || frames < room {
+			room = frames
+		}
 	}
-	return int(d.QueueLimitBytes(rateBps, baseRTT) / emu.MaxFrame)
+	return room
 }
 
 // linkRate is a direction's rate in bit/s (a trace's mean; 0: unlimited).

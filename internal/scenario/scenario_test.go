@@ -305,3 +305,27 @@ stacks:
 		}
 	}
 }
+
+// TestQueueRoomCountsBothBounds: the engine bounds a queue by packets and
+// by bytes at once, so the validator's warning that a message cannot fit
+// the queue must too: the 5g profile's 1000-packet queue overridden with
+// 10 KB of bytes holds 6 full frames, and a 151 kB frame is warned of.
+func TestQueueRoomCountsBothBounds(t *testing.T) {
+	src := "name: q\nprofiles: [5g]\nprotocols: [udp]\nworkload: {type: frames, size: 151000}\nduration: 2s\nlink: {up: {queue_bytes: 10KB}}\n"
+	sc, err := Parse("q.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := strings.Join(sc.Warnings(), "\n")
+	if !strings.Contains(w, "up queue holds 6") {
+		t.Errorf("no warning that a 151 kB frame overflows a 10 KB queue; warnings:\n%s", w)
+	}
+	// The profile's own queue (1000 packets, no byte bound) holds it.
+	sc, err = Parse("q.yaml", []byte(strings.Replace(src, "link: {up: {queue_bytes: 10KB}}\n", "", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(sc.Warnings(), "\n"); strings.Contains(w, "up queue holds") {
+		t.Errorf("a warning for a queue that holds the frame: %s", w)
+	}
+}
