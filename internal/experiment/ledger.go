@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"errors"
+	"math"
 	"sync"
 	"time"
 
@@ -157,5 +158,10 @@ func (l *cellLedger) result(end emu.EngineStats, measured string, upIsAtoB bool,
 	f["emu_kernel_drops"] = float64(loop.KernelDrops)
 	f["overlapping_runs"] = float64(len(overlaps))
 	f["host_steal_pct"], f["host_wakeup_p99_us"], f["host_wakeup_max_us"] = host.StealPct, host.WakeP99Us, host.WakeMaxUs
+	if host.Wakeups == 0 {
+		// The probe saw nothing (its child failed): the host's noise is
+		// unknown, not zero, and the quality rule says so.
+		f["host_steal_pct"], f["host_wakeup_p99_us"], f["host_wakeup_max_us"] = math.NaN(), math.NaN(), math.NaN()
+	}
 	return res
 }

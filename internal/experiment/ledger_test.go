@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"errors"
+	"math"
 	"sync"
 	"testing"
 
@@ -56,7 +57,10 @@ func TestCellLedgerAccountsForTheWindow(t *testing.T) {
 			return errors.New("disk full")
 		}
 		return nil
-	}, func() noiseProbe { probes++; return fakeProbe{&stopped, hostnoise.Sample{StealPct: 3}} })
+	}, func() noiseProbe {
+		probes++
+		return fakeProbe{&stopped, hostnoise.Sample{StealPct: 3, Wakeups: 500, WindowS: 1}}
+	})
 	led.startWindow()
 	env := led.env(nil, proto.DefaultSettings(), nil)
 	env.StartWindow() // the workload marks its window: the counters restart here
@@ -97,6 +101,21 @@ func TestCellLedgerAccountsForTheWindow(t *testing.T) {
 	for k, v := range map[string]float64{"conns_opened": 2, "emu_release_p99_us": 11, "emu_release_p999_us": 40, "emu_release_max_us": 90, "overlapping_runs": 1, "host_steal_pct": 3} {
 		if led.facts[k] != v {
 			t.Errorf("%s = %v, want %v", k, led.facts[k], v)
+		}
+	}
+}
+
+// TestFailedProbeIsNotAQuietHost: a host-noise probe that saw nothing
+// (no wake-ups: its child failed) leaves the cell's host figures unknown,
+// never 0 %, 0 us.
+func TestFailedProbeIsNotAQuietHost(t *testing.T) {
+	stopped := 0
+	led := newCellLedger(&fakeMeter{snaps: []emu.EngineStats{{}}}, nil, func() noiseProbe { return fakeProbe{&stopped, hostnoise.Sample{PressurePct: -1}} })
+	led.startWindow()
+	led.result(emu.EngineStats{}, "", true, nil, led.stopProbe())
+	for _, k := range []string{"host_steal_pct", "host_wakeup_p99_us", "host_wakeup_max_us"} {
+		if v := led.facts[k]; !math.IsNaN(v) {
+			t.Errorf("%s = %v after a probe that saw nothing, want NaN", k, v)
 		}
 	}
 }

@@ -63,6 +63,13 @@ func (q Quality) Disturbance(s results.Summary, medianMs float64) string {
 		return ""
 	}
 	var why []string
+	// A probe that saw nothing leaves the host's figures unknown (NaN),
+	// which is not a quiet host: the cell cannot be called clean.
+	if v, ok := s.Get("host_wakeup_max_us"); ok {
+		if f, isFloat := v.(float64); isFloat && math.IsNaN(f) {
+			why = append(why, "the host-noise probe saw nothing: the host's noise during the cell is unknown")
+		}
+	}
 	if rel := s.Float("emu_release_p99_us") / 1000; medianMs > 0 && rel > t.releaseFrac*medianMs {
 		why = append(why, fmt.Sprintf("emulator release error p99 %.2f ms is over %.0f %% of the median delay %.2f ms", rel, t.releaseFrac*100, medianMs))
 	}

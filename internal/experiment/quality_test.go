@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,6 +35,10 @@ func TestDisturbanceRule(t *testing.T) {
 		{strict, row(10, 0, 4000), 11, ""},                         // 4 ms: a wait behind tlab's own threads
 		{strict, row(10, 0, 14000), 11, "the host stalled for 14"}, // over 10 ms and 25 % of 11 ms
 		{off, row(5000, 50, 50000), 1, ""},
+		// A host-noise probe that saw nothing: the host's noise is
+		// unknown, which is not a quiet host.
+		{normal, row(20, math.NaN(), math.NaN()), 0.7, "the host-noise probe saw nothing"},
+		{strict, row(20, math.NaN(), math.NaN()), 11, "the host-noise probe saw nothing"},
 	} {
 		got := c.q.Disturbance(c.s, c.medianMs)
 		if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
