@@ -1,6 +1,7 @@
 package results
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,5 +47,17 @@ func TestScanRecordsReadsByName(t *testing.T) {
 	}
 	if _, err := scan(write("word.csv", "cell,warmup,delay_ms,sent_ms\nc,false,1,5\nc,false,fast,6\n")); err == nil || !strings.Contains(err.Error(), "word.csv:3: column delay_ms") {
 		t.Errorf("a word for a number: %v", err)
+	}
+}
+
+// TestIntOfAMissingMetricIsNoCount: a metric that vanished (missing, or
+// NaN) reads -1 from Int, so that a check for 0 failures cannot pass on
+// it; a present one rounds.
+func TestIntOfAMissingMetricIsNoCount(t *testing.T) {
+	s := Summary{Fields: []Field{{Name: "errors", Value: 0.0}, {Name: "requests", Value: 11.6}, {Name: "lost", Value: math.NaN()}}}
+	for name, want := range map[string]int{"errors": 0, "requests": 12, "lost": -1, "vanished": -1} {
+		if got := s.Int(name); got != want {
+			t.Errorf("Int(%s) = %d, want %d", name, got, want)
+		}
 	}
 }

@@ -77,8 +77,10 @@ func (s Summary) Float(name string) float64 {
 	return math.NaN()
 }
 
-// Int returns a numeric field rounded to an integer (0 when absent).
-func (s Summary) Int(name string) int { return s.IntOr(name, 0) }
+// Int returns a numeric field rounded to an integer, or -1 when the field
+// is missing or not a number: a count is never negative, so a check that
+// wants 0 (no errors) cannot pass on a metric that vanished.
+func (s Summary) Int(name string) int { return s.IntOr(name, -1) }
 
 // IntOr returns a numeric field rounded to an integer, or absent when the
 // field is missing or not a number: a check that wants 0 errors gives -1
