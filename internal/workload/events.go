@@ -135,10 +135,12 @@ func parseCSVEvents(name string, data []byte) ([]Event, error) {
 		if err == io.EOF {
 			return out, nil
 		}
-		line, _ := cr.FieldPos(0)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", name, line, err)
+			// A csv.ParseError says its own line; FieldPos knows no
+			// field of a record that failed.
+			return nil, fmt.Errorf("%s: %v", name, err)
 		}
+		line, _ := cr.FieldPos(0)
 		get := func(c string) string {
 			if i, ok := col[c]; ok && i < len(rec) {
 				return strings.TrimSpace(rec[i])
