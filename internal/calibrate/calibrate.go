@@ -397,8 +397,14 @@ func rateAccuracy(r *Report, opts Options) error {
 		dir := emu.DirectionConfig{Delay: units.Duration(5 * time.Millisecond), Rate: units.Bitrate(rate)}
 		label := fmt.Sprintf("%gmbit", rate/1e6)
 		err := withTestbed(opts, emu.LinkConfig{Up: dir, Down: emu.DirectionConfig{Delay: dir.Delay}}, false, func(tb *testbed.Testbed, c, s *testbed.Host) error {
-			ip, _ := tb.Addr("client", "server")
-			before, _ := tb.Emulator().Stats()
+			ip, err := tb.Addr("client", "server")
+			if err != nil {
+				return err
+			}
+			before, err := tb.Emulator().Stats()
+			if err != nil {
+				return fmt.Errorf("the emulator's counters: %w", err)
+			}
 			warm, dur := opts.dur(2*time.Second, time.Second), opts.dur(6*time.Second, 2*time.Second)
 			if rate < 5e6 {
 				// Slow links need longer for the sawtooth to average out.
@@ -408,7 +414,13 @@ func rateAccuracy(r *Report, opts Options) error {
 			if err != nil {
 				return err
 			}
-			after, _ := tb.Emulator().Stats()
+			after, err := tb.Emulator().Stats()
+			if err != nil {
+				return fmt.Errorf("the emulator's counters: %w", err)
+			}
+			if len(before.Links) == 0 || len(after.Links) == 0 {
+				return errors.New("the emulator reported no link")
+			}
 			up := after.Links[0].Up.Sub(before.Links[0].Up)
 			ideal := rate * tcpPayloadPerFrame / tcpFrame
 			// Signed: above zero the limiter let through more than the

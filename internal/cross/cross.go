@@ -176,6 +176,7 @@ type Run struct {
 	flows  []*flow
 	closer []io.Closer
 	err    error
+	logErr error // the first failed write of the log
 }
 
 type flow struct {
@@ -322,7 +323,11 @@ func (r *Run) flush() {
 			if !math.IsNaN(f.last) {
 				delay = strconv.FormatFloat(f.last, 'f', 3, 64)
 			}
-			fmt.Fprintf(r.out, "%.1f,%s,%d,%.3f,%s\n", startMs, f.name, f.bin, mbps, delay)
+			if _, err := fmt.Fprintf(r.out, "%.1f,%s,%d,%.3f,%s\n", startMs, f.name, f.bin, mbps, delay); err != nil && r.logErr == nil {
+				// A full disk would leave cross.csv cut short in
+				// silence: Close returns it.
+				r.logErr = fmt.Errorf("cross traffic's log: %w", err)
+			}
 		}
 		f.bin, f.binAt, f.last = 0, at, math.NaN()
 	}
@@ -352,7 +357,7 @@ func (r *Run) Close() ([]FlowResult, error) {
 		}
 		out = append(out, fr)
 	}
-	return out, r.err
+	return out, errors.Join(r.err, r.logErr)
 }
 
 // Facts sums the flows up as the cell's cross_* columns.

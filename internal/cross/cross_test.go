@@ -1,6 +1,7 @@
 package cross
 
 import (
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -106,5 +107,27 @@ func TestReadLogReadsByName(t *testing.T) {
 	}
 	if _, err := ReadLog(write("bad.csv", strings.Join(LogColumns, ",")+"\n100,up1,1,9.5,\nNaN,up1,1,2,\n")); err == nil || !strings.Contains(err.Error(), "bad.csv:3:") {
 		t.Errorf("a bad row: %v", err)
+	}
+}
+
+// failingWriter refuses every write after the first n bytes.
+type failingWriter struct{ left int }
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if len(p) > w.left {
+		return 0, errors.New("no space left on device")
+	}
+	w.left -= len(p)
+	return len(p), nil
+}
+
+// TestLogWriteErrorsAreNotLost: a cross.csv that cannot be written (a full
+// disk) is the run's error at Close, not a file silently cut short.
+func TestLogWriteErrorsAreNotLost(t *testing.T) {
+	r := &Run{start: time.Now().Add(-time.Second), cancel: func() {}, out: &failingWriter{left: 0},
+		flows: []*flow{{name: "up1", bin: 1000, last: math.NaN()}}}
+	r.flush()
+	if _, err := r.Close(); err == nil || !strings.Contains(err.Error(), "no space left") {
+		t.Errorf("Close after a failed log write: %v", err)
 	}
 }
