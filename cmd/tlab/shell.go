@@ -35,8 +35,9 @@ drops by cause, ECN marks, the queue's sojourn percentiles, the emulator's relea
 host's noise) on standard error, and exits with the command's status. As root through sudo, the
 commands run as the invoking user (--as-root keeps root).
 
-  tlab shell --profile 5g --server 'iperf3 -s' -- iperf3 -c "$TLAB_SERVER"   (quote: the client's shell expands it)
-  tlab shell --profile wifi --link up.loss=1% -- sh -c 'irtt client -d 10s $TLAB_SERVER'`
+  tlab shell --profile 5g --server 'iperf3 -s' -- sh -c 'iperf3 -c "$TLAB_SERVER"'
+  tlab shell --profile wifi --link up.loss=1% --server 'irtt server' -- sh -c 'irtt client -d 10s "$TLAB_SERVER"'
+(Single quotes: $TLAB_SERVER is set inside the network, so sh -c there expands it, not your shell.)`
 
 func runShell(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("shell", shellSynopsis, stderr)
@@ -64,7 +65,7 @@ func runShell(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	if len(pos) > 0 {
-		fmt.Fprintf(stderr, "tlab shell: %q: put the command after --, as tlab shell --profile 5g -- ping -c 3 \"$TLAB_SERVER\"\n", pos[0])
+		fmt.Fprintf(stderr, "tlab shell: %q: put the command after --, as tlab shell --profile 5g -- sh -c 'ping -c 3 \"$TLAB_SERVER\"'\n", pos[0])
 		return exitUsage
 	}
 	if *capture && *out == "" {
