@@ -60,7 +60,8 @@ func runShell(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if i := slices.Index(args, "--"); i >= 0 {
 		flags, command = args[:i], args[i+1:]
 	}
-	pos, code, ok := parseArgs(fs, flags, 0)
+	// Positional words are allowed here only to say where they belong.
+	pos, code, ok := parseArgs(fs, flags, 64)
 	if !ok {
 		return code
 	}
