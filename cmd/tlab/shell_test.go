@@ -403,7 +403,8 @@ func TestIrttAsACommandStackAgreesWithUDP(t *testing.T) {
 }
 
 // TestFailingCommandStacksFailTheirCellsOnly: a stack whose client exits
-// with an error, and one whose client reports nothing, each fail their own
+// with an error, one whose client reports nothing and one whose client
+// hangs (stopped past twice the cell's plan and 10 s) each fail their own
 // cell with the tail of the client's standard error, which stays in the
 // cell's client.log and off the terminal; the built-in stack's cell beside
 // them runs, and the run exits 1 (cells that completed nothing).
@@ -414,7 +415,7 @@ func TestFailingCommandStacksFailTheirCellsOnly(t *testing.T) {
 	file := filepath.Join(dir, "broken.yaml")
 	os.WriteFile(file, []byte(`name: broken
 profiles: [ethernet]
-protocols: [tcp, broken, silent]
+protocols: [tcp, broken, silent, stuck]
 workload: {type: periodic, interval: 10ms}
 count: 20
 warmup: 0s
@@ -424,6 +425,8 @@ stacks:
   silent:
     server: sleep 30
     client: echo "all went well, I think" >&2
+  stuck:
+    client: echo "waiting for a peer" >&2; sleep 600
 `), 0o644)
 	out := filepath.Join(dir, "run")
 	cmd := exec.Command(bin, "run", file, "--out", out, "--no-calibration", "--quality", "off", "--no-report")
@@ -441,7 +444,7 @@ stacks:
 	if n := rows["tcp"].Float("requests"); n != 20 {
 		t.Errorf("the built-in stack beside them: %v requests", n)
 	}
-	for p, want := range map[string]string{"broken": "exit status 3", "silent": "wrote no events"} {
+	for p, want := range map[string]string{"broken": "exit status 3", "silent": "wrote no events", "stuck": "did not end within"} {
 		why := rows[p].Label("cell_error")
 		if !strings.Contains(why, want) || !strings.Contains(why, "standard error ends") {
 			t.Errorf("%s: cell_error %q, want %q and the tail of its standard error", p, why, want)
