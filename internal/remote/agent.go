@@ -498,7 +498,7 @@ func (s *session) handle(req Request) (any, error) {
 		if !ok || args.From < 0 {
 			return nil, fmt.Errorf("no frame server %d in this session", args.ID)
 		}
-		return fs.page(args.From), nil
+		return fs.page(args.From)
 	case OpBye:
 		s.end()
 		return nil, nil

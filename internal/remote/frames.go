@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,8 +16,9 @@ import (
 // is some 200 000.
 const maxArrivalPackets = 1 << 20
 
-// arrivalsPerPage keeps a page of arrivals well under MaxFrame.
-const arrivalsPerPage = 700
+// pageBudget is how many bytes of encoded arrivals a page may hold: the
+// control message's limit less room for the response's own fields.
+const pageBudget = MaxFrame - 4096
 
 // frameServer is a protocol's frame server on the agent, keeping what it
 // saw until the controller fetches it.
@@ -80,23 +82,34 @@ func (s *session) serveFrames(n proto.Net, stack *proto.Stack, args ServeArgs, s
 
 func (fs *frameServer) Close() error { return fs.srv.Close() }
 
-// page returns the arrivals from index from on, bounded in packets.
-func (fs *frameServer) page(from int) ArrivalsPage {
+// page returns the arrivals from index from on, as many as fit one
+// control message: bounded by their encoded size, not by a count (a
+// stream's frames are one packet each, and their own fields made a page
+// of 700 packets 113 KB). An arrival that cannot fit a page alone is an
+// error that names it, never a message the channel refuses.
+func (fs *frameServer) page(from int) (ArrivalsPage, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	p := ArrivalsPage{Next: from, Dropped: fs.dropped}
-	n := 0
+	size := 0
 	for p.Next < len(fs.arrivals) {
 		a := fs.arrivals[p.Next]
-		if n > 0 && n+len(a.Packets) > arrivalsPerPage {
+		b, err := json.Marshal(a)
+		if err != nil {
+			return p, err
+		}
+		if len(b) > pageBudget {
+			return p, fmt.Errorf("frame %d has %d packets: more than one control message can report (%d bytes)", a.ID, len(a.Packets), pageBudget)
+		}
+		if size+len(b)+1 > pageBudget {
 			break
 		}
 		p.Arrivals = append(p.Arrivals, a)
-		n += len(a.Packets)
+		size += len(b) + 1 // and its comma
 		p.Next++
 	}
 	p.Done = p.Next >= len(fs.arrivals)
-	return p
+	return p, nil
 }
 
 // Arrivals fetches every arrival of the agent's frame server id, page by

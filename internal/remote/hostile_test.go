@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"strconv"
@@ -372,4 +373,59 @@ func TestAgentHoldsFrameBounds(t *testing.T) {
 	if _, err := c.MeasureClock(2, 0); err != nil {
 		t.Errorf("after the refusals: %v", err)
 	}
+}
+
+// TestArrivalsPagesFitTheControlChannel: a frame server's arrivals come
+// back page by page, each page a control message within MaxFrame however
+// large its numbers (20 KB frames of 15 datagrams each, times and hashes
+// of full width: a 700-packet page was 68 907 bytes and ended the
+// session: a stream's frames are one packet each, so 700 of them with
+// their own fields), and the pages together give every arrival once, in
+// order.
+func TestArrivalsPagesFitTheControlChannel(t *testing.T) {
+	for _, perFrame := range []int{15, 1} { // datagrams, and a stream's frames
+		t.Run(fmt.Sprintf("%d packets a frame", perFrame), func(t *testing.T) { arrivalsFit(t, perFrame) })
+	}
+}
+
+func arrivalsFit(t *testing.T, perFrame int) {
+	fs := &frameServer{}
+	const frames = 3000
+	for i := 0; i < frames; i++ {
+		w := WireArrival{ID: uint32(i), Complete: true, Bytes: 20000, FirstNs: 1<<62 + int64(i), LastNs: 1<<62 + int64(i) + 999_999_999}
+		for k := 0; k < perFrame; k++ {
+			w.Packets = append(w.Packets, [3]uint64{^uint64(0) - uint64(k), 1<<63 + uint64(i*1000+k), 1472})
+		}
+		fs.arrivals = append(fs.arrivals, w)
+	}
+	got, pages := 0, 0
+	for from := 0; ; {
+		p, err := fs.page(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		result, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(Response{Seq: 1 << 40, Result: result})
+		if len(b) > MaxFrame {
+			t.Fatalf("page %d (from %d, %d arrivals) is %d bytes, over the control channel's %d", pages, from, len(p.Arrivals), len(b), MaxFrame)
+		}
+		for _, a := range p.Arrivals {
+			if int(a.ID) != got {
+				t.Fatalf("arrival %d where %d was due", a.ID, got)
+			}
+			got++
+		}
+		pages++
+		if p.Done {
+			break
+		}
+		from = p.Next
+	}
+	if got != frames {
+		t.Errorf("%d of %d arrivals came back", got, frames)
+	}
+	t.Logf("%d arrivals in %d pages", frames, pages)
 }
