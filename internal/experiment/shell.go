@@ -3,7 +3,6 @@ package experiment
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,9 +15,9 @@ import (
 	"tlab/internal/emu"
 	"tlab/internal/hostnoise"
 	"tlab/internal/pki"
+	"tlab/internal/proto"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
-	"tlab/internal/testbed"
 )
 
 // Shell is `tlab shell`: a user's own commands inside one of tlab's
@@ -212,7 +211,7 @@ func (sh Shell) Run(ctx context.Context) (*ShellAccount, error) {
 	probe := hostnoise.Start()
 	began := time.Now()
 
-	var srv *group
+	var srv *proto.Isolated
 	if sh.Server != "" {
 		var log io.Writer = io.Discard
 		if sh.Out != "" {
@@ -225,15 +224,15 @@ func (sh Shell) Run(ctx context.Context) (*ShellAccount, error) {
 			log = f
 		}
 		cmd := exec.Command("/bin/sh", "-c", sh.Server)
-		cmd.Env, cmd.Stdout, cmd.Stderr = sh.environ(env), log, log
-		if srv, err = startGroup(server, cmd, sh.Credential); err != nil {
+		cmd.Env, cmd.Stdout, cmd.Stderr = environ(env), log, log
+		if srv, err = proto.StartIsolated(server, cmd, sh.Credential); err != nil {
 			probe.Stop()
 			return nil, fmt.Errorf("server: %w", err)
 		}
-		defer srv.stop()
+		defer srv.Stop()
 		select {
 		case <-time.After(sh.ServerWait):
-		case <-srv.p.Done():
+		case <-srv.Done:
 		case <-ctx.Done():
 		}
 	}
@@ -245,39 +244,39 @@ func (sh Shell) Run(ctx context.Context) (*ShellAccount, error) {
 	}
 	defer cleanup()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = sh.Stdin, sh.Stdout, sh.Stderr
-	cl, err := startGroup(client, cmd, sh.Credential)
+	cl, err := proto.StartIsolated(client, cmd, sh.Credential)
 	if err != nil {
 		probe.Stop()
 		return nil, fmt.Errorf("command: %w", err)
 	}
 	var serverDone <-chan struct{}
 	if srv != nil {
-		serverDone = srv.p.Done()
+		serverDone = srv.Done
 	}
 	for waiting := true; waiting; {
 		select {
-		case <-cl.p.Done():
+		case <-cl.Done:
 			waiting = false
 		case <-serverDone:
-			acct.ServerEnded = exitText(srv.p.Err())
+			acct.ServerEnded = exitText(srv.Cmd.ProcessState)
 			serverDone = nil
 		case <-ctx.Done():
-			cl.stop()
+			cl.Stop()
 			waiting = false
 		}
 	}
-	<-cl.p.Done()
-	acct.ExitStatus = exitStatus(cl.p.Err())
+	<-cl.Done
+	acct.ExitStatus = exitStatus(cmd.ProcessState)
 	acct.DurationS = time.Since(began).Seconds()
 	if srv != nil {
 		select {
-		case <-srv.p.Done():
+		case <-srv.Done:
 			if acct.ServerEnded == "" {
-				acct.ServerEnded = exitText(srv.p.Err())
+				acct.ServerEnded = exitText(srv.Cmd.ProcessState)
 			}
 		default:
 		}
-		srv.stop()
+		srv.Stop()
 	}
 	acct.Host = probe.Stop()
 	after, err := place.Meter.Stats()
@@ -310,9 +309,8 @@ func (sh Shell) Run(ctx context.Context) (*ShellAccount, error) {
 	return acct, ctx.Err()
 }
 
-// environ is the commands' environment: tlab's own, the addresses, and
-// for a user the commands run as, that user's HOME is left to their shell.
-func (sh Shell) environ(env ShellEnv) []string {
+// environ is the commands' environment: tlab's own and the addresses.
+func environ(env ShellEnv) []string {
 	out := os.Environ()
 	for k, v := range env {
 		out = append(out, k+"="+v)
@@ -327,7 +325,7 @@ func (sh Shell) clientCommand(env ShellEnv, network string) (*exec.Cmd, func(), 
 	nothing := func() {}
 	if len(sh.Command) > 0 {
 		cmd := exec.Command(sh.Command[0], sh.Command[1:]...)
-		cmd.Env = sh.environ(env)
+		cmd.Env = environ(env)
 		return cmd, nothing, nil
 	}
 	shell := os.Getenv("SHELL")
@@ -335,7 +333,7 @@ func (sh Shell) clientCommand(env ShellEnv, network string) (*exec.Cmd, func(), 
 		shell = "/bin/sh"
 	}
 	prompt := "[tlab " + network + "] "
-	environ := append(sh.environ(env), "PS1="+prompt+"$ ")
+	environ := append(environ(env), "PS1="+prompt+"$ ")
 	if filepath.Base(shell) != "bash" {
 		cmd := exec.Command(shell, "-i")
 		cmd.Env = environ
@@ -355,71 +353,24 @@ func (sh Shell) clientCommand(env ShellEnv, network string) (*exec.Cmd, func(), 
 	return cmd, func() { os.Remove(rc.Name()) }, nil
 }
 
-// group is a command started in a host in a PID namespace of its own:
-// the command is that namespace's first process, and when it ends
-// (stopped, or killed with tlab by Pdeathsig, even by SIGKILL) the kernel
-// kills every process it left in it, a server's workers, a shell's
-// background jobs. It is also its own process group where it does not
-// read a terminal, so that stopping it asks all of it to end first.
-type group struct {
-	p *testbed.Process
-}
-
-func startGroup(h *testbed.Host, cmd *exec.Cmd, cred *syscall.Credential) (*group, error) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred, Cloneflags: syscall.CLONE_NEWPID}
-	if f, ok := cmd.Stdin.(*os.File); ok && isTerminal(f) {
-		// An interactive shell reads the terminal: it must be in the
-		// terminal's foreground group, which tlab's own group is.
-		cmd.SysProcAttr.Setpgid = false
-	}
-	p, err := h.Start(cmd)
-	if err != nil {
-		return nil, err
-	}
-	return &group{p: p}, nil
-}
-
-// stop ends the group: SIGTERM to all of it, then SIGKILL to its first
-// process after two seconds (the first process of a PID namespace ignores
-// signals it has no handler for), which ends the namespace and so every
-// process in it.
-func (g *group) stop() {
-	select {
-	case <-g.p.Done():
-	default:
-		if pgid, err := syscall.Getpgid(g.p.PID()); err == nil && pgid == g.p.PID() {
-			syscall.Kill(-pgid, syscall.SIGTERM)
-		}
-		g.p.Stop()
-	}
-}
-
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// exitStatus is a command's exit status as a shell gives it.
-func exitStatus(err error) int {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal())
-		}
-		return ee.ExitCode()
-	}
-	if err != nil {
+// exitStatus is a command's exit status as a shell gives it (128+N for
+// signal N).
+func exitStatus(ps *os.ProcessState) int {
+	if ps == nil {
 		return 1
 	}
-	return 0
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
 }
 
 // exitText says how a command ended.
-func exitText(err error) string {
-	if err == nil {
-		return "exit status 0"
+func exitText(ps *os.ProcessState) string {
+	if ps == nil {
+		return "it did not start"
 	}
-	return err.Error()
+	return ps.String()
 }
 
 // writeShellAccount writes shell.json into dir.

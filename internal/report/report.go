@@ -441,16 +441,6 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 {{end}}</table></div>
 {{end}}`))
 
-// hasRepeats tells whether some cell was repeated.
-func hasRepeats(rows []results.Summary) bool {
-	for _, r := range rows {
-		if r.Rep > 1 {
-			return true
-		}
-	}
-	return false
-}
-
 // tableColumns are the "every cell" table's columns: the workload's table
 // columns as the manifest lists them (the terminal's, so that the page fits
 // without scrolling; summary.csv has every column), and the emulator's

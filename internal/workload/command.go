@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"tlab/internal/proto"
@@ -191,14 +190,14 @@ func (c Command) Run(ctx context.Context, env *Env) error {
 			return err
 		}
 		defer log.Close()
-		stop, done, err := startCommand(serverHost, fill(c.Stack.Server, values), log, log)
+		srv, err := startCommand(serverHost, fill(c.Stack.Server, values), log, log)
 		if err != nil {
 			return fmt.Errorf("stack %s's server: %w", c.Stack.Name, err)
 		}
-		defer stop()
+		defer srv.Stop()
 		select {
 		case <-time.After(commandServerWait):
-		case <-done:
+		case <-srv.Done:
 			env.Fail(fmt.Sprintf("stack %s's server ended at once: %s", c.Stack.Name, tail(filepath.Join(dir, "server.log"))))
 			return nil
 		case <-ctx.Done():
@@ -219,22 +218,22 @@ func (c Command) Run(ctx context.Context, env *Env) error {
 	cmd := exec.Command("/bin/sh", "-c", fill(c.Stack.Client, values))
 	cmd.Env = append(os.Environ(), "TLAB_SERVER="+serverIP.String(), "TLAB_CLIENT="+clientIP.String())
 	cmd.Stdout, cmd.Stderr = clientOut, clientLog
-	stop, done, err := startProcess(clientHost, cmd)
+	client, err := proto.StartIsolated(clientHost, cmd, nil)
 	if err != nil {
 		return fmt.Errorf("stack %s's client: %w", c.Stack.Name, err)
 	}
-	defer stop()
+	defer client.Stop()
 	window := time.AfterFunc(c.Common.Warmup, env.StartWindow)
 	defer window.Stop()
 	limit := 2*c.Base.Info().Planned + 10*time.Second
 	var why string
 	select {
-	case <-done:
+	case <-client.Done:
 		if st := cmd.ProcessState; st != nil && !st.Success() {
 			why = fmt.Sprintf("stack %s's client %s: %s", c.Stack.Name, st, tail(filepath.Join(dir, "client.log")))
 		}
 	case <-time.After(limit):
-		stop()
+		client.Stop()
 		why = fmt.Sprintf("stack %s's client did not end within %v: %s", c.Stack.Name, limit, tail(filepath.Join(dir, "client.log")))
 	case <-ctx.Done():
 		return ctx.Err()
@@ -242,8 +241,7 @@ func (c Command) Run(ctx context.Context, env *Env) error {
 	ended := time.Now()
 	evs, err := c.readEvents(events, filepath.Join(dir, "client.out"))
 	if err == nil {
-		var recs = evs
-		records, rerr := EventsToRecords(recs, started, ended, c.Common.Warmup, time.Second)
+		records, rerr := EventsToRecords(evs, started, ended, c.Common.Warmup, time.Second)
 		if rerr != nil {
 			err = rerr
 		} else {
@@ -274,30 +272,11 @@ func (c Command) readEvents(path, stdout string) ([]Event, error) {
 	return nil, errors.New("the client wrote no events (to {events} or its standard output)")
 }
 
-// startCommand runs a shell command line in host h.
-func startCommand(h proto.ProcessHost, line string, stdout, stderr *os.File) (func() error, <-chan struct{}, error) {
+// startCommand runs a shell command line in host h, isolated.
+func startCommand(h proto.ProcessHost, line string, stdout, stderr *os.File) (*proto.Isolated, error) {
 	cmd := exec.Command("/bin/sh", "-c", line)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	return startProcess(h, cmd)
-}
-
-// startProcess starts cmd in a PID namespace of its own, first in it:
-// when it ends, or tlab does, the kernel ends whatever it started.
-func startProcess(h proto.ProcessHost, cmd *exec.Cmd) (func() error, <-chan struct{}, error) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Cloneflags: syscall.CLONE_NEWPID}
-	stop, done, err := h.StartProcess(cmd)
-	if err != nil {
-		return nil, nil, err
-	}
-	return func() error {
-		select {
-		case <-done:
-			return nil
-		default:
-		}
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		return stop()
-	}, done, nil
+	return proto.StartIsolated(h, cmd, nil)
 }
 
 // tail is the last lines of a log file, for a failure's message.
