@@ -22,8 +22,9 @@ import (
 )
 
 // A Beside is traffic that runs beside a cell's workload at its site: it
-// starts before the workload (by its lead), runs through the measured
-// window and stops after the workload; what it measured comes back as the
+// starts its lead before the workload (a load that builds its queue
+// first) or with it, runs through the measured window and stops after the
+// workload; what it measured comes back as the
 // cell's columns, by name. What runs beside is data: the scenario's cross:
 // section (bulk and constant-rate flows, package cross) and its beside:
 // section (any registered workload over any registered stack). A new kind
@@ -56,21 +57,40 @@ func besides(spec CellSpec) []Beside {
 	return out
 }
 
-// besideGroup is a cell's besides, started together.
+// besideGroup is a cell's besides: those with a lead start at once, the
+// others with the workload (waitForWorkload), so that a workload beside
+// the cell's runs in step with it rather than a load's lead ahead.
 type besideGroup struct {
 	started []Beside
+	pending []Beside
 	lead    time.Duration
 	begun   time.Time
 	stopped bool
+	// what the pending besides start with
+	place    *Place
+	settings proto.Settings
 }
 
-// startBeside starts every beside of the cell at place; none is started
-// when one cannot be.
+// startBeside starts the cell's besides at place; none runs when one
+// cannot start.
 func startBeside(ctx context.Context, spec CellSpec, info workload.Info, place *Place, settings proto.Settings) (*besideGroup, error) {
-	g := &besideGroup{begun: time.Now()}
-	for _, b := range besides(spec) {
+	bs := besides(spec)
+	for _, b := range bs {
 		if c, ok := b.(*crossBeside); ok && c.near == "" {
 			c.near = info.Roles[0] // the workload's first role: the client, the publisher, the sender
+		}
+	}
+	return startBesides(ctx, bs, place, settings)
+}
+
+// startBesides starts those of bs that have a lead and keeps the others
+// for waitForWorkload.
+func startBesides(ctx context.Context, bs []Beside, place *Place, settings proto.Settings) (*besideGroup, error) {
+	g := &besideGroup{begun: time.Now(), place: place, settings: settings}
+	for _, b := range bs {
+		if b.Lead() <= 0 {
+			g.pending = append(g.pending, b)
+			continue
 		}
 		if err := b.Start(ctx, place, settings); err != nil {
 			g.abort()
@@ -82,14 +102,22 @@ func startBeside(ctx context.Context, spec CellSpec, info workload.Info, place *
 	return g, nil
 }
 
-// waitForWorkload waits out the besides' lead: the workload starts then.
+// waitForWorkload waits out the besides' lead, then starts those that run
+// with the workload: the workload starts when it returns.
 func (g *besideGroup) waitForWorkload(ctx context.Context) error {
 	select {
 	case <-time.After(time.Until(g.begun.Add(g.lead))):
-		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	for _, b := range g.pending {
+		if err := b.Start(ctx, g.place, g.settings); err != nil {
+			return err
+		}
+		g.started = append(g.started, b)
+	}
+	g.pending = nil
+	return nil
 }
 
 // stop ends every beside and returns their columns and failures.

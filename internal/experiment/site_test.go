@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"tlab/internal/cross"
 	"tlab/internal/emu"
@@ -195,5 +196,44 @@ func TestARealPathNeedsItsSite(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); err == nil {
 		t.Error("the refused run made its directory")
+	}
+}
+
+// fakeBeside records when it was started and stopped.
+type fakeBeside struct {
+	lead             time.Duration
+	started, stopped time.Time
+}
+
+func (f *fakeBeside) Lead() time.Duration { return f.lead }
+func (f *fakeBeside) Start(context.Context, *Place, proto.Settings) error {
+	f.started = time.Now()
+	return nil
+}
+func (f *fakeBeside) Stop() (map[string]float64, error) { f.stopped = time.Now(); return nil, nil }
+func (f *fakeBeside) Columns() []string                 { return nil }
+func (f *fakeBeside) Failed() string                    { return "" }
+
+// TestBesidesWithoutALeadStartWithTheWorkload: traffic with a lead (the
+// cross: load) starts that long before the workload; another workload
+// beside it has none and starts with the cell's own, not with the load.
+func TestBesidesWithoutALeadStartWithTheWorkload(t *testing.T) {
+	load, loop := &fakeBeside{lead: 300 * time.Millisecond}, &fakeBeside{}
+	g, err := startBesides(context.Background(), []Beside{load, loop}, &Place{}, proto.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.waitForWorkload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	workload := time.Now()
+	if _, _, err := g.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if load.started.IsZero() || workload.Sub(load.started) < 300*time.Millisecond {
+		t.Errorf("the load started %v before the workload, want its 300 ms lead", workload.Sub(load.started))
+	}
+	if loop.started.IsZero() || loop.started.Before(load.started.Add(300*time.Millisecond)) {
+		t.Errorf("the beside workload started %v after the load, want with the workload (after the lead)", loop.started.Sub(load.started))
 	}
 }
