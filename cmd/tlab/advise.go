@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 
 	"tlab/internal/advise"
-	"tlab/internal/analysis"
 	"tlab/internal/results"
 )
 
@@ -36,7 +35,7 @@ func runAdvise(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tlab advise: %v\n", err)
 		return exitUsage
 	}
-	answers, err := advise.Evaluate(r.Rows, parsed, analysis.Seed(r.Manifest))
+	answers, err := advise.Evaluate(r.Rows, parsed)
 	if err != nil {
 		fmt.Fprintf(stderr, "tlab advise: %v\n", err)
 		return exitUsage
@@ -95,15 +94,22 @@ func printAnswers(w io.Writer, answers []advise.Answer) {
 				}
 				parts = append(parts, v)
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", s.Protocol, s.Status, strings.Join(parts, "; "))
+			failed := ""
+			if !math.IsNaN(s.FailedPct) {
+				failed = fmt.Sprintf("%s %% failed", num(s.FailedPct))
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", s.Protocol, s.Status, failed, strings.Join(parts, "; "))
 		}
 		tw.Flush()
 	}
 }
 
 func num(v float64) string {
-	if math.IsNaN(v) {
+	switch {
+	case math.IsNaN(v):
 		return "–"
+	case math.IsInf(v, 1):
+		return "inf"
 	}
 	return fmt.Sprintf("%.3g", v)
 }

@@ -101,9 +101,10 @@ const (
 )
 
 // Check is one requirement for one stack: the value (the mean over the
-// repetitions), its 95 % interval (bootstrap over the repetitions; none
+// repetitions), its 95 % interval (Student's t over the repetitions; none
 // with fewer than MinRepetitions), its margin to the bound (positive:
-// inside), and the status.
+// inside), and the status. Added marks a check the answer added itself:
+// failed_pct<=0 beside a requirement that cannot see failed messages.
 type Check struct {
 	Requirement Requirement `json:"requirement"`
 	Value       float64     `json:"value"`
@@ -113,6 +114,7 @@ type Check struct {
 	N           int         `json:"repetitions"`
 	Status      Status      `json:"status"`
 	Why         string      `json:"why,omitempty"`
+	Added       bool        `json:"added,omitempty"`
 }
 
 // MarshalJSON writes what could not be computed (no interval with one
@@ -134,11 +136,52 @@ func (c Check) MarshalJSON() ([]byte, error) {
 	}{plain(c), orNull(c.Value), orNull(c.Low), orNull(c.High), orNull(c.Margin)})
 }
 
-// Stack is one protocol on one network: every requirement's check.
+// Stack is one protocol on one network: every requirement's check, and
+// beside them the share of its messages that never completed (the mean
+// of its repetitions' failed_pct; NaN when the run has none).
 type Stack struct {
-	Protocol string  `json:"protocol"`
-	Status   Status  `json:"status"`
-	Checks   []Check `json:"checks"`
+	Protocol  string  `json:"protocol"`
+	Status    Status  `json:"status"`
+	Checks    []Check `json:"checks"`
+	FailedPct float64 `json:"failed_pct"`
+}
+
+// MarshalJSON writes a FailedPct the run lacks as null.
+func (s Stack) MarshalJSON() ([]byte, error) {
+	type plain Stack
+	var failed *float64
+	if !math.IsNaN(s.FailedPct) {
+		failed = &s.FailedPct
+	}
+	return json.Marshal(struct {
+		plain
+		FailedPct *float64 `json:"failed_pct"`
+	}{plain(s), failed})
+}
+
+// FailedMetric is the share of messages that never completed: every
+// workload reports it, and a requirement on a figure that cannot see
+// them (metrics.Metric.OverCompleted) brings it into the answer.
+const FailedMetric = "failed_pct"
+
+// withFailures returns reqs with failed_pct<=0 added when a requirement
+// is on a figure computed over completed messages only and none bounds
+// failed_pct already: a mean delay over the requests that came back says
+// nothing of those that did not.
+func withFailures(reqs []Requirement) (out []Requirement, added int) {
+	blind := false
+	for _, r := range reqs {
+		if r.Metric == FailedMetric {
+			return reqs, -1
+		}
+		if m, ok := metrics.Lookup(r.Metric); ok && m.OverCompleted {
+			blind = true
+		}
+	}
+	if !blind {
+		return reqs, -1
+	}
+	return append(slices.Clone(reqs), Requirement{Metric: FailedMetric, Op: "<=", Bound: 0}), len(reqs)
 }
 
 // Answer is the answer for one network (and set of swept values).
@@ -165,7 +208,7 @@ const MinRepetitions = 3
 const decideMargin = 0.10
 
 // Evaluate answers reqs on each network and set of swept values of rows.
-func Evaluate(rows []results.Summary, reqs []Requirement, seed uint64) ([]Answer, error) {
+func Evaluate(rows []results.Summary, reqs []Requirement) ([]Answer, error) {
 	if len(reqs) == 0 {
 		return nil, errors.New("no requirement: give at least one, such as delay_p99_ms<=20")
 	}
@@ -192,7 +235,7 @@ func Evaluate(rows []results.Summary, reqs []Requirement, seed uint64) ([]Answer
 	for _, k := range order {
 		a := Answer{Profile: k.profile, Params: k.params}
 		for _, p := range protoOrder[k] {
-			a.Stacks = append(a.Stacks, evaluateStack(p, groups[k][p], reqs, seed))
+			a.Stacks = append(a.Stacks, evaluateStack(p, groups[k][p], reqs))
 		}
 		a.decide(reqs[0])
 		out = append(out, a)
@@ -200,24 +243,41 @@ func Evaluate(rows []results.Summary, reqs []Requirement, seed uint64) ([]Answer
 	return out, nil
 }
 
-func evaluateStack(protocol string, rows []results.Summary, reqs []Requirement, seed uint64) Stack {
-	s := Stack{Protocol: protocol, Status: Meets}
+func evaluateStack(protocol string, rows []results.Summary, reqs []Requirement) Stack {
+	s := Stack{Protocol: protocol, Status: Meets, FailedPct: meanOf(rows, FailedMetric)}
 	disturbed := false
 	for _, r := range rows {
 		disturbed = disturbed || strings.HasPrefix(r.Label("quality"), "disturbed") || r.Label("cell_error") != ""
 	}
-	for _, req := range reqs {
-		c := Check{Requirement: req, Low: math.NaN(), High: math.NaN()}
+	reqs, added := withFailures(reqs)
+	for i, req := range reqs {
+		c := Check{Requirement: req, Low: math.NaN(), High: math.NaN(), Added: i == added}
 		var v []float64
+		unbounded := 0
 		for _, r := range rows {
 			if x := r.Float(req.Metric); !math.IsNaN(x) {
 				v = append(v, x)
+				if math.IsInf(x, 1) {
+					unbounded++
+				}
 			}
 		}
 		c.N = len(v)
 		switch {
 		case len(v) == 0:
 			c.Value, c.Status, c.Why = math.NaN(), Undecided, "not measured in this run"
+		case unbounded > 0 && req.lowerIsBetter():
+			// A percentile that fell among messages that never came back:
+			// in that repetition the application waited for ever.
+			c.Value, c.Margin, c.Status = math.Inf(1), math.Inf(-1), Fails
+			c.Why = fmt.Sprintf("beyond any bound in %d of %s: more messages never completed than the percentile allows", unbounded, repetitions(len(v)))
+		case i == added:
+			c.Value = meanOf(rows, req.Metric)
+			c.Margin = -c.Value
+			if c.Status = Meets; !req.holds(c.Value) {
+				c.Status = Fails
+				c.Why = fmt.Sprintf("messages never completed, which %s (computed over completed messages only) cannot see: bound failed_pct yourself to allow some", reqs[0].Metric)
+			}
 		default:
 			var sum float64
 			for _, x := range v {
@@ -228,7 +288,7 @@ func evaluateStack(protocol string, rows []results.Summary, reqs []Requirement, 
 			if req.lowerIsBetter() {
 				c.Margin = -c.Margin
 			}
-			c.Status, c.Why = judge(req, c.Value, v, seed, &c)
+			c.Status, c.Why = judge(req, c.Value, v, &c)
 		}
 		if disturbed && c.Status != Fails {
 			c.Status, c.Why = Undecided, "a cell was disturbed by the host or failed: run it again on a quieter host"
@@ -245,9 +305,9 @@ func evaluateStack(protocol string, rows []results.Summary, reqs []Requirement, 
 }
 
 // judge decides one requirement from its repetitions' values.
-func judge(req Requirement, mean float64, v []float64, seed uint64, c *Check) (Status, string) {
+func judge(req Requirement, mean float64, v []float64, c *Check) (Status, string) {
 	if len(v) >= MinRepetitions {
-		c.Low, c.High = stats.MeanCI(v, seed)
+		c.Low, c.High = stats.MeanInterval(v, 0.95)
 		switch lo, hi := req.holds(c.Low), req.holds(c.High); {
 		case lo && hi:
 			return Meets, ""
@@ -332,6 +392,21 @@ func overlap(a, b Check) bool {
 		return math.Abs(a.Value-b.Value) <= decideMargin*math.Max(math.Abs(a.Value), math.Abs(b.Value))
 	}
 	return a.Low <= b.High && b.Low <= a.High
+}
+
+// meanOf is the mean of a metric over rows that have it (NaN if none).
+func meanOf(rows []results.Summary, name string) float64 {
+	sum, n := 0.0, 0
+	for _, r := range rows {
+		if x := r.Float(name); !math.IsNaN(x) {
+			sum += x
+			n++
+		}
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return sum / float64(n)
 }
 
 func cmpFloat(a, b float64) int {

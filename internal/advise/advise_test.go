@@ -22,7 +22,7 @@ func rows(profile, protocol string, p99 ...float64) []results.Summary {
 	var out []results.Summary
 	for i, v := range p99 {
 		out = append(out, results.Summary{Cell: fmt.Sprintf("%s-%s-%d", profile, protocol, i), Profile: profile, Protocol: protocol, Rep: i + 1,
-			Fields: []results.Field{{Name: "delay_p99_ms", Value: v}, {Name: "jitter_pct", Value: 5.0}, {Name: "quality", Value: "clean"}}})
+			Fields: []results.Field{{Name: "delay_p99_ms", Value: v}, {Name: "jitter_pct", Value: 5.0}, {Name: "failed_pct", Value: 0.0}, {Name: "quality", Value: "clean"}}})
 	}
 	return out
 }
@@ -67,7 +67,7 @@ func TestEvaluate(t *testing.T) {
 	rs = append(rs, dist...)
 	rs = append(rs, rows("lan", "quic", 5, 5.1, 4.9)...) // meets
 	reqs := []Requirement{{"delay_p99_ms", "<=", 20}, {"jitter_pct", "<=", 10}}
-	answers, err := Evaluate(rs, reqs, 1)
+	answers, err := Evaluate(rs, reqs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,17 +111,17 @@ func TestEvaluate(t *testing.T) {
 	}
 	// A best on each network, but not the same stack: no one choice
 	// meets them everywhere.
-	split, _ := Evaluate(append(append(append(rows("x", "a", 5, 5, 5), rows("x", "b", 50, 50, 50)...), rows("y", "a", 50, 50, 50)...), rows("y", "b", 5, 5, 5)...), []Requirement{{"delay_p99_ms", "<=", 20}}, 1)
+	split, _ := Evaluate(append(append(append(rows("x", "a", 5, 5, 5), rows("x", "b", 50, 50, 50)...), rows("y", "a", 50, 50, 50)...), rows("y", "b", 5, 5, 5)...), []Requirement{{"delay_p99_ms", "<=", 20}})
 	if split[0].Best != "a" || split[1].Best != "b" || Met(split) || len(Everywhere(split)) != 0 {
 		t.Errorf("split: best %q and %q, met %v, everywhere %v", split[0].Best, split[1].Best, Met(split), Everywhere(split))
 	}
 	// One repetition each: values within 10 % cannot be told apart.
-	one, _ := Evaluate(append(append(rows("y", "a", 12.6), rows("y", "b", 12.8)...), rows("y", "c", 15)...), []Requirement{{"delay_p99_ms", "<=", 25}}, 1)
+	one, _ := Evaluate(append(append(rows("y", "a", 12.6), rows("y", "b", 12.8)...), rows("y", "c", 15)...), []Requirement{{"delay_p99_ms", "<=", 25}})
 	if one[0].Best != "a" || len(one[0].Tie) != 1 || one[0].Tie[0] != "b" {
 		t.Errorf("one repetition: best %q, tie %v", one[0].Best, one[0].Tie)
 	}
 	// A requirement pointing up: the best is the largest.
-	up, _ := Evaluate(append(rows("x", "a", 30, 31, 32), rows("x", "b", 40, 41, 42)...), []Requirement{{"delay_p99_ms", ">=", 10}}, 1)
+	up, _ := Evaluate(append(rows("x", "a", 30, 31, 32), rows("x", "b", 40, 41, 42)...), []Requirement{{"delay_p99_ms", ">=", 10}})
 	if up[0].Best != "b" {
 		t.Errorf("with >=, best %q, want b", up[0].Best)
 	}
@@ -131,7 +131,7 @@ func TestEvaluate(t *testing.T) {
 // with a metric the run lacks is still JSON (tlab advise --json), its
 // missing numbers null.
 func TestAnswersAsJSON(t *testing.T) {
-	answers, err := Evaluate(rows("5g", "tcp", 12), []Requirement{{"delay_p99_ms", "<=", 20}, {"bytes_per_request", "<=", 600}}, 1)
+	answers, err := Evaluate(rows("5g", "tcp", 12), []Requirement{{"delay_p99_ms", "<=", 20}, {"bytes_per_request", "<=", 600}})
 	if err != nil {
 		t.Fatal(err)
 	}

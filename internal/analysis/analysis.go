@@ -95,7 +95,7 @@ func Of(run *results.Run, reqs []advise.Requirement) (*Analysis, error) {
 			return nil, fmt.Errorf("replay against the path: %w", err)
 		}
 	}
-	if a.Answers, err = Answers(run.Rows, a.Requirements, seed); err != nil {
+	if a.Answers, err = Answers(run.Rows, a.Requirements); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -103,11 +103,11 @@ func Of(run *results.Run, reqs []advise.Requirement) (*Analysis, error) {
 
 // Answers evaluates requirements on rows (none: no answers), as the
 // analysis of a whole run and the live view of one in flight do.
-func Answers(rows []results.Summary, reqs []advise.Requirement, seed uint64) ([]advise.Answer, error) {
+func Answers(rows []results.Summary, reqs []advise.Requirement) ([]advise.Answer, error) {
 	if len(reqs) == 0 {
 		return nil, nil
 	}
-	return advise.Evaluate(rows, reqs, seed)
+	return advise.Evaluate(rows, reqs)
 }
 
 // Write writes the analysis into dir: comparisons where the run could be

@@ -20,10 +20,30 @@ func Quantile(sorted []float64, q float64) float64 {
 	h := (float64(n) - 1) * q
 	lo := math.Floor(h)
 	i := int(lo)
-	if i >= n-1 {
-		return sorted[n-1]
+	frac := h - lo
+	switch {
+	case i >= n-1 || frac == 0:
+		return sorted[i]
+	case math.IsInf(sorted[i+1], 1):
+		// Toward a message that never completed: beyond any bound (and
+		// not Inf−Inf's NaN, nor 0×Inf's).
+		return sorted[i+1]
 	}
-	return sorted[i] + (h-lo)*(sorted[i+1]-sorted[i])
+	return sorted[i] + frac*(sorted[i+1]-sorted[i])
+}
+
+// QuantileCounting is the q-quantile of the delays of all measured
+// messages, unfinished of which never completed (failed, lost or never
+// sent): for the application each of those is later than any delay, so
+// it counts as +Inf. completed need not be sorted and is left as it is.
+func QuantileCounting(completed []float64, unfinished int, q float64) float64 {
+	s := make([]float64, 0, len(completed)+unfinished)
+	s = append(s, completed...)
+	slices.Sort(s)
+	for range unfinished {
+		s = append(s, math.Inf(1))
+	}
+	return Quantile(s, q)
 }
 
 // QuantileOf is Quantile of values in any order; values is left as it is.

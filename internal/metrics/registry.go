@@ -43,6 +43,12 @@ type Metric struct {
 	// (one value per repetition, where cells are repeated), with a
 	// verdict in its unit.
 	Verdict bool
+	// OverCompleted marks a figure computed over the messages that
+	// completed only (a mean, a spread, a jitter): it cannot see the ones
+	// that never did, so an answer that requires it also requires them
+	// all to complete. Percentiles need no mark: they count a message that
+	// never completed as a delay beyond any bound.
+	OverCompleted bool
 	// Compute returns the value from a cell's input; nil for parameters
 	// and settings, which the runner sets, and for facts (then the value
 	// is Input.Facts[Name]).
@@ -114,11 +120,17 @@ func (r *Registry) Check(names []string) error {
 }
 
 // Format renders a value for a table with the metric's precision; "-" for
-// a value that could not be measured. An unregistered name gets two
-// decimals.
+// a value that could not be measured, "inf" for one beyond any bound (a
+// percentile among messages that never completed). An unregistered name
+// gets two decimals.
 func (r *Registry) Format(name string, v float64) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
+	switch {
+	case math.IsNaN(v):
 		return "-"
+	case math.IsInf(v, 1):
+		return "inf"
+	case math.IsInf(v, -1):
+		return "-inf"
 	}
 	prec := 2
 	if m, ok := r.Lookup(name); ok {
@@ -176,10 +188,15 @@ func (in *Input) DelayDistribution() Distribution {
 	return *in.dist
 }
 
+// sortedDelays are Delays sorted, then +Inf for each unfinished record:
+// every measured message, in the order of its delay.
 func (in *Input) sortedDelays() []float64 {
 	if in.sorted == nil {
 		in.sorted = slices.Clone(in.Delays())
 		slices.Sort(in.sorted)
+		for range in.Unfinished() {
+			in.sorted = append(in.sorted, math.Inf(1))
+		}
 	}
 	return in.sorted
 }
@@ -190,6 +207,18 @@ func (in *Input) Fact(name string) float64 {
 		return v
 	}
 	return math.NaN()
+}
+
+// Unfinished counts the measured records that never completed: sent and
+// failed (a timeout, a reset, a frame or message lost), or never sent.
+func (in *Input) Unfinished() int {
+	n := 0
+	for _, r := range in.Records {
+		if !r.OK() {
+			n++
+		}
+	}
+	return n
 }
 
 // Delays returns the delays of the completed records in Seq order, after

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"math"
-	"slices"
 
 	"tlab/internal/results"
 )
@@ -37,8 +36,8 @@ func ratio(a, b float64) float64 {
 }
 
 // schedDelayQuantile is a quantile of the delay from the schedule: from
-// when a request was due to when its response was whole, for the requests
-// that completed.
+// when a request was due to when its response was whole, a request that
+// never completed counting as beyond any bound.
 func schedDelayQuantile(q float64) func(*Input) float64 {
 	return func(in *Input) float64 {
 		var d []float64
@@ -47,10 +46,19 @@ func schedDelayQuantile(q float64) func(*Input) float64 {
 				d = append(d, r.DoneMs-r.ScheduledMs)
 			}
 		}
-		slices.Sort(d)
-		return Quantile(d, q)
+		return QuantileCounting(d, in.Unfinished(), q)
 	}
 }
+
+// FailedPct is the share of measured records that never completed, in
+// percent (NaN without records).
+func FailedPct(in *Input) float64 {
+	return ratio(float64(in.Unfinished())*100, float64(len(in.Records)))
+}
+
+// percentileNote is what every delay percentile's definition says of the
+// messages that never completed.
+const percentileNote = " A message that never completed (failed, lost or never sent) counts as a delay beyond any bound: a percentile that falls among them is `inf`."
 
 func delayCI(q float64, high bool) func(*Input) float64 {
 	return func(in *Input) float64 {
@@ -84,6 +92,9 @@ func init() {
 				}
 				return float64(n)
 			}},
+		{Name: "failed_pct", Kind: Measured, Unit: "%", Header: "FAILED %", Precision: 1,
+			Definition: "Share of the measured messages (requests, frames, uploads, MQTT messages) that never completed: sent and failed or lost, or never sent. A requirement on a figure computed over completed messages only (a mean, a spread, a jitter) also requires this to be 0, unless the requirements bound it themselves.",
+			Compute:    FailedPct},
 		{Name: "unsent", Kind: Measured, Header: "UNSENT",
 			Definition: "Measured requests a protocol that cannot multiplex never got to send before the schedule ended.",
 			Compute: func(in *Input) float64 {
@@ -96,32 +107,32 @@ func init() {
 				return float64(n)
 			}},
 		{Name: "delay_p5_ms", Kind: Measured, Unit: "ms", Header: "P5 ms", Precision: 2,
-			Definition: "5th percentile of the response delay, by linear interpolation between order statistics (type 7: numpy's, pandas' and R's default).",
+			Definition: "5th percentile of the response delay over every measured request, by linear interpolation between order statistics (type 7: numpy's, pandas' and R's default)." + percentileNote,
 			Compute:    delayQuantile(0.05)},
-		{Name: "delay_p25_ms", Kind: Measured, Unit: "ms", Header: "P25 ms", Precision: 2, Definition: "25th percentile of the response delay (type 7).", Compute: delayQuantile(0.25)},
-		{Name: "delay_p50_ms", Kind: Measured, Unit: "ms", Header: "P50 ms", Precision: 2, Definition: "Median response delay (type 7).", Compute: delayQuantile(0.50)},
-		{Name: "delay_p75_ms", Kind: Measured, Unit: "ms", Header: "P75 ms", Precision: 2, Definition: "75th percentile of the response delay (type 7).", Compute: delayQuantile(0.75)},
-		{Name: "delay_p95_ms", Kind: Measured, Unit: "ms", Header: "P95 ms", Precision: 2, Definition: "95th percentile of the response delay (type 7).", Compute: delayQuantile(0.95)},
-		{Name: "delay_p99_ms", Kind: Measured, Unit: "ms", Header: "P99 ms", Precision: 2, Definition: "99th percentile of the response delay (type 7).", Compute: delayQuantile(0.99)},
+		{Name: "delay_p25_ms", Kind: Measured, Unit: "ms", Header: "P25 ms", Precision: 2, Definition: "25th percentile of the response delay (type 7)." + percentileNote, Compute: delayQuantile(0.25)},
+		{Name: "delay_p50_ms", Kind: Measured, Unit: "ms", Header: "P50 ms", Precision: 2, Definition: "Median response delay (type 7)." + percentileNote, Compute: delayQuantile(0.50)},
+		{Name: "delay_p75_ms", Kind: Measured, Unit: "ms", Header: "P75 ms", Precision: 2, Definition: "75th percentile of the response delay (type 7)." + percentileNote, Compute: delayQuantile(0.75)},
+		{Name: "delay_p95_ms", Kind: Measured, Unit: "ms", Header: "P95 ms", Precision: 2, Definition: "95th percentile of the response delay (type 7)." + percentileNote, Compute: delayQuantile(0.95)},
+		{Name: "delay_p99_ms", Kind: Measured, Unit: "ms", Header: "P99 ms", Precision: 2, Definition: "99th percentile of the response delay (type 7)." + percentileNote, Compute: delayQuantile(0.99)},
 		{Name: "sched_delay_p50_ms", Kind: Measured, Unit: "ms", Header: "SCHED P50 ms", Precision: 2,
-			Definition: "Median delay from the schedule: from when a request was due to when its whole response had arrived (`done_ms − scheduled_ms`), what a control loop waits, including the time a request waited to be sent (no coordinated omission). Requests never sent are counted in `unsent`, not here.",
+			Definition: "Median delay from the schedule: from when a request was due to when its whole response had arrived (`done_ms − scheduled_ms`), what a control loop waits, including the time a request waited to be sent (no coordinated omission)." + percentileNote,
 			Compute:    schedDelayQuantile(0.50)},
-		{Name: "sched_delay_p95_ms", Kind: Measured, Unit: "ms", Header: "SCHED P95 ms", Precision: 2, Definition: "95th percentile of the delay from the schedule.", Compute: schedDelayQuantile(0.95)},
-		{Name: "sched_delay_p99_ms", Kind: Measured, Unit: "ms", Header: "SCHED P99 ms", Precision: 2, Definition: "99th percentile of the delay from the schedule.", Compute: schedDelayQuantile(0.99)},
+		{Name: "sched_delay_p95_ms", Kind: Measured, Unit: "ms", Header: "SCHED P95 ms", Precision: 2, Definition: "95th percentile of the delay from the schedule." + percentileNote, Compute: schedDelayQuantile(0.95)},
+		{Name: "sched_delay_p99_ms", Kind: Measured, Unit: "ms", Header: "SCHED P99 ms", Precision: 2, Definition: "99th percentile of the delay from the schedule." + percentileNote, Compute: schedDelayQuantile(0.99)},
 		{Name: "delay_p50_ci_low_ms", Kind: Measured, Unit: "ms", Header: "P50 CI low", Precision: 2,
 			Definition: "Lower bound of a 95 % confidence interval of the median delay: an order statistic whose rank comes from the exact binomial distribution, with no assumption on the delays' distribution. Two rows whose intervals do not overlap differ. The records are not independent (consecutive requests share the link's state), so read it as a lower bound of the uncertainty.",
 			Compute:    delayCI(0.5, false)},
 		{Name: "delay_p50_ci_high_ms", Kind: Measured, Unit: "ms", Header: "P50 CI high", Precision: 2, Definition: "Upper bound of that interval.", Compute: delayCI(0.5, true)},
 		{Name: "delay_p95_ci_low_ms", Kind: Measured, Unit: "ms", Header: "P95 CI low", Precision: 2, Definition: "Lower bound of a 95 % distribution-free confidence interval of the 95th percentile delay.", Compute: delayCI(0.95, false)},
 		{Name: "delay_p95_ci_high_ms", Kind: Measured, Unit: "ms", Header: "P95 CI high", Precision: 2, Definition: "Upper bound of that interval (NaN when too few delays bound it).", Compute: delayCI(0.95, true)},
-		{Name: "delay_mean_ms", Kind: Measured, Unit: "ms", Header: "MEAN ms", Precision: 2, Definition: "Mean response delay.",
+		{Name: "delay_mean_ms", Kind: Measured, OverCompleted: true, Unit: "ms", Header: "MEAN ms", Precision: 2, Definition: "Mean response delay of the requests that completed (`failed_pct` says how many did not).",
 			Compute: func(in *Input) float64 { return in.DelayDistribution().Mean }},
-		{Name: "delay_std_ms", Kind: Measured, Unit: "ms", Header: "STD ms", Precision: 2, Definition: "Sample standard deviation (n−1) of the response delay.",
+		{Name: "delay_std_ms", Kind: Measured, OverCompleted: true, Unit: "ms", Header: "STD ms", Precision: 2, Definition: "Sample standard deviation (n−1) of the response delay.",
 			Compute: func(in *Input) float64 { return in.DelayDistribution().Std }},
-		{Name: "jitter_ms", Kind: Measured, Unit: "ms", Header: "JITTER ms", Precision: 2,
+		{Name: "jitter_ms", Kind: Measured, OverCompleted: true, Unit: "ms", Header: "JITTER ms", Precision: 2,
 			Definition: "RFC 4689 jitter as study A defines it: the mean absolute difference between the delays of consecutive requests, in send order.",
 			Compute:    func(in *Input) float64 { return Jitter(in.Delays()) }},
-		{Name: "jitter_pct", Kind: Measured, Verdict: true, Unit: "%", Header: "JITTER %", Precision: 1,
+		{Name: "jitter_pct", Kind: Measured, OverCompleted: true, Verdict: true, Unit: "%", Header: "JITTER %", Precision: 1,
 			Definition: "`jitter_ms / delay_mean_ms × 100`.",
 			Compute:    func(in *Input) float64 { return Jitter(in.Delays()) / in.DelayDistribution().Mean * 100 }},
 		{Name: "bytes_per_request", Kind: Measured, Verdict: true, Unit: "B", Header: "B/REQ", Precision: 0,

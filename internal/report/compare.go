@@ -69,7 +69,7 @@ func Compare(dirs []string, out string, requirements []advise.Requirement) (*Run
 		return nil, nil, "", err
 	}
 	var err error
-	if a.Answers, err = analysis.Answers(merged.Rows, a.Requirements, merged.seed()); err != nil {
+	if a.Answers, err = analysis.Answers(merged.Rows, a.Requirements); err != nil {
 		return nil, nil, "", err
 	}
 	if err := a.Write(out); err != nil {

@@ -97,7 +97,7 @@ func Live(dir string) (*Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("live view: the run's requirements: %w", err)
 	}
-	if r.Answers, err = analysis.Answers(r.Rows, reqs, r.seed()); err != nil {
+	if r.Answers, err = analysis.Answers(r.Rows, reqs); err != nil {
 		return nil, fmt.Errorf("live view: %w", err)
 	}
 	// Plots from the summary only: the records are joined at the end.

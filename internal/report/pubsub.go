@@ -18,7 +18,7 @@ func init() {
 		Needs: []string{"completion_ms"}, Draw: drawCompletionBox})
 	registerPlot(PlotKind{Name: "xi", Doc: "ξ = mean Δ of a protocol over mean Δ of mqtt-tcp (or the first protocol), by the swept values, with 95 % bootstrap intervals (study D)",
 		Needs: []string{"completion_ms"}, Draw: drawXi})
-	registerPlot(PlotKind{Name: "reconnect_by_network", Doc: "Δ+ (a new connection's set-up to the subscriber's receipt) per protocol and network, mean over repetitions with 95 % bootstrap intervals (study D)",
+	registerPlot(PlotKind{Name: "reconnect_by_network", Doc: "Δ+ (a new connection's set-up to the subscriber's receipt) per protocol and network, mean over repetitions with 95 % Student t intervals (study D)",
 		Needs: []string{"reconnect_ms"}, Draw: drawReconnect})
 }
 
@@ -191,7 +191,7 @@ func drawReconnect(p panel) ([]Figure, error) {
 		means[proto], half[proto] = map[string]float64{}, map[string]float64{}
 		for c, v := range byCat {
 			m := metrics.Describe(v).Mean
-			lo, hi := stats.MeanCI(v, p.run.seed())
+			lo, hi := stats.MeanInterval(v, 0.95)
 			means[proto][c], half[proto][c] = m, math.Max(hi-m, m-lo)
 		}
 	}
@@ -207,6 +207,6 @@ func drawReconnect(p panel) ([]Figure, error) {
 		return nil, err
 	}
 	fig, err := render(pl, p.dir, "reconnect_by_network", "Reconnection Δ+ by network",
-		"From the start of a new connection's set-up to the subscriber's receipt of the message it carried: the mean over repetitions of each cell's mean, with error bars from a bootstrap of the repetitions. TLS resumption and QUIC's 0-RTT show here (summary columns resumed and used_0rtt).", figW, figH)
+		"From the start of a new connection's set-up to the subscriber's receipt of the message it carried: the mean over repetitions of each cell's mean, with error bars from the 95 % Student t interval over the repetitions. TLS resumption and QUIC's 0-RTT show here (summary columns resumed and used_0rtt).", figW, figH)
 	return []Figure{fig}, err
 }

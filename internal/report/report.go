@@ -334,8 +334,13 @@ func imgURL(svg []byte) template.URL {
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"everywhere": advise.EverywhereSentence,
 	"num": func(v float64, prec int) string {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
+		switch {
+		case math.IsNaN(v):
 			return "–"
+		case math.IsInf(v, 1):
+			return "inf"
+		case math.IsInf(v, -1):
+			return "-inf"
 		}
 		return strconv.FormatFloat(v, 'f', prec, 64)
 	},
@@ -427,11 +432,11 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 <p>Delays in milliseconds. Column definitions: docs/metrics.md (or hover a column's title); every column is in summary.csv. Data: summary.json, summary.csv, records.csv beside this file.</p>
 </body></html>
 {{define "answer"}}{{if .Run.Answers}}<h2>The answer</h2>
-<p>Requirements: {{range $i, $r := .Run.Requirements}}{{if $i}}; {{end}}<b>{{$r}}</b>{{end}} (the first is the priority that picks the best). A stack meets a requirement when the 95 % interval of its mean over the repetitions lies inside the bound (with fewer than 3 repetitions, when its value is more than 10 % inside); a disturbed or failed cell cannot decide.</p>
+<p>Requirements: {{range $i, $r := .Run.Requirements}}{{if $i}}; {{end}}<b>{{$r}}</b>{{end}} (the first is the priority that picks the best). A stack meets a requirement when the 95 % interval (Student's t) of its mean over the repetitions lies inside the bound (with fewer than 3 repetitions, when its value is more than 10 % inside); a disturbed or failed cell cannot decide. A message that never completed counts as a delay beyond any bound (a percentile among them is inf), and a requirement on a mean, which cannot see them, brings failed_pct&lt;=0 with it.</p>
 {{with everywhere .Run.Answers}}<p><b>In short:</b> {{.}}.</p>{{end}}
 {{range .Run.Answers}}<p><b>{{.Profile}}{{with .Params}} ({{.}}){{end}}:</b> {{.Summary}}.{{with .ToDecide}} To decide: {{.}}.{{end}}</p>
-<table><tr><th class="l">stack</th><th class="l">this requirement</th><th class="l">requirement</th><th>value</th><th>95 % CI</th><th>margin</th><th class="l">why</th></tr>
-{{range .Stacks}}{{$s := .}}{{range .Checks}}<tr><td class="l">{{$s.Protocol}}</td><td class="l {{if eq (printf "%s" .Status) "meets"}}pass{{else}}fail{{end}}">{{.Status}}</td><td class="l">{{.Requirement}}</td><td>{{num .Value 3}}</td><td>{{num .Low 3}}–{{num .High 3}}</td><td>{{num .Margin 3}}</td><td class="l">{{.Why}}</td></tr>
+<table><tr><th class="l">stack</th><th>failed %</th><th class="l">this requirement</th><th class="l">requirement</th><th>value</th><th>95 % CI</th><th>margin</th><th class="l">why</th></tr>
+{{range .Stacks}}{{$s := .}}{{range .Checks}}<tr><td class="l">{{$s.Protocol}}</td><td>{{num $s.FailedPct 1}}</td><td class="l {{if eq (printf "%s" .Status) "meets"}}pass{{else}}fail{{end}}">{{.Status}}</td><td class="l">{{.Requirement}}</td><td>{{num .Value 3}}</td><td>{{num .Low 3}}–{{num .High 3}}</td><td>{{num .Margin 3}}</td><td class="l">{{.Why}}</td></tr>
 {{end}}{{end}}</table>{{end}}{{end}}
 {{end}}
 {{define "cells"}}<h2>Every cell</h2>

@@ -165,3 +165,40 @@ func TestRecordNumbersAsWritten(t *testing.T) {
 		t.Errorf("error says %v", err)
 	}
 }
+
+// TestInfiniteValuesSurvive: a delay percentile that fell among requests
+// that never completed is infinite, beyond any bound, and must stay so
+// through summary.json, summary.csv and summary.parquet: written as
+// missing, it would read as "not measured" and pass unnoticed.
+func TestInfiniteValuesSurvive(t *testing.T) {
+	dir := t.TempDir()
+	rows := sampleRows()
+	rows[0].Set("delay_p99_ms", math.Inf(1))
+	if err := WriteSummaries(dir, rows); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadSummaries(filepath.Join(dir, SummaryJSON), []string{"workload.interval", "settings.tls_version"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := back[0].Float("delay_p99_ms"); !math.IsInf(v, 1) {
+		t.Errorf("summary.json gave back %v, want +Inf", v)
+	}
+	if v := back[1].Float("delay_p99_ms"); !math.IsNaN(v) {
+		t.Errorf("a row without the metric gave %v, want NaN", v)
+	}
+	csvText := readFile(t, filepath.Join(dir, SummaryCSV))
+	recs, err := csv.NewReader(strings.NewReader(csvText)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := -1
+	for i, c := range recs[0] {
+		if c == "delay_p99_ms" {
+			col = i
+		}
+	}
+	if col < 0 || recs[1][col] != "inf" || recs[2][col] != "" {
+		t.Errorf("summary.csv's delay_p99_ms: want inf then empty:\n%s", csvText)
+	}
+}

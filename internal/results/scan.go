@@ -15,6 +15,9 @@ import (
 type RecordRow struct {
 	Cell   string
 	Warmup bool
+	// Failed says the record never completed (its error column is not
+	// empty): sent and failed, lost, or never sent.
+	Failed bool
 	Values []float64
 }
 
@@ -46,6 +49,7 @@ func ScanRecords(path string, need []string, fn func(RecordRow) error) error {
 			return fmt.Errorf("%s: no column %s", path, c)
 		}
 	}
+	errCol, hasErr := col["error"]
 	cellCol, hasCell := col["cell"]
 	protoCol, hasProto := col["protocol"]
 	profileCol, hasProfile := col["profile"]
@@ -71,6 +75,7 @@ func ScanRecords(path string, need []string, fn func(RecordRow) error) error {
 			row.Cell = rec[protoCol] + "|" + rec[profileCol]
 		}
 		row.Warmup = rec[col["warmup"]] == "true"
+		row.Failed = hasErr && rec[errCol] != ""
 		for i, k := range idx {
 			v, _, err := ParseRecordNumber(rec[k])
 			if err != nil {

@@ -124,8 +124,10 @@ func (s Summary) Columns() []string {
 	return cols
 }
 
-// Values returns the row as a map from column names to values; NaN and
-// infinite numbers become nil (null in JSON, NA in R, NaN in pandas).
+// Values returns the row as a map from column names to values; NaN
+// becomes nil (null in JSON, NA in R, NaN in pandas). An infinite number
+// stays one: a delay percentile among messages that never completed is
+// beyond any bound, which "not measured" would hide.
 func (s Summary) Values() map[string]any {
 	m := map[string]any{}
 	for i, c := range s.Columns() {
@@ -153,7 +155,7 @@ func (s Summary) value(i int) any {
 	i -= len(IdentityColumns)
 	if i < len(s.Fields) {
 		v := s.Fields[i].Value
-		if x, ok := v.(float64); ok && (math.IsNaN(x) || math.IsInf(x, 0)) {
+		if x, ok := v.(float64); ok && math.IsNaN(x) {
 			return nil
 		}
 		return v
@@ -170,7 +172,7 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 			b.WriteByte(',')
 		}
 		k, _ := json.Marshal(c)
-		v, err := json.Marshal(s.value(i))
+		v, err := json.Marshal(jsonNumber(s.value(i)))
 		if err != nil {
 			return nil, fmt.Errorf("summary %s: %w", c, err)
 		}
@@ -180,6 +182,24 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+// Infinite numbers have no JSON form: summary.json writes them as the
+// strings "inf" and "-inf" (what summary.csv holds too, and what pandas
+// and pyarrow read as infinity), and decodeSummary reads them back.
+const (
+	posInf = "inf"
+	negInf = "-inf"
+)
+
+func jsonNumber(v any) any {
+	if x, ok := v.(float64); ok && math.IsInf(x, 0) {
+		if x > 0 {
+			return posInf
+		}
+		return negInf
+	}
+	return v
 }
 
 // decodeSummary reads one flat object, keeping its key order. Keys in
@@ -235,6 +255,10 @@ func decodeSummary(dec *json.Decoder, params map[string]bool) (Summary, error) {
 				s.Params = append(s.Params, Param{Key: key, Value: FormatValue(v)})
 			case v == nil:
 				s.Fields = append(s.Fields, Field{key, math.NaN()})
+			case v == posInf:
+				s.Fields = append(s.Fields, Field{key, math.Inf(1)})
+			case v == negInf:
+				s.Fields = append(s.Fields, Field{key, math.Inf(-1)})
 			default:
 				s.Fields = append(s.Fields, Field{key, v})
 			}
@@ -361,8 +385,13 @@ func FormatValue(v any) string {
 	case nil:
 		return ""
 	case float64:
-		if math.IsNaN(x) || math.IsInf(x, 0) {
+		switch {
+		case math.IsNaN(x):
 			return ""
+		case math.IsInf(x, 1):
+			return posInf
+		case math.IsInf(x, -1):
+			return negInf
 		}
 		// Plain decimals for ordinary magnitudes; exponents for tiny or
 		// huge ones, so that a p-value of 7.5e-122 is not 120 zeros.

@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"io"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -186,16 +187,21 @@ func column(rows []results.Summary, name string) []float64 {
 	return out
 }
 
-// readDelays reads each cell's measured, completed delays from
-// records.csv (the attempt its summary reports is not known here: all
-// attempts of a re-run cell count), keeping a seeded random subset of at
-// most MaxPerSample per cell.
+// readDelays reads each cell's measured delays from records.csv, a
+// record that never completed counting as +Inf (later than any that did:
+// a stack that loses its slowest requests must not look faster), keeping
+// a seeded random subset of at most MaxPerSample per cell. The attempt
+// its summary reports is not known here: all attempts of a re-run cell
+// count.
 func readDelays(path string, seed uint64) (map[string][]float64, error) {
 	r := rand.New(rand.NewPCG(seed, 0x72657276))
 	out := map[string][]float64{}
 	seen := map[string]int{}
 	err := results.ScanRecords(path, []string{"delay_ms"}, func(row results.RecordRow) error {
 		d := row.Values[0]
+		if row.Failed {
+			d = math.Inf(1)
+		}
 		if row.Warmup || !results.Measured(d) {
 			return nil
 		}

@@ -73,7 +73,7 @@ func Compare(a, b []float64, seed uint64) Comparison {
 	r := rand.New(rand.NewPCG(seed, 0x73746174))
 	a, b = subsample(a, r), subsample(b, r)
 	c := Comparison{NA: len(a), NB: len(b), MedianA: metrics.QuantileOf(a, 0.5), MedianB: metrics.QuantileOf(b, 0.5)}
-	c.Diff = c.MedianB - c.MedianA
+	c.Diff = sub(c.MedianB, c.MedianA)
 	c.Ratio = mean(b) / mean(a)
 	c.DiffLow, c.DiffHigh, c.HodgesLeh, c.CliffDelta, c.U, c.P, c.PHolm = nan, nan, nan, nan, nan, nan, nan
 	c.RatioLow, c.RatioHigh = nan, nan
@@ -90,7 +90,7 @@ func Compare(a, b []float64, seed uint64) Comparison {
 		for j := range rb {
 			rb[j] = b[r.IntN(len(b))]
 		}
-		diffs[i] = metrics.QuantileOf(rb, 0.5) - metrics.QuantileOf(ra, 0.5)
+		diffs[i] = sub(metrics.QuantileOf(rb, 0.5), metrics.QuantileOf(ra, 0.5))
 		ratios[i] = mean(rb) / mean(ra)
 	}
 	slices.Sort(diffs)
@@ -101,7 +101,7 @@ func Compare(a, b []float64, seed uint64) Comparison {
 	greater, less := 0, 0
 	for _, x := range a {
 		for _, y := range b {
-			pair = append(pair, y-x)
+			pair = append(pair, sub(y, x))
 			switch {
 			case y > x:
 				greater++
@@ -119,6 +119,15 @@ func Compare(a, b []float64, seed uint64) Comparison {
 }
 
 var nan = math.NaN()
+
+// sub is y − x where a delay may be +Inf (a request that never came
+// back): two such are equal, a difference of 0, not Inf − Inf's NaN.
+func sub(y, x float64) float64 {
+	if y == x {
+		return 0
+	}
+	return y - x
+}
 
 func mean(v []float64) float64 {
 	if len(v) == 0 {
@@ -184,23 +193,28 @@ func Judge(cs []Comparison, unit string) {
 	}
 }
 
-// MeanCI is a 95 % percentile bootstrap interval of the mean of v
-// (Bootstraps seeded resamples); NaN for fewer than two values.
-func MeanCI(v []float64, seed uint64) (low, high float64) {
-	if len(v) < 2 {
+// MeanInterval is Student's t interval of the mean of v at the given
+// confidence: mean ± t(1−α/2, n−1)·s/√n. It is what repetitions (a
+// handful of cells, each value itself an average or a percentile of many
+// requests) can give with its stated coverage: a percentile bootstrap of
+// 3 values is about their min and max, which covers the mean some 75 %
+// of the time. NaN for fewer than two values; ±Inf when a value is.
+func MeanInterval(v []float64, confidence float64) (low, high float64) {
+	n := len(v)
+	if n < 2 {
 		return nan, nan
 	}
-	r := rand.New(rand.NewPCG(seed, 0x6d65616e))
-	means := make([]float64, Bootstraps)
-	rv := make([]float64, len(v))
-	for i := range means {
-		for j := range rv {
-			rv[j] = v[r.IntN(len(v))]
-		}
-		means[i] = mean(rv)
+	m := mean(v)
+	if math.IsInf(m, 0) || math.IsNaN(m) {
+		return m, m
 	}
-	slices.Sort(means)
-	return metrics.Quantile(means, 0.025), metrics.Quantile(means, 0.975)
+	ss := 0.0
+	for _, x := range v {
+		ss += (x - m) * (x - m)
+	}
+	se := math.Sqrt(ss/float64(n-1)) / math.Sqrt(float64(n))
+	t := mstats.InvCDF(mstats.TDist{V: float64(n - 1)})(1 - (1-confidence)/2)
+	return m - t*se, m + t*se
 }
 
 // Significant tells whether the comparison called a difference.

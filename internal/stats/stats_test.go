@@ -250,3 +250,65 @@ func TestAgainstBaselineReadsEachWorkloadsMedian(t *testing.T) {
 	}
 	t.Errorf("no repetition-level delay comparison adding 13 ms: %+v", cs)
 }
+
+// TestLostRequestsCountAgainstAStack: two stacks answer the same 300
+// requests, but "lossy" loses its 30 slowest (they time out) while
+// "slow" answers them late. Counted over completed requests only, lossy
+// would look faster; a request that never came back is later than any
+// that did, so slow must not lose, and lossy's lost requests must show
+// in the samples' sizes.
+func TestLostRequestsCountAgainstAStack(t *testing.T) {
+	dir := t.TempDir()
+	var rows []results.Summary
+	var joined []byte
+	for _, p := range []string{"slow", "lossy"} {
+		cell := results.Cell{ID: p, Profile: "lan", Protocol: p, Rep: 1}
+		path := filepath.Join(dir, "c-"+p+".csv")
+		w, err := results.CreateRecords(path, cell, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range 300 {
+			d := 1 + 0.01*float64(k%100)
+			if k%10 == 0 {
+				d = 50 // the slow tenth
+			}
+			r := results.Record{Seq: k, DelayMs: d, DoneMs: float64(k) + d}
+			if p == "lossy" && k%10 == 0 {
+				r.DelayMs, r.DoneMs, r.Error = math.NaN(), math.NaN(), "timeout"
+			}
+			w.Write(r)
+		}
+		w.Close()
+		rows = append(rows, results.Summary{Cell: p, Profile: "lan", Protocol: p, Rep: 1})
+		b, _ := os.ReadFile(path)
+		if joined == nil {
+			joined = b
+		} else {
+			joined = append(joined, b[strings.IndexByte(string(b), '\n')+1:]...)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, results.RecordsFile), joined, 0o644)
+	cs, err := ForRun(&results.Run{Dir: dir, Rows: rows}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 {
+		t.Fatalf("comparisons: %+v", cs)
+	}
+	c := cs[0]
+	if c.NA != 300 || c.NB != 300 {
+		t.Errorf("samples of %d and %d requests: the lost ones must count (300 each)", c.NA, c.NB)
+	}
+	if strings.HasPrefix(c.Verdict, "lossy lower") {
+		t.Errorf("the stack that lost its slowest requests was called faster: %s", c.Verdict)
+	}
+	if !(c.CliffDelta > 0) {
+		t.Errorf("Cliff's delta %v: lossy's lost requests are later than slow's late ones, so B (lossy) > A", c.CliffDelta)
+	}
+	for _, v := range []float64{c.Diff, c.DiffLow, c.DiffHigh, c.HodgesLeh} {
+		if math.IsNaN(v) {
+			t.Errorf("a difference is NaN: %+v", c)
+		}
+	}
+}

@@ -29,7 +29,7 @@ func init() {
 		},
 		Decode: decodeBulk,
 	})
-	metrics.Register(metrics.Metric{Name: "transfer_ms", Kind: metrics.Measured, Unit: "ms", Header: "TRANSFER ms", Precision: 1,
+	metrics.Register(metrics.Metric{Name: "transfer_ms", Kind: metrics.Measured, OverCompleted: true, Unit: "ms", Header: "TRANSFER ms", Precision: 1,
 		Definition: "From sending the requests to the last byte of the last stream (bulk).",
 		Compute: func(in *metrics.Input) float64 {
 			last := -1.0
@@ -43,7 +43,7 @@ func init() {
 			}
 			return last
 		}})
-	metrics.Register(metrics.Metric{Name: "goodput_mbps", Kind: metrics.Measured, Unit: "Mbit/s", Header: "GOODPUT Mbit/s", Precision: 2,
+	metrics.Register(metrics.Metric{Name: "goodput_mbps", Kind: metrics.Measured, OverCompleted: true, Unit: "Mbit/s", Header: "GOODPUT Mbit/s", Precision: 2,
 		Definition: "Payload bytes of every completed stream × 8 over `transfer_ms` (bulk).",
 		Compute: func(in *metrics.Input) float64 {
 			var bytes, last float64
@@ -117,7 +117,7 @@ func (b Bulk) Info() Info {
 			{Name: "bytes_per_stream", Value: float64(b.Bytes)},
 		},
 		Roles:    ClientServerRoles,
-		Metrics:  []string{"requests", "errors", "transfer_ms", "goodput_mbps", "delay_p50_ms", "delay_p95_ms", "delay_p50_ci_low_ms", "delay_p50_ci_high_ms", "delay_p95_ci_low_ms", "delay_p95_ci_high_ms", "bytes_per_response"},
+		Metrics:  []string{"requests", "errors", "failed_pct", "transfer_ms", "goodput_mbps", "delay_p50_ms", "delay_p95_ms", "delay_p50_ci_low_ms", "delay_p50_ci_high_ms", "delay_p95_ci_low_ms", "delay_p95_ci_high_ms", "bytes_per_response"},
 		Table:    []string{"requests", "errors", "transfer_ms", "goodput_mbps", "delay_p50_ms", "delay_p95_ms"},
 		Plots:    []string{"goodput_bars", "delay_cdf"},
 		Describe: fmt.Sprintf("Bulk download: %d stream(s) of %d B at once; a record per stream, its delay the stream's completion", b.Streams, b.Bytes),

@@ -74,10 +74,10 @@ func init() {
 				return ratioPct(lost, len(in.Records))
 			}},
 		{Name: "frame_rtt_p50_ms", Kind: metrics.Measured, Unit: "ms", Header: "RTT P50 ms", Precision: 2,
-			Definition: "Median frame round trip: from the frame's first byte sent to its result received (study E's RTT).", Compute: delayQ(0.5)},
+			Definition: "Median frame round trip: from the frame's first byte sent to its result received (study E's RTT). A frame whose result never came counts as beyond any bound (`inf` when the percentile falls among them).", Compute: delayQ(0.5)},
 		{Name: "frame_rtt_p95_ms", Kind: metrics.Measured, Unit: "ms", Header: "RTT P95 ms", Precision: 2, Definition: "95th percentile of the frame round trip.", Compute: delayQ(0.95)},
 		{Name: "frame_rtt_p99_ms", Kind: metrics.Measured, Unit: "ms", Header: "RTT P99 ms", Precision: 2, Definition: "99th percentile of the frame round trip.", Compute: delayQ(0.99)},
-		{Name: "frame_rtt_mean_ms", Kind: metrics.Measured, Unit: "ms", Header: "RTT MEAN ms", Precision: 2, Definition: "Mean frame round trip.",
+		{Name: "frame_rtt_mean_ms", Kind: metrics.Measured, OverCompleted: true, Unit: "ms", Header: "RTT MEAN ms", Precision: 2, Definition: "Mean frame round trip of the frames whose result came (`frames_lost_pct` counts the others).",
 			Compute: func(in *metrics.Input) float64 { return in.DelayDistribution().Mean }},
 		{Name: "deadline_miss_pct", Kind: metrics.Measured, Unit: "%", Header: "MISSED %", Precision: 1,
 			Definition: "Frames whose result arrived after the next frame was due (or never), per frame sent: what an AR user sees as lag.",
@@ -114,7 +114,7 @@ func init() {
 }
 
 func delayQ(q float64) func(*metrics.Input) float64 {
-	return func(in *metrics.Input) float64 { return metrics.QuantileOf(in.Delays(), q) }
+	return func(in *metrics.Input) float64 { return metrics.QuantileCounting(in.Delays(), in.Unfinished(), q) }
 }
 
 func ratioPct(n, of int) float64 {
@@ -187,7 +187,7 @@ func (f Frames) Info() Info {
 		Key:     []results.Field{{Name: "frame_bytes", Value: float64(f.Size)}, {Name: "fps", Value: f.FPS}},
 		Roles:   ClientServerRoles,
 		Needs:   proto.CapFrames,
-		Metrics: []string{"frames", "frames_lost_pct", "frame_rtt_p50_ms", "frame_rtt_p95_ms", "frame_rtt_p99_ms", "frame_rtt_mean_ms",
+		Metrics: []string{"frames", "frames_lost_pct", "failed_pct", "frame_rtt_p50_ms", "frame_rtt_p95_ms", "frame_rtt_p99_ms", "frame_rtt_mean_ms",
 			"delay_p50_ci_low_ms", "delay_p50_ci_high_ms", "delay_p95_ci_low_ms", "delay_p95_ci_high_ms", "deadline_miss_pct", "owd_p50_ms", "owd_p99_ms", "owd_offset_uncertainty_ms", "jitter_rfc3550_ms", "packets_lost_pct", "throughput_mbps", "late_sends"},
 		Table:    []string{"frames", "frames_lost_pct", "frame_rtt_p50_ms", "frame_rtt_p99_ms", "deadline_miss_pct", "owd_p50_ms", "jitter_rfc3550_ms", "packets_lost_pct", "throughput_mbps"},
 		Columns:  []string{"owd_ms", "packets_sent", "packets_arrived", "deadline_miss"},

@@ -56,27 +56,33 @@ func init() {
 		Decode: decodeUpload,
 	})
 	for _, m := range []metrics.Metric{
-		{Name: "response_time_mean_ms", Kind: metrics.Measured, Unit: "ms", Header: "RT MEAN ms", Precision: 2,
+		{Name: "response_time_mean_ms", Kind: metrics.Measured, OverCompleted: true, Unit: "ms", Header: "RT MEAN ms", Precision: 2,
 			Definition: "Study B's response time, `time_starttransfer − time_namelookup`: mean after removing values beyond 3 scaled MADs from the median (the study's rule).",
 			Compute:    func(in *metrics.Input) float64 { return meanStd(extra(in, "response_time_ms"), false) }},
-		{Name: "response_time_std_ms", Kind: metrics.Measured, Unit: "ms", Header: "RT STD ms", Precision: 2,
+		{Name: "response_time_std_ms", Kind: metrics.Measured, OverCompleted: true, Unit: "ms", Header: "RT STD ms", Precision: 2,
 			Definition: "Standard deviation (n−1) of the response time after the 3-scaled-MAD rule.",
 			Compute:    func(in *metrics.Input) float64 { return meanStd(extra(in, "response_time_ms"), true) }},
 		{Name: "response_time_p50_ms", Kind: metrics.Measured, Unit: "ms", Header: "RT P50 ms", Precision: 2,
-			Definition: "Median response time (all requests that completed, type 7).",
-			Compute:    func(in *metrics.Input) float64 { return metrics.QuantileOf(extra(in, "response_time_ms"), 0.5) }},
-		{Name: "e2e_mean_ms", Kind: metrics.Measured, Unit: "ms", Header: "E2E MEAN ms", Precision: 2,
+			Definition: "Median response time over every upload, type 7 (one that never completed counts as beyond any bound).",
+			Compute: func(in *metrics.Input) float64 {
+				return metrics.QuantileCounting(extra(in, "response_time_ms"), in.Unfinished(), 0.5)
+			}},
+		{Name: "e2e_mean_ms", Kind: metrics.Measured, OverCompleted: true, Unit: "ms", Header: "E2E MEAN ms", Precision: 2,
 			Definition: "Study B's end-to-end delay, `time_total − time_namelookup`: mean after the 3-scaled-MAD rule.",
 			Compute:    func(in *metrics.Input) float64 { return meanStd(extra(in, "e2e_ms"), false) }},
-		{Name: "e2e_std_ms", Kind: metrics.Measured, Unit: "ms", Header: "E2E STD ms", Precision: 2,
+		{Name: "e2e_std_ms", Kind: metrics.Measured, OverCompleted: true, Unit: "ms", Header: "E2E STD ms", Precision: 2,
 			Definition: "Standard deviation (n−1) of the end-to-end delay after the 3-scaled-MAD rule.",
 			Compute:    func(in *metrics.Input) float64 { return meanStd(extra(in, "e2e_ms"), true) }},
 		{Name: "e2e_p50_ms", Kind: metrics.Measured, Unit: "ms", Header: "E2E P50 ms", Precision: 2,
-			Definition: "Median end-to-end delay (type 7, no outlier rule).",
-			Compute:    func(in *metrics.Input) float64 { return metrics.QuantileOf(extra(in, "e2e_ms"), 0.5) }},
+			Definition: "Median end-to-end delay over every upload (type 7, no outlier rule; one that never completed counts as beyond any bound).",
+			Compute: func(in *metrics.Input) float64 {
+				return metrics.QuantileCounting(extra(in, "e2e_ms"), in.Unfinished(), 0.5)
+			}},
 		{Name: "e2e_p95_ms", Kind: metrics.Measured, Unit: "ms", Header: "E2E P95 ms", Precision: 2,
-			Definition: "95th percentile of the end-to-end delay (type 7, no outlier rule).",
-			Compute:    func(in *metrics.Input) float64 { return metrics.QuantileOf(extra(in, "e2e_ms"), 0.95) }},
+			Definition: "95th percentile of the end-to-end delay over every upload (type 7, no outlier rule; one that never completed counts as beyond any bound).",
+			Compute: func(in *metrics.Input) float64 {
+				return metrics.QuantileCounting(extra(in, "e2e_ms"), in.Unfinished(), 0.95)
+			}},
 		{Name: "e2e_outliers", Kind: metrics.Measured, Header: "E2E OUTLIERS",
 			Definition: "End-to-end delays the 3-scaled-MAD rule left out of `e2e_mean_ms` and `e2e_std_ms`.",
 			Compute: func(in *metrics.Input) float64 {
@@ -90,7 +96,7 @@ func init() {
 		ph := ph
 		name := ph[:len(ph)-len("_ms")] + "_mean_ms"
 		header := strings.ToUpper(strings.TrimPrefix(ph[:len(ph)-len("_ms")], "time_")) + " ms"
-		metrics.Register(metrics.Metric{Name: name, Kind: metrics.Measured, Unit: "ms", Precision: 2, Header: header,
+		metrics.Register(metrics.Metric{Name: name, Kind: metrics.Measured, OverCompleted: true, Unit: "ms", Precision: 2, Header: header,
 			Definition: fmt.Sprintf("Mean of curl's `%s` over the requests that completed: from the request's start to that phase (upload).", ph[:len(ph)-len("_ms")]),
 			Compute:    func(in *metrics.Input) float64 { return metrics.Describe(extra(in, ph)).Mean }})
 	}
@@ -174,7 +180,7 @@ func (u Upload) Info() Info {
 		},
 		Roles: ClientServerRoles,
 		Needs: proto.CapFetch,
-		Metrics: []string{"requests", "errors", "response_time_mean_ms", "response_time_std_ms", "response_time_p50_ms",
+		Metrics: []string{"requests", "errors", "failed_pct", "response_time_mean_ms", "response_time_std_ms", "response_time_p50_ms",
 			"e2e_mean_ms", "e2e_std_ms", "e2e_p50_ms", "e2e_p95_ms", "delay_p50_ci_low_ms", "delay_p50_ci_high_ms", "delay_p95_ci_low_ms", "delay_p95_ci_high_ms", "e2e_outliers",
 			"time_namelookup_mean_ms", "time_connect_mean_ms", "time_appconnect_mean_ms", "time_pretransfer_mean_ms", "time_starttransfer_mean_ms", "time_total_mean_ms",
 			"bytes_per_request"},
