@@ -259,6 +259,37 @@ func TestDualPI2KeepsL4SNearOneMillisecond(t *testing.T) {
 	}
 }
 
+// TestAnUnresponsiveL4SSenderCannotTakeTheLink: an ECT(1) sender that
+// ignores marks, at twice the link rate, beside a Reno flow. RFC 9332
+// section 4.2.3: in overload the coupled AQM drops L4S packets as it
+// drops classic ones, so the L queue's delay stays bounded near the
+// classic target rather than filling the buffer, and the Reno flow keeps
+// a share of the link (as FQ-CoDel and PIE give it). The buffer is 2000
+// packets (2.4 s at 10 Mbit/s): without overload handling the L queue
+// sat at a median of 480 ms and the Reno flow got nothing.
+func TestAnUnresponsiveL4SSenderCannotTakeTheLink(t *testing.T) {
+	gap := time.Duration(float64(simFrame) * 8e9 / simRate / 2)
+	for _, name := range []string{DualPI2Name, FQCoDelName, PIEName} {
+		flood := &simFlow{flow: 1, ecn: ECT1, gap: gap}
+		reno := bulk(2, NotECT)
+		simulate(t, QueueConfig{Type: name}, 2000, []*simFlow{flood, reno})
+		// Reno's delivered packets after the settling time, as a share of
+		// what the link carried then.
+		linkPackets := float64(simDuration-simSettle) * simRate / 8e9 / simFrame
+		share := float64(len(reno.sojourn)) / linkPackets
+		t.Logf("%s: unresponsive L4S median sojourn %.1f ms; Reno median %.1f ms, %.1f %% of the link", name, medianMs(flood.sojourn), medianMs(reno.sojourn), share*100)
+		if name != DualPI2Name {
+			continue
+		}
+		if m := medianMs(flood.sojourn); !(m < 60) {
+			t.Errorf("DualPI2 in overload: the L queue's median sojourn %.1f ms, want it bounded near the classic target (under 60 ms)", m)
+		}
+		if share < 0.005 {
+			t.Errorf("DualPI2 in overload: the Reno flow got %.2f %% of the link, want a share", share*100)
+		}
+	}
+}
+
 // TestQueueDisciplinesAreSeeded: the same seed gives the same drops and
 // marks, whatever the discipline.
 func TestQueueDisciplinesAreSeeded(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 // ecn) with the square of its base probability, so that a scalable flow
 // and a classic one get about the same rate. The L queue is served first
 // unless the classic head has waited tshift longer (a time-shifted FIFO).
+// In overload (k·p' ≥ 1) both queues drop with p'² instead of marking.
 const (
 	DualPI2Name          = "dualpi2"
 	dualDefaultTarget    = 15 * time.Millisecond
@@ -89,22 +90,37 @@ func (d *dualPI2) Enqueue(now int64, p Packet, backlog Backlog, drop func(Packet
 func (d *dualPI2) Dequeue(now int64, drop func(Packet)) (Packet, bool) {
 	d.update(now)
 	tshift := dualTShiftPerTargets * d.target
+	// The coupled L4S probability k·p' and the classic one p'². Once k·p'
+	// reaches 1 the queue is overloaded (RFC 9332 section 4.2.3): ECN can
+	// signal no more, and an unresponsive L4S sender would otherwise hold
+	// the L queue full and starve the classic one.
+	pCL, pC := dualCoupling*d.base, d.base*d.base
+	overload := pCL >= 1
 	for {
 		lp, lok := d.l.peek()
 		cp, cok := d.c.peek()
 		switch {
 		case lok && (!cok || lp.Arrived-tshift <= cp.Arrived):
 			p, _ := d.l.pop()
+			if overload {
+				// Marking has saturated and no longer slows the L4S
+				// senders: drop as the classic queue does, mark the rest.
+				if d.rng.Float64() < pC {
+					drop(p)
+					continue
+				}
+				p.Mark = true
+				return p, true
+			}
 			// The native step, or the coupled probability.
-			pCL := min(dualCoupling*d.base, 1)
 			if now-p.Arrived >= d.step || d.rng.Float64() < pCL {
 				p.Mark = true
 			}
 			return p, true
 		case cok:
 			p, _ := d.c.pop()
-			if d.rng.Float64() < d.base*d.base {
-				if d.ecn && p.ECT() {
+			if d.rng.Float64() < pC {
+				if d.ecn && p.ECT() && !overload {
 					p.Mark = true
 				} else {
 					drop(p)

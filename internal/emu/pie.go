@@ -100,11 +100,15 @@ func (p *pie) dropEarly(backlog Backlog) bool {
 	if p.prob == 0 {
 		p.accuProb = 0
 	}
+	// accu_prob is a float sum of drop_prob, which falls short of the
+	// RFC's exact thresholds (85 × 0.1 sums to 8.4999...): compare with a
+	// little slack, as Linux's fixed-point sum needs none.
+	const slack = 1e-9
 	p.accuProb += p.prob
-	if p.accuProb < 0.85 {
+	if p.accuProb < 0.85-slack {
 		return false
 	}
-	if p.accuProb >= 8.5 || p.rng.Float64() < p.prob {
+	if p.accuProb >= 8.5-slack || p.rng.Float64() < p.prob {
 		p.accuProb = 0
 		return true
 	}
