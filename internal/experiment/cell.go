@@ -320,6 +320,19 @@ func summarize(spec CellSpec, info workload.Info, place *Place, besideColumns []
 		}
 	}
 	slices.SortFunc(measured, func(a, b results.Record) int { return a.Seq - b.Seq })
+	// The workload's key (its interval, sizes) is known to its metrics too:
+	// a deadline is the schedule's period.
+	facts = maps.Clone(facts)
+	if facts == nil {
+		facts = map[string]float64{}
+	}
+	for _, k := range c.Key {
+		if v, ok := k.Value.(float64); ok {
+			if _, noted := facts[k.Name]; !noted {
+				facts[k.Name] = v
+			}
+		}
+	}
 	in := &metrics.Input{Records: measured, Facts: facts, RemoveOutliers: spec.RemoveOutliers,
 		Up: counters(window.Up), Down: counters(window.Down), NoLink: !place.Emulated || spec.Cross.Active()}
 	fields, err := metrics.Default.Compute(info.Metrics, in)

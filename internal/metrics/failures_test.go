@@ -111,3 +111,25 @@ func TestInfiniteIsShownAsSuch(t *testing.T) {
 		t.Errorf("Format(NaN) = %q, want -", got)
 	}
 }
+
+// TestDeadlinesCountFromTheSchedule: a control loop's period is a
+// deadline from when each request was due. Requests every 25 ms: one
+// answered 10 ms after a 20 ms late send (30 ms from its schedule)
+// misses, though its own delay is 10 ms; one answered in 24 ms meets;
+// one that failed misses. Without a period (no interval_ms) only the
+// failed one counts.
+func TestDeadlinesCountFromTheSchedule(t *testing.T) {
+	in := &Input{Facts: map[string]float64{"interval_ms": 25}, Records: []results.Record{
+		{Seq: 0, ScheduledMs: 0, SentMs: 20, DoneMs: 30, DelayMs: 10},
+		{Seq: 1, ScheduledMs: 25, SentMs: 25, DoneMs: 49, DelayMs: 24},
+		{Seq: 2, ScheduledMs: 50, SentMs: 50, DoneMs: math.NaN(), DelayMs: math.NaN(), Error: "timeout"},
+		{Seq: 3, ScheduledMs: 75, SentMs: 75, DoneMs: 100, DelayMs: 25},
+	}}
+	if got := compute(t, in, "deadline_miss_pct")["deadline_miss_pct"]; got != 50 {
+		t.Errorf("deadline_miss_pct = %v, want 50 (the late send and the failure of 4)", got)
+	}
+	in.Facts = nil
+	if got := compute(t, in, "deadline_miss_pct")["deadline_miss_pct"]; got != 25 {
+		t.Errorf("without a period: %v, want 25 (the failure only)", got)
+	}
+}

@@ -50,6 +50,25 @@ func schedDelayQuantile(q float64) func(*Input) float64 {
 	}
 }
 
+// DeadlineMissPct is the share of measured messages whose answer was not
+// whole by the time the next message was due (done − scheduled >
+// interval_ms, the period of the schedule) or never came: a control
+// loop's missed periods, an AR user's lagging frames. A workload that
+// judges the deadline itself marks a record with Extra["deadline_miss"].
+func DeadlineMissPct(in *Input) float64 {
+	period := in.Fact("interval_ms")
+	miss := 0
+	for _, r := range in.Records {
+		switch {
+		case !r.OK(), r.Extra["deadline_miss"] == 1:
+			miss++
+		case period > 0 && r.DoneMs-r.ScheduledMs > period:
+			miss++
+		}
+	}
+	return ratio(float64(miss)*100, float64(len(in.Records)))
+}
+
 // FailedPct is the share of measured records that never completed, in
 // percent (NaN without records).
 func FailedPct(in *Input) float64 {
@@ -95,6 +114,9 @@ func init() {
 		{Name: "failed_pct", Kind: Measured, Unit: "%", Header: "FAILED %", Precision: 1,
 			Definition: "Share of the measured messages (requests, frames, uploads, MQTT messages) that never completed: sent and failed or lost, or never sent. A requirement on a figure computed over completed messages only (a mean, a spread, a jitter) also requires this to be 0, unless the requirements bound it themselves.",
 			Compute:    FailedPct},
+		{Name: "deadline_miss_pct", Kind: Measured, Unit: "%", Header: "MISSED %", Precision: 1,
+			Definition: "Messages whose answer was not whole when the next message was due (`done_ms − scheduled_ms` over the schedule's period, `interval_ms`) or never came, per message of the schedule: a control loop's missed periods, counted from when each request was due (a late send misses too); for frames, what an AR user sees as lag.",
+			Compute:    DeadlineMissPct},
 		{Name: "unsent", Kind: Measured, Header: "UNSENT",
 			Definition: "Measured requests a protocol that cannot multiplex never got to send before the schedule ended.",
 			Compute: func(in *Input) float64 {

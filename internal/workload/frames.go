@@ -79,17 +79,6 @@ func init() {
 		{Name: "frame_rtt_p99_ms", Kind: metrics.Measured, Unit: "ms", Header: "RTT P99 ms", Precision: 2, Definition: "99th percentile of the frame round trip.", Compute: delayQ(0.99)},
 		{Name: "frame_rtt_mean_ms", Kind: metrics.Measured, OverCompleted: true, Unit: "ms", Header: "RTT MEAN ms", Precision: 2, Definition: "Mean frame round trip of the frames whose result came (`frames_lost_pct` counts the others).",
 			Compute: func(in *metrics.Input) float64 { return in.DelayDistribution().Mean }},
-		{Name: "deadline_miss_pct", Kind: metrics.Measured, Unit: "%", Header: "MISSED %", Precision: 1,
-			Definition: "Frames whose result arrived after the next frame was due (or never), per frame sent: what an AR user sees as lag.",
-			Compute: func(in *metrics.Input) float64 {
-				miss := 0
-				for _, r := range in.Records {
-					if !r.OK() || r.Extra["deadline_miss"] == 1 {
-						miss++
-					}
-				}
-				return ratioPct(miss, len(in.Records))
-			}},
 		{Name: "owd_p50_ms", Kind: metrics.Measured, Unit: "ms", Header: "OWD P50 ms", Precision: 2,
 			Definition: "Median one-way delay client to server of every datagram that arrived (for tcp and quic-streams, of every frame: first byte sent to last byte read); exact, on the testbed's one clock."},
 		{Name: "owd_p99_ms", Kind: metrics.Measured, Unit: "ms", Header: "OWD P99 ms", Precision: 2, Definition: "99th percentile of that one-way delay."},
