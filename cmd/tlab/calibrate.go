@@ -88,6 +88,8 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return exitOK
 	case "host":
 		return exitHostNoisy
+	case "inconclusive":
+		return exitInconclusive
 	}
 	return exitFailure
 }
@@ -100,7 +102,10 @@ func printCalibration(w io.Writer, r *calibrate.Report) {
 	failed := 0
 	for _, c := range r.Checks {
 		res := "pass"
-		if !c.Pass {
+		switch {
+		case c.Inconclusive:
+			res = "INCONCLUSIVE"
+		case !c.Pass:
 			res = "FAIL"
 			if c.Host != "" {
 				res = "FAIL (host)"
@@ -129,6 +134,14 @@ func printCalibration(w io.Writer, r *calibrate.Report) {
 	switch r.Verdict {
 	case "pass":
 		fmt.Fprintf(w, "\nAll %d checks pass.\n", len(r.Checks))
+	case "inconclusive":
+		var names []string
+		for _, c := range r.Checks {
+			if c.Inconclusive {
+				names = append(names, c.Name)
+			}
+		}
+		fmt.Fprintf(w, "\nNo check fails, but %s: the 95 %% interval straddles the target, so the data cannot say the emulator meets it. Run it again (without --quick, or on a quieter host) for more rounds.\n", strings.Join(names, ", "))
 	case "host":
 		fmt.Fprintf(w, "\n%d of %d checks FAIL, each explained by the host's own noise in the same step (FAIL (host)): the host is too noisy for tlab's targets right now; the emulator is not at fault. Timings measured now carry that noise (every result row reports it).\n", failed, len(r.Checks))
 	default:

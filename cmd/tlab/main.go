@@ -32,7 +32,10 @@ const (
 	exitUsage     = 2 // bad flags or input
 	exitError     = 3 // the command could not run (privileges, system error)
 	exitHostNoisy = 4 // calibrate: every failed check is explained by the host's own noise
-	exitCanceled  = 130
+	// exitInconclusive: calibrate: no check failed, but a check's interval
+	// straddles its target, so the data cannot say it is met.
+	exitInconclusive = 5
+	exitCanceled     = 130
 )
 
 // command is one subcommand.

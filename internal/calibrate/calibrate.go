@@ -127,7 +127,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 // the scheduler shares a CPU within a few milliseconds). Loss is counted,
 // not timed: the host never explains it.
 func explain(c *Check, h hostnoise.Sample) {
-	if c.Pass || strings.HasPrefix(c.Name, "loss_") {
+	if c.Pass || c.Inconclusive || strings.HasPrefix(c.Name, "loss_") {
 		return
 	}
 	if h.StealPct > 10 || h.WakeMaxUs > 10000 {
@@ -136,13 +136,19 @@ func explain(c *Check, h hostnoise.Sample) {
 }
 
 // verdict tells a calibration's failures apart: none ("pass"), all
-// explained by the host ("host": too noisy for these targets), or some the
-// host does not explain ("emulator": it is inaccurate).
+// explained by the host ("host": too noisy for these targets), some the
+// host does not explain ("emulator": it is inaccurate), or none failed
+// but an interval straddles its target ("inconclusive": more rounds
+// decide).
 func verdict(checks []Check) string {
 	v := "pass"
 	for _, c := range checks {
 		switch {
 		case c.Pass:
+		case c.Inconclusive:
+			if v == "pass" {
+				v = "inconclusive"
+			}
 		case c.Host == "":
 			return "emulator"
 		default:

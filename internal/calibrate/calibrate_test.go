@@ -175,4 +175,19 @@ func TestVerdictTellsHostFromEmulator(t *testing.T) {
 	if v := verdict([]Check{{Pass: true}}); v != "pass" {
 		t.Errorf("verdict %q, want pass", v)
 	}
+	// An interval that straddles its target decides nothing: not a pass,
+	// and not a failure the host or the emulator must answer for.
+	inconclusive := Check{Name: "release_error_5ms_p99", Unit: "us", Value: 19, Inconclusive: true}
+	if explain(&inconclusive, noisy); inconclusive.Host != "" {
+		t.Errorf("an inconclusive check was explained by the host: %q", inconclusive.Host)
+	}
+	if v := verdict([]Check{{Pass: true}, inconclusive}); v != "inconclusive" {
+		t.Errorf("verdict %q, want inconclusive", v)
+	}
+	if v := verdict([]Check{inconclusive, {Pass: false, Host: "noise"}}); v != "host" {
+		t.Errorf("verdict %q, want host (a failure outweighs an undecided check)", v)
+	}
+	if v := verdict([]Check{inconclusive, {Pass: false}}); v != "emulator" {
+		t.Errorf("verdict %q, want emulator", v)
+	}
 }

@@ -181,14 +181,15 @@ func percentile(sorted []float64, p float64) float64 {
 }
 
 // atMostWithin is the rule for a check whose value is a difference of two
-// noisy measurements and whose target is an upper bound: it fails only
-// when the whole interval lies above the target. A value indistinguishable
-// from zero passes, and so does one whose interval lies below zero (the
-// emulated path measured faster than the bare one: the two paths' own
-// noise, never an inaccuracy of the emulator, since a slower emulator
-// cannot make a path faster).
-func atMostWithin(d Difference, target float64) (string, bool) {
-	return fmt.Sprintf("<= %g", target), d.Low <= target
+// noisy measurements and whose target is an upper bound: it passes when
+// the whole 95 % interval is at or below the target, fails when the whole
+// interval is above it, and is inconclusive when the interval straddles
+// it. A value indistinguishable from zero passes, and so does one whose
+// interval lies below zero (the emulated path measured faster than the
+// bare one: the two paths' own noise, never an inaccuracy of the
+// emulator, since a slower emulator cannot make a path faster).
+func atMostWithin(d Difference, target float64) (tgt string, pass, inconclusive bool) {
+	return fmt.Sprintf("<= %g", target), d.High <= target, d.Low <= target && d.High > target
 }
 
 // Scale multiplies the estimate and both ends of the interval by f > 0.
@@ -199,8 +200,8 @@ func (d Difference) Scale(f float64) Difference {
 // addDifferenceCheck records a check on a difference with its interval,
 // judged by atMostWithin.
 func addDifferenceCheck(r *Report, name string, d Difference, unit string, target float64, detail string) {
-	tgt, pass := atMostWithin(d, target)
-	r.Checks = append(r.Checks, Check{Name: name, Value: round(d.Estimate), Interval: []float64{round(d.Low), round(d.High)}, Unit: unit, Target: tgt, Pass: pass, Detail: detail})
+	tgt, pass, inconclusive := atMostWithin(d, target)
+	r.Checks = append(r.Checks, Check{Name: name, Value: round(d.Estimate), Interval: []float64{round(d.Low), round(d.High)}, Unit: unit, Target: tgt, Pass: pass, Inconclusive: inconclusive, Detail: detail})
 }
 
 // MedianDifference estimates the median over rounds of b[i] - a[i], for

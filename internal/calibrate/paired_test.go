@@ -107,22 +107,28 @@ func TestInterleaveRunsABBA(t *testing.T) {
 	}
 }
 
-func TestDifferenceCheckFailsOnlyWhenTheIntervalLiesAbove(t *testing.T) {
+// TestDifferenceCheckPassesOnlyWhenTheIntervalLiesWithin: a difference
+// passes a "<= target" when its whole 95 % interval is at or below the
+// target, fails when the whole interval is above, and is inconclusive
+// (neither shown within nor beyond) when the interval straddles it.
+func TestDifferenceCheckPassesOnlyWhenTheIntervalLiesWithin(t *testing.T) {
 	for _, c := range []struct {
-		d    Difference
-		pass bool
+		d                  Difference
+		pass, inconclusive bool
 	}{
-		{Difference{Estimate: 3, Low: 1, High: 5}, true},      // inside
-		{Difference{Estimate: -11, Low: -20, High: 2}, true},  // indistinguishable from zero
-		{Difference{Estimate: -11, Low: -20, High: -3}, true}, // faster than bare: noise, not inaccuracy
-		{Difference{Estimate: 25, Low: 15, High: 40}, true},   // may meet the target
-		{Difference{Estimate: 30, Low: 21, High: 40}, false},  // certainly above
+		{Difference{Estimate: 3, Low: 1, High: 5}, true, false},      // inside
+		{Difference{Estimate: 3, Low: 1, High: 20}, true, false},     // up to the target itself
+		{Difference{Estimate: -11, Low: -20, High: 2}, true, false},  // indistinguishable from zero
+		{Difference{Estimate: -11, Low: -20, High: -3}, true, false}, // faster than bare: noise, not inaccuracy
+		{Difference{Estimate: 25, Low: 15, High: 40}, false, true},   // may or may not meet it
+		{Difference{Estimate: 19, Low: 15, High: 21}, false, true},   // estimate inside, interval not
+		{Difference{Estimate: 30, Low: 21, High: 40}, false, false},  // certainly above
 	} {
 		var r Report
 		addDifferenceCheck(&r, "x", c.d, "us", 20, "")
 		got := r.Checks[0]
-		if got.Pass != c.pass {
-			t.Errorf("%+v against <= 20: pass %v, want %v", c.d, got.Pass, c.pass)
+		if got.Pass != c.pass || got.Inconclusive != c.inconclusive {
+			t.Errorf("%+v against <= 20: pass %v inconclusive %v, want %v %v", c.d, got.Pass, got.Inconclusive, c.pass, c.inconclusive)
 		}
 		if len(got.Interval) != 2 || got.Interval[0] != c.d.Low || got.Interval[1] != c.d.High {
 			t.Errorf("%+v: interval recorded as %v", c.d, got.Interval)

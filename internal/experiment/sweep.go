@@ -135,7 +135,10 @@ func CalibrationWarning(c *results.Calibration) string {
 		}
 	}
 	why := "the emulator is less accurate than tlab's targets on this machine"
-	if c.Verdict == "host" {
+	switch c.Verdict {
+	case "inconclusive":
+		return fmt.Sprintf("the opening calibration could not decide %d of %d checks (%s): their intervals straddle the targets, so the emulator is not shown to meet them", len(failed), len(c.Checks), strings.Join(failed, "; "))
+	case "host":
 		why = "the host's own noise explains every failure: timings measured now carry it"
 	}
 	return fmt.Sprintf("the opening calibration failed %d of %d checks (%s): %s", len(failed), len(c.Checks), strings.Join(failed, "; "), why)

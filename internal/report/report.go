@@ -420,7 +420,7 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 {{with .Run.Manifest}}{{range .Calibrations}}
 <h2>Emulator calibration ({{when .Started}}, mode {{.Mode}}{{with .Engine}}, engine {{.}}{{end}})</h2>
 <table><tr><th class="l">check</th><th>value</th><th class="l">unit</th><th class="l">target</th><th class="l">result</th></tr>
-{{range .Checks}}<tr><td class="l">{{.Name}}</td><td>{{.ValueText}}</td><td class="l">{{.Unit}}</td><td class="l">{{.Target}}</td><td class="l {{if .Pass}}pass{{else}}fail{{end}}">{{if .Pass}}pass{{else}}FAIL{{if .Host}} (host){{end}}{{end}}</td></tr>
+{{range .Checks}}<tr><td class="l">{{.Name}}</td><td>{{.ValueText}}</td><td class="l">{{.Unit}}</td><td class="l">{{.Target}}</td><td class="l {{if .Pass}}pass{{else}}fail{{end}}">{{if .Pass}}pass{{else if .Inconclusive}}inconclusive{{else}}FAIL{{if .Host}} (host){{end}}{{end}}</td></tr>
 {{end}}</table>
 {{range .Warnings}}<p class="fail">{{.}}</p>{{end}}
 {{if eq .Verdict "host"}}<p>Every failed check is explained by the host's own noise in the same step (FAIL (host)): the host was too noisy for tlab's targets; the emulator is not at fault.</p>{{else if eq .Verdict "emulator"}}<p class="fail">A failed check is not explained by the host's noise: the emulator was less accurate than tlab's targets.</p>{{end}}

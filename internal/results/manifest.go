@@ -15,11 +15,16 @@ type Check struct {
 	Value float64 `json:"value"`
 	Unit  string  `json:"unit"`
 	// Interval, for a value that is a difference of two noisy
-	// measurements, is its 95 % interval [low, high]; such a check fails
-	// only when the interval lies wholly outside the target.
+	// measurements, is its 95 % interval [low, high]; such a check passes
+	// when the interval lies wholly within the target, fails when it lies
+	// wholly outside, and is Inconclusive when it straddles it.
 	Interval []float64 `json:"interval,omitempty"`
 	Target   string    `json:"target"`
 	Pass     bool      `json:"pass"`
+	// Inconclusive marks a check (not passed) whose interval straddles
+	// its target: the data show neither that the emulator meets it nor
+	// that it misses it; more rounds narrow the interval.
+	Inconclusive bool `json:"inconclusive,omitempty"`
 	// Detail says how the figure was obtained or what surrounds it.
 	Detail string `json:"detail,omitempty"`
 	// Host, on a failed check, says how the host's own noise during the
@@ -87,8 +92,9 @@ type Calibration struct {
 	Host []HostNoise `json:"host,omitempty"`
 	// Verdict is "pass", "host" (every failed check is explained by the
 	// host's own noise in the same step: the host is too noisy for these
-	// targets) or "emulator" (a check failed that the host does not
-	// explain: the emulator is inaccurate).
+	// targets), "emulator" (a check failed that the host does not
+	// explain: the emulator is inaccurate) or "inconclusive" (none failed,
+	// but an interval straddles its target).
 	Verdict string `json:"verdict,omitempty"`
 }
 
