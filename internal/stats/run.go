@@ -265,11 +265,18 @@ func WriteNamed(dir, name string, cs []Comparison) error {
 	})
 }
 
-// values is the comparison by its JSON names, NaN as nil.
+// values is the comparison by its JSON names, NaN as nil and an
+// infinite value (a median among requests that never completed) as
+// "inf" or "-inf", as summary.json writes it.
 func (c Comparison) values() map[string]any {
 	num := func(v float64) any {
-		if v != v {
+		switch {
+		case v != v:
 			return nil
+		case math.IsInf(v, 1):
+			return "inf"
+		case math.IsInf(v, -1):
+			return "-inf"
 		}
 		return v
 	}

@@ -312,3 +312,22 @@ func TestLostRequestsCountAgainstAStack(t *testing.T) {
 		}
 	}
 }
+
+// TestComparisonsWithInfiniteMediansAreWritten: a stack whose median
+// request never came back has an infinite median; comparisons.json and
+// .csv carry it as inf rather than failing to encode.
+func TestComparisonsWithInfiniteMediansAreWritten(t *testing.T) {
+	dir := t.TempDir()
+	inf := math.Inf(1)
+	c := Compare([]float64{1, 2, 3}, []float64{inf, inf, 2}, 1)
+	if !math.IsInf(c.MedianB, 1) || !math.IsInf(c.Diff, 1) {
+		t.Fatalf("median B %v, diff %v; want +Inf", c.MedianB, c.Diff)
+	}
+	if err := Write(dir, []Comparison{c}); err != nil {
+		t.Fatalf("writing a comparison with an infinite median: %v", err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "comparisons.json"))
+	if !strings.Contains(string(b), `"median_b": "inf"`) {
+		t.Errorf("comparisons.json: %s", b)
+	}
+}
