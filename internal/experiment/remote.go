@@ -250,17 +250,23 @@ func dialRemote(ctx context.Context, t *RemoteTarget, dir string) (*remote.Clien
 	return c, m, nil
 }
 
-// recordPathCheck appends a check to the run's manifest.
-func recordPathCheck(dir string, c *remote.Client, check results.PathCheck) error {
+// recordPathCheck appends a check to the run's manifest. At the end it
+// compares the agent's clock offset with the start's, and returns (and
+// keeps in the manifest's warnings) what a drift beyond the two
+// measurements' uncertainty means for the run's one-way delays.
+func recordPathCheck(dir string, c *remote.Client, check results.PathCheck) (warning string, err error) {
 	m, err := results.ReadManifest(dir)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if m.Remote == nil {
 		m.Remote = &results.Remote{Address: c.Addr, Fingerprint: c.Agent.Fingerprint, Hostname: c.Agent.Hostname}
 	}
 	m.Remote.Checks = append(m.Remote.Checks, check)
-	return m.Save(dir)
+	if warning = m.Remote.ClockDriftWarning(); warning != "" {
+		m.Warnings = append(m.Warnings, warning)
+	}
+	return warning, m.Save(dir)
 }
 
 // RemoteSets are the overrides that make a scenario a remote run's: every

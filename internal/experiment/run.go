@@ -214,7 +214,11 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 	if err == nil && agent != nil {
 		check, cerr := checkPath(agent, "end")
 		if cerr == nil {
-			cerr = recordPathCheck(out.Dir, agent, check)
+			var drift string
+			drift, cerr = recordPathCheck(out.Dir, agent, check)
+			if drift != "" && r.Log != nil {
+				fmt.Fprintf(r.Log, "warning: %s\n", drift)
+			}
 		}
 		if cerr != nil {
 			err = fmt.Errorf("agent %s at the end: %w", agent.Addr, cerr)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -272,4 +273,35 @@ func Open(dir string) (*Run, error) {
 		return nil, fmt.Errorf("%w (is %s a tlab results directory?)", err, dir)
 	}
 	return r, nil
+}
+
+// ClockDrift is how far the agent's clock moved against this one between
+// the first check of a run (its start) and its last (its end): the end's
+// offset less the start's, and how much of that the two measurements'
+// own uncertainties allow (their sum). Moved tells whether the drift is
+// more than that: the one-way delays a run read across the path were
+// corrected by the start's offset only, so by the end they are off by up
+// to the drift. ok is false without a start and an end check.
+func (r *Remote) ClockDrift() (driftMs, allowedMs float64, moved, ok bool) {
+	if r == nil || len(r.Checks) < 2 {
+		return 0, 0, false, false
+	}
+	first, last := r.Checks[0], r.Checks[len(r.Checks)-1]
+	if last.Phase != "end" {
+		return 0, 0, false, false
+	}
+	driftMs = last.OffsetMs - first.OffsetMs
+	allowedMs = first.UncertaintyMs + last.UncertaintyMs
+	return driftMs, allowedMs, math.Abs(driftMs) > allowedMs, true
+}
+
+// ClockDriftWarning says, for a run whose agent clock moved more than its
+// measurements allow, what that means for its one-way delays; "" when it
+// did not (or cannot be told).
+func (r *Remote) ClockDriftWarning() string {
+	drift, allowed, moved, ok := r.ClockDrift()
+	if !ok || !moved {
+		return ""
+	}
+	return fmt.Sprintf("the agent's clock moved %+.2f ms against this one's between the run's start and its end, more than the ±%.2f ms the two measurements allow: one-way delays across the path (owd_*) were corrected by the start's offset and are off by up to %.2f ms by the end (round trips and jitter are not affected)", drift, allowed, math.Abs(drift))
 }
