@@ -194,6 +194,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	}
 	settings.ServerLog = &serverLines
 	settings.Handshakes = &proto.Handshakes{}
+	settings.TCP = &proto.TCPConns{}
 
 	site := spec.Site
 	if site == nil {
@@ -299,7 +300,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 			led.facts[k] = math.NaN()
 		}
 	}
-	spec.Settings.Handshakes = settings.Handshakes
+	spec.Settings.Handshakes, spec.Settings.TCP = settings.Handshakes, settings.TCP
 	res.Summary, err = summarize(spec, info, place, beside.columns(), res.Records, res.window, led.facts)
 	res.Summary.Set("cell_error", res.Failed)
 	return res, err
@@ -346,11 +347,12 @@ func summarize(spec CellSpec, info workload.Info, place *Place, besideColumns []
 	// negotiated (empty when none completed), not those asked for.
 	st := spec.Settings
 	version, kex := st.Handshakes.Negotiated()
+	congestion, ecn := st.TCP.Negotiated()
 	honours := proto.Options(c.Protocol)
 	for _, setting := range []struct {
 		name  string
 		value any
-	}{{"tls_version", version}, {"key_exchange", kex}, {"resumption", st.Resumption}, {"zero_rtt", st.ZeroRTT}, {"tcp_congestion", st.Congestion}, {"tcp_ecn", st.TCPECN}, {"h1_client", st.H1Client}} {
+	}{{"tls_version", version}, {"key_exchange", kex}, {"resumption", st.Resumption}, {"zero_rtt", st.ZeroRTT}, {"tcp_congestion", congestion}, {"tcp_ecn", ecn}, {"h1_client", st.H1Client}} {
 		if slices.Contains(honours, setting.name) {
 			s.Set(setting.name, setting.value)
 		} else {

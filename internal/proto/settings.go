@@ -133,6 +133,10 @@ type Settings struct {
 	// Handshakes, when set, records what every client TLS handshake
 	// negotiated (ClientTLS's configs report to it).
 	Handshakes *Handshakes `json:"-" yaml:"-"`
+	// TCP, when set, records what every client TCP connection runs (its
+	// congestion control, whether it negotiated ECN): DialTCP reports
+	// to it.
+	TCP *TCPConns `json:"-" yaml:"-"`
 	// QlogDir receives one qlog file per QUIC connection when set.
 	QlogDir string `json:"-" yaml:"-"`
 	// Certs is the run's PKI; servers need it, clients trust its roots.

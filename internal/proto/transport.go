@@ -61,7 +61,11 @@ func DialTCP(ctx context.Context, n Net, addr string, s Settings) (net.Conn, tim
 	d := &net.Dialer{Control: s.Control}
 	t0 := time.Now()
 	c, err := n.DialContext(ctx, d, "tcp4", addr)
-	return c, time.Since(t0), err
+	took := time.Since(t0)
+	if err == nil {
+		s.TCP.Observe(c)
+	}
+	return c, took, err
 }
 
 // AcceptLoop serves every accepted connection with handle until the

@@ -159,6 +159,7 @@ func (tcpFrames) DialFrames(ctx context.Context, n proto.Net, addr string, s pro
 	if err != nil {
 		return nil, err
 	}
+	s.TCP.Observe(conn)
 	c := &tcpFrameClient{conn: conn, results: make(chan proto.FrameResult, 4096), done: make(chan struct{})}
 	go func() { defer close(c.done); defer close(c.results); streamResults(conn, c.results) }()
 	return c, nil

@@ -30,7 +30,11 @@ func fetchHTTP(ctx context.Context, n proto.Net, t proto.Target, s proto.Setting
 	p := httpProto{tls: useTLS, h2: h2}
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return n.DialContext(ctx, &net.Dialer{Control: s.Control}, "tcp4", addr)
+			conn, err := n.DialContext(ctx, &net.Dialer{Control: s.Control}, "tcp4", addr)
+			if err == nil {
+				s.TCP.Observe(conn)
+			}
+			return conn, err
 		},
 		Protocols:          p.protocols(),
 		DisableCompression: true,

@@ -155,6 +155,7 @@ func newTransportClient(p httpProto, n proto.Net, addr string, s proto.Settings,
 			conn, err := n.DialContext(ctx, dialer, "tcp4", a)
 			if err == nil {
 				c.dials.Add(1)
+				s.TCP.Observe(conn)
 			}
 			return conn, err
 		},
