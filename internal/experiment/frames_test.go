@@ -85,14 +85,24 @@ func TestJitterAndThroughputOnAKnownLink(t *testing.T) {
 	requireRoot(t)
 	by := framesRun(t, "rtt=10ms,rate=50Mbit", "size: 20KB", 60)
 	r := by["udp"]
-	if j := r.Float("jitter_rfc3550_ms"); !(j > 0.374-0.1 && j < 3) {
-		t.Errorf("udp jitter %.3f ms, want the queueing's 0.374 ms or more (less than 3 ms)", j)
+	// The upper bounds widen with the host's own noise during the cell (a
+	// stall delays the datagrams after it, which the jitter sees; stolen
+	// CPU time moves frames across the window's edges): on a quiet host
+	// 3 ms and 3 %.
+	wakeP99Ms, steal := r.Float("host_wakeup_p99_us")/1000, r.Float("host_steal_pct")
+	if math.IsNaN(wakeP99Ms) || math.IsNaN(steal) {
+		t.Fatalf("the row lacks the host's noise: wake-up p99 %v ms, steal %v %%", wakeP99Ms, steal)
+	}
+	maxJitter := 3 + 2*wakeP99Ms
+	if j := r.Float("jitter_rfc3550_ms"); !(j > 0.374-0.1 && j < maxJitter) {
+		t.Errorf("udp jitter %.3f ms, want the queueing's 0.374 ms or more (less than %.2f ms: 3 ms + twice the host's wake-up p99)", j, maxJitter)
 	}
 	// 20000 B in 14 datagrams of 12 B header each, plus 42 B of
 	// Ethernet, IP and UDP headers each, 30 times a second.
 	want := (20000.0 + 14*(12+42)) * 8 * 30 / 1e6
-	if tp := r.Float("throughput_mbps"); math.Abs(tp-want)/want > 0.03 {
-		t.Errorf("udp throughput %.3f Mbit/s, want %.3f ± 3 %%", tp, want)
+	tol := 0.03 + steal/100
+	if tp := r.Float("throughput_mbps"); math.Abs(tp-want)/want > tol {
+		t.Errorf("udp throughput %.3f Mbit/s, want %.3f ± %.1f %% (3 %% + the host's stolen share)", tp, want, tol*100)
 	}
 }
 

@@ -132,12 +132,14 @@ func TestUploadFailuresAreRecords(t *testing.T) {
 
 // TestCrossCheckAgreesWithCurl: tlab's phases agree with Debian's curl
 // (h1, h1s) and libcurl 8 (h2, h3). A difference of definition costs at
-// least a round trip, so the test uses a 40 ms link and allows 5 ms + 10 %:
-// well under one RTT, well over what a busy host adds to either client's
-// median (up to 6 ms with both CPUs loaded by busy loops). tlab crosscheck
+// least a round trip, so the test uses a 40 ms link and allows 5 ms + 10 %
+// (well under one RTT) plus what the host's own noise during the check
+// can add to either client's timing (crossCheckTolerance). tlab crosscheck
 // itself applies the stricter 1 ms + 10 % on whatever link it is given.
 // On CI the real clients must be there (scripts/setup installs them);
-// elsewhere their absence skips the test.
+// elsewhere their absence skips the test. It is never skipped for noise:
+// a noisy host widens the tolerance by what it measured, so the check
+// always judges.
 func TestCrossCheckAgreesWithCurl(t *testing.T) {
 	requireRoot(t)
 	if _, err := exec.LookPath("curl"); err != nil {
@@ -157,79 +159,35 @@ func TestCrossCheckAgreesWithCurl(t *testing.T) {
 		t.Errorf("%d phase checks, want 23", len(checks))
 	}
 	host := probe.Stop()
-	var differ []string
+	t.Logf("host during the check: wake-up p99 %.0f µs, p99.9 %.0f µs, %.1f %% stolen", host.WakeP99Us, host.WakeP999Us, host.StealPct)
 	for _, c := range checks {
-		if tol := 5 + 0.1*c.ExternalMs; math.Abs(c.DiffMs) > tol {
-			differ = append(differ, fmt.Sprintf("%s %s: tlab %.2f ms, %s %.2f ms, beyond %.2f ms", c.Protocol, c.Phase, c.TlabMs, c.Client, c.ExternalMs, tol))
+		if tol := crossCheckTolerance(c.ExternalMs, host); math.Abs(c.DiffMs) > tol {
+			t.Errorf("%s %s: tlab %.2f ms, %s %.2f ms, beyond %.2f ms", c.Protocol, c.Phase, c.TlabMs, c.Client, c.ExternalMs, tol)
 		}
-	}
-	saturated := host.WakeP99Us > 1000 || host.StealPct > 10
-	skipped := len(differ) > 0 && saturated
-	history := countCrossCheckSkips(t, skipped)
-	t.Logf("curl cross-check: %d of %d phases beyond tolerance; host wake-up p99 %.0f µs, %.1f %% stolen; %s",
-		len(differ), len(checks), host.WakeP99Us, host.StealPct, history)
-	if skipped {
-		// Two processes' timings cannot be judged on a saturated machine:
-		// tlab's own probe says so, and the test does not pretend. The
-		// skip is counted, so that a check that never runs is seen.
-		t.Skipf("SKIPPED ON A SATURATED HOST (wake-up p99 %.0f µs, %.1f %% stolen); %d phases differed: %s",
-			host.WakeP99Us, host.StealPct, len(differ), strings.Join(differ, "; "))
-	}
-	for _, d := range differ {
-		t.Error(d)
 	}
 }
 
-// crossCheckRunsBeforeAlarm is how many skips in a row make the
-// cross-check fail: a check that never runs checks nothing.
-const crossCheckRunsBeforeAlarm = 5
+// crossCheckTolerance is how far tlab's median of a phase may be from an
+// external client's: 5 ms + 10 % (a difference of definition costs a
+// round trip, 40 ms here), plus twice the host's wake-up p99.9 (either
+// client's timing may wait that long for a CPU) and the stolen share of
+// the phase (a hypervisor that takes 15 % of the CPU stretches it by up to
+// that much).
+func crossCheckTolerance(externalMs float64, host hostnoise.Sample) float64 {
+	return 5 + 0.1*externalMs + 2*host.WakeP999Us/1000 + externalMs*host.StealPct/100
+}
 
-// countCrossCheckSkips appends this run's outcome to the machine's ledger
-// (TLAB_CROSSCHECK_LEDGER, or tlab/crosscheck.tsv in the user's cache
-// directory) and says how many of its runs were judged and skipped; it
-// fails the test when the last crossCheckRunsBeforeAlarm were all skipped.
-func countCrossCheckSkips(t *testing.T, skipped bool) string {
-	path := os.Getenv("TLAB_CROSSCHECK_LEDGER")
-	if path == "" {
-		dir, err := os.UserCacheDir()
-		if err != nil {
-			return "no ledger: " + err.Error()
-		}
-		path = filepath.Join(dir, "tlab", "crosscheck.tsv")
+// TestCrossCheckToleranceFollowsTheHost: on a quiet host the tolerance is
+// 5 ms + 10 %; a busy one widens it by what it measured, never narrows it.
+func TestCrossCheckToleranceFollowsTheHost(t *testing.T) {
+	quiet := hostnoise.Sample{WakeP999Us: 0}
+	if got := crossCheckTolerance(40, quiet); math.Abs(got-9) > 1e-9 {
+		t.Errorf("quiet host: %.2f ms, want 9 (5 + 10 %% of 40)", got)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return "no ledger: " + err.Error()
+	busy := hostnoise.Sample{WakeP999Us: 2000, StealPct: 18}
+	if got := crossCheckTolerance(40, busy); math.Abs(got-(9+4+7.2)) > 1e-9 {
+		t.Errorf("busy host: %.2f ms, want 20.2 (9 + 2 × 2 ms + 18 %% of 40)", got)
 	}
-	outcome := "judged"
-	if skipped {
-		outcome = "skipped"
-	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return "no ledger: " + err.Error()
-	}
-	fmt.Fprintf(f, "%s\t%s\n", time.Now().UTC().Format(time.RFC3339), outcome)
-	f.Close()
-	b, _ := os.ReadFile(path)
-	var outcomes []string
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if _, o, ok := strings.Cut(line, "\t"); ok {
-			outcomes = append(outcomes, o)
-		}
-	}
-	judged, inARow := 0, 0
-	for _, o := range outcomes {
-		if o == "judged" {
-			judged++
-			inARow = 0
-		} else {
-			inARow++
-		}
-	}
-	if inARow >= crossCheckRunsBeforeAlarm {
-		t.Errorf("the curl cross-check was skipped on a saturated host in each of its last %d runs on this machine (%s): it has checked nothing since", inARow, path)
-	}
-	return fmt.Sprintf("this machine's ledger (%s): judged %d, skipped %d, of which the last %d in a row", path, judged, len(outcomes)-judged, inARow)
 }
 
 func missingClient(t *testing.T, what string) {
