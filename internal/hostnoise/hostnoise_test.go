@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"tlab/internal/racedetect"
 )
 
 // TestProbeSeesItsOwnWakeups: a 300 ms probe waking every millisecond
@@ -38,7 +40,7 @@ func TestStopIsPrompt(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	t0 := time.Now()
 	p.Stop()
-	if d := time.Since(t0); d > 500*time.Millisecond {
+	if d := time.Since(t0); d > time.Duration(racedetect.Slowdown())*500*time.Millisecond {
 		t.Errorf("Stop took %v", d)
 	}
 }

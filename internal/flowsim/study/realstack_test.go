@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 	_ "tlab/internal/proto/all" // quic-streams
+	"tlab/internal/racedetect"
 	"tlab/internal/testbed/tbtest"
 
 	"tlab/internal/flowsim"
@@ -74,7 +75,7 @@ func TestFlowControlStopsWhenCancelled(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("error %v, want the context's deadline", err)
 	}
-	if took := time.Since(start); took > 5*time.Second {
+	if took := time.Since(start); took > time.Duration(racedetect.Slowdown())*5*time.Second {
 		t.Fatalf("the cancelled transfer took %v to stop", took)
 	}
 }

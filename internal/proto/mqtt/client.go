@@ -46,9 +46,14 @@ type paho3Client struct {
 	o proto.PubSubOptions
 	c paho3.Client
 
+	// The connection paho opens runs in paho's goroutine, which may
+	// outlive a Connect that gave up (its context done): it fills a setup
+	// of its own (dialed), which Connect copies only once paho says the
+	// connection is up.
 	mu      sync.Mutex
 	ctx     context.Context
-	setup   *proto.ConnSetup
+	start   time.Time
+	dialed  *proto.ConnSetup
 	finish  func()
 	readyAt time.Time
 }
@@ -67,14 +72,14 @@ func newPaho3Client(d *mqttDialer, o proto.PubSubOptions) *paho3Client {
 		SetOrderMatters(true).
 		SetCustomOpenConnectionFn(func(*url.URL, paho3.ClientOptions) (net.Conn, error) {
 			p.mu.Lock()
-			ctx, setup := p.ctx, p.setup
+			ctx, setup := p.ctx, &proto.ConnSetup{Start: p.start}
 			p.mu.Unlock()
 			c, finish, err := p.d.dial(ctx, setup)
 			if err != nil {
 				return nil, err
 			}
 			p.mu.Lock()
-			p.finish, p.readyAt = finish, time.Now()
+			p.dialed, p.finish, p.readyAt = setup, finish, time.Now()
 			p.mu.Unlock()
 			return c, nil
 		})
@@ -83,21 +88,24 @@ func newPaho3Client(d *mqttDialer, o proto.PubSubOptions) *paho3Client {
 }
 
 func (p *paho3Client) Connect(ctx context.Context) (proto.ConnSetup, error) {
-	setup := &proto.ConnSetup{Start: time.Now()}
+	start := time.Now()
 	p.mu.Lock()
-	p.ctx, p.setup, p.finish = ctx, setup, nil
+	p.ctx, p.start, p.dialed, p.finish = ctx, start, nil, nil
 	p.mu.Unlock()
 	if err := waitToken(ctx, p.c.Connect()); err != nil {
-		return *setup, fmt.Errorf("connect: %w", err)
+		return proto.ConnSetup{Start: start}, fmt.Errorf("connect: %w", err)
 	}
 	p.mu.Lock()
-	finish, ready := p.finish, p.readyAt
+	dialed, finish, ready := p.dialed, p.finish, p.readyAt
 	p.mu.Unlock()
-	setup.Session = time.Since(ready)
+	if dialed == nil {
+		return proto.ConnSetup{Start: start}, errors.New("connect: paho reported a connection tlab did not open")
+	}
+	dialed.Session = time.Since(ready)
 	if finish != nil {
 		finish()
 	}
-	return *setup, nil
+	return *dialed, nil
 }
 
 func (p *paho3Client) Subscribe(ctx context.Context, topic string, qos byte) error {
