@@ -365,7 +365,11 @@ func Facts(cfg Config, flows []FlowResult) map[string]float64 {
 	facts := map[string]float64{"cross_flows": float64(cfg.Flows)}
 	var goodput float64
 	var rtts, oneWay []float64
+	carrying := 0
 	for _, f := range flows {
+		if f.RTT && f.Bytes > 0 {
+			carrying++
+		}
 		goodput += f.GoodputMbps
 		if f.RTT {
 			rtts = append(rtts, f.DelayMs...)
@@ -373,6 +377,7 @@ func Facts(cfg Config, flows []FlowResult) map[string]float64 {
 			oneWay = append(oneWay, f.DelayMs...)
 		}
 	}
+	facts["cross_flows_carrying"] = float64(carrying)
 	facts["cross_goodput_mbps"] = goodput
 	facts["cross_rtt_p50_ms"] = metrics.QuantileOf(rtts, 0.50)
 	facts["cross_rtt_p99_ms"] = metrics.QuantileOf(rtts, 0.99)
@@ -381,12 +386,14 @@ func Facts(cfg Config, flows []FlowResult) map[string]float64 {
 }
 
 // FactNames are the columns Facts gives, in order.
-var FactNames = []string{"cross_flows", "cross_goodput_mbps", "cross_rtt_p50_ms", "cross_rtt_p99_ms", "cross_udp_delay_p50_ms"}
+var FactNames = []string{"cross_flows", "cross_flows_carrying", "cross_goodput_mbps", "cross_rtt_p50_ms", "cross_rtt_p99_ms", "cross_udp_delay_p50_ms"}
 
 func init() {
 	for _, m := range []metrics.Metric{
 		{Name: "cross_flows", Kind: metrics.Parameter, Header: "XFLOWS",
 			Definition: "Bulk flows of cross traffic beside the workload (scenario `cross.flows`; each way with `cross.direction: both`)."},
+		{Name: "cross_flows_carrying", Kind: metrics.Measured, Header: "XFLOWS ON",
+			Definition: "Bulk cross-traffic flows (every direction) that carried data during the cell, read from the flows themselves: fewer than `cross.flows` asks (times two with `direction: both`) means some never connected, and the load was lighter than the row's cross_flows says."},
 		{Name: "cross_goodput_mbps", Kind: metrics.Measured, Unit: "Mbit/s", Header: "XGOODPUT", Precision: 2,
 			Definition: "The cross traffic's goodput, summed over its flows: bytes each receiver got over the time it received them."},
 		{Name: "cross_rtt_p50_ms", Kind: metrics.Measured, Unit: "ms", Header: "XRTT p50", Precision: 2,

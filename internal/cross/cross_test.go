@@ -61,10 +61,18 @@ func TestLeadTime(t *testing.T) {
 // apart; a load without samples of a kind has NaN there, not 0.
 func TestFacts(t *testing.T) {
 	f := Facts(Config{Flows: 2}, []FlowResult{
-		{Name: "tcp-up-1", GoodputMbps: 20, DelayMs: []float64{10, 12, 14}, RTT: true},
-		{Name: "tcp-up-2", GoodputMbps: 30, DelayMs: []float64{16}, RTT: true},
-		{Name: "udp-up-1", GoodputMbps: 1, DelayMs: []float64{5, 7}},
+		{Name: "tcp-up-1", Bytes: 2e6, GoodputMbps: 20, DelayMs: []float64{10, 12, 14}, RTT: true},
+		{Name: "tcp-up-2", Bytes: 3e6, GoodputMbps: 30, DelayMs: []float64{16}, RTT: true},
+		{Name: "udp-up-1", Bytes: 1e5, GoodputMbps: 1, DelayMs: []float64{5, 7}},
 	})
+	// The flows that carried data are counted from the flows, not the
+	// configuration: one of two that never connected shows.
+	if f["cross_flows_carrying"] != 2 {
+		t.Errorf("cross_flows_carrying %v, want the 2 bulk flows", f["cross_flows_carrying"])
+	}
+	if half := Facts(Config{Flows: 2}, []FlowResult{{Name: "tcp-up-1", Bytes: 1, RTT: true}, {Name: "tcp-up-2", RTT: true}}); half["cross_flows_carrying"] != 1 {
+		t.Errorf("one of two flows carried nothing: cross_flows_carrying %v, want 1", half["cross_flows_carrying"])
+	}
 	if f["cross_flows"] != 2 || f["cross_goodput_mbps"] != 51 || f["cross_rtt_p50_ms"] != 13 || f["cross_udp_delay_p50_ms"] != 6 {
 		t.Errorf("facts %v", f)
 	}

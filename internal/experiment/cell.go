@@ -348,11 +348,12 @@ func summarize(spec CellSpec, info workload.Info, place *Place, besideColumns []
 	st := spec.Settings
 	version, kex := st.Handshakes.Negotiated()
 	congestion, ecn := st.TCP.Negotiated()
+	resumed, zeroRTT := sessionLabels(records)
 	honours := proto.Options(c.Protocol)
 	for _, setting := range []struct {
 		name  string
 		value any
-	}{{"tls_version", version}, {"key_exchange", kex}, {"resumption", st.Resumption}, {"zero_rtt", st.ZeroRTT}, {"tcp_congestion", congestion}, {"tcp_ecn", ecn}, {"h1_client", st.H1Client}} {
+	}{{"tls_version", version}, {"key_exchange", kex}, {"resumption", resumed}, {"zero_rtt", zeroRTT}, {"tcp_congestion", congestion}, {"tcp_ecn", ecn}, {"h1_client", st.H1Client}} {
 		if slices.Contains(honours, setting.name) {
 			s.Set(setting.name, setting.value)
 		} else {
@@ -366,6 +367,34 @@ func summarize(spec CellSpec, info workload.Info, place *Place, besideColumns []
 		s.Set(name, facts[name])
 	}
 	return s, nil
+}
+
+// sessionLabels reads from the records whether the connections a cell
+// opened after its first resumed a TLS session (resumption) and whether
+// those that resumed sent 0-RTT data (zero_rtt): true when all did, false
+// when none did, "true+false" when some did, "" when there were none to
+// tell by (one connection only, or none resumed for zero_rtt).
+func sessionLabels(records []results.Record) (resumption, zeroRTT any) {
+	resumed, early := map[bool]int{}, map[bool]int{}
+	for _, r := range records {
+		if !r.OK() || !r.NewConn || r.ConnID < 2 {
+			continue
+		}
+		resumed[r.Resumed]++
+		if r.Resumed {
+			early[r.EarlyData]++
+		}
+	}
+	label := func(m map[bool]int) any {
+		switch len(m) {
+		case 0:
+			return ""
+		case 2:
+			return "true+false"
+		}
+		return m[true] > 0
+	}
+	return label(resumed), label(early)
 }
 
 func counters(d emu.DirectionStats) metrics.Counters {

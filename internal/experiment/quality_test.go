@@ -162,3 +162,29 @@ func TestShardFromEnv(t *testing.T) {
 		t.Error("a bad index was accepted")
 	}
 }
+
+// TestSessionLabelsComeFromTheHandshakes: resumption and zero_rtt say what
+// the connections after the first did, not what the settings allowed.
+func TestSessionLabelsComeFromTheHandshakes(t *testing.T) {
+	conn := func(id int, resumed, early bool) results.Record {
+		return results.Record{ConnID: id, NewConn: true, Resumed: resumed, EarlyData: early}
+	}
+	for _, c := range []struct {
+		name    string
+		recs    []results.Record
+		resumed any
+		zeroRTT any
+	}{
+		{"one connection", []results.Record{conn(1, false, false), {ConnID: 1}}, "", ""},
+		{"all resumed with 0-RTT", []results.Record{conn(1, false, false), conn(2, true, true), conn(3, true, true)}, true, true},
+		{"resumed without 0-RTT", []results.Record{conn(1, false, false), conn(2, true, false)}, true, false},
+		{"none resumed", []results.Record{conn(1, false, false), conn(2, false, false)}, false, ""},
+		{"some resumed", []results.Record{conn(1, false, false), conn(2, true, false), conn(3, false, false)}, "true+false", false},
+		{"a failed one does not count", []results.Record{conn(1, false, false), conn(2, true, false), {ConnID: 3, NewConn: true, Error: "timeout"}}, true, false},
+	} {
+		r, z := sessionLabels(c.recs)
+		if r != c.resumed || z != c.zeroRTT {
+			t.Errorf("%s: resumption %v zero_rtt %v, want %v %v", c.name, r, z, c.resumed, c.zeroRTT)
+		}
+	}
+}
