@@ -141,7 +141,9 @@ func TestIntervalCoversAsStated(t *testing.T) {
 				covered++
 			}
 		}
-		if got := float64(covered) / trials; got < 0.94 || got > 0.96 {
+		got := float64(covered) / trials
+		t.Logf("%d repetitions: Student's t interval covered the mean %.1f %% of %d times", n, got*100, trials)
+		if got < 0.94 || got > 0.96 {
 			t.Errorf("%d repetitions: the 95 %% interval covered the mean %.1f %% of the time", n, got*100)
 		}
 	}

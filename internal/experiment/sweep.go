@@ -215,7 +215,7 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 		m.Scenario, m.Description, m.ScenarioFile, m.Seed, m.Cells = sc.Name, sc.Description, sc.File(), sc.Seed, len(cells)
 		m.Shard, m.TotalCells = sw.Shard.String(), len(all)
 		info := sc.WorkloadSpec().Info()
-		m.Workload, m.Params, m.Plots, m.Table = info.Type, params, sc.PlotsOrDefault(), info.Table
+		m.Workload, m.Params, m.Plots, m.Table, m.Baseline = info.Type, params, sc.PlotsOrDefault(), info.Table, sc.Baseline
 		y, err := sc.YAML()
 		if err != nil {
 			return nil, err

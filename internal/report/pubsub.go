@@ -122,16 +122,27 @@ func drawCompletionBox(p panel) ([]Figure, error) {
 	return []Figure{fig}, err
 }
 
-// xiReference is the protocol ξ divides by: the first the scenario lists
-// (study D's presets list mqtt-tcp first, the study's reference).
-func xiReference(protos []string) string { return protos[0] }
+// xiReference is the protocol ξ divides by: the scenario's baseline
+// (study D's presets name mqtt-tls, the study's "traditional TCP/TLS
+// approach"), or, when it names none that ran, the first protocol listed,
+// which the figure then says it took.
+func xiReference(m *results.Manifest, protos []string) (ref string, named bool) {
+	if m != nil && slices.Contains(protos, m.Baseline) {
+		return m.Baseline, true
+	}
+	return protos[0], false
+}
 
 func drawXi(p panel) ([]Figure, error) {
 	q, cat := p.definedFor("completion_ms")
 	if len(q.protos) < 2 {
 		return nil, nil
 	}
-	ref := xiReference(q.protos)
+	ref, named := xiReference(p.run.Manifest, q.protos)
+	why := "the scenario's baseline"
+	if !named {
+		why = "the first protocol listed: the scenario names no baseline (baseline: in the scenario)"
+	}
 	vals := valuesBy(q.rows, "completion_ms", cat)
 	ratio, half := map[string]map[string]float64{}, map[string]map[string]float64{}
 	var series []string
@@ -161,7 +172,7 @@ func drawXi(p panel) ([]Figure, error) {
 		return nil, err
 	}
 	fig, err := render(pl, p.dir, p.stem, "Completion ratio ξ against "+ref+", "+p.profile,
-		"Mean completion time Δ of each protocol over that of "+ref+" in the same configuration (below 1: faster), with the larger half of its 95 % bootstrap interval over repetitions (comparisons.csv has both ends, metric completion_ms, column mean_ratio).", figW, figH)
+		"Mean completion time Δ of each protocol over that of "+ref+" ("+why+") in the same configuration (below 1: faster), with the larger half of its 95 % bootstrap interval over repetitions (comparisons.csv has both ends: metric completion_ms, a = "+ref+", b the protocol, column mean_ratio).", figW, figH)
 	return []Figure{fig}, err
 }
 

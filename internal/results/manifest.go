@@ -144,6 +144,9 @@ type Manifest struct {
 	// Plots are the plot kinds the scenario asked for; Table the
 	// workload's table columns (the terminal's and the report's).
 	Plots []string `json:"plots,omitempty"`
+	// Baseline is the protocol the scenario's ratios divide by (study
+	// D's ξ); empty when it names none.
+	Baseline string `json:"baseline,omitempty"`
 	Table []string `json:"table,omitempty"`
 
 	Started  time.Time   `json:"started"`

@@ -90,6 +90,11 @@ type Scenario struct {
 	// the first the priority: the run opens with which stack meets them
 	// (tlab run --require replaces them).
 	Require []string `yaml:"require"`
+	// Baseline is the protocol ratios divide by (study D's ξ = T / T of
+	// MQTT over TLS): the study's reference, named, never the first
+	// protocol listed by accident. Empty: figures that need one say
+	// which they took.
+	Baseline string `yaml:"baseline"`
 
 	file     string
 	root     *yaml.Node
@@ -275,6 +280,9 @@ func (s *Scenario) validate() error {
 		if _, err := advise.ParseRegistered(r); err != nil {
 			return s.errAt([]any{"require", i}, "%v", err)
 		}
+	}
+	if s.Baseline != "" && !slices.Contains(s.Protocols, s.Baseline) {
+		return s.errAt([]any{"baseline"}, "baseline %q: not one of the scenario's protocols (%s)", s.Baseline, strings.Join(s.Protocols, ", "))
 	}
 	if field, err := s.Emulator.Validate(); err != nil {
 		return s.errAt([]any{"emulator", field}, "emulator %v", err)

@@ -146,6 +146,7 @@ func TestValidationErrorsSayWhereAndWhat(t *testing.T) {
 		{base + "plots: [pie]\n", `bad.yaml:9: plot "pie"`},
 		{base + "require: [\"delay_p99_ms<=20\", \"delay_p99<=20\"]\n", `bad.yaml:9: requirement "delay_p99<=20": no metric "delay_p99"`},
 		{base + "require: [\"delay_p99_ms<=20s\"]\n", `bad.yaml:9: requirement "delay_p99_ms<=20s": delay_p99_ms is in "ms", not "s"`},
+		{base + "baseline: quic\n", `bad.yaml:9: baseline "quic": not one of the scenario's protocols (tcp, h3)`},
 		{"name: t\n", "profiles: give at least one"},
 		{strings.Replace(base, "[tcp, h3]", "[tcp, h3, tcp]", 1), `bad.yaml:3: protocol "tcp" is listed twice`},
 		{strings.Replace(base, "[ethernet, 5g]", "[5g, 5g]", 1), `bad.yaml:2: profile "5g" is listed twice`},

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"tlab/internal/metrics"
@@ -85,7 +86,10 @@ func AcrossProfiles(r *results.Run, a, b string, seed uint64) ([]Comparison, err
 }
 
 // compareWithin compares, within each group (by the row's group and its
-// swept values), every pair of members, in the order rows first name them.
+// swept values), every pair of members, in the order rows first name them
+// but for the scenario's baseline protocol, which comes first: every
+// other is compared against it as B against A (mean_ratio = T / T of the
+// baseline, study D's ξ).
 func compareWithin(r *results.Run, seed uint64, rows []results.Summary, split func(results.Summary) (group, params, member string)) ([]Comparison, error) {
 	type key struct{ profile, params string }
 	groups := map[key]map[string][]results.Summary{}
@@ -105,6 +109,13 @@ func compareWithin(r *results.Run, seed uint64, rows []results.Summary, split fu
 	}
 	// The metrics compared are those registered with Verdict (their unit
 	// for verdicts), after the delay each record carries.
+	if r.Manifest != nil && r.Manifest.Baseline != "" {
+		for k, members := range protoOrder {
+			if i := slices.Index(members, r.Manifest.Baseline); i > 0 {
+				protoOrder[k] = append([]string{members[i]}, slices.Delete(slices.Clone(members), i, i+1)...)
+			}
+		}
+	}
 	compared := metrics.Default.Verdicts()
 	var delays map[string][]float64
 	var out []Comparison

@@ -331,3 +331,34 @@ func TestComparisonsWithInfiniteMediansAreWritten(t *testing.T) {
 		t.Errorf("comparisons.json: %s", b)
 	}
 }
+
+// TestTheBaselineIsComparedAgainst: with a baseline named in the
+// manifest (study D's mqtt-tls), every other protocol is compared as B
+// against it, whatever the order the scenario lists them in, so that
+// mean_ratio is T / T(baseline): study D's ξ (here on a metric the stats
+// package registers).
+func TestTheBaselineIsComparedAgainst(t *testing.T) {
+	var rows []results.Summary
+	for rep := 1; rep <= 4; rep++ {
+		for i, p := range []string{"mqtt-tcp", "mqtt-tls", "mqtt-quic"} {
+			rows = append(rows, results.Summary{Cell: fmt.Sprintf("%s%d", p, rep), Profile: "wifi", Protocol: p, Rep: rep,
+				Fields: []results.Field{{Name: "bytes_per_request", Value: 300 + 10*float64(i) + float64(rep)}}})
+		}
+	}
+	cs, err := ForRun(&results.Run{Dir: t.TempDir(), Rows: rows, Manifest: &results.Manifest{Baseline: "mqtt-tls"}}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pairs []string
+	for _, c := range cs {
+		if c.Metric == "bytes_per_request" {
+			pairs = append(pairs, c.A+">"+c.B)
+			if c.A == "mqtt-tls" && c.B == "mqtt-quic" && math.Abs(c.Ratio-(322.5/312.5)) > 1e-9 {
+				t.Errorf("ξ QUIC/TLS = %v, want 322.5/312.5", c.Ratio)
+			}
+		}
+	}
+	if strings.Join(pairs, " ") != "mqtt-tls>mqtt-tcp mqtt-tls>mqtt-quic mqtt-tcp>mqtt-quic" {
+		t.Errorf("pairs %v: want the baseline first in each of its pairs", pairs)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -59,16 +60,22 @@ func newEnv(t *testing.T, name string, impl any, hosts fakeHosts) (*Env, *record
 }
 
 // memBroker is a publish/subscribe stack in memory: every publish reaches
-// every subscriber at once. failPublish makes the nth publish (from 1)
-// fail as a lost connection; refuse makes every connect fail.
+// every subscription whose filter matches its topic (MQTT's: the topic
+// itself, or + for one level) at once, and is counted per client and
+// topic in delivered. failPublish makes the nth publish (from 1) fail as
+// a lost connection; refuse makes every connect fail.
 type memBroker struct {
 	mu          sync.Mutex
-	subs        []func(string, []byte, time.Time)
+	subs        []memSub
+	delivered   map[string]map[string]int // client ID → topic → messages
 	publishes   int
 	conns       int
 	failPublish int
 	refuse      bool
 	noBroker    bool
+	// latency delays every delivery, so that publishers running side by
+	// side overlap.
+	latency time.Duration
 }
 
 func (b *memBroker) StartBroker(proto.Net, int, proto.Settings, string) (io.Closer, error) {
@@ -100,9 +107,29 @@ func (c *memClient) Connect(context.Context) (proto.ConnSetup, error) {
 	// A client's later connections resume and send early data.
 	return proto.ConnSetup{Start: time.Now(), ConnID: c.conns, Resumed: c.conns > 1, EarlyData: c.conns > 1, Handshake: time.Millisecond}, nil
 }
-func (c *memClient) Subscribe(context.Context, string, byte) error {
+
+type memSub struct {
+	client, filter string
+	deliver        func(string, []byte, time.Time)
+}
+
+// matches is MQTT's topic filter match for filters with + only.
+func (s memSub) matches(topic string) bool {
+	f, t := strings.Split(s.filter, "/"), strings.Split(topic, "/")
+	if len(f) != len(t) {
+		return false
+	}
+	for i := range f {
+		if f[i] != "+" && f[i] != t[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *memClient) Subscribe(_ context.Context, filter string, _ byte) error {
 	c.b.mu.Lock()
-	c.b.subs = append(c.b.subs, c.o.OnMessage)
+	c.b.subs = append(c.b.subs, memSub{client: c.o.ClientID, filter: filter, deliver: c.o.OnMessage})
 	c.b.mu.Unlock()
 	return nil
 }
@@ -113,10 +140,23 @@ func (c *memClient) Publish(_ context.Context, topic string, _ byte, payload []b
 		c.b.mu.Unlock()
 		return io.EOF
 	}
-	subs := append([]func(string, []byte, time.Time){}, c.b.subs...)
+	var to []memSub
+	for _, s := range c.b.subs {
+		if s.matches(topic) {
+			to = append(to, s)
+			if c.b.delivered == nil {
+				c.b.delivered = map[string]map[string]int{}
+			}
+			if c.b.delivered[s.client] == nil {
+				c.b.delivered[s.client] = map[string]int{}
+			}
+			c.b.delivered[s.client][topic]++
+		}
+	}
 	c.b.mu.Unlock()
-	for _, s := range subs {
-		s(topic, payload, time.Now())
+	time.Sleep(c.b.latency)
+	for _, s := range to {
+		s.deliver(topic, payload, time.Now())
 	}
 	return nil
 }

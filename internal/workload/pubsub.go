@@ -36,9 +36,9 @@ import (
 //     receipt, which shows TLS resumption and QUIC's 0-RTT.
 //
 // With several publishers (a shared-access topology's stations), every one
-// runs the pattern on its own topic and the subscriber follows them all,
-// but only the first one's messages are recorded: the others are the
-// contending traffic of the shared link.
+// runs the pattern on its own topic, but only the first one's messages are
+// recorded and followed by the subscriber: the others are the contending
+// traffic of the shared link, paced by a subscriber on the broker's host.
 type PubSub struct {
 	Pattern   string
 	Messages  int
@@ -330,41 +330,55 @@ func (p PubSub) Run(ctx context.Context, env *Env) error {
 	}
 	defer broker.Close()
 
-	// The subscriber follows every publisher, so each can pace itself on
-	// its deliveries; one channel per publisher.
+	// Each publisher paces itself on its deliveries: one channel each.
+	// The subscriber follows the recorded publisher only (study D's
+	// scenario B: "subscribed to the information provided by just one
+	// publisher"), so the broker sends it nothing else. The others pace
+	// themselves on a pacer that subscribes to their topics on the
+	// broker's own host, so that their messages never cross the broker's
+	// link to the subscriber; across a real path, where the broker runs on
+	// the agent, the pacer sits with the subscriber instead.
 	inbox := make([]chan delivery, len(pubs)+1)
 	for i := range inbox {
 		inbox[i] = make(chan delivery, 4096)
+	}
+	onMessage := func(_ string, payload []byte, at time.Time) {
+		if len(payload) < pubsubHeader || payload[0] != 'T' || payload[1] != 'M' {
+			return
+		}
+		pub := int(binary.BigEndian.Uint16(payload[2:4]))
+		if pub < 1 || pub >= len(inbox) {
+			return
+		}
+		select {
+		case inbox[pub] <- delivery{seq: int(binary.BigEndian.Uint32(payload[4:8])), at: at}:
+		default: // a publisher that stopped listening
+		}
+	}
+	follow := func(id string, n proto.Net, addr string, topics []string) (proto.PubSubClient, error) {
+		c, err := ps.NewPubSubClient(n, addr, env.Settings, proto.PubSubOptions{ClientID: id, KeepAlive: p.KeepAlive, OnMessage: onMessage})
+		if err != nil {
+			return nil, err
+		}
+		cctx, cancel := context.WithTimeout(ctx, 2*p.Timeout)
+		defer cancel()
+		if _, err := c.Connect(cctx); err != nil {
+			return nil, err
+		}
+		for _, t := range topics {
+			if err := c.Subscribe(cctx, t, p.QoS); err != nil {
+				c.Disconnect()
+				return nil, err
+			}
+		}
+		return c, nil
 	}
 	subAddr, err := env.Hosts.Addr("subscriber", "broker")
 	if err != nil {
 		return err
 	}
-	sub, err := ps.NewPubSubClient(env.Hosts.Net("subscriber"), net.JoinHostPort(subAddr.String(), fmt.Sprint(port)), env.Settings, proto.PubSubOptions{
-		ClientID: "tlab-subscriber", KeepAlive: p.KeepAlive,
-		OnMessage: func(_ string, payload []byte, at time.Time) {
-			if len(payload) < pubsubHeader || payload[0] != 'T' || payload[1] != 'M' {
-				return
-			}
-			pub := int(binary.BigEndian.Uint16(payload[2:4]))
-			if pub < 1 || pub >= len(inbox) {
-				return
-			}
-			select {
-			case inbox[pub] <- delivery{seq: int(binary.BigEndian.Uint32(payload[4:8])), at: at}:
-			default: // a publisher that stopped listening
-			}
-		},
-	})
-	if err != nil {
-		return err
-	}
-	cctx, cancel := context.WithTimeout(ctx, 2*p.Timeout)
-	_, err = sub.Connect(cctx)
-	if err == nil {
-		err = sub.Subscribe(cctx, "tlab/pubsub/+", p.QoS)
-	}
-	cancel()
+	subscriberAt := net.JoinHostPort(subAddr.String(), fmt.Sprint(port))
+	sub, err := follow("tlab-subscriber", env.Hosts.Net("subscriber"), subscriberAt, []string{topicOf(1)})
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -372,6 +386,24 @@ func (p PubSub) Run(ctx context.Context, env *Env) error {
 		return failAll("subscriber: " + err.Error())
 	}
 	defer sub.Disconnect()
+	if len(pubs) > 1 {
+		var others []string
+		for i := 2; i <= len(pubs); i++ {
+			others = append(others, topicOf(i))
+		}
+		pacerNet, pacerAt := env.Hosts.Net("broker"), net.JoinHostPort("127.0.0.1", fmt.Sprint(port))
+		if _, isRemote := remote(env, "broker"); isRemote {
+			pacerNet, pacerAt = env.Hosts.Net("subscriber"), subscriberAt
+		}
+		pacer, err := follow("tlab-pacer", pacerNet, pacerAt, others)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return failAll("the background publishers' pacer: " + err.Error())
+		}
+		defer pacer.Disconnect()
+	}
 
 	// Background publishers run until the recorded one is done.
 	bgCtx, stopBackground := context.WithCancel(ctx)

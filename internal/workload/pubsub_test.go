@@ -117,7 +117,7 @@ func TestPubSubBrokerDownFailsEveryMessage(t *testing.T) {
 // TestPubSubBackgroundPublishers: with three publishers only the first is
 // recorded; the others publish until it is done and are counted.
 func TestPubSubBackgroundPublishers(t *testing.T) {
-	b := &memBroker{}
+	b := &memBroker{latency: 200 * time.Microsecond}
 	env, rec := newEnv(t, "mem", b, pubsubHosts("pub1", "pub2", "pub3"))
 	p := PubSub{Pattern: PatternStopAndWait, Messages: 50, Size: 64, Timeout: time.Second}
 	if err := p.Run(context.Background(), env); err != nil {
@@ -129,8 +129,20 @@ func TestPubSubBackgroundPublishers(t *testing.T) {
 	// Each background publisher may have one message in flight when the
 	// recorded one ends: published, not yet counted as delivered.
 	bg := rec.notes["background_messages"]
-	if b.conns != 4 || bg > float64(b.publishes-50) || bg < float64(b.publishes-50-2) {
-		t.Errorf("%d connections (want the subscriber's and 3 publishers'), %d publishes in all, %v noted in the background", b.conns, b.publishes, bg)
+	if b.conns != 5 || bg > float64(b.publishes-50) || bg < float64(b.publishes-50-2) || bg < 2 {
+		t.Errorf("%d connections (want the subscriber's, the pacer's and 3 publishers'), %d publishes in all, %v noted in the background", b.conns, b.publishes, bg)
+	}
+	// Study D's scenario B: "the subscriber was subscribed to the
+	// information provided by just one publisher". The broker sends the
+	// subscriber the recorded publisher's messages only; the others reach
+	// the pacer.
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if got := b.delivered["tlab-subscriber"]; len(got) != 1 || got[topicOf(1)] != 50 {
+		t.Errorf("the subscriber got %v, want the 50 messages of %s only", got, topicOf(1))
+	}
+	if got := b.delivered["tlab-pacer"]; got[topicOf(1)] != 0 || got[topicOf(2)] == 0 || got[topicOf(3)] == 0 {
+		t.Errorf("the pacer got %v, want the background publishers' messages only", got)
 	}
 }
 
