@@ -10,7 +10,7 @@ import (
 
 func TestBuiltinProfilesParseAndDocumentTheirSource(t *testing.T) {
 	ps := BuiltinProfiles()
-	want := []string{"5g", "cellular", "cloud", "ethernet", "lte", "satellite", "wifi", "loss-ge-b", "loss-random-10"}
+	want := []string{"5g", "cellular", "cloud", "ethernet", "lte", "satellite", "wifi", "loss-ge-b", "loss-random-10", "loss-ge-b-up", "loss-random-10-up"}
 	have := map[string]Profile{}
 	for _, p := range ps {
 		have[p.Name] = p
@@ -58,6 +58,20 @@ func TestProfileStackAndOverrides(t *testing.T) {
 	}
 	if link.Up.Delay.D() != 12500*time.Microsecond || link.Up.Jitter.D() != time.Millisecond {
 		t.Errorf("delay %v jitter %v", link.Up.Delay, link.Up.Jitter)
+	}
+}
+
+// TestOneInterfaceLossOverlays: study B's -up overlays lose packets on
+// the client's egress only, as netem on one interface does.
+func TestOneInterfaceLossOverlays(t *testing.T) {
+	for _, name := range []string{"wifi+loss-random-10-up", "wifi+loss-ge-b-up"} {
+		link, _, err := ResolveLink(name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if link.Up.Loss.Model == "" || link.Up.Loss.Model == LossNone || (link.Down.Loss.Model != "" && link.Down.Loss.Model != LossNone) {
+			t.Errorf("%s: loss up %+v, down %+v; want up only", name, link.Up.Loss, link.Down.Loss)
+		}
 	}
 }
 

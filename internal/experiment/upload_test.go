@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,31 @@ func recColumn(t *testing.T, header []string, rec []string, name string) float64
 	}
 	t.Fatalf("no column %s in %v", name, header)
 	return 0
+}
+
+// TestCachedLookupsDoNotCrossTheLink: study B's "DNS query response is
+// cached". With resolve: cached the name is looked up once across the
+// link before the measured uploads; every measured upload's lookup then
+// takes well under the link's 10 ms round trip, so a lossy link cannot
+// fail an upload at its lookup (with resolve: dns each lookup crosses the
+// link and takes at least a round trip).
+func TestCachedLookupsDoNotCrossTheLink(t *testing.T) {
+	requireRoot(t)
+	_, recs, header := runUpload(t, "h1", "rtt: 10ms", "size: 30, resolve: cached", 6, "")
+	for _, rec := range recs["h1"] {
+		if e := rec[slices.Index(header, "error")]; strings.HasPrefix(e, "reached namelookup") || strings.HasPrefix(e, "reached start") {
+			t.Errorf("an upload failed at its lookup: %s", e)
+		}
+		if l := recColumn(t, header, rec, "time_namelookup_ms"); !(l < 1) && !math.IsNaN(l) {
+			t.Errorf("a cached lookup took %.2f ms: it crossed the 10 ms link", l)
+		}
+	}
+	_, dnsRecs, _ := runUpload(t, "h1", "rtt: 10ms", "size: 30, resolve: dns", 4, "")
+	for _, rec := range dnsRecs["h1"] {
+		if l := recColumn(t, header, rec, "time_namelookup_ms"); !(l >= 9.5) {
+			t.Errorf("a lookup across the link took %.2f ms, under its round trip", l)
+		}
+	}
 }
 
 // TestUploadPhasesTakeTheRoundTripsEachStackNeeds: on every protocol the

@@ -33,7 +33,9 @@ type Upload struct {
 	// Interval paces the requests (0: back to back).
 	Interval time.Duration
 	// Resolve is "dns" (a name server in the server's host, reached over
-	// the emulated link) or "static" (the address is known: no lookup).
+	// the emulated link for every upload), "cached" (reached once, before
+	// the measured uploads; then answered from memory) or "static" (the
+	// address is known: no lookup).
 	Resolve string
 	Timeout time.Duration
 }
@@ -50,7 +52,7 @@ func init() {
 			{"size", "30", "body bytes per request (the study: 30 B and 3.5 KB)"},
 			{"response_size", "2", "response body bytes"},
 			{"interval", "0s", "time between request starts (0: back to back)"},
-			{"resolve", "dns", "dns: look the server's name up in a name server on the server's host, across the link; static: no lookup"},
+			{"resolve", "dns", "dns: look the server's name up in a name server on the server's host, across the link, for every upload; cached: once across the link before the measured uploads, then from the cache (study B: \"the DNS query response is cached\"); static: no lookup"},
 			{"timeout", "30s", "bound on one request; a request not done by then is an error with the phase it reached"},
 		},
 		Decode: decodeUpload,
@@ -143,8 +145,8 @@ func decodeUpload(file string, node *yaml.Node, c Common) (Workload, error) {
 		return nil, strictyaml.ErrorAt(file, node, "size", "workload.size %d B: want 0 to %d B", u.Size, proto.MaxMessage)
 	case u.RespSize < 0 || u.RespSize > proto.MaxMessage:
 		return nil, strictyaml.ErrorAt(file, node, "response_size", "workload.response_size %d B: want 0 to %d B", u.RespSize, proto.MaxMessage)
-	case u.Resolve != "dns" && u.Resolve != "static":
-		return nil, strictyaml.ErrorAt(file, node, "resolve", "workload.resolve %q: want dns or static", u.Resolve)
+	case u.Resolve != "dns" && u.Resolve != "cached" && u.Resolve != "static":
+		return nil, strictyaml.ErrorAt(file, node, "resolve", "workload.resolve %q: want dns, cached or static", u.Resolve)
 	case u.Timeout <= 0:
 		return nil, strictyaml.ErrorAt(file, node, "timeout", "workload.timeout must be positive")
 	case u.Count <= 0 && u.Duration <= 0:
@@ -210,12 +212,20 @@ func (u Upload) Run(ctx context.Context, env *Env) error {
 	client := env.Hosts.Net("client")
 	target := u.Target(client, serverIP)
 	target.Port = env.Port(target.Port)
-	if u.Resolve == "dns" {
+	if u.Resolve == "dns" || u.Resolve == "cached" {
 		names, err := serveNames(env, "server", serverIP)
 		if err != nil {
 			return err
 		}
 		defer names.Close()
+	}
+	if u.Resolve == "cached" {
+		ip, err := primeNameCache(ctx, target)
+		if err != nil {
+			env.Fail(err.Error())
+			return nil
+		}
+		target.Resolve = func(context.Context, string) (net.IP, error) { return ip, nil }
 	}
 	env.StartWindow()
 	clock, err := newClock()
@@ -242,11 +252,30 @@ func (u Upload) Run(ctx context.Context, env *Env) error {
 	return ctx.Err()
 }
 
+// primeNameCache looks the server's name up across the link before the
+// measured uploads, as a host whose resolver caches the answer did once:
+// a few attempts, since the link may lose the query.
+func primeNameCache(ctx context.Context, t proto.Target) (net.IP, error) {
+	const attempts = 5
+	var err error
+	for range attempts {
+		var ip net.IP
+		if ip, err = t.Resolve(ctx, t.Host); err == nil {
+			return ip, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+	return nil, fmt.Errorf("priming the name cache: %d lookups of %s failed, the last: %w", attempts, t.Host, err)
+}
+
 // Target is where an upload goes: the server by name, looked up in the
-// server's name server across the link, or by address.
+// server's name server across the link (for every upload, or once with
+// resolve cached), or by address.
 func (u Upload) Target(client proto.Net, serverIP net.IP) proto.Target {
 	t := proto.Target{Host: serverIP.String(), Port: ServerPort}
-	if u.Resolve == "dns" {
+	if u.Resolve == "dns" || u.Resolve == "cached" {
 		t.Host = proto.ServerName
 		t.Resolve = func(ctx context.Context, host string) (net.IP, error) {
 			return dns.LookupA(ctx, client, serverIP, host)
