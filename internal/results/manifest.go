@@ -146,8 +146,8 @@ type Manifest struct {
 	Plots []string `json:"plots,omitempty"`
 	// Baseline is the protocol the scenario's ratios divide by (study
 	// D's ξ); empty when it names none.
-	Baseline string `json:"baseline,omitempty"`
-	Table []string `json:"table,omitempty"`
+	Baseline string   `json:"baseline,omitempty"`
+	Table    []string `json:"table,omitempty"`
 
 	Started  time.Time   `json:"started"`
 	Resumed  []time.Time `json:"resumed,omitempty"`
