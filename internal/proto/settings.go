@@ -98,7 +98,9 @@ type Settings struct {
 	// of the cell (the default, 2, answers ECN and never asks). quic-go
 	// marks its packets ECT(0) on Linux whatever this says.
 	TCPECN bool `json:"tcp_ecn" yaml:"tcp_ecn"`
-	// IdleTimeout closes an HTTP/1.1 client connection idle for this long.
+	// IdleTimeout closes a connection of the strict HTTP/1.1 client (and
+	// HTTP/2's) idle for this long; the h1_client "transport" keeps
+	// net/http's own 90 s, as Go gives it.
 	IdleTimeout units.Duration `json:"idle_timeout" yaml:"idle_timeout"`
 	// H1Client chooses the HTTP/1.1 client: "strict" (the default, also
 	// when empty), tlab's

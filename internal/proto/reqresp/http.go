@@ -142,6 +142,19 @@ func (p httpProto) NewClient(_ context.Context, n proto.Net, addr string, s prot
 // newTransportClient is a client on net/http's Transport, counting the
 // connections it dials; idlePerHost is its MaxIdleConnsPerHost (0: net/http's
 // default, http.DefaultMaxIdleConnsPerHost).
+// transportIdleTimeout is how long the Transport keeps an idle
+// connection. The HTTP/1.1 client "transport" is net/http's Transport as
+// Go gives it, so its idle connections live net/http's 90 s
+// (http.DefaultTransport's IdleConnTimeout), not settings.idle_timeout,
+// which is the strict client's; HTTP/2 keeps its one connection for
+// settings.idle_timeout.
+func transportIdleTimeout(p httpProto, s proto.Settings) time.Duration {
+	if !p.h2 {
+		return http.DefaultTransport.(*http.Transport).IdleConnTimeout
+	}
+	return s.IdleTimeout.D()
+}
+
 func newTransportClient(p httpProto, n proto.Net, addr string, s proto.Settings, idlePerHost int) (*httpClient, error) {
 	c := &httpClient{proto: p, connIDs: map[net.Conn]int{}}
 	scheme := "http"
@@ -161,7 +174,7 @@ func newTransportClient(p httpProto, n proto.Net, addr string, s proto.Settings,
 		},
 		Protocols:           p.protocols(),
 		MaxIdleConnsPerHost: idlePerHost,
-		IdleConnTimeout:     s.IdleTimeout.D(),
+		IdleConnTimeout:     transportIdleTimeout(p, s),
 		DisableCompression:  true,
 		ForceAttemptHTTP2:   p.h2,
 	}
