@@ -3,7 +3,8 @@
 // streams, stream-level (MAX_STREAM_DATA) and connection-level (MAX_DATA)
 // limits, a receiving application that consumes what arrives, and a simple
 // congestion controller that can be switched off. The receiver's window
-// policy is an Allowance; the study's three and improved static from its related work are here and a fifth is one more
+// policy is an Allowance: the study's three, improved static from its
+// related work, and a model of quic-go's are here, and another is one more
 // type.
 package flowsim
 
@@ -137,7 +138,8 @@ func (FastAutotuning) Update(w *Window, now, rtt time.Duration, mss int64) bool 
 	return true
 }
 
-// allowances holds the study's three, improved static and a model of quic-go's, by name.
+// allowances holds the study's three, improved static and a model of
+// quic-go's, by name.
 var allowances = map[string]Allowance{
 	"static": Static{}, "improved-static": ImprovedStatic{}, "autotuning": Autotuning{}, "fast-autotuning": FastAutotuning{},
 	"quic-go": QuicGo{},
