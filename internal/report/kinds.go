@@ -112,6 +112,8 @@ func init() {
 		"Mean absolute difference between consecutive delays, as a percentage of the mean delay (RFC 4689, study A)."))
 	registerPlot(barKind("bytes_bars", "bytes_per_request", "bytes on the wire per request", "Data volume per request",
 		"All bytes the client sent (Ethernet frames: headers, handshakes, ACKs and control frames included) divided by the requests."))
+	registerPlot(barKind("bytes_resp_bars", "bytes_per_response", "bytes on the wire per response", "Data volume per response",
+		"All bytes delivered to the client (Ethernet frames: headers, handshakes, ACKs and control frames included) divided by the responses it received (study A's Fig. 5 has both directions)."))
 	registerPlot(barKind("goodput_bars", "goodput_mbps", "goodput (Mbit/s)", "Goodput",
 		"Payload bytes of every completed stream over the transfer time (mean over repetitions)."))
 	registerPlot(PlotKind{Name: "conns_heatmap", Doc: "connections per 1000 requests by interval and payload, for each protocol that opened more than one connection in a cell (study A: HTTP/1.1)",
