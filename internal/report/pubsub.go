@@ -18,6 +18,10 @@ func init() {
 		Needs: []string{"completion_ms"}, Draw: drawCompletionBox})
 	registerPlot(PlotKind{Name: "xi", Doc: "ξ = mean Δ of a protocol over mean Δ of mqtt-tcp (or the first protocol), by the swept values, with 95 % bootstrap intervals (study D)",
 		Needs: []string{"completion_ms"}, Draw: drawXi})
+	registerPlot(PlotKind{Name: "xi_box", Doc: "ξ per repetition, the study's view: each repetition's Δ over the baseline's Δ in the same repetition (same seed), boxes Q1-Q3 with whiskers at 1.5 IQR, by the swept values (study D)",
+		Needs: []string{"completion_ms"}, Draw: drawXiBox})
+	registerPlot(PlotKind{Name: "reconnect_box", Doc: "Δ+ per repetition, the study's view: the first reconnection's Δ+ (the cell's second connection) over repetitions, boxes Q1-Q3 with whiskers at 1.5 IQR, by the swept values (study D)",
+		Needs: []string{"reconnect_first_ms"}, Draw: drawReconnectBox})
 	registerPlot(PlotKind{Name: "reconnect_by_network", Doc: "Δ+ (a new connection's set-up to the subscriber's receipt) per protocol and network, mean over repetitions with 95 % Student t intervals (study D)",
 		Needs: []string{"reconnect_ms"}, Draw: drawReconnect})
 }
@@ -119,6 +123,88 @@ func drawCompletionBox(p panel) ([]Figure, error) {
 	pl := groupedBoxes(q.cats, q.protos, boxes, q.xLabel(), "Δ: completion time (ms)")
 	fig, err := render(pl, p.dir, p.stem, "Completion time Δ, "+p.profile,
 		"Time for all messages stop-and-wait, one value per repetition: boxes from the first to the third quartile with the median, whiskers at the furthest repetition within 1.5 IQR (study D's box plots).", figW, figH)
+	return []Figure{fig}, err
+}
+
+// drawXiBox draws ξ as the study did: one ratio per repetition, each
+// protocol's Δ over the baseline's Δ of the same repetition (the same
+// seed: both met the same loss pattern), as boxes.
+func drawXiBox(p panel) ([]Figure, error) {
+	q, cat := p.definedFor("completion_ms")
+	if len(q.protos) < 2 {
+		return nil, nil
+	}
+	ref, named := xiReference(p.run.Manifest, q.protos)
+	byRep := map[string]map[string]map[int]float64{} // protocol → category → rep → Δ
+	for _, r := range q.rows {
+		if byRep[r.Protocol] == nil {
+			byRep[r.Protocol] = map[string]map[int]float64{}
+		}
+		if byRep[r.Protocol][cat(r)] == nil {
+			byRep[r.Protocol][cat(r)] = map[int]float64{}
+		}
+		byRep[r.Protocol][cat(r)][r.Rep] = r.Float("completion_ms")
+	}
+	boxes := map[string]map[string]boxStat{}
+	var series []string
+	for _, proto := range q.protos {
+		if proto == ref {
+			continue
+		}
+		series = append(series, proto)
+		boxes[proto] = map[string]boxStat{}
+		for _, c := range q.cats {
+			if ratios := repetitionRatios(byRep[ref][c], byRep[proto][c]); len(ratios) > 0 {
+				boxes[proto][c] = tukey(ratios)
+			}
+		}
+	}
+	why := "the scenario's baseline"
+	if !named {
+		why = "the first protocol listed: the scenario names no baseline"
+	}
+	pl := groupedBoxes(q.cats, series, boxes, q.xLabel(), "ξ = T / T("+ref+") per repetition")
+	fig, err := render(pl, p.dir, p.stem, "Completion ratio ξ per repetition against "+ref+", "+p.profile,
+		"Each repetition's completion time Δ over "+ref+"'s ("+why+") in the same repetition, which met the same seeded loss: boxes from the first to the third quartile with the median, whiskers at the furthest repetition within 1.5 IQR (study D's view; the xi figure shows the ratio of the means with its interval).", figW, figH)
+	return []Figure{fig}, err
+}
+
+// repetitionRatios pairs two protocols' values by repetition and returns
+// other / base for each repetition both have, in repetition order: the
+// study's ξ per repetition, not a ratio of means.
+func repetitionRatios(base, other map[int]float64) []float64 {
+	reps := make([]int, 0, len(other))
+	for rep := range other {
+		reps = append(reps, rep)
+	}
+	slices.Sort(reps)
+	var out []float64
+	for _, rep := range reps {
+		if b, ok := base[rep]; ok && b > 0 && !math.IsNaN(other[rep]) {
+			out = append(out, other[rep]/b)
+		}
+	}
+	return out
+}
+
+// drawReconnectBox draws Δ+ as the study did: the second connection's
+// time, once per repetition, as boxes.
+func drawReconnectBox(p panel) ([]Figure, error) {
+	q, cat := p.definedFor("reconnect_first_ms")
+	if len(q.rows) == 0 {
+		return nil, nil
+	}
+	vals := valuesBy(q.rows, "reconnect_first_ms", cat)
+	boxes := map[string]map[string]boxStat{}
+	for proto, byCat := range vals {
+		boxes[proto] = map[string]boxStat{}
+		for c, v := range byCat {
+			boxes[proto][c] = tukey(v)
+		}
+	}
+	pl := groupedBoxes(q.cats, q.protos, boxes, q.xLabel(), "Δ+: second connection to delivery (ms)")
+	fig, err := render(pl, p.dir, p.stem, "Reconnection Δ+ per repetition, "+p.profile,
+		"The first measured reconnection of each repetition (the cell's second connection), as the study measured Δ+: boxes from the first to the third quartile with the median, whiskers at the furthest repetition within 1.5 IQR (the reconnect_by_network figure shows the mean over all reconnections).", figW, figH)
 	return []Figure{fig}, err
 }
 

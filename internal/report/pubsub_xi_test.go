@@ -21,3 +21,15 @@ func TestXiDividesByTheNamedBaseline(t *testing.T) {
 		}
 	}
 }
+
+// TestXiPerRepetitionPairsTheSameRepetition: the study's ξ box is one
+// ratio per repetition, each protocol's Δ over the baseline's Δ of the
+// same repetition (same seed, same losses): Δs of 100 and 200 ms against
+// 50 and 400 give 0.5 and 2, not 450/300; a repetition one side lacks
+// is left out.
+func TestXiPerRepetitionPairsTheSameRepetition(t *testing.T) {
+	got := repetitionRatios(map[int]float64{1: 100, 2: 200, 3: 300}, map[int]float64{1: 50, 2: 400, 4: 10})
+	if len(got) != 2 || got[0] != 0.5 || got[1] != 2 {
+		t.Errorf("ratios %v, want [0.5 2]", got)
+	}
+}
