@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -180,8 +181,8 @@ func meanBy(rows []results.Summary, v func(results.Summary) float64, cat func(re
 			sum[r.Protocol], n[r.Protocol] = map[string]float64{}, map[string]float64{}
 		}
 		x := v(r)
-		if math.IsNaN(x) {
-			continue
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			continue // not measured, or beyond any bound: no bar shows it
 		}
 		sum[r.Protocol][cat(r)] += x
 		n[r.Protocol][cat(r)]++
@@ -454,11 +455,18 @@ func bySizeKind(name, field, ylabel, title, caption string) PlotKind {
 	return PlotKind{Name: name, Doc: title + " (" + field + ") per network", Needs: []string{field, "frame_bytes"},
 		Draw: func(p panel) ([]Figure, error) {
 			pts := map[string]plotter.XYs{}
+			var beyond []string
 			for _, proto := range p.protos {
 				sum, n := map[float64]float64{}, map[float64]float64{}
 				for _, r := range p.rows {
 					v, x := r.Float(field), r.Float("frame_bytes")/1000
 					if r.Protocol != proto || math.IsNaN(v) || math.IsNaN(x) {
+						continue
+					}
+					if math.IsInf(v, 0) {
+						// A percentile among frames that never came
+						// back: no point can show it.
+						beyond = append(beyond, fmt.Sprintf("%s at %g kB", proto, x))
 						continue
 					}
 					sum[x] += v
@@ -494,7 +502,11 @@ func bySizeKind(name, field, ylabel, title, caption string) PlotKind {
 				sc.GlyphStyle.Radius = vg.Points(3)
 				pl.Add(sc)
 			}
-			fig, err := render(pl, p.dir, p.stem, title+", "+p.profile, caption, figW, figH)
+			says := caption
+			if len(beyond) > 0 {
+				says += " Beyond any bound (more frames lost than the percentile allows), so not drawn: " + strings.Join(beyond, ", ") + "."
+			}
+			fig, err := render(pl, p.dir, p.stem, title+", "+p.profile, says, figW, figH)
 			return []Figure{fig}, err
 		}}
 }

@@ -321,6 +321,37 @@ func TestReportWithUndefinedValues(t *testing.T) {
 	}
 }
 
+// TestReportWithPercentilesBeyondAnyBound: a frame round trip whose
+// median fell among frames that never came back is +Inf; the report
+// still draws (gonum refuses an infinite point) and says which point it
+// left out, and the table shows inf.
+func TestReportWithPercentilesBeyondAnyBound(t *testing.T) {
+	dir := t.TempDir()
+	var rows []results.Summary
+	for i, size := range []float64{4500, 151256} {
+		for _, proto := range []string{"tcp", "udp"} {
+			rtt := 20.0 + float64(i)
+			if proto == "udp" && size > 5000 {
+				rtt = math.Inf(1) // most large frames lost
+			}
+			rows = append(rows, results.Summary{Cell: fmt.Sprintf("%s%d", proto, i), Profile: "lte", Protocol: proto, Workload: "frames", Rep: 1, Seed: 1,
+				Fields: []results.Field{{Name: "frame_bytes", Value: size}, {Name: "frame_rtt_p50_ms", Value: rtt}, {Name: "jitter_rfc3550_ms", Value: 1.0}},
+				Params: []results.Param{{Key: "workload.resolution", Value: fmt.Sprint(size)}}})
+		}
+	}
+	if err := results.WriteSummaries(dir, rows); err != nil {
+		t.Fatal(err)
+	}
+	m := &results.Manifest{Scenario: "beyond", Seed: 1, Plots: []string{"rtt_by_size"}, Params: []string{"workload.resolution"}}
+	if err := m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	page := buildPage(t, dir)
+	if !strings.Contains(page, "so not drawn: udp at 151.256 kB") {
+		t.Error("the plot does not say which point is beyond any bound")
+	}
+}
+
 // TestBuildOnlyRenders: report.Build draws and writes the page and
 // computes nothing: no comparisons, load, replay or answers file appears
 // because of it (the analysis step writes those), and what it shows of
