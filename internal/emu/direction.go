@@ -87,6 +87,8 @@ type DirectionStats struct {
 	// QueueDelay counts the queueing delays of QueuedPackets in
 	// logarithmic buckets, for their percentiles.
 	QueueDelay SojournHistogram `json:"queue_delay_hist"`
+	// Delivered is the one-way delay of every packet released.
+	Delivered PacketDelays `json:"delivered_delay"`
 }
 
 // Drops returns the sum of all drop counters.
@@ -107,7 +109,7 @@ func (s DirectionStats) Sub(o DirectionStats) DirectionStats {
 		Corrupted:  s.Corrupted - o.Corrupted, Reordered: s.Reordered - o.Reordered,
 		QueueDelaySumNs: s.QueueDelaySumNs - o.QueueDelaySumNs, QueueDelayMaxNs: s.QueueDelayMaxNs,
 		QueuedPackets: s.QueuedPackets - o.QueuedPackets, ECNMarked: s.ECNMarked - o.ECNMarked,
-		QueueDelay: s.QueueDelay.Sub(o.QueueDelay),
+		QueueDelay: s.QueueDelay.Sub(o.QueueDelay), Delivered: s.Delivered.Sub(o.Delivered),
 	}
 }
 
@@ -388,6 +390,7 @@ func (d *Direction) release(p Packet, depart int64, emit Emit) {
 		release = max(release, d.lastRelease)
 		d.lastRelease = release
 	}
+	d.Stats.Delivered.add(release - p.Arrived)
 	v := Verdict{Release: release, CorruptBit: -1, Mark: p.Mark}
 	if p.dup {
 		v.Duplicate = true

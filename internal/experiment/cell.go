@@ -398,7 +398,9 @@ func sessionLabels(records []results.Record) (resumption, zeroRTT any) {
 }
 
 func counters(d emu.DirectionStats) metrics.Counters {
-	return metrics.Counters{RxPackets: d.RxPackets, RxBytes: d.RxBytes, TxPackets: d.TxPackets, TxBytes: d.TxBytes, Drops: d.Drops()}
+	p := d.Delivered
+	return metrics.Counters{RxPackets: d.RxPackets, RxBytes: d.RxBytes, TxPackets: d.TxPackets, TxBytes: d.TxBytes, Drops: d.Drops(),
+		DelayMeanMs: p.Mean(), DelayStdMs: p.Std(), DelayStepMs: p.MeanStep(), DelayP50Ms: p.Hist.Quantile(0.5), DelayP99Ms: p.Hist.Quantile(0.99)}
 }
 
 // lineCounter counts the lines written through it (to w, when set).

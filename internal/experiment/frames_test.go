@@ -100,6 +100,17 @@ func TestJitterAndThroughputOnAKnownLink(t *testing.T) {
 	// 20000 B in 14 datagrams of 12 B header each, plus 42 B of
 	// Ethernet, IP and UDP headers each, 30 times a second.
 	want := (20000.0 + 14*(12+42)) * 8 * 30 / 1e6
+	// Packet level, every transport alike: each packet's one-way delay is
+	// the link's 5 ms plus its wait behind the frame's earlier packets
+	// (up to 14 transmission times, 3.4 ms), and consecutive packets'
+	// delays differ by about one transmission time (0.24 ms) within a
+	// frame.
+	for _, p := range frameTransports {
+		owd, j := by[p].Float("pkt_owd_mean_ms"), by[p].Float("pkt_jitter_ms")
+		if !(owd >= 5 && owd < 9+wakeP99Ms) || !(j > 0.1 && j < 3+2*wakeP99Ms) {
+			t.Errorf("%s: packet one-way delay %.3f ms, packet jitter %.3f ms; want 5 to 9 ms and about a transmission time", p, owd, j)
+		}
+	}
 	tol := 0.03 + steal/100
 	if tp := r.Float("throughput_mbps"); math.Abs(tp-want)/want > tol {
 		t.Errorf("udp throughput %.3f Mbit/s, want %.3f ± %.1f %% (3 %% + the host's stolen share)", tp, want, tol*100)

@@ -443,8 +443,10 @@ func fractionBelow(cdf plotter.XYs, x float64) float64 {
 func init() {
 	registerPlot(bySizeKind("rtt_by_size", "frame_rtt_p50_ms", "frame round trip, median (ms)", "Frame round trip by frame size",
 		"Median time from a frame's first byte sent to its result received (study E's RTT), by frame size; one line per protocol."))
-	registerPlot(bySizeKind("jitter_by_size", "jitter_rfc3550_ms", "jitter (ms)", "Jitter by frame size",
-		"RFC 3550 interarrival jitter of the client-to-server datagrams (frames for tcp and quic-streams), by frame size."))
+	registerPlot(bySizeKind("jitter_by_size", "pkt_jitter_ms", "packet delay variation (ms)", "Jitter by frame size",
+		"Study E's jitter: the variation of the client-to-server packet delay over the whole run, the mean absolute difference between consecutive packets' one-way delays, every packet the link delivered and every transport alike (pkt_jitter_ms), by frame size."))
+	registerPlot(bySizeKind("pkt_owd_by_size", "pkt_owd_p50_ms", "packet one-way delay, median (ms)", "Packet one-way delay by frame size",
+		"Median client-to-server one-way delay of every packet, as a passive probe on both ends (study E's Qosium) sees it, by frame size; the frame round trip above is tlab's per-frame figure."))
 	registerPlot(bySizeKind("throughput_by_size", "throughput_mbps", "throughput (Mbit/s)", "Client-to-server throughput by frame size",
 		"Bytes the link delivered towards the server per second over the measured window, by frame size."))
 }
