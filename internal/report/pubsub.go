@@ -108,11 +108,18 @@ func tukey(v []float64) boxStat {
 }
 
 func drawCompletionBox(p panel) ([]Figure, error) {
-	q, cat := p.definedFor("completion_ms")
+	return repetitionBoxes(p, "completion_ms", "Δ: completion time (ms)", "Completion time Δ, ",
+		"Time for all messages stop-and-wait, one value per repetition: boxes from the first to the third quartile with the median, whiskers at the furthest repetition within 1.5 IQR (study D's box plots).")
+}
+
+// repetitionBoxes draws a field's values over repetitions as boxes
+// (Tukey's whiskers), per protocol and swept values: study D's plots.
+func repetitionBoxes(p panel, field, ylabel, title, caption string) ([]Figure, error) {
+	q, cat := p.definedFor(field)
 	if len(q.rows) == 0 {
 		return nil, nil
 	}
-	vals := valuesBy(q.rows, "completion_ms", cat)
+	vals := valuesBy(q.rows, field, cat)
 	boxes := map[string]map[string]boxStat{}
 	for proto, byCat := range vals {
 		boxes[proto] = map[string]boxStat{}
@@ -120,9 +127,8 @@ func drawCompletionBox(p panel) ([]Figure, error) {
 			boxes[proto][c] = tukey(v)
 		}
 	}
-	pl := groupedBoxes(q.cats, q.protos, boxes, q.xLabel(), "Δ: completion time (ms)")
-	fig, err := render(pl, p.dir, p.stem, "Completion time Δ, "+p.profile,
-		"Time for all messages stop-and-wait, one value per repetition: boxes from the first to the third quartile with the median, whiskers at the furthest repetition within 1.5 IQR (study D's box plots).", figW, figH)
+	pl := groupedBoxes(q.cats, q.protos, boxes, q.xLabel(), ylabel)
+	fig, err := render(pl, p.dir, p.stem, title+p.profile, caption, figW, figH)
 	return []Figure{fig}, err
 }
 
@@ -190,22 +196,8 @@ func repetitionRatios(base, other map[int]float64) []float64 {
 // drawReconnectBox draws Δ+ as the study did: the second connection's
 // time, once per repetition, as boxes.
 func drawReconnectBox(p panel) ([]Figure, error) {
-	q, cat := p.definedFor("reconnect_first_ms")
-	if len(q.rows) == 0 {
-		return nil, nil
-	}
-	vals := valuesBy(q.rows, "reconnect_first_ms", cat)
-	boxes := map[string]map[string]boxStat{}
-	for proto, byCat := range vals {
-		boxes[proto] = map[string]boxStat{}
-		for c, v := range byCat {
-			boxes[proto][c] = tukey(v)
-		}
-	}
-	pl := groupedBoxes(q.cats, q.protos, boxes, q.xLabel(), "Δ+: second connection to delivery (ms)")
-	fig, err := render(pl, p.dir, p.stem, "Reconnection Δ+ per repetition, "+p.profile,
-		"The first measured reconnection of each repetition (the cell's second connection), as the study measured Δ+: boxes from the first to the third quartile with the median, whiskers at the furthest repetition within 1.5 IQR (the reconnect_by_network figure shows the mean over all reconnections).", figW, figH)
-	return []Figure{fig}, err
+	return repetitionBoxes(p, "reconnect_first_ms", "Δ+: second connection to delivery (ms)", "Reconnection Δ+ per repetition, ",
+		"The first measured reconnection of each repetition (the cell's second connection), as the study measured Δ+: boxes from the first to the third quartile with the median, whiskers at the furthest repetition within 1.5 IQR (the reconnect_by_network figure shows the mean over all reconnections).")
 }
 
 // xiReference is the protocol ξ divides by: the scenario's baseline
