@@ -100,12 +100,28 @@ func lossString(d emu.DirectionConfig) string {
 	return s
 }
 
+// queueString says the queue the engine will give a direction, as
+// emu.NewDirection sizes it: the bounds given, or else the discipline's
+// own default, or else one bandwidth-delay product (of the trace's mean
+// rate, for a rate trace); none without a rate limit.
 func queueString(d emu.DirectionConfig, l emu.LinkConfig) string {
 	switch {
+	case d.QueuePackets > 0 && d.QueueBytes > 0:
+		return fmt.Sprintf("%d packets and %d bytes", d.QueuePackets, int64(d.QueueBytes))
 	case d.QueuePackets > 0:
 		return fmt.Sprintf("%d packets", d.QueuePackets)
-	case d.Rate == 0 && d.QueueBytes == 0:
+	case d.QueueBytes > 0:
+		return fmt.Sprintf("%d bytes", int64(d.QueueBytes))
+	case d.Rate == 0 && d.Trace == "":
 		return "none (no rate limit)"
 	}
-	return fmt.Sprintf("%d bytes", d.QueueLimitBytes(d.Rate.BitsPerSecond(), l.BaseRTT()))
+	for _, k := range emu.QdiscKinds() {
+		if k.Name == d.Queue.Name() && k.DefaultLimitPackets > 0 {
+			return fmt.Sprintf("%d packets (%s's default)", k.DefaultLimitPackets, k.Name)
+		}
+	}
+	if d.Trace != "" {
+		return fmt.Sprintf("one bandwidth-delay product at the trace's mean rate (at least %d frames)", emu.QueueFloorPackets)
+	}
+	return fmt.Sprintf("%d bytes (one bandwidth-delay product)", d.QueueLimitBytes(d.Rate.BitsPerSecond(), l.BaseRTT()))
 }
