@@ -358,6 +358,11 @@ func (a *Answer) decide(priority Requirement) {
 			}
 		}
 		a.Summary = fmt.Sprintf("%s meets every requirement, best by %s (%s)", a.Best, priority.Metric, formatValue(b))
+		if math.IsNaN(b.Low) && len(meet) > 1+len(a.Tie) {
+			// Without an interval a ranking can rest on noise (one
+			// missed request of 480 against none): say so.
+			a.Summary += fmt.Sprintf(", a ranking from %s without an interval: a small difference may be noise", repetitions(b.N))
+		}
 		if len(a.Tie) > 0 {
 			a.Summary += fmt.Sprintf("; %s cannot be told from it (overlapping intervals, or within 10 %% with fewer than %d repetitions)", strings.Join(a.Tie, ", "), MinRepetitions)
 		}

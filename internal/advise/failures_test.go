@@ -148,3 +148,17 @@ func TestIntervalCoversAsStated(t *testing.T) {
 		}
 	}
 }
+
+// TestARankingWithoutAnIntervalSaysSo: with one repetition the best is
+// picked by values that have no interval; the answer says so, where a
+// ranking from three repetitions does not need to.
+func TestARankingWithoutAnIntervalSaysSo(t *testing.T) {
+	one, _ := Evaluate(append(rows("5g", "a", 0.0), rows("5g", "b", 0.208)...), []Requirement{{"delay_p99_ms", "<=", 1}})
+	if one[0].Best != "a" || !strings.Contains(one[0].Summary, "without an interval") {
+		t.Errorf("one repetition: best %q, %q", one[0].Best, one[0].Summary)
+	}
+	three, _ := Evaluate(append(rows("5g", "a", 5, 5.1, 5.2), rows("5g", "b", 9, 9.1, 9.2)...), []Requirement{{"delay_p99_ms", "<=", 20}})
+	if strings.Contains(three[0].Summary, "without an interval") {
+		t.Errorf("three repetitions: %q", three[0].Summary)
+	}
+}
