@@ -37,13 +37,19 @@ func Quantile(sorted []float64, q float64) float64 {
 // sent): for the application each of those is later than any delay, so
 // it counts as +Inf. completed need not be sorted and is left as it is.
 func QuantileCounting(completed []float64, unfinished int, q float64) float64 {
+	return Quantile(sortedCounting(completed, unfinished), q)
+}
+
+// sortedCounting is a sorted copy of completed followed by +Inf for each
+// of the unfinished messages: every measured message by its delay.
+func sortedCounting(completed []float64, unfinished int) []float64 {
 	s := make([]float64, 0, len(completed)+unfinished)
 	s = append(s, completed...)
 	slices.Sort(s)
 	for range unfinished {
 		s = append(s, math.Inf(1))
 	}
-	return Quantile(s, q)
+	return s
 }
 
 // QuantileOf is Quantile of values in any order; values is left as it is.

@@ -169,11 +169,12 @@ type Input struct {
 	// RemoveOutliers applies the 3-scaled-MAD rule to delays.
 	RemoveOutliers bool
 
-	delays   []float64
-	sorted   []float64
-	dist     *Distribution
-	removed  int
-	computed bool
+	delays     []float64
+	sorted     []float64
+	unfinished *int
+	dist       *Distribution
+	removed    int
+	computed   bool
 }
 
 // Bytes returns n as a float, or NaN when the link was not counted.
@@ -197,14 +198,15 @@ func (in *Input) DelayDistribution() Distribution {
 // every measured message, in the order of its delay.
 func (in *Input) sortedDelays() []float64 {
 	if in.sorted == nil {
-		in.sorted = slices.Clone(in.Delays())
-		slices.Sort(in.sorted)
-		for range in.Unfinished() {
-			in.sorted = append(in.sorted, math.Inf(1))
-		}
+		in.sorted = sortedCounting(in.Delays(), in.Unfinished())
 	}
 	return in.sorted
 }
+
+// DelayQuantile is the q-quantile of every measured record's delay, one
+// that never completed counting as beyond any bound (QuantileCounting
+// over Delays, sorted once).
+func (in *Input) DelayQuantile(q float64) float64 { return Quantile(in.sortedDelays(), q) }
 
 // Fact returns a noted figure, NaN when it was not noted.
 func (in *Input) Fact(name string) float64 {
@@ -217,13 +219,16 @@ func (in *Input) Fact(name string) float64 {
 // Unfinished counts the measured records that never completed: sent and
 // failed (a timeout, a reset, a frame or message lost), or never sent.
 func (in *Input) Unfinished() int {
-	n := 0
-	for _, r := range in.Records {
-		if !r.OK() {
-			n++
+	if in.unfinished == nil {
+		n := 0
+		for _, r := range in.Records {
+			if !r.OK() {
+				n++
+			}
 		}
+		in.unfinished = &n
 	}
-	return n
+	return *in.unfinished
 }
 
 // Delays returns the delays of the completed records in Seq order, after

@@ -90,7 +90,7 @@ func delayCI(q float64, high bool) func(*Input) float64 {
 }
 
 func delayQuantile(q float64) func(*Input) float64 {
-	return func(in *Input) float64 { return Quantile(in.sortedDelays(), q) }
+	return func(in *Input) float64 { return in.DelayQuantile(q) }
 }
 
 func init() {

@@ -103,7 +103,7 @@ func init() {
 }
 
 func delayQ(q float64) func(*metrics.Input) float64 {
-	return func(in *metrics.Input) float64 { return metrics.QuantileCounting(in.Delays(), in.Unfinished(), q) }
+	return func(in *metrics.Input) float64 { return in.DelayQuantile(q) }
 }
 
 func ratioPct(n, of int) float64 {
