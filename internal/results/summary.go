@@ -172,7 +172,7 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 			b.WriteByte(',')
 		}
 		k, _ := json.Marshal(c)
-		v, err := json.Marshal(jsonNumber(s.value(i)))
+		v, err := json.Marshal(JSONNumber(s.value(i)))
 		if err != nil {
 			return nil, fmt.Errorf("summary %s: %w", c, err)
 		}
@@ -184,15 +184,18 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// Infinite numbers have no JSON form: summary.json writes them as the
-// strings "inf" and "-inf" (what summary.csv holds too, and what pandas
-// and pyarrow read as infinity), and decodeSummary reads them back.
+// Infinite numbers have no JSON form: summary.json (and every JSON file
+// of a run, through JSONNumber) writes them as the strings "inf" and
+// "-inf" (what summary.csv holds too, and what pandas and pyarrow read as
+// infinity), and decodeSummary reads them back.
 const (
 	posInf = "inf"
 	negInf = "-inf"
 )
 
-func jsonNumber(v any) any {
+// JSONNumber is v as JSON can hold it: an infinite float as "inf" or
+// "-inf", anything else as it is.
+func JSONNumber(v any) any {
 	if x, ok := v.(float64); ok && math.IsInf(x, 0) {
 		if x > 0 {
 			return posInf

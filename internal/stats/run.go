@@ -281,15 +281,10 @@ func WriteNamed(dir, name string, cs []Comparison) error {
 // "inf" or "-inf", as summary.json writes it.
 func (c Comparison) values() map[string]any {
 	num := func(v float64) any {
-		switch {
-		case v != v:
+		if v != v {
 			return nil
-		case math.IsInf(v, 1):
-			return "inf"
-		case math.IsInf(v, -1):
-			return "-inf"
 		}
-		return v
+		return results.JSONNumber(v)
 	}
 	return map[string]any{
 		"profile": c.Profile, "params": c.Params, "metric": c.Metric, "a": c.A, "b": c.B, "sampling_unit": c.Unit,
