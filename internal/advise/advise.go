@@ -164,24 +164,24 @@ func (s Stack) MarshalJSON() ([]byte, error) {
 // them (metrics.Metric.OverCompleted) brings it into the answer.
 const FailedMetric = "failed_pct"
 
-// withFailures returns reqs with failed_pct<=0 added when a requirement
-// is on a figure computed over completed messages only and none bounds
-// failed_pct already: a mean delay over the requests that came back says
-// nothing of those that did not.
-func withFailures(reqs []Requirement) (out []Requirement, added int) {
-	blind := false
+// withFailures returns reqs with failed_pct<=0 added (at index added)
+// when a requirement is on a figure computed over completed messages only
+// (blind names it) and none bounds failed_pct already: a mean delay over
+// the requests that came back says nothing of those that did not. added
+// is -1 when nothing was added.
+func withFailures(reqs []Requirement) (out []Requirement, added int, blind string) {
 	for _, r := range reqs {
 		if r.Metric == FailedMetric {
-			return reqs, -1
+			return reqs, -1, ""
 		}
-		if m, ok := metrics.Lookup(r.Metric); ok && m.OverCompleted {
-			blind = true
+		if m, ok := metrics.Lookup(r.Metric); ok && m.OverCompleted && blind == "" {
+			blind = r.Metric
 		}
 	}
-	if !blind {
-		return reqs, -1
+	if blind == "" {
+		return reqs, -1, ""
 	}
-	return append(slices.Clone(reqs), Requirement{Metric: FailedMetric, Op: "<=", Bound: 0}), len(reqs)
+	return append(slices.Clone(reqs), Requirement{Metric: FailedMetric, Op: "<=", Bound: 0}), len(reqs), blind
 }
 
 // Answer is the answer for one network (and set of swept values).
@@ -231,11 +231,12 @@ func Evaluate(rows []results.Summary, reqs []Requirement) ([]Answer, error) {
 		}
 		groups[k][r.Protocol] = append(groups[k][r.Protocol], r)
 	}
+	checked, added, blind := withFailures(reqs)
 	var out []Answer
 	for _, k := range order {
 		a := Answer{Profile: k.profile, Params: k.params}
 		for _, p := range protoOrder[k] {
-			a.Stacks = append(a.Stacks, evaluateStack(p, groups[k][p], reqs))
+			a.Stacks = append(a.Stacks, evaluateStack(p, groups[k][p], checked, added, blind))
 		}
 		a.decide(reqs[0])
 		out = append(out, a)
@@ -243,13 +244,15 @@ func Evaluate(rows []results.Summary, reqs []Requirement) ([]Answer, error) {
 	return out, nil
 }
 
-func evaluateStack(protocol string, rows []results.Summary, reqs []Requirement) Stack {
+// evaluateStack checks one stack's rows against reqs, of which the one
+// at added (if any) is the failed_pct<=0 that the requirement on blind
+// brought.
+func evaluateStack(protocol string, rows []results.Summary, reqs []Requirement, added int, blind string) Stack {
 	s := Stack{Protocol: protocol, Status: Meets, FailedPct: meanOf(rows, FailedMetric)}
 	disturbed := false
 	for _, r := range rows {
 		disturbed = disturbed || strings.HasPrefix(r.Label("quality"), "disturbed") || r.Label("cell_error") != ""
 	}
-	reqs, added := withFailures(reqs)
 	for i, req := range reqs {
 		c := Check{Requirement: req, Low: math.NaN(), High: math.NaN(), Added: i == added}
 		var v []float64
@@ -276,7 +279,7 @@ func evaluateStack(protocol string, rows []results.Summary, reqs []Requirement) 
 			c.Margin = -c.Value
 			if c.Status = Meets; !req.holds(c.Value) {
 				c.Status = Fails
-				c.Why = fmt.Sprintf("messages never completed, which %s (computed over completed messages only) cannot see: bound failed_pct yourself to allow some", reqs[0].Metric)
+				c.Why = fmt.Sprintf("messages never completed, which %s (computed over completed messages only) cannot see: bound failed_pct yourself to allow some", blind)
 			}
 		default:
 			var sum float64

@@ -162,3 +162,18 @@ func TestARankingWithoutAnIntervalSaysSo(t *testing.T) {
 		t.Errorf("three repetitions: %q", three[0].Summary)
 	}
 }
+
+// TestTheAddedCheckNamesTheBlindRequirement: the failed_pct<=0 check says
+// which requirement cannot see failed messages, wherever it is listed.
+func TestTheAddedCheckNamesTheBlindRequirement(t *testing.T) {
+	rs := rows("5g", "lossy", 8, 8.1, 8.2)
+	for i := range rs {
+		rs[i].Set("failed_pct", 0.5)
+		rs[i].Set("delay_mean_ms", 4.0)
+	}
+	a, _ := Evaluate(rs, []Requirement{{"delay_p99_ms", "<=", 20}, {"delay_mean_ms", "<=", 20}})
+	c := a[0].Stacks[0].Checks
+	if len(c) != 3 || !c[2].Added || !strings.Contains(c[2].Why, "delay_mean_ms") {
+		t.Errorf("checks %+v: want the added check to name delay_mean_ms", c)
+	}
+}
