@@ -165,10 +165,7 @@ func drawXiBox(p panel) ([]Figure, error) {
 			}
 		}
 	}
-	why := "the scenario's baseline"
-	if !named {
-		why = "the first protocol listed: the scenario names no baseline"
-	}
+	why := baselineWhy(named)
 	pl := groupedBoxes(q.cats, series, boxes, q.xLabel(), "ξ = T / T("+ref+") per repetition")
 	fig, err := render(pl, p.dir, p.stem, "Completion ratio ξ per repetition against "+ref+", "+p.profile,
 		"Each repetition's completion time Δ over "+ref+"'s ("+why+") in the same repetition, which met the same seeded loss: boxes from the first to the third quartile with the median, whiskers at the furthest repetition within 1.5 IQR (study D's view; the xi figure shows the ratio of the means with its interval).", figW, figH)
@@ -200,6 +197,15 @@ func drawReconnectBox(p panel) ([]Figure, error) {
 		"The first measured reconnection of each repetition (the cell's second connection), as the study measured Δ+: boxes from the first to the third quartile with the median, whiskers at the furthest repetition within 1.5 IQR (the reconnect_by_network figure shows the mean over all reconnections).")
 }
 
+// baselineWhy says, in a ξ figure's caption, where its reference came
+// from (xiReference's named).
+func baselineWhy(named bool) string {
+	if named {
+		return "the scenario's baseline"
+	}
+	return "the first protocol listed: the scenario names no baseline (baseline: in the scenario)"
+}
+
 // xiReference is the protocol ξ divides by: the scenario's baseline
 // (study D's presets name mqtt-tls, the study's "traditional TCP/TLS
 // approach"), or, when it names none that ran, the first protocol listed,
@@ -217,10 +223,7 @@ func drawXi(p panel) ([]Figure, error) {
 		return nil, nil
 	}
 	ref, named := xiReference(p.run.Manifest, q.protos)
-	why := "the scenario's baseline"
-	if !named {
-		why = "the first protocol listed: the scenario names no baseline (baseline: in the scenario)"
-	}
+	why := baselineWhy(named)
 	vals := valuesBy(q.rows, "completion_ms", cat)
 	ratio, half := map[string]map[string]float64{}, map[string]map[string]float64{}
 	var series []string
