@@ -385,16 +385,7 @@ func sessionLabels(records []results.Record) (resumption, zeroRTT any) {
 			early[r.EarlyData]++
 		}
 	}
-	label := func(m map[bool]int) any {
-		switch len(m) {
-		case 0:
-			return ""
-		case 2:
-			return "true+false"
-		}
-		return m[true] > 0
-	}
-	return label(resumed), label(early)
+	return proto.Agreement(resumed), proto.Agreement(early)
 }
 
 func counters(d emu.DirectionStats) metrics.Counters {

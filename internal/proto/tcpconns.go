@@ -77,13 +77,18 @@ func (t *TCPConns) Negotiated() (congestion string, ecn any) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	switch {
-	case len(t.ecn) == 0:
-		ecn = ""
-	case len(t.ecn) == 2:
-		ecn = "true+false"
-	default:
-		ecn = t.ecn[true] > 0
+	return strings.Join(names, "+"), Agreement(t.ecn)
+}
+
+// Agreement is a label for a yes-or-no several connections answered,
+// counted by answer: true or false when they all agree, "true+false" when
+// they differ, "" when none answered.
+func Agreement(answers map[bool]int) any {
+	switch len(answers) {
+	case 0:
+		return ""
+	case 2:
+		return "true+false"
 	}
-	return strings.Join(names, "+"), ecn
+	return answers[true] > 0
 }
