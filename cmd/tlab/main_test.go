@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,6 +105,29 @@ func TestFlowsimCommand(t *testing.T) {
 	}
 }
 
+// TestFlowsimRunsTheStudysLinkAndFirstUpdateRules: with no link flags,
+// static moves the study's 234.56 kbit/s in scenario 1 (the link is
+// derived from it), and one table compares autotuning's first-update rules.
+func TestFlowsimRunsTheStudysLinkAndFirstUpdateRules(t *testing.T) {
+	code, out, errs := run("flowsim", "--scenario", "small-buffer", "--allowances", "static,autotuning,autotuning@first-read", "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rows []flowsim.Result
+	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 3 {
+		t.Fatalf("--json: %v, %d rows", err, len(rows))
+	}
+	if got := rows[0].ThroughputMbps * 1000; math.Abs(got-234.56)/234.56 > 0.01 {
+		t.Errorf("static on the default link: %.2f kbit/s, the study's is 234.56", got)
+	}
+	if rows[1].Allowance != "autotuning" || rows[2].Allowance != "autotuning@first-read" {
+		t.Errorf("allowances %q, %q", rows[1].Allowance, rows[2].Allowance)
+	}
+	if code, _, errs := run("flowsim", "--allowances", "static@hold"); code != exitUsage || !strings.Contains(errs, "only autotuning and fast-autotuning") {
+		t.Errorf("static@hold: exit %d, %q", code, errs)
+	}
+}
+
 // TestFlowsimReal measures quic-go through the emulated link beside the
 // simulator: both settings appear from both sources, the measured ones
 // carry every byte, and the qlog files, per-stream CSV and comparison
@@ -111,7 +135,8 @@ func TestFlowsimCommand(t *testing.T) {
 func TestFlowsimReal(t *testing.T) {
 	tbtest.RequirePrivileges(t)
 	dir := t.TempDir()
-	code, out, errs := run("flowsim", "--scenario", "small-buffer", "--allowances", "static", "--real", "--json", "--out", dir)
+	// At 20 ms: the study's 149.4 ms link makes a static transfer last a minute.
+	code, out, errs := run("flowsim", "--scenario", "small-buffer", "--allowances", "static", "--real", "--rtt", "20ms", "--json", "--out", dir)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}

@@ -10,7 +10,9 @@ package flowsim
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -24,8 +26,12 @@ type Window struct {
 	// Size is the current maximum window (W_max) and Upper its bound.
 	Size, Upper int64
 	// LastUpdate is when the previous update was sent (T_interval is
-	// measured from it).
+	// measured from it), and Updates how many were sent.
 	LastUpdate time.Duration
+	Updates    int
+	// FirstRead is when the application first read from the window (set
+	// by the simulator), from which quiche times the first update.
+	FirstRead time.Duration
 	// Occupancy is the buffer occupancy B in percent, as fast autotuning
 	// defines it (set by the simulator before each decision).
 	Occupancy float64
@@ -42,6 +48,60 @@ type Window struct {
 func (w *Window) grant(now time.Duration) {
 	w.MaxOffset = w.Consumed + w.Size
 	w.LastUpdate = now
+	w.Updates++
+}
+
+// FirstUpdate is how a growing allowance times its first update, which has
+// no previous update to measure T_interval from. Its sources differ, and
+// the choice moves when the window first grows (docs/flowsim.md).
+type FirstUpdate string
+
+const (
+	// FirstUpdateOwn is the allowance's own rule: hold for autotuning,
+	// start for fast autotuning.
+	FirstUpdateOwn FirstUpdate = ""
+	// FirstUpdateHold never grows at the first update, as Chromium's
+	// net/quic flow controller did: "if (!prev.IsInitialized()) { ...
+	// first window update ...; return; }".
+	FirstUpdateHold FirstUpdate = "hold"
+	// FirstUpdateFirstRead counts the initial window as an update sent when
+	// the first data were read, as quiche's does today: "Treat the initial
+	// window as if it is a window update, so if 1/2 the window is used in
+	// less than 2 RTTs, the window is increased."
+	FirstUpdateFirstRead FirstUpdate = "first-read"
+	// FirstUpdateStart counts the initial window as an update sent at the
+	// connection's start, as the study's worked example of fast
+	// autotuning does (its first update already grows the window).
+	FirstUpdateStart FirstUpdate = "start"
+)
+
+// firstUpdateRules lists the rules a name may carry after "@".
+var firstUpdateRules = []FirstUpdate{FirstUpdateHold, FirstUpdateFirstRead, FirstUpdateStart}
+
+// quick reports whether this update comes less than two RTTs after the
+// previous one, the first update timed by rule.
+func (w *Window) quick(now, rtt time.Duration, rule FirstUpdate) bool {
+	prev := w.LastUpdate
+	if w.Updates == 0 {
+		switch rule {
+		case FirstUpdateHold:
+			return false
+		case FirstUpdateFirstRead:
+			prev = w.FirstRead
+		default:
+			prev = 0
+		}
+	}
+	return now-prev < 2*rtt
+}
+
+// nameWithRule names an allowance with its first-update rule when the rule
+// is not the allowance's own.
+func nameWithRule(name string, rule, own FirstUpdate) string {
+	if rule == FirstUpdateOwn || rule == own {
+		return name
+	}
+	return name + "@" + string(rule)
 }
 
 // Allowance decides when a receiver sends a window update and how large the
@@ -82,16 +142,24 @@ func (ImprovedStatic) Update(w *Window, now, rtt time.Duration, mss int64) bool 
 }
 
 // Autotuning is Google QUIC's: at an update, if the previous one was less
-// than two RTTs ago, the window doubles, up to its upper bound.
-type Autotuning struct{}
+// than two RTTs ago, the window doubles, up to its upper bound. Its first
+// update holds the window unless First says otherwise.
+type Autotuning struct{ First FirstUpdate }
 
-func (Autotuning) Name() string { return "autotuning" }
+func (a Autotuning) Name() string { return nameWithRule("autotuning", a.First, FirstUpdateHold) }
 
-func (Autotuning) Update(w *Window, now, rtt time.Duration, mss int64) bool {
+func (a Autotuning) rule() FirstUpdate {
+	if a.First == FirstUpdateOwn {
+		return FirstUpdateHold
+	}
+	return a.First
+}
+
+func (a Autotuning) Update(w *Window, now, rtt time.Duration, mss int64) bool {
 	if w.MaxOffset-w.Consumed >= w.Size/2 {
 		return false
 	}
-	if w.LastUpdate > 0 && now-w.LastUpdate < 2*rtt {
+	if w.quick(now, rtt, a.rule()) {
 		w.Size = min(2*w.Size, w.Upper)
 	}
 	w.grant(now)
@@ -110,18 +178,25 @@ func (Autotuning) Update(w *Window, now, rtt time.Duration, mss int64) bool {
 //	    W_maxoffset += W_max - W_avail
 //	    send MAX_STREAM_DATA (or MAX_DATA)
 //
-// The first update has no previous one; it counts as within 2 RTT of the
-// connection's start, as the study's worked example requires.
-type FastAutotuning struct{}
+// The first update has no previous one; unless First says otherwise, it is
+// timed from the connection's start, as the study's worked example
+// requires (its first update grows the window).
+type FastAutotuning struct{ First FirstUpdate }
 
-func (FastAutotuning) Name() string { return "fast-autotuning" }
+func (a FastAutotuning) Name() string {
+	return nameWithRule("fast-autotuning", a.First, FirstUpdateStart)
+}
 
-func (FastAutotuning) Update(w *Window, now, rtt time.Duration, mss int64) bool {
+func (a FastAutotuning) Update(w *Window, now, rtt time.Duration, mss int64) bool {
 	avail := w.MaxOffset - w.Consumed
 	if avail >= w.Size/2 {
 		return false
 	}
-	if now-w.LastUpdate < 2*rtt {
+	rule := a.First
+	if rule == FirstUpdateOwn {
+		rule = FirstUpdateStart
+	}
+	if w.quick(now, rtt, rule) {
 		f := int64(16)
 		switch {
 		case w.Occupancy >= 75:
@@ -150,8 +225,13 @@ func Allowances() []Allowance {
 	return []Allowance{Static{}, ImprovedStatic{}, Autotuning{}, FastAutotuning{}}
 }
 
-// LookupAllowance returns an allowance by name.
+// LookupAllowance returns an allowance by name. A growing allowance's name
+// may end in "@hold", "@first-read" or "@start" to choose how its first
+// update is timed (FirstUpdate).
 func LookupAllowance(name string) (Allowance, error) {
+	if base, rule, ok := strings.Cut(name, "@"); ok {
+		return withFirstUpdate(base, FirstUpdate(rule))
+	}
 	a, ok := allowances[name]
 	if !ok {
 		var names []string
@@ -162,4 +242,18 @@ func LookupAllowance(name string) (Allowance, error) {
 		return nil, fmt.Errorf("unknown allowance %q: want one of %v", name, names)
 	}
 	return a, nil
+}
+
+// withFirstUpdate returns a growing allowance with its first update timed by rule.
+func withFirstUpdate(base string, rule FirstUpdate) (Allowance, error) {
+	if !slices.Contains(firstUpdateRules, rule) {
+		return nil, fmt.Errorf("allowance %s@%s: unknown first-update rule %q: want hold, first-read or start", base, rule, rule)
+	}
+	switch base {
+	case "autotuning":
+		return Autotuning{First: rule}, nil
+	case "fast-autotuning":
+		return FastAutotuning{First: rule}, nil
+	}
+	return nil, fmt.Errorf("allowance %s@%s: only autotuning and fast-autotuning grow their window, so only they take a first-update rule", base, rule)
 }

@@ -37,7 +37,7 @@ func TestImprovedStaticUpdatesOneMSSEarlier(t *testing.T) {
 }
 
 func TestAutotuningDoublesOnlyWithinTwoRTT(t *testing.T) {
-	w := &Window{MaxOffset: 4 * kb, Size: 4 * kb, Upper: 16 * kb, LastUpdate: 10 * time.Millisecond}
+	w := &Window{MaxOffset: 4 * kb, Size: 4 * kb, Upper: 16 * kb, LastUpdate: 10 * time.Millisecond, Updates: 1}
 	consumeTo(Autotuning{}, w, 3*kb, 30*time.Millisecond) // 20 ms since: < 40 ms
 	if w.Size != 8*kb {
 		t.Fatalf("window %d after a quick update, want 8K", w.Size)
@@ -89,5 +89,91 @@ func TestLookupAllowance(t *testing.T) {
 	}
 	if _, err := LookupAllowance("magic"); err == nil {
 		t.Error("unknown allowance accepted")
+	}
+}
+
+// TestFirstUpdateRules checks the three readings of an update that has no
+// previous one, each in its source's words:
+//   - hold, Chromium's net/quic flow controller (2016): "if
+//     (!prev.IsInitialized()) { ... first window update ...; return; }";
+//   - first-read, quiche's today: "Treat the initial window as if it is a
+//     window update, so if 1/2 the window is used in less than 2 RTTs, the
+//     window is increased", timed from the first data read;
+//   - start, the study's worked example: the first update already grows.
+//
+// The receiver reads its first data at 50 ms and half its window at 80 ms
+// (RTT 20 ms): 80 ms from the start, 30 ms from the first read.
+func TestFirstUpdateRules(t *testing.T) {
+	for _, tc := range []struct {
+		a    Allowance
+		want int64
+	}{
+		{Autotuning{}, 4 * kb}, // its own rule: hold
+		{Autotuning{First: FirstUpdateHold}, 4 * kb},
+		{Autotuning{First: FirstUpdateFirstRead}, 8 * kb},
+		{Autotuning{First: FirstUpdateStart}, 4 * kb},
+		{FastAutotuning{}, 4 * kb}, // its own rule: start
+		{FastAutotuning{First: FirstUpdateHold}, 4 * kb},
+		{FastAutotuning{First: FirstUpdateFirstRead}, 16 * 4 * kb},
+		{FastAutotuning{First: FirstUpdateStart}, 4 * kb},
+	} {
+		w := &Window{MaxOffset: 4 * kb, Size: 4 * kb, Upper: 1024 * kb, FirstRead: 50 * time.Millisecond}
+		if !consumeTo(tc.a, w, 3*kb, 80*time.Millisecond) || w.Size != tc.want {
+			t.Errorf("%s: window %d KB after the first update, want %d", tc.a.Name(), w.Size/kb, tc.want/kb)
+		}
+		// Every later update is timed from the previous one, whatever the rule.
+		consumeTo(tc.a, w, w.MaxOffset-1, 90*time.Millisecond)
+		if w.Size <= tc.want {
+			t.Errorf("%s: second update 10 ms after the first did not grow", tc.a.Name())
+		}
+	}
+	// Start, read early enough: the first update grows.
+	w := &Window{MaxOffset: 4 * kb, Size: 4 * kb, Upper: 1024 * kb, FirstRead: 10 * time.Millisecond}
+	if consumeTo(Autotuning{First: FirstUpdateStart}, w, 3*kb, 30*time.Millisecond); w.Size != 8*kb {
+		t.Errorf("autotuning@start: first update 30 ms from the start kept %d KB", w.Size/kb)
+	}
+	w = &Window{MaxOffset: 4 * kb, Size: 4 * kb, Upper: 1024 * kb, FirstRead: 10 * time.Millisecond}
+	if consumeTo(Autotuning{First: FirstUpdateHold}, w, 3*kb, 30*time.Millisecond); w.Size != 4*kb {
+		t.Errorf("autotuning@hold: first update grew to %d KB", w.Size/kb)
+	}
+}
+
+func TestAllowanceNamesCarryTheirFirstUpdateRule(t *testing.T) {
+	for _, name := range []string{"autotuning@first-read", "fast-autotuning@hold", "autotuning@start"} {
+		a, err := LookupAllowance(name)
+		if err != nil || a.Name() != name {
+			t.Errorf("%s: got %v, %v", name, a, err)
+		}
+	}
+	if a, _ := LookupAllowance("autotuning@hold"); a.Name() != "autotuning" {
+		t.Errorf("autotuning's own rule named %q, want plain autotuning", a.Name())
+	}
+	for _, bad := range []string{"static@hold", "autotuning@soon", "quic-go@start"} {
+		if _, err := LookupAllowance(bad); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
+// TestSimulatorTimesFirstReadFromTheApplicationsFirstRead runs a slow
+// reader (4 KB in 35 ms, 20 ms RTT): the connection's first update comes
+// more than two RTTs after the start but less than two after the first
+// read, so only the first-read rule grows the window there.
+func TestSimulatorTimesFirstReadFromTheApplicationsFirstRead(t *testing.T) {
+	for rule, wantGrew := range map[FirstUpdate]bool{FirstUpdateHold: false, FirstUpdateFirstRead: true, FirstUpdateStart: false} {
+		cfg := Scenarios()["small-buffer"][0]
+		cfg.OneWay, cfg.ConsumeRate = 10*time.Millisecond, 4*kb/0.035
+		res, err := Run(cfg, Autotuning{First: rule})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range res.Updates {
+			if u.Stream == -1 {
+				if u.Grew != wantGrew {
+					t.Errorf("%s: the connection's first update at %v grew = %v, want %v", rule, u.T, u.Grew, wantGrew)
+				}
+				break
+			}
+		}
 	}
 }

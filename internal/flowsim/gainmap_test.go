@@ -17,6 +17,7 @@ import (
 // 12.5 MB), whose time congestion control's slow start then sets.
 func TestGainMap(t *testing.T) {
 	c := Scenarios()["large-buffer"][0]
+	c.OneWay = 10 * time.Millisecond // a link on the grid
 	rates, rtts := []float64{10e6, 100e6, 1e9}, []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 100 * time.Millisecond}
 	pts, err := GainMap(c, rates, rtts)
 	if err != nil {

@@ -414,6 +414,12 @@ func (s *sim) receive(e event) error {
 // allowance, at stream and connection level, whether to send updates.
 func (s *sim) consume(stream int, n int64) error {
 	r := &s.recv[stream]
+	if r.consumed == 0 {
+		r.win.FirstRead = s.now
+	}
+	if s.conn.Consumed == 0 {
+		s.conn.FirstRead = s.now
+	}
 	r.consumed += n
 	r.win.Consumed = r.consumed
 	s.conn.Consumed += n

@@ -116,6 +116,7 @@ func BenchmarkLargeBuffer5MB(b *testing.B) {
 // is then two streams' credit per update period, whatever the allowance.
 func TestSteadyStateCreditIsPacketQuantised(t *testing.T) {
 	c := Scenarios()["small-buffer"][0]
+	c.OneWay = 10 * time.Millisecond // docs/flowsim.md's analysis is at 20 ms
 	rate := map[string]float64{}
 	for _, a := range []Allowance{Autotuning{}, FastAutotuning{}} {
 		r, err := Run(c, a)

@@ -5,6 +5,7 @@
 package study
 
 import (
+	"cmp"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,7 +83,8 @@ func (fs FlowStudy) Run(ctx context.Context) (FlowStudyResult, error) {
 	}
 	if fs.Map && len(fs.Configs) > 0 {
 		c := fs.Configs[0]
-		m, err := flowsim.GainMap(c, flowsim.MapRates, flowsim.MapRTTs)
+		// The scenario's own link is always a point of its map.
+		m, err := flowsim.GainMap(c, withValue(flowsim.MapRates, c.Rate), withValue(flowsim.MapRTTs, c.RTT()))
 		if err != nil {
 			return out, err
 		}
@@ -253,4 +256,14 @@ func writeGainMap(path string, pts []flowsim.GainPoint) error {
 		cw.Flush()
 		return cw.Error()
 	})
+}
+
+// withValue returns grid with v added in order, unless it is there already.
+func withValue[T cmp.Ordered](grid []T, v T) []T {
+	if slices.Contains(grid, v) {
+		return grid
+	}
+	out := append(slices.Clone(grid), v)
+	slices.Sort(out)
+	return out
 }
