@@ -57,6 +57,9 @@ func runProfiles(_ context.Context, args []string, stdout, stderr io.Writer) int
 		if d.c.JitterCorrelation > 0 {
 			jitter += fmt.Sprintf(" (correlation %v)", d.c.JitterCorrelation)
 		}
+		if d.c.JitterCoherence > 0 {
+			jitter += fmt.Sprintf(" (coherent over %v)", d.c.JitterCoherence)
+		}
 		fmt.Fprintf(stdout, "  %s: delay %v, jitter %s, rate %s, queue %s, loss %s\n", d.name, d.c.Delay, jitter,
 			rateString(d.c.Rate), queueString(d.c, cfg), lossString(d.c))
 	}

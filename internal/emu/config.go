@@ -84,6 +84,13 @@ type DirectionConfig struct {
 	// function (a Gaussian copula), so the distribution is unchanged and
 	// a slow and a fast stretch come as on a scheduled radio link.
 	JitterCorrelation units.Ratio `yaml:"jitter_correlation" json:"jitter_correlation,omitempty"`
+	// JitterCoherence correlates the jitter in time instead: two packets
+	// Δt apart have their latent normals correlated by exp(−Δt /
+	// JitterCoherence) (an Ornstein–Uhlenbeck process), so a slow stretch
+	// lasts as long whatever the packet rate, as a radio's wait for its
+	// slot or a retransmission does. Packet-to-packet correlation makes a
+	// dense burst cross many more stretches than a sparse one.
+	JitterCoherence units.Duration `yaml:"jitter_coherence" json:"jitter_coherence,omitempty"`
 
 	// Rate limits the direction; 0 means unlimited. Bytes counted are
 	// whole Ethernet frames without preamble and FCS.
@@ -163,6 +170,12 @@ func (d DirectionConfig) Validate() error {
 		return fmt.Errorf("jitter_correlation %v: want 0 to below 100%%", d.JitterCorrelation)
 	case d.JitterCorrelation > 0 && d.Jitter == 0:
 		return errors.New("jitter_correlation without jitter: give jitter too")
+	case d.JitterCoherence < 0:
+		return fmt.Errorf("jitter_coherence %v: want a positive time", d.JitterCoherence)
+	case d.JitterCoherence > 0 && d.Jitter == 0:
+		return errors.New("jitter_coherence without jitter: give jitter too")
+	case d.JitterCoherence > 0 && d.JitterCorrelation > 0:
+		return errors.New("jitter_correlation and jitter_coherence both correlate the jitter, from packet to packet and in time: give one")
 	}
 	if d.Trace != "" && d.Rate != 0 {
 		return errors.New("rate and trace are exclusive: a trace sets the rate")

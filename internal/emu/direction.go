@@ -87,8 +87,15 @@ type DirectionStats struct {
 	// QueueDelay counts the queueing delays of QueuedPackets in
 	// logarithmic buckets, for their percentiles.
 	QueueDelay SojournHistogram `json:"queue_delay_hist"`
-	// Delivered is the one-way delay of every packet released.
+	// Delivered is the one-way delay of every packet released, from its
+	// arrival (its wait in the queue included).
 	Delivered PacketDelays `json:"delivered_delay"`
+	// Sent is the one-way delay of every packet released from the start
+	// of its transmission: what a probe on the sending host sees, since
+	// packet capture taps after the host's transmit queue (Linux's
+	// AF_PACKET sees a packet as the qdisc hands it to the driver), and
+	// the emulated queue stands for that transmit queue.
+	Sent PacketDelays `json:"sent_delay"`
 }
 
 // Drops returns the sum of all drop counters.
@@ -109,7 +116,7 @@ func (s DirectionStats) Sub(o DirectionStats) DirectionStats {
 		Corrupted:  s.Corrupted - o.Corrupted, Reordered: s.Reordered - o.Reordered,
 		QueueDelaySumNs: s.QueueDelaySumNs - o.QueueDelaySumNs, QueueDelayMaxNs: s.QueueDelayMaxNs,
 		QueuedPackets: s.QueuedPackets - o.QueuedPackets, ECNMarked: s.ECNMarked - o.ECNMarked,
-		QueueDelay: s.QueueDelay.Sub(o.QueueDelay), Delivered: s.Delivered.Sub(o.Delivered),
+		QueueDelay: s.QueueDelay.Sub(o.QueueDelay), Delivered: s.Delivered.Sub(o.Delivered), Sent: s.Sent.Sub(o.Sent),
 	}
 }
 
@@ -288,7 +295,11 @@ func (d *Direction) Offer(now int64, f Frame, emit Emit) {
 
 	lost := d.loss.Lost()
 	p := Packet{Arrived: now, Size: f.Size, Flow: f.Flow, ECN: f.ECN, Ref: f.Ref}
-	p.jitterNs = d.jitter.Sample()
+	if d.cfg.JitterCoherence == 0 {
+		// Drawn per arrival, so that every protocol meets the same
+		// packet-to-packet pattern.
+		p.jitterNs = d.jitter.Sample(now)
+	}
 	p.dup = d.dupRng.Float64() < float64(d.cfg.Duplicate)
 	p.reord = d.reordRng.Float64() < float64(d.cfg.Reorder)
 	p.corrDraw = d.corrRng.Float64()
@@ -305,7 +316,7 @@ func (d *Direction) Offer(now int64, f Frame, emit Emit) {
 		return
 	}
 	if d.shaper == nil {
-		d.release(p, now, emit)
+		d.release(p, now, now, emit)
 		return
 	}
 	d.drainWire(now)
@@ -373,13 +384,19 @@ func (d *Direction) Transmit(now int64, emit Emit) {
 			d.drop(p, DropRetries, emit)
 			continue
 		}
-		d.release(p, depart, emit)
+		d.release(p, start, depart, emit)
 	}
 }
 
 // release emits a transmitted packet's release: its departure plus the
-// delay and its jitter, in order unless jitter may reorder.
-func (d *Direction) release(p Packet, depart int64, emit Emit) {
+// delay and its jitter, in order unless jitter may reorder. start is when
+// its transmission began.
+func (d *Direction) release(p Packet, start, depart int64, emit Emit) {
+	if d.cfg.JitterCoherence > 0 {
+		// Jitter correlated in time belongs to when the packet meets the
+		// link: the start of its transmission, after the queue.
+		p.jitterNs = d.jitter.Sample(start)
+	}
 	release := depart + d.delayNs + int64(p.jitterNs)
 	release = max(release, depart)
 	if p.reord {
@@ -391,6 +408,7 @@ func (d *Direction) release(p Packet, depart int64, emit Emit) {
 		d.lastRelease = release
 	}
 	d.Stats.Delivered.add(release - p.Arrived)
+	d.Stats.Sent.add(release - start)
 	v := Verdict{Release: release, CorruptBit: -1, Mark: p.Mark}
 	if p.dup {
 		v.Duplicate = true

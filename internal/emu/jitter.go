@@ -6,14 +6,15 @@ import (
 )
 
 // JitterModel draws the deviation of one packet's delay from the base delay,
-// in nanoseconds. It draws from its own generator once per call.
+// in nanoseconds, for a packet arriving at (ns on the link clock, never
+// decreasing). It draws from its own generator at most once per call.
 type JitterModel interface {
-	Sample() float64
+	Sample(at int64) float64
 }
 
 type noJitter struct{}
 
-func (noJitter) Sample() float64 { return 0 }
+func (noJitter) Sample(int64) float64 { return 0 }
 
 type jitterDist struct {
 	dist  string
@@ -22,9 +23,14 @@ type jitterDist struct {
 	// corr is the AR(1) coefficient of the latent normal z (0: each
 	// packet independent, drawn as before correlation existed, so that
 	// uncorrelated links keep their seeded patterns).
-	corr    float64
-	z       float64
-	started bool
+	corr float64
+	// coherence, when set, makes the latent an Ornstein–Uhlenbeck process
+	// of that time constant (ns) instead: corr then comes from the time
+	// since the previous packet, exp(−Δt/coherence).
+	coherence float64
+	z         float64
+	last      int64
+	started   bool
 }
 
 // paretoShape is netem's shape parameter for its pareto tables.
@@ -43,7 +49,20 @@ var (
 // deviation scale: a right tail of 4 standard deviations at its p99, no
 // more than 0.76 below). With a correlation each comes from the latent
 // AR(1) normal through its quantile function.
-func (j *jitterDist) Sample() float64 {
+func (j *jitterDist) Sample(at int64) float64 {
+	if j.coherence > 0 {
+		switch {
+		case !j.started:
+			j.z, j.started = j.rng.NormFloat64(), true
+		case at > j.last:
+			// The exact step of an Ornstein–Uhlenbeck process of unit
+			// variance over Δt; packets at one instant share z.
+			r := math.Exp(-float64(at-j.last) / j.coherence)
+			j.z = r*j.z + math.Sqrt(1-r*r)*j.rng.NormFloat64()
+		}
+		j.last = max(j.last, at)
+		return j.quantile(j.z) * j.scale
+	}
 	if j.corr > 0 {
 		e := j.rng.NormFloat64()
 		if j.started {
@@ -104,5 +123,6 @@ func newJitterModel(d DirectionConfig, rng *rand.Rand) JitterModel {
 	if dist == "" {
 		dist = DistUniform
 	}
-	return &jitterDist{dist: dist, scale: float64(d.Jitter.D().Nanoseconds()), rng: rng, corr: float64(d.JitterCorrelation)}
+	return &jitterDist{dist: dist, scale: float64(d.Jitter.D().Nanoseconds()), rng: rng, corr: float64(d.JitterCorrelation),
+		coherence: float64(d.JitterCoherence.D().Nanoseconds())}
 }

@@ -18,7 +18,7 @@ func drawJitter(t *testing.T, d DirectionConfig, n int, seed uint64) []float64 {
 	m := newJitterModel(d, rand.New(rand.NewPCG(seed, 1)))
 	out := make([]float64, n)
 	for i := range out {
-		out[i] = m.Sample() / 1e6 // ms
+		out[i] = m.Sample(int64(i)*int64(time.Millisecond)) / 1e6 // ms, a packet a millisecond
 	}
 	return out
 }
@@ -119,6 +119,46 @@ func TestCorrelatedJitter(t *testing.T) {
 		t.Errorf("uncorrelated jitter: lag-1 correlation %.4f", r)
 	}
 	for _, bad := range []DirectionConfig{{Jitter: ms, JitterCorrelation: 1}, {Jitter: ms, JitterCorrelation: -0.1}, {JitterCorrelation: 0.5}} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("%+v validated", bad)
+		}
+	}
+}
+
+// TestJitterCoherenceIsATimeConstant: with jitter_coherence τ the latent
+// normal is an Ornstein–Uhlenbeck process, so two packets Δt apart
+// correlate by exp(−Δt/τ) whatever the packet rate: with τ = 5 ms, 0.8187
+// at 1 ms and 0.3679 at 5 ms; packets at the same instant share their
+// jitter; the spread stays the configured one.
+func TestJitterCoherenceIsATimeConstant(t *testing.T) {
+	const n = 200000
+	cfg := DirectionConfig{Jitter: units.Duration(time.Millisecond), JitterDist: DistNormal, JitterCoherence: units.Duration(5 * time.Millisecond)}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, gap := range []time.Duration{time.Millisecond, 5 * time.Millisecond} {
+		m := newJitterModel(cfg, rand.New(rand.NewPCG(7, 1)))
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = m.Sample(int64(i)*int64(gap)) / 1e6
+		}
+		want := math.Exp(-float64(gap) / float64(5*time.Millisecond))
+		if r := lag1(v); math.Abs(r-want) > 0.01 {
+			t.Errorf("packets %v apart: lag-1 correlation %.4f, want exp(−Δt/τ) = %.4f", gap, r, want)
+		}
+		if _, sd := meanSD(v); math.Abs(sd-1) > 0.03 {
+			t.Errorf("packets %v apart: sd %.4f ms, want 1", gap, sd)
+		}
+	}
+	m := newJitterModel(cfg, rand.New(rand.NewPCG(7, 1)))
+	if a, b := m.Sample(1e6), m.Sample(1e6); a != b {
+		t.Errorf("two packets at one instant: jitter %.0f and %.0f ns", a, b)
+	}
+	for _, bad := range []DirectionConfig{
+		{Jitter: units.Duration(time.Millisecond), JitterCorrelation: 0.5, JitterCoherence: units.Duration(time.Millisecond)},
+		{JitterCoherence: units.Duration(time.Millisecond)},
+		{Jitter: units.Duration(time.Millisecond), JitterCoherence: -1},
+	} {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("%+v validated", bad)
 		}

@@ -44,3 +44,39 @@ func TestDirectionCountsEveryPacketsDelay(t *testing.T) {
 		t.Errorf("n %d mean %.3f ms std %.3f ms; want 1000, 10, about 0.58 (uniform ±1 ms)", got.N, got.Mean(), got.Std())
 	}
 }
+
+// TestSentDelayStartsAfterTheQueue: a 1 Mbit/s direction with 10 ms of
+// delay is sent a burst of ten 1250-byte packets at once. Each takes
+// 10 ms to transmit, so the k-th waits 10·k ms in the queue: the delay
+// from arrival is 10·k + 10 + 10 ms, while a probe tapping after the
+// sender's queue (as Linux's packet capture does, after the qdisc) sees
+// 20 ms for every packet.
+func TestSentDelayStartsAfterTheQueue(t *testing.T) {
+	d := mustDirection(t, DirectionConfig{Delay: units.Duration(10 * time.Millisecond), Rate: units.Bitrate(1e6), QueuePackets: 100}, 1)
+	for range 10 {
+		admit(d, 0, 1250)
+	}
+	sent, all := d.Stats.Sent, d.Stats.Delivered
+	if sent.N != 10 || math.Abs(sent.Mean()-20) > 0.01 || sent.Std() > 0.01 {
+		t.Errorf("after the queue: n %d mean %.3f ms std %.3f ms, want 10 packets at 20 ms", sent.N, sent.Mean(), sent.Std())
+	}
+	if all.N != 10 || math.Abs(all.Mean()-65) > 0.01 {
+		t.Errorf("from arrival: n %d mean %.3f ms, want 10 packets averaging 20 + 45 ms of queue", all.N, all.Mean())
+	}
+}
+
+// TestCoherentJitterFollowsTransmissionTimes: a burst of 100 packets that
+// arrives at once leaves a 10 Mbit/s queue over 120 ms; with jitter
+// coherent over 5 ms the packets must not share one draw (the latent
+// moves between their transmissions), and the spread of their delays
+// after the queue is the configured one.
+func TestCoherentJitterFollowsTransmissionTimes(t *testing.T) {
+	d := mustDirection(t, DirectionConfig{Delay: units.Duration(50 * time.Millisecond), Rate: units.Bitrate(10e6), QueuePackets: 1000,
+		Jitter: units.Duration(2 * time.Millisecond), JitterDist: DistNormal, JitterCoherence: units.Duration(5 * time.Millisecond), JitterReorders: true}, 1)
+	for range 100 {
+		admit(d, 0, 1500)
+	}
+	if sd := d.Stats.Sent.Std(); sd < 1 || sd > 3 {
+		t.Errorf("delays after the queue: sd %.3f ms across a 120 ms burst, want about the configured 2 ms", sd)
+	}
+}

@@ -389,9 +389,10 @@ func sessionLabels(records []results.Record) (resumption, zeroRTT any) {
 }
 
 func counters(d emu.DirectionStats) metrics.Counters {
-	p := d.Delivered
+	p, q := d.Sent, d.Delivered
 	return metrics.Counters{RxPackets: d.RxPackets, RxBytes: d.RxBytes, TxPackets: d.TxPackets, TxBytes: d.TxBytes, Drops: d.Drops(),
-		DelayMeanMs: p.Mean(), DelayStdMs: p.Std(), DelayStepMs: p.MeanStep(), DelayP50Ms: p.Hist.Quantile(0.5), DelayP99Ms: p.Hist.Quantile(0.99)}
+		DelayMeanMs: p.Mean(), DelayStdMs: p.Std(), DelayStepMs: p.MeanStep(), DelayP50Ms: p.Hist.Quantile(0.5), DelayP99Ms: p.Hist.Quantile(0.99),
+		QueuedDelayMeanMs: q.Mean(), QueuedDelayP99Ms: q.Hist.Quantile(0.99)}
 }
 
 // lineCounter counts the lines written through it (to w, when set).

@@ -3,9 +3,12 @@ package metrics
 import "math"
 
 // The packet-level metrics: every frame the workload's link delivered,
-// client to server, timed by the emulator from arrival to release (the
-// hosts' interfaces meet it within microseconds), as a passive probe on
-// both ends (study E's Qosium) sees them. The same for every transport: a
+// client to server, timed by the emulator as a passive probe on both ends
+// (study E's Qosium) sees them: from the start of the frame's
+// transmission, since packet capture taps after the sending host's
+// transmit queue, which the emulated queue stands for, to its release
+// (the hosts' interfaces meet the emulator within microseconds). Two more
+// count the wait in that queue too. The same for every transport: a
 // stream transport's packets are counted as a datagram transport's are.
 // NaN where the link does not measure the workload alone (a real path,
 // cross traffic).
@@ -23,7 +26,7 @@ func upDelay(f func(Counters) float64) func(*Input) float64 {
 func init() {
 	for _, m := range []Metric{
 		{Name: "pkt_owd_mean_ms", Kind: Measured, Unit: "ms", Header: "PKT OWD ms", Precision: 2,
-			Definition: "Mean one-way delay, client to server, of every packet the link delivered in the measured window (from its arrival at the emulator to its release: queue, transmission, delay, jitter), as a passive probe on both ends sees it (study E measured with one, Qosium). Every transport's packets alike: TCP's and QUIC's segments and ACKs as well as datagrams. Empty across a real path or with cross traffic.",
+			Definition: "Mean one-way delay, client to server, of every packet the link delivered in the measured window, as a passive probe on both ends sees it (study E measured with one, Qosium): from the start of the packet's transmission to its release (transmission, delay, jitter), since packet capture taps after the sending host's transmit queue, which the link's queue stands for (pkt_owd_queued_* add that wait). Every transport's packets alike: TCP's and QUIC's segments and ACKs as well as datagrams. Empty across a real path or with cross traffic.",
 			Compute:    upDelay(func(c Counters) float64 { return c.DelayMeanMs })},
 		{Name: "pkt_owd_p50_ms", Kind: Measured, Unit: "ms", Header: "PKT OWD P50", Precision: 2,
 			Definition: "Median of that packet one-way delay (from a histogram: within 12.5 %).",
@@ -37,6 +40,12 @@ func init() {
 		{Name: "pkt_jitter_ms", Kind: Measured, Unit: "ms", Header: "PKT JITTER ms", Precision: 3,
 			Definition: "The variation of the client-to-server packet delay over the whole measured window (study E's jitter): the mean absolute difference between consecutive packets' one-way delays (RFC 3550's D), averaged over every packet rather than the running estimate's last value, the same way for every transport.",
 			Compute:    upDelay(func(c Counters) float64 { return c.DelayStepMs })},
+		{Name: "pkt_owd_queued_mean_ms", Kind: Measured, Unit: "ms", Header: "PKT OWD+Q ms", Precision: 2,
+			Definition: "Mean one-way delay, client to server, of every packet the link delivered, from its arrival at the link: pkt_owd_mean_ms plus the wait in the sender's transmit queue (the link's queue), which a probe on the sending host does not see but the packet does.",
+			Compute:    upDelay(func(c Counters) float64 { return c.QueuedDelayMeanMs })},
+		{Name: "pkt_owd_queued_p99_ms", Kind: Measured, Unit: "ms", Header: "PKT OWD+Q P99", Precision: 2,
+			Definition: "99th percentile of that delay from arrival, the queue's wait included (from a histogram: within 12.5 %).",
+			Compute:    upDelay(func(c Counters) float64 { return c.QueuedDelayP99Ms })},
 	} {
 		Register(m)
 	}

@@ -146,10 +146,14 @@ type Counters struct {
 	TxPackets, TxBytes uint64 // frames the link delivered
 	Drops              uint64
 	// The one-way delay of every frame the link delivered, as a passive
-	// probe on both ends sees it (emu.PacketDelays): its mean, standard
-	// deviation and mean step between consecutive frames (exact), and
-	// its median and 99th percentile (from a histogram, within 12.5 %).
+	// probe on both ends sees it, from the start of its transmission
+	// (emu.DirectionStats.Sent): its mean, standard deviation and mean
+	// step between consecutive frames (exact), and its median and 99th
+	// percentile (from a histogram, within 12.5 %).
 	DelayMeanMs, DelayStdMs, DelayStepMs, DelayP50Ms, DelayP99Ms float64
+	// The same delay from the frame's arrival at the link, its wait in the
+	// sender's transmit queue included (emu.DirectionStats.Delivered).
+	QueuedDelayMeanMs, QueuedDelayP99Ms float64
 }
 
 // Input is what a cell's metrics are computed from.

@@ -178,7 +178,7 @@ func (f Frames) Info() Info {
 		Needs:   proto.CapFrames,
 		Metrics: []string{"frames", "frames_lost_pct", "failed_pct", "frame_rtt_p50_ms", "frame_rtt_p95_ms", "frame_rtt_p99_ms", "frame_rtt_mean_ms",
 			"delay_p50_ci_low_ms", "delay_p50_ci_high_ms", "delay_p95_ci_low_ms", "delay_p95_ci_high_ms", "deadline_miss_pct", "owd_p50_ms", "owd_p99_ms", "owd_offset_uncertainty_ms", "jitter_rfc3550_ms",
-			"pkt_owd_mean_ms", "pkt_owd_p50_ms", "pkt_owd_p99_ms", "pkt_owd_std_ms", "pkt_jitter_ms", "packets_lost_pct", "throughput_mbps", "late_sends"},
+			"pkt_owd_mean_ms", "pkt_owd_p50_ms", "pkt_owd_p99_ms", "pkt_owd_std_ms", "pkt_jitter_ms", "pkt_owd_queued_mean_ms", "pkt_owd_queued_p99_ms", "packets_lost_pct", "throughput_mbps", "late_sends"},
 		Table:    []string{"frames", "frames_lost_pct", "frame_rtt_p50_ms", "frame_rtt_p99_ms", "deadline_miss_pct", "pkt_owd_p50_ms", "pkt_jitter_ms", "packets_lost_pct", "throughput_mbps"},
 		Columns:  []string{"owd_ms", "packets_sent", "packets_arrived", "deadline_miss"},
 		Plots:    []string{"rtt_by_size", "pkt_owd_by_size", "jitter_by_size", "throughput_by_size", "delay_cdf"},
