@@ -330,7 +330,7 @@ func waitForCells(t *testing.T, dir string, n int) {
 // TestRecordRecoversTheLink records a known path (10 ms each way; up:
 // normal jitter of 1 ms, 20 Mbit/s, Gilbert-Elliott loss of 3 % in bursts
 // of 3 on average; down: a rate trace alternating 10 and 30 Mbit/s every
-// 2 s) and checks that the fitted profile recovers it within stated
+// 2 s, with a 400 ms outage that holds its packets every 8 s) and checks that the fitted profile recovers it within stated
 // tolerances; then a run replayed on the recording agrees with the same
 // run across the path.
 func TestRecordRecoversTheLink(t *testing.T) {
@@ -343,6 +343,9 @@ func TestRecordRecoversTheLink(t *testing.T) {
 		perMs := mbit * 1e6 / (1500 * 8) / 1000
 		acc := 0.0
 		for ms := s * 2000; ms < (s+1)*2000; ms++ {
+			if ms >= 5000 && ms < 5400 {
+				continue // the outage: no delivery, packets wait
+			}
 			for acc += perMs; acc >= 1; acc-- {
 				fmt.Fprintln(&trace, ms+1)
 			}
@@ -451,6 +454,17 @@ func TestRecordRecoversTheLink(t *testing.T) {
 		t.Error(err)
 	} else {
 		within("down mean rate (Mbit/s)", emu.TraceMeanRate(ops)/1e6, 20, 5)
+		// The outages are the trace's, not jitter's: stretches of 300
+		// to 500 ms without a delivery opportunity, one per 8 s.
+		gaps := 0
+		for i := 1; i < len(ops); i++ {
+			if g := time.Duration(ops[i] - ops[i-1]); g >= 300*time.Millisecond && g <= 500*time.Millisecond {
+				gaps++
+			}
+		}
+		if gaps < 2 {
+			t.Errorf("the down trace has %d stretches of 300-500 ms without delivery; the path held its packets for 400 ms every 8 s", gaps)
+		}
 	}
 	// A replay agrees with the path: the same run across the path and on
 	// the recording, alternately (--replay), delay p50 within 2 ms or

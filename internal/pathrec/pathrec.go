@@ -30,6 +30,7 @@ import (
 	"sync"
 	"time"
 
+	"tlab/internal/emu"
 	"tlab/internal/remote"
 )
 
@@ -259,9 +260,15 @@ func trainRate(at []int64, bits float64) float64 {
 // Direction is what a recording says of one direction.
 type Direction struct {
 	// DelayMs is half the median round trip, less what the emulator adds
-	// on replay (the probe's serialisation, a trace's wait); JitterMs the
-	// standard deviation of the direction's one-way delay.
+	// on replay (the probe's serialisation, a trace's wait, a stall);
+	// JitterMs the standard deviation of what of the direction's one-way
+	// delay variation the replayed rate does not explain, JitterDist its
+	// shape, and Coherence its correlation in time (0: none).
 	DelayMs, JitterMs float64
+	JitterDist        string
+	Coherence         time.Duration
+	// Stalls are the stretches in which the direction held its packets.
+	Stalls []Stall
 	// LossPct and MeanBurst (consecutive probes lost) of the direction.
 	LossPct, MeanBurst float64
 	// RateBps is the median train rate; Rates the trains over time.
@@ -278,8 +285,10 @@ type Fit struct {
 
 // Fit fits a link to the recording.
 func (r *Recording) Fit() (Fit, error) {
-	var rtts, up, down []float64
+	var rtts []float64
+	var up, down []probeTiming
 	var upLost, downLost []bool
+	var t0, agent0 int64
 	for _, p := range r.Probes {
 		upLost = append(upLost, !p.AgentSaw)
 		if !p.AgentSaw {
@@ -294,39 +303,75 @@ func (r *Recording) Fit() (Fit, error) {
 		// the path's round trip. (An agent that does not say sends 0.)
 		left := max(p.AgentNs, p.AgentSentNs)
 		u, d := float64(p.AgentNs-p.SentNs)/1e6, float64(p.BackNs-left)/1e6
+		if len(rtts) == 0 {
+			t0, agent0 = r.Probes[0].SentNs, left-(p.SentNs-r.Probes[0].SentNs)
+		}
 		rtts = append(rtts, u+d)
-		up = append(up, u)
-		down = append(down, d)
+		// Entry times on the recording's clock: the agent's, moved by
+		// its offset as the first echo saw it (its one-way delay is in
+		// the offset: the down entries come about half a round trip
+		// early, well within a train's spacing).
+		up = append(up, probeTiming{at: p.SentNs - t0, owd: u})
+		down = append(down, probeTiming{at: left - agent0, owd: d})
 	}
 	if len(rtts) < 10 {
 		return Fit{}, fmt.Errorf("only %d of %d probes came back: the path (or the prober's port %d) is closed", len(rtts), len(r.Probes), r.Options.Port)
 	}
 	f := Fit{Probes: len(r.Probes), RTTMinMs: slices.Min(rtts), RTTMedianMs: median(rtts)}
-	f.Up = direction(f.RTTMedianMs, up, upLost, r.Up)
-	f.Down = direction(f.RTTMedianMs, down, downLost, r.Down)
-	// The probes' round trips include what the emulator will add again
-	// on replay: their serialisation at each direction's rate and, on a
-	// rate that varies (a trace), the wait for the next 1500-byte delivery
-	// opportunity (half its spacing on average).
+	f.Up = direction(upLost, r.Up)
+	f.Down = direction(downLost, r.Down)
+	total := r.Duration
+	if total <= 0 {
+		total = time.Duration(len(r.Probes)) * time.Second / time.Duration(max(r.Options.Rate, 1))
+	}
+	spacing := time.Second / time.Duration(max(r.Options.Rate, 1))
+	size := r.Options.ProbeSize + frameOverhead
+	if r.Options.ProbeSize == 0 {
+		size = 200 + frameOverhead
+	}
+	// What the replayed rate explains, then the stalls it does not, then
+	// what is left is jitter: each effect fitted once.
+	base := make([]float64, len(rtts))
+	copy(base, rtts)
+	for _, x := range []struct {
+		d *Direction
+		p []probeTiming
+	}{{&f.Up, up}, {&f.Down, down}} {
+		at, owd := make([]int64, len(x.p)), make([]float64, len(x.p))
+		for i, p := range x.p {
+			at[i], owd[i] = p.at, p.owd
+		}
+		waits, err := replayWaits(*x.d, total, at, size)
+		if err != nil {
+			return Fit{}, err
+		}
+		if x.d.Stalls = stallsIn(x.p, waits, spacing); len(x.d.Stalls) > 0 {
+			if waits, err = replayWaits(*x.d, total, at, size); err != nil {
+				return Fit{}, err
+			}
+		}
+		x.d.JitterMs, x.d.JitterDist, x.d.Coherence = jitterShape(owd, waits, spacing)
+		for i := range base {
+			base[i] -= waits[i]
+		}
+	}
+	// Each direction gets half the median round trip the replay's rate
+	// leaves (the split needs one clock at both ends: it is not known),
+	// lifted by how far a lognormal jitter's median lies below the base.
 	for _, d := range []*Direction{&f.Up, &f.Down} {
-		if d.RateBps <= 0 {
-			continue
+		d.DelayMs = median(base) / 2
+		if d.JitterDist == emu.DistLogNormal {
+			d.DelayMs += lognormalMedianShift * d.JitterMs
 		}
-		adjust := float64((r.Options.ProbeSize+frameOverhead)*8) / d.RateBps * 1e3
-		if variable(d.Rates) {
-			adjust += 1500 * 8 / d.RateBps * 1e3 / 2
-		}
-		d.DelayMs = math.Max(d.DelayMs-adjust, 0)
+		d.DelayMs = math.Max(d.DelayMs, 0)
 	}
 	return f, nil
 }
 
-// direction fits one direction: half the median round trip (the split
-// between the directions needs one clock at both ends: it is not known),
-// and the standard deviation of its one-way delay variation (which the
-// clocks' offset does not touch) as its jitter.
-func direction(rttMedian float64, owd []float64, lost []bool, trains []Train) Direction {
-	d := Direction{DelayMs: rttMedian / 2, JitterMs: stddev(owd), Rates: despike(trains)}
+// direction fits one direction's loss and rates; its delay and jitter
+// come from Fit, once the replayed rate's share is known.
+func direction(lost []bool, trains []Train) Direction {
+	d := Direction{Rates: despike(trains)}
 	d.LossPct, d.MeanBurst = lossRuns(lost)
 	var rates []float64
 	for _, t := range trains {
@@ -427,8 +472,8 @@ func variable(trains []Train) bool {
 
 // Trace writes a direction's rates over time as a mahimahi trace: each
 // train's rate holds until the next, as 1500-byte delivery opportunities
-// in whole milliseconds.
-func Trace(trains []Train, total time.Duration) []byte {
+// in whole milliseconds, none within a stall.
+func Trace(trains []Train, stalls []Stall, total time.Duration) []byte {
 	var b strings.Builder
 	b.WriteString("# tlab record: delivery opportunities of 1500 bytes, ms\n")
 	for i, t := range trains {
@@ -438,7 +483,14 @@ func Trace(trains []Train, total time.Duration) []byte {
 		}
 		perMs := t.RateBps / (1500 * 8) / 1000 // opportunities per ms
 		acc := 0.0
-		for ms := t.At.Milliseconds(); ms < end.Milliseconds(); ms++ {
+		from := t.At
+		if i == 0 {
+			from = 0 // the first train's rate holds from the start
+		}
+		for ms := from.Milliseconds(); ms < end.Milliseconds(); ms++ {
+			if inStall(stalls, time.Duration(ms)*time.Millisecond) {
+				continue
+			}
 			acc += perMs
 			for acc >= 1 {
 				b.WriteString(strconv.FormatInt(ms+1, 10))
@@ -450,6 +502,16 @@ func Trace(trains []Train, total time.Duration) []byte {
 	return []byte(b.String())
 }
 
+// inStall tells whether t falls within a stall.
+func inStall(stalls []Stall, t time.Duration) bool {
+	for _, s := range stalls {
+		if t >= s.From && t < s.To {
+			return true
+		}
+	}
+	return false
+}
+
 // Profile writes the fit as a link profile (YAML) named name; a direction
 // whose rate varied refers to a trace file in traceDir, returned by path,
 // to be written there.
@@ -458,17 +520,23 @@ func (f Fit) Profile(name, agent string, r *Recording, traceDir string) ([]byte,
 	var b strings.Builder
 	fmt.Fprintf(&b, "name: %s\n", name)
 	fmt.Fprintf(&b, "description: \"The path to the tlab agent at %s, recorded by tlab record on %s over %v.\"\n", agent, r.Start.UTC().Format(time.RFC3339), r.Duration.Round(time.Second))
-	fmt.Fprintf(&b, "source: \"tlab record: %d probes at %d/s and %d+%d packet trains; round trip min %.2f ms, median %.2f ms. Each direction gets half the median round trip (the split needs one clock at both ends); jitter is the standard deviation of its one-way delay (normal), probes right after a train left out; loss is what the probes met, bursts as the simple Gilbert model; rate from train dispersion (the bottleneck's capacity, not what other traffic left). docs/methodology.md says what a recording cannot capture.\"\n",
+	fmt.Fprintf(&b, "source: \"tlab record: %d probes at %d/s and %d+%d packet trains; round trip min %.2f ms, median %.2f ms. Each direction gets half the median round trip less what the replayed rate adds to a probe (the split needs one clock at both ends); rate from train dispersion (the bottleneck's capacity, not what other traffic left), as a trace when it varied or the direction stalled (held its packets and let them go at once: a stretch of the trace without delivery opportunities); jitter is what of the one-way delay variation the replayed rate and stalls do not explain (the variances' difference), lognormal when clearly right-skewed, correlated in time from consecutive probes, probes right after a train left out; loss is what the probes met, bursts as the simple Gilbert model. docs/methodology.md says what a recording cannot capture.\"\n",
 		f.Probes, r.Options.Rate, len(r.Up), len(r.Down), f.RTTMinMs, f.RTTMedianMs)
 	for _, d := range []struct {
 		key string
 		dir Direction
 	}{{"up", f.Up}, {"down", f.Down}} {
-		fmt.Fprintf(&b, "%s:\n  delay: %.3fms\n  jitter: %.3fms\n  jitter_dist: normal\n", d.key, d.dir.DelayMs, d.dir.JitterMs)
+		fmt.Fprintf(&b, "%s:\n  delay: %.3fms\n", d.key, d.dir.DelayMs)
+		if d.dir.JitterMs > 0 {
+			fmt.Fprintf(&b, "  jitter: %.3fms\n  jitter_dist: %s\n", d.dir.JitterMs, d.dir.JitterDist)
+			if d.dir.Coherence > 0 {
+				fmt.Fprintf(&b, "  jitter_coherence: %v\n", d.dir.Coherence)
+			}
+		}
 		switch {
-		case variable(d.dir.Rates):
+		case d.dir.replaysTrace():
 			file := filepath.Join(traceDir, name+"-"+d.key+".trace")
-			traces[file] = Trace(d.dir.Rates, r.Duration)
+			traces[file] = Trace(d.dir.replayRates(), d.dir.Stalls, r.Duration)
 			fmt.Fprintf(&b, "  trace: %s\n", file)
 		case d.dir.RateBps > 0:
 			fmt.Fprintf(&b, "  rate: %.0fkbit\n", d.dir.RateBps/1000)

@@ -1,0 +1,253 @@
+package pathrec
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"tlab/internal/emu"
+	"tlab/internal/units"
+)
+
+// Fitting each effect once. A direction replayed at a rate, and above all
+// on a rate trace, delays the probes by itself: each waits for its
+// transmission, and on a trace for the next delivery opportunity, longer
+// in a slow stretch. A path that stalled (held its packets, then let them
+// go at once) delayed them too. Fitting jitter to the probes' raw delay
+// variation counts all of it a second time on replay (the trace adds it,
+// and the jitter again). So the fit runs the probes through the rate it
+// will replay, with the stalls it found, and gives jitter only what that
+// leaves unexplained.
+
+// Stall is a stretch in which a direction delivered nothing and held what
+// it got (a handover, a scheduling gap, a short outage): its probes came
+// out together at its end. On replay it is a stretch of the rate trace
+// without delivery opportunities.
+type Stall struct {
+	From, To time.Duration // since the recording started
+}
+
+// probeTiming is one direction's view of a probe that crossed it: when it
+// entered the direction (ns since the recording started, on the sender's
+// clock as near as the recording knows it) and its one-way delay (ms, with
+// the clocks' unknown offset: only its variation is used).
+type probeTiming struct {
+	at  int64
+	owd float64
+}
+
+// stallsIn finds the stalls in a direction's probe delays, given what the
+// replay explains already (waits, one per probe): a run of at least three
+// probes that left the direction together (each arrived within a quarter
+// of the probes' spacing after the one before, though sent a spacing
+// apart), the first of them delayed beyond the rest of the recording's
+// variation (more than four robust standard deviations above the median)
+// and by more than two and a half spacings. A shorter hold is what
+// jitter with in-order delivery does by itself (a slow packet holds the
+// next ones), and stays jitter.
+func stallsIn(p []probeTiming, waits []float64, spacing time.Duration) []Stall {
+	if len(p) < 10 {
+		return nil
+	}
+	res := make([]float64, len(p))
+	for i := range p {
+		res[i] = p[i].owd - waits[i]
+	}
+	base, spread := median(res), robustSD(res)
+	var out []Stall
+	for i := 0; i < len(p)-2; {
+		j := i
+		for j+1 < len(p) {
+			sent := float64(p[j+1].at-p[j].at) / 1e6
+			arrived := sent + res[j+1] - res[j]
+			if sent <= 0 || arrived > sent/4 {
+				break
+			}
+			j++
+		}
+		excess := res[i] - base
+		if j-i >= 2 && excess > 4*spread && excess > 2.5*float64(spacing)/1e6 {
+			from := time.Duration(p[i].at)
+			if i > 0 {
+				// It began after the last probe that crossed unheld.
+				from = time.Duration(p[i-1].at+p[i].at) / 2
+			}
+			out = append(out, Stall{From: from, To: time.Duration(p[i].at) + time.Duration(excess*1e6)})
+			i = j + 1
+			continue
+		}
+		i++
+	}
+	return out
+}
+
+// replayWaits runs a direction's probes (their entry times, in order)
+// through the rate the fit replays, a constant or a trace with the stalls
+// cut out of it, with no delay, jitter or loss and a queue deep enough to
+// hold them, and returns each one's wait in ms: what the replay adds to a
+// probe by itself.
+func replayWaits(d Direction, total time.Duration, at []int64, size int) ([]float64, error) {
+	cfg := emu.DirectionConfig{QueuePackets: 100000}
+	var ops []int64
+	switch {
+	case d.replaysTrace():
+		var err error
+		ops, err = emu.ParseTrace("recorded", strings.NewReader(string(Trace(d.replayRates(), d.Stalls, total))))
+		if err != nil {
+			return nil, err
+		}
+		if len(ops) == 0 {
+			return nil, fmt.Errorf("a trace without delivery opportunities")
+		}
+		cfg.Trace = "recorded"
+	case d.RateBps > 0:
+		cfg.Rate = units.Bitrate(d.RateBps)
+	default:
+		return make([]float64, len(at)), nil
+	}
+	dir, err := emu.NewDirection(cfg, 0, 1, "replay", ops)
+	if err != nil {
+		return nil, err
+	}
+	waits := make([]float64, len(at))
+	emit := func(ref int32, v emu.Verdict) {
+		if v.Drop == emu.Delivered {
+			waits[ref] = float64(v.Release-at[ref]) / 1e6
+		}
+	}
+	for i, t := range at {
+		dir.Offer(t, emu.Frame{Size: size, Ref: int32(i)}, emit)
+	}
+	dir.Transmit(math.MaxInt64, emit)
+	return waits, nil
+}
+
+// replaysTrace tells whether the direction is replayed on a trace: its
+// rate varied, or it stalled.
+func (d Direction) replaysTrace() bool {
+	return variable(d.Rates) || len(d.Stalls) > 0 && d.RateBps > 0
+}
+
+// replayRates are the rates a trace replays: the trains', or the median
+// rate throughout when only stalls make it a trace.
+func (d Direction) replayRates() []Train {
+	if variable(d.Rates) {
+		return d.Rates
+	}
+	return []Train{{At: 0, RateBps: d.RateBps}}
+}
+
+// jitterShape fits what is left of the delay once the replay's waits are
+// taken out: its spread is what the replay must add (the measured
+// variance less the waits', so that the two together give the path's),
+// its shape lognormal when it is clearly right-skewed (a radio's
+// retransmissions, a busy hop) and normal otherwise, and its correlation
+// in time from the lag-1 correlation of probes a spacing apart, as
+// exp(−spacing/τ).
+func jitterShape(owd, waits []float64, spacing time.Duration) (sd float64, dist string, coherence time.Duration) {
+	res := make([]float64, len(owd))
+	for i := range owd {
+		res[i] = owd[i] - waits[i]
+	}
+	v := variance(owd) - variance(waits)
+	if v <= 0 {
+		return 0, emu.DistNormal, 0
+	}
+	sd, dist = math.Sqrt(v), emu.DistNormal
+	// A lognormal of tlab's (exp of a standard normal) has a skewness of
+	// 6.2; a normal's is 0. Half of one is clearly skewed.
+	if skewness(res) > 3 {
+		dist = emu.DistLogNormal
+	}
+	// In rank (Spearman's), which a skewed law does not bend, turned into
+	// the latent normal's correlation as the Gaussian copula relates them.
+	if rs := lag1(ranks(res)); rs > 0.2 && rs < 1 {
+		r := 2 * math.Sin(math.Pi*rs/6)
+		coherence = time.Duration(-float64(spacing) / math.Log(r)).Round(100 * time.Microsecond)
+	}
+	return sd, dist, coherence
+}
+
+func variance(v []float64) float64 {
+	s := stddev(v)
+	return s * s
+}
+
+func skewness(v []float64) float64 {
+	if len(v) < 3 {
+		return 0
+	}
+	var m float64
+	for _, x := range v {
+		m += x
+	}
+	m /= float64(len(v))
+	var m2, m3 float64
+	for _, x := range v {
+		d := x - m
+		m2 += d * d
+		m3 += d * d * d
+	}
+	m2 /= float64(len(v))
+	m3 /= float64(len(v))
+	if m2 == 0 {
+		return 0
+	}
+	return m3 / math.Pow(m2, 1.5)
+}
+
+// lag1 is the Pearson correlation of consecutive values.
+func lag1(v []float64) float64 {
+	if len(v) < 3 {
+		return 0
+	}
+	var m float64
+	for _, x := range v {
+		m += x
+	}
+	m /= float64(len(v))
+	var num, den float64
+	for i, x := range v {
+		den += (x - m) * (x - m)
+		if i > 0 {
+			num += (x - m) * (v[i-1] - m)
+		}
+	}
+	if den == 0 {
+		return 0
+	}
+	return num / den
+}
+
+// ranks returns each value's rank.
+func ranks(v []float64) []float64 {
+	idx := make([]int, len(v))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return v[idx[a]] < v[idx[b]] })
+	r := make([]float64, len(v))
+	for rank, i := range idx {
+		r[i] = float64(rank)
+	}
+	return r
+}
+
+// robustSD is the median absolute deviation scaled to a normal's standard
+// deviation: a few stalled probes do not move it.
+func robustSD(v []float64) float64 {
+	m := median(v)
+	dev := make([]float64, len(v))
+	for i, x := range v {
+		dev[i] = math.Abs(x - m)
+	}
+	return 1.4826 * median(dev)
+}
+
+// lognormalMedianShift is how far below its mean tlab's lognormal jitter
+// (exp of a standard normal, shifted to mean zero, scaled to unit
+// standard deviation) has its median, in standard deviations: the replay
+// adds it to the base delay's median, so the fit lifts the base by it.
+var lognormalMedianShift = (math.Exp(0.5) - 1) / math.Sqrt((math.E-1)*math.E)
