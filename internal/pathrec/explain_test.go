@@ -181,6 +181,7 @@ func TestFitCountsEachEffectOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Logf("up: delay %.2f ms, jitter %.2f ms %s; down: delay %.2f ms, jitter %.2f ms %s, stalls %v", f.Up.DelayMs, f.Up.JitterMs, f.Up.JitterDist, f.Down.DelayMs, f.Down.JitterMs, f.Down.JitterDist, f.Down.Stalls)
 			// A normal jitter's sample spread over ~1700 probes is within
 			// a few per cent; what the rate leaves unexplained (the
 			// trace's opportunities against a constant link's) is under
@@ -224,6 +225,7 @@ func TestFitKeepsTheJittersShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("up: %.2f ms %s over %v; down: %.2f ms %s over %v", f.Up.JitterMs, f.Up.JitterDist, f.Up.Coherence, f.Down.JitterMs, f.Down.JitterDist, f.Down.Coherence)
 	if f.Up.JitterDist != emu.DistLogNormal || f.Up.Coherence < 14*time.Millisecond || f.Up.Coherence > 26*time.Millisecond {
 		t.Errorf("up: %s jitter coherent over %v, the path's lognormal over 20ms", f.Up.JitterDist, f.Up.Coherence)
 	}
