@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"tlab/internal/remote"
+	"tlab/internal/units"
 )
 
 func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -20,12 +21,20 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&limits.MaxServers, "max-servers", limits.MaxServers, "servers one controller may run at once")
 	fs.IntVar(&limits.MinPort, "min-port", limits.MinPort, "lowest port a server may bind")
 	fs.IntVar(&limits.MaxPort, "max-port", limits.MaxPort, "highest port a server may bind")
+	maxLoad := fs.String("max-load", fmt.Sprintf("%dMbit", limits.MaxLoadMbps), "most load a loaded recording (tlab record) may ask this agent to send the controller (0: none)")
+	fs.IntVar(&limits.MaxLoadS, "max-load-time", limits.MaxLoadS, "longest such load, seconds")
 	idle := fs.Duration("idle", time.Duration(limits.IdleS)*time.Second, "end a session whose controller is silent this long, stopping its servers")
 	maxSession := fs.Duration("max-session", time.Duration(limits.MaxSessionS)*time.Second, "end any session after this long")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	limits.IdleS, limits.MaxSessionS = max(int(idle.Seconds()), 1), max(int(maxSession.Seconds()), 1)
+	ml, err := units.ParseBitrate(*maxLoad)
+	if err != nil || ml < 0 {
+		fmt.Fprintf(stderr, "tlab agent: --max-load %q: want a rate such as 50Mbit, or 0\n", *maxLoad)
+		return exitUsage
+	}
+	limits.MaxLoadMbps = int(float64(ml) / 1e6)
 	a, pairing, ln, err := remote.PrepareAgent(remote.AgentOptions{Listen: *listen, StateDir: *state, NoToken: *noToken, Limits: limits, Log: stderr})
 	if err != nil {
 		return errorExit(stderr, err)

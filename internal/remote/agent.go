@@ -42,12 +42,17 @@ type Limits struct {
 	// An unpaired peer can hold its share for unpairedLife at the most.
 	MaxPending      int `json:"max_pending"`
 	MaxPendingPerIP int `json:"max_pending_per_ip"`
+	// MaxLoadMbps and MaxLoadS bound the load a path prober sends the
+	// controller for a loaded recording (0 Mbit/s: none): it fills the
+	// user's own network, so it is the agent's owner who sets how much.
+	MaxLoadMbps int `json:"max_load_mbps"`
+	MaxLoadS    int `json:"max_load_s"`
 }
 
 // DefaultLimits are an agent's limits unless told otherwise.
 func DefaultLimits() Limits {
 	return Limits{MaxServers: 8, MinPort: 1024, MaxPort: 65535, MaxSessionS: 7 * 24 * 3600, IdleS: 20, MaxNoiseMs: 5000,
-		MaxPending: 64, MaxPendingPerIP: 8}
+		MaxPending: 64, MaxPendingPerIP: 8, MaxLoadMbps: 100, MaxLoadS: 10}
 }
 
 // unpairedLife is all the time a connection gets to finish its TLS
@@ -489,6 +494,21 @@ func (s *session) handle(req Request) (any, error) {
 		r.Close()
 		delete(s.servers, args.ID)
 		return rep, nil
+	case OpProbeFill:
+		var args FillArgs
+		if err := decodeArgs(req, &args); err != nil {
+			return nil, err
+		}
+		r, ok := s.servers[args.ID].(*reflector)
+		if !ok {
+			return nil, fmt.Errorf("no prober %d in this session", args.ID)
+		}
+		l := s.agent.Limits
+		if err := r.fill(args, float64(l.MaxLoadMbps)*1e6, time.Duration(l.MaxLoadS)*time.Second); err != nil {
+			return nil, err
+		}
+		s.agent.logf("controller %s: prober %d sends a load of %.1f Mbit/s for %d ms", short(s.peer), args.ID, args.RateBps/1e6, args.Millis)
+		return struct{}{}, nil
 	case OpArrivals:
 		var args ArrivalsArgs
 		if err := decodeArgs(req, &args); err != nil {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -428,4 +429,95 @@ func arrivalsFit(t *testing.T, perFrame int) {
 		t.Errorf("%d of %d arrivals came back", got, frames)
 	}
 	t.Logf("%d arrivals in %d pages", frames, pages)
+}
+
+// TestProberFillIsBounded: a loaded recording's fill goes to the address
+// the controller's cookie'd probes came from and nowhere else, at the rate
+// asked; the agent refuses a fill before any probe, beyond its
+// --max-load rate or --max-load-time, while one runs, once the prober's
+// fill time is spent, and at all with --max-load 0. Load packets to the
+// prober are counted and never answered.
+func TestProberFillIsBounded(t *testing.T) {
+	limits := DefaultLimits()
+	limits.MaxLoadMbps, limits.MaxLoadS = 10, 1
+	_, addr, pairing, _ := testAgent(t, limits)
+	c := pairedFrom(t, addr, pairing)
+	var probe ProbeResult
+	probePort := freePort(t)
+	if err := c.Call(OpProbe, ProbeArgs{Port: probePort, Seconds: 60}, &probe); err != nil {
+		t.Fatal(err)
+	}
+	fill := func(rate float64, ms int) error {
+		return c.Call(OpProbeFill, FillArgs{ID: probe.ID, RateBps: rate, Millis: ms, Size: 1000}, nil)
+	}
+	if err := fill(5e6, 500); err == nil || !strings.Contains(err.Error(), "no probe") {
+		t.Errorf("a fill before any probe: %v", err)
+	}
+	ctl := listen(t, controllerIP)
+	victim := listen(t, thirdHostIP)
+	agentAt := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: probePort}
+	// Load packets (cookie'd, from the controller) are counted, not answered.
+	for i := range 20 {
+		ctl.conn.WriteToUDP(ProbePacket{Kind: probeLoad, Cookie: probe.Cookie, Seq: uint32(i)}.Marshal(1000), agentAt)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := ctl.bytes.Load(); n != 0 {
+		t.Errorf("load packets drew %d bytes", n)
+	}
+	for _, bad := range []struct {
+		rate float64
+		ms   int
+	}{{20e6, 500}, {5e6, 1500}, {0, 500}, {5e6, 0}} {
+		if err := fill(bad.rate, bad.ms); err == nil {
+			t.Errorf("a fill of %.0f bit/s for %d ms was accepted", bad.rate, bad.ms)
+		}
+	}
+	start := time.Now()
+	if err := fill(8e6, 1000); err != nil {
+		t.Fatal(err)
+	}
+	if err := fill(8e6, 500); err == nil || !strings.Contains(err.Error(), "running") {
+		t.Errorf("a second fill while one runs: %v", err)
+	}
+	for time.Since(start) < 1500*time.Millisecond {
+		time.Sleep(50 * time.Millisecond)
+	}
+	// 8 Mbit/s of 1042-byte frames (1000 + 42) for 1 s: 960 packets of
+	// 1000 bytes each, 960 kB, as the controller reads them.
+	got := ctl.bytes.Load()
+	if want := int64(960_000); got < want*8/10 || got > want*11/10 {
+		t.Errorf("the controller received %d bytes of fill, want about %d", got, want)
+	}
+	if n := victim.bytes.Load(); n != 0 {
+		t.Errorf("a third host received %d bytes of fill", n)
+	}
+	// Three of the longest fills per prober: 1 s was spent, two more
+	// (each once the one before has ended), then none.
+	granted := 0
+	for range 4 {
+		if fill(1e5, 1000) == nil {
+			granted++
+		}
+		time.Sleep(1100 * time.Millisecond)
+	}
+	if granted != 2 {
+		t.Errorf("%d more fills of the longest time granted, want 2 (three per prober)", granted)
+	}
+	var rep ProbeReport
+	if err := c.Call(OpProbeReport, StopArgs{ID: probe.ID}, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Load.Packets != 20 || rep.Load.Bytes != 20000 {
+		t.Errorf("the prober counted %d load packets, %d bytes; want 20 and 20000", rep.Load.Packets, rep.Load.Bytes)
+	}
+	// --max-load 0: no fill at all.
+	limits.MaxLoadMbps = 0
+	_, addr0, pairing0, _ := testAgent(t, limits)
+	c0 := pairedFrom(t, addr0, pairing0)
+	if err := c0.Call(OpProbe, ProbeArgs{Port: freePort(t), Seconds: 60}, &probe); err != nil {
+		t.Fatal(err)
+	}
+	if err := c0.Call(OpProbeFill, FillArgs{ID: probe.ID, RateBps: 1e5, Millis: 100, Size: 1000}, nil); err == nil || !strings.Contains(err.Error(), "no load") {
+		t.Errorf("a fill from an agent with --max-load 0: %v", err)
+	}
 }

@@ -29,6 +29,8 @@ const (
 	probeEcho      = 'E' // echo me, stamped
 	probeTrainReq  = 'T' // send me a train: seq = packets, time = size
 	probeTrainData = 'D' // a train's packet: seq = index, time = train id
+	probeLoad      = 'L' // a loaded recording's packet to the agent: counted, never answered
+	probeFill      = 'F' // a loaded recording's packet from the agent: seq = index, time = its send time
 	// TrainsPerSecond and TrainBurst bound the trains a reflector sends
 	// (one a second is what tlab record asks).
 	TrainsPerSecond = 4
@@ -41,6 +43,9 @@ const (
 	TrackedProbes   = 1 << 18
 	MaxTrain        = 64
 	MaxProbeSize    = 1400
+	// FillsPerProber is how many of the agent's longest loads one
+	// reflector may send in all (a loaded recording asks for one).
+	FillsPerProber = 3
 	// probeSentEnd is where an echo's optional second agent time ends:
 	// an echo of at least this size also carries when the agent sent it.
 	probeSentEnd = probeHeader + 8
@@ -86,7 +91,7 @@ func ParseProbe(b []byte) (ProbePacket, error) {
 		p.AgentSentNs = int64(binary.BigEndian.Uint64(b[probeHeader:]))
 	}
 	switch p.Kind {
-	case probeEcho, probeTrainReq, probeTrainData:
+	case probeEcho, probeTrainReq, probeTrainData, probeLoad, probeFill:
 		return p, nil
 	}
 	return ProbePacket{}, fmt.Errorf("probe kind %q", p.Kind)
@@ -106,12 +111,47 @@ type ProbeResult struct {
 }
 
 // ProbeReport is what a reflector saw: the echo probes that arrived, as
-// a bit set by sequence number, and the trains it sent.
+// a bit set by sequence number, the trains it sent, the load packets it
+// received and the fill packets it sent.
 type ProbeReport struct {
-	Received []byte `json:"received"`
-	Count    int    `json:"count"`
-	Trains   int    `json:"trains"`
-	Refused  int    `json:"refused"`
+	Received []byte     `json:"received"`
+	Count    int        `json:"count"`
+	Trains   int        `json:"trains"`
+	Refused  int        `json:"refused"`
+	Load     LoadReport `json:"load"`
+	Filled   int        `json:"filled"`
+}
+
+// LoadReport counts the load packets one end received: how many, their
+// bytes, how many carried a CE mark, and the first and last arrival (the
+// receiver's clock, ns).
+type LoadReport struct {
+	Packets, Bytes, CE int
+	FirstNs, LastNs    int64
+}
+
+// Add counts one load packet of n bytes that arrived at ns with ECN ecn.
+func (l *LoadReport) Add(n int, ns int64, ecn byte) {
+	if l.Packets == 0 {
+		l.FirstNs = ns
+	}
+	l.Packets++
+	l.Bytes += n
+	l.LastNs = ns
+	if ecn == 3 {
+		l.CE++
+	}
+}
+
+// FillArgs asks a reflector (ID, from probe) to send the controller a
+// load: RateBps for Millis, in datagrams of Size bytes, ECN-capable
+// (ECT(0)), to the address its probes come from. The agent's limits bound
+// the rate and the time, and a reflector runs one fill at a time.
+type FillArgs struct {
+	ID      int     `json:"id"`
+	RateBps float64 `json:"rate_bps"`
+	Millis  int     `json:"millis"`
+	Size    int     `json:"size"`
 }
 
 // reflector is the agent's side of the prober.
@@ -127,8 +167,17 @@ type reflector struct {
 	count       int
 	trains      int
 	refused     int
-	done        chan struct{}
-	once        sync.Once
+	load        LoadReport
+	// controller is where the controller's cookie'd probes come from:
+	// the only place a fill goes. filling is set while one runs, and
+	// fillLeft is the fill time the reflector may still spend.
+	controller *net.UDPAddr
+	filling      bool
+	fillBudgeted bool
+	fillLeft     time.Duration
+	filled     int
+	done       chan struct{}
+	once       sync.Once
 }
 
 func startReflector(n allowNet, port int, life time.Duration) (*reflector, error) {
@@ -162,18 +211,25 @@ func startReflector(n allowNet, port int, life time.Duration) (*reflector, error
 func (r *reflector) serve() {
 	buf := make([]byte, 2048)
 	for {
-		n, from, now, err := r.conn.ReadStamped(buf)
+		n, from, now, ecn, err := r.conn.ReadStampedECN(buf)
 		if err != nil {
 			return
 		}
 		p, err := ParseProbe(buf[:n])
-		if err != nil || p.Cookie != r.cookie || !from.IP.Equal(r.allowed) {
+		if err != nil || p.Cookie != r.cookie || !from.IP.Equal(r.allowed) || p.Kind == probeFill || p.Kind == probeTrainData {
 			r.mu.Lock()
 			r.refused++
 			r.mu.Unlock()
 			continue
 		}
+		r.mu.Lock()
+		r.controller = from
+		r.mu.Unlock()
 		switch p.Kind {
+		case probeLoad:
+			r.mu.Lock()
+			r.load.Add(n, now, ecn)
+			r.mu.Unlock()
 		case probeEcho:
 			if p.Seq < TrackedProbes {
 				r.mu.Lock()
@@ -229,7 +285,71 @@ func (r *reflector) report() ProbeReport {
 	for last > 0 && r.seen[last-1] == 0 {
 		last--
 	}
-	return ProbeReport{Received: append([]byte(nil), r.seen[:last]...), Count: r.count, Trains: r.trains, Refused: r.refused}
+	return ProbeReport{Received: append([]byte(nil), r.seen[:last]...), Count: r.count, Trains: r.trains, Refused: r.refused, Load: r.load, Filled: r.filled}
+}
+
+// fill sends the controller a paced load, within the limits: at most
+// maxBps and maxTime per fill, one at a time, and no more fill time in
+// all than the reflector was given. It returns once the fill has begun.
+func (r *reflector) fill(a FillArgs, maxBps float64, maxTime time.Duration) error {
+	r.mu.Lock()
+	if !r.fillBudgeted {
+		r.fillLeft, r.fillBudgeted = FillsPerProber*maxTime, true
+	}
+	r.mu.Unlock()
+	d := time.Duration(a.Millis) * time.Millisecond
+	switch {
+	case maxBps <= 0:
+		return errors.New("refused: this agent sends no load (--max-load 0)")
+	case a.RateBps <= 0 || a.RateBps > maxBps:
+		return fmt.Errorf("refused: a load of %.0f bit/s: want up to %.0f (the agent's --max-load)", a.RateBps, maxBps)
+	case d <= 0 || d > maxTime:
+		return fmt.Errorf("refused: a load for %v: want up to %v", d, maxTime)
+	case a.Size < probeHeader || a.Size > MaxProbeSize:
+		return fmt.Errorf("refused: load packets of %d bytes: want %d to %d", a.Size, probeHeader, MaxProbeSize)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.controller == nil:
+		return errors.New("refused: no probe from the controller yet, so no address to send a load to")
+	case r.filling:
+		return errors.New("refused: a load is running already")
+	case d > r.fillLeft:
+		return fmt.Errorf("refused: a load for %v: this prober has %v of load left", d, r.fillLeft)
+	}
+	r.filling, r.fillLeft = true, r.fillLeft-d
+	to := *r.controller
+	go func() {
+		defer func() {
+			r.mu.Lock()
+			r.filling = false
+			r.mu.Unlock()
+		}()
+		gap := time.Duration(float64(a.Size+42) * 8 / a.RateBps * 1e9)
+		start := time.Now()
+		for i := 0; ; i++ {
+			at := start.Add(time.Duration(i) * gap)
+			if at.Sub(start) >= d {
+				return
+			}
+			if w := time.Until(at); w > 0 {
+				select {
+				case <-time.After(w):
+				case <-r.done:
+					return
+				}
+			}
+			pkt := ProbePacket{Kind: probeFill, Cookie: r.cookie, Seq: uint32(i), TimeNs: time.Now().UnixNano()}.Marshal(a.Size)
+			if r.conn.WriteECN(pkt, &to, 2) != nil {
+				return
+			}
+			r.mu.Lock()
+			r.filled++
+			r.mu.Unlock()
+		}
+	}()
+	return nil
 }
 
 // Close stops the reflector.

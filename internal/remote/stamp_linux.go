@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,7 +32,8 @@ func Stamp(c *net.UDPConn) (*StampedConn, error) {
 	return sc, nil
 }
 
-// stampSocket sets SO_TIMESTAMPNS on c.
+// stampSocket sets SO_TIMESTAMPNS on c, and IP_RECVTOS where it can (a
+// read then also says the packet's ECN field).
 func stampSocket(c *net.UDPConn) (*StampedConn, error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
@@ -40,13 +42,15 @@ func stampSocket(c *net.UDPConn) (*StampedConn, error) {
 	var serr error
 	if err := raw.Control(func(fd uintptr) {
 		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
+		// Best effort: an IPv6 socket has no IPv4 TOS to report.
+		unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_RECVTOS, 1)
 	}); err != nil {
 		return nil, fmt.Errorf("kernel receive timestamps: %w", err)
 	}
 	if serr != nil {
 		return nil, fmt.Errorf("kernel receive timestamps (SO_TIMESTAMPNS): %w", serr)
 	}
-	return &StampedConn{UDPConn: c, oob: make([]byte, unix.CmsgSpace(16))}, nil
+	return &StampedConn{UDPConn: c, oob: make([]byte, unix.CmsgSpace(16)+unix.CmsgSpace(4))}, nil
 }
 
 // awaitArrivalStamps waits until the kernel stamps packets as they
@@ -103,15 +107,50 @@ func awaitArrivalStamps(limit time.Duration) {
 // clock). A packet the kernel did not stamp gets the read's time. Not
 // safe for concurrent reads.
 func (c *StampedConn) ReadStamped(b []byte) (int, *net.UDPAddr, int64, error) {
+	n, from, ns, _, err := c.ReadStampedECN(b)
+	return n, from, ns, err
+}
+
+// ReadStampedECN is ReadStamped that also returns the packet's ECN field
+// (the IP header's two low TOS bits: 3 is CE, congestion experienced; 0
+// where the kernel did not say).
+func (c *StampedConn) ReadStampedECN(b []byte) (int, *net.UDPAddr, int64, byte, error) {
 	n, oobn, _, from, err := c.ReadMsgUDP(b, c.oob)
 	if err != nil {
-		return 0, nil, 0, err
+		return 0, nil, 0, 0, err
 	}
 	ns, ok := receiveTime(c.oob[:oobn])
 	if !ok {
 		ns = time.Now().UnixNano()
 	}
-	return n, from, ns, nil
+	return n, from, ns, receiveECN(c.oob[:oobn]), nil
+}
+
+// WriteECN sends b to addr with the ECN field ecn (ECT(0) is 2): the
+// IP_TOS control message sets it for this datagram alone.
+func (c *StampedConn) WriteECN(b []byte, addr *net.UDPAddr, ecn byte) error {
+	oob := make([]byte, unix.CmsgSpace(4))
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+	h.Level, h.Type = unix.IPPROTO_IP, unix.IP_TOS
+	h.SetLen(unix.CmsgLen(4))
+	binary.NativeEndian.PutUint32(oob[unix.CmsgLen(0):], uint32(ecn&3))
+	_, _, err := c.WriteMsgUDP(b, oob, addr)
+	return err
+}
+
+// receiveECN finds the IP_TOS control message among oob's and returns
+// its ECN bits.
+func receiveECN(oob []byte) byte {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return 0
+	}
+	for _, m := range msgs {
+		if m.Header.Level == unix.IPPROTO_IP && m.Header.Type == unix.IP_TOS && len(m.Data) >= 1 {
+			return m.Data[0] & 3
+		}
+	}
+	return 0
 }
 
 // receiveTime finds the SCM_TIMESTAMPNS control message (a struct

@@ -97,3 +97,44 @@ func TestEchoCarriesTheAgentsSendTime(t *testing.T) {
 		t.Errorf("%d bytes: %+v, %v; want %+v", probeHeader, got, err, want)
 	}
 }
+
+// TestECNTravelsBothWays: a datagram sent with WriteECN's ECT(0) reads
+// back with ECN 2, one sent plainly with 0: the field a loaded recording
+// counts CE marks in.
+func TestECNTravelsBothWays(t *testing.T) {
+	rx, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rx.Close()
+	in, err := Stamp(rx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	txc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txc.Close()
+	tx, err := Stamp(txc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := rx.LocalAddr().(*net.UDPAddr)
+	buf := make([]byte, 64)
+	for _, want := range []byte{2, 1, 0} {
+		if want == 0 {
+			_, err = txc.WriteToUDP([]byte("plain"), to)
+		} else {
+			err = tx.WriteECN([]byte("marked"), to, want)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		rx.SetReadDeadline(time.Now().Add(2 * time.Second))
+		_, _, _, ecn, err := in.ReadStampedECN(buf)
+		if err != nil || ecn != want {
+			t.Errorf("sent with ECN %d, read %d (%v)", want, ecn, err)
+		}
+	}
+}

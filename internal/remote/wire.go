@@ -32,10 +32,11 @@ const (
 	OpBye         = "bye"          // end the session: everything it started stops
 	OpProbe       = "probe"        // a path prober's reflector for a while
 	OpProbeReport = "probe_report" // what the reflector saw, and stop it
+	OpProbeFill   = "probe_fill"   // the reflector sends the controller a bounded load
 	OpArrivals    = "arrivals"     // what a frame server saw, page by page
 )
 
-var ops = []string{OpPair, OpHello, OpPing, OpServe, OpStop, OpNoise, OpBye, OpProbe, OpProbeReport, OpArrivals}
+var ops = []string{OpPair, OpHello, OpPing, OpServe, OpStop, OpNoise, OpBye, OpProbe, OpProbeReport, OpProbeFill, OpArrivals}
 
 // Request is one controller message.
 type Request struct {
