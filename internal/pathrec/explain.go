@@ -163,7 +163,7 @@ func jitterShape(owd, waits []float64, spacing time.Duration) (sd float64, dist 
 	}
 	// In rank (Spearman's), which a skewed law does not bend, turned into
 	// the latent normal's correlation as the Gaussian copula relates them.
-	if rs := lag1(ranks(res)); rs > 0.2 && rs < 1 {
+	if rs := lag1(ranks(res)); sd >= 0.01 && rs > 0.2 && rs < 1 {
 		r := 2 * math.Sin(math.Pi*rs/6)
 		coherence = time.Duration(-float64(spacing) / math.Log(r)).Round(100 * time.Microsecond)
 	}

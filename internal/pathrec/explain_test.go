@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"tlab/internal/emu"
+	"tlab/internal/remote"
 	"tlab/internal/units"
 )
 
@@ -16,6 +17,11 @@ import (
 type pathSpec struct {
 	up, down       emu.DirectionConfig
 	upOps, downOps []int64
+	// loadUp and loadDown, when set, add the loaded phase: each direction
+	// in turn gets ECT(0) load packets at that rate for loadFor, as
+	// tlab record --load sends them.
+	loadUp, loadDown float64
+	loadFor          time.Duration
 }
 
 // recordThrough makes the recording tlab record would make of the path,
@@ -27,8 +33,23 @@ type pathSpec struct {
 func recordThrough(t *testing.T, p pathSpec, dur time.Duration) *Recording {
 	t.Helper()
 	const offset = int64(3 * time.Second)
-	o := Options{Duration: dur}
+	o := Options{Duration: dur, Load: p.loadUp > 0 || p.loadDown > 0, LoadFor: p.loadFor}
 	o.defaults()
+	extra, _ := o.LoadPlan()
+	upFrom := dur
+	downFrom := upFrom + o.LoadFor + loadSettle
+	phase := func(at int64) byte {
+		t := time.Duration(at)
+		switch {
+		case !o.Load || t < upFrom:
+			return PhaseRest
+		case t < upFrom+o.LoadFor:
+			return PhaseUpLoad
+		case t >= downFrom && t < downFrom+o.LoadFor:
+			return PhaseDownLoad
+		}
+		return PhaseSettle
+	}
 	up, err := emu.NewDirection(p.up, 0, 11, "path/up", p.upOps)
 	if err != nil {
 		t.Fatal(err)
@@ -37,40 +58,80 @@ func recordThrough(t *testing.T, p pathSpec, dur time.Duration) *Recording {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := int(dur / (10 * time.Millisecond))
+	n := int((dur + extra) / (10 * time.Millisecond))
+	rest := int(dur / (10 * time.Millisecond))
 	rec := &Recording{Duration: dur, Options: o, Probes: make([]Probe, n)}
 	type offer struct {
 		at   int64
 		size int
-		ref  int32 // probe index, or -1-k for the k-th train packet
+		ref  int32 // probe index, -1-k for the k-th train packet, loadRef-k for a load's
+		ecn  uint8
+	}
+	const loadRef = -1 << 24
+	loads := func(rate float64, from time.Duration) []offer {
+		if rate <= 0 {
+			return nil
+		}
+		var out []offer
+		gap := bitsOf(LoadSize) / rate * 1e9
+		for k := 0; time.Duration(float64(k)*gap) < o.LoadFor; k++ {
+			out = append(out, offer{at: int64(from) + int64(float64(k)*gap), size: LoadSize + frameOverhead, ref: int32(loadRef - k), ecn: 2})
+		}
+		return out
 	}
 	trainSize := o.TrainSize + frameOverhead
 	var upOffers []offer
 	for i := range n {
 		at := int64(i) * int64(10*time.Millisecond)
-		rec.Probes[i] = Probe{Seq: uint32(i), SentNs: at, NearTrain: at%int64(time.Second) < int64(trainShadow) && at >= int64(time.Second)}
+		rec.Probes[i] = Probe{Seq: uint32(i), SentNs: at, Phase: phase(at), NearTrain: i < rest && at%int64(time.Second) < int64(trainShadow) && at >= int64(time.Second)}
 		upOffers = append(upOffers, offer{at: at, size: o.ProbeSize + frameOverhead, ref: int32(i)})
-		if i%100 == 0 && i > 0 {
+		if i%100 == 0 && i > 0 && i < rest {
 			for j := range o.TrainLen {
 				upOffers = append(upOffers, offer{at: at, size: trainSize, ref: int32(-1 - (i/100)*o.TrainLen - j)})
 			}
 		}
 	}
-	run := func(d *emu.Direction, offers []offer) map[int32]int64 {
-		out := map[int32]int64{}
+	// What a load's far end counts, on its own clock (the agent's is
+	// offset ahead): its packets' arrivals and CE marks.
+	count := func(got map[int32]int64, marked map[int32]bool, clock int64) remote.LoadReport {
+		var refs []int32
+		for ref := range got {
+			if ref <= loadRef {
+				refs = append(refs, ref)
+			}
+		}
+		slices.Sort(refs)
+		slices.Reverse(refs) // in send order
+		var r remote.LoadReport
+		for _, ref := range refs {
+			ecn := byte(2)
+			if marked[ref] {
+				ecn = 3
+			}
+			r.Add(LoadSize, got[ref]+clock, ecn)
+		}
+		return r
+	}
+	run := func(d *emu.Direction, offers []offer) (map[int32]int64, map[int32]bool) {
+		out, marked := map[int32]int64{}, map[int32]bool{}
 		emit := func(ref int32, v emu.Verdict) {
 			if v.Drop == emu.Delivered {
-				out[ref] = v.Release
+				out[ref], marked[ref] = v.Release, v.Mark
 			}
 		}
 		slices.SortStableFunc(offers, func(a, b offer) int { return int(a.at - b.at) })
 		for _, f := range offers {
-			d.Offer(f.at, emu.Frame{Size: f.size, Ref: f.ref}, emit)
+			d.Offer(f.at, emu.Frame{Size: f.size, Ref: f.ref, ECN: f.ecn, Flow: uint32(f.ref >> 31 & 1)}, emit)
 		}
 		d.Transmit(math.MaxInt64, emit)
-		return out
+		return out, marked
 	}
-	upGot := run(up, upOffers)
+	upLoad := loads(p.loadUp, upFrom)
+	upOffers = append(upOffers, upLoad...)
+	upGot, upMarked := run(up, upOffers)
+	if p.loadUp > 0 {
+		rec.UpLoad = LoadRun{OfferedBps: p.loadUp, From: upFrom, To: upFrom + o.LoadFor, Sent: len(upLoad), Got: count(upGot, upMarked, offset)}
+	}
 	var downOffers []offer
 	for i := range n {
 		if r, ok := upGot[int32(i)]; ok {
@@ -80,7 +141,7 @@ func recordThrough(t *testing.T, p pathSpec, dur time.Duration) *Recording {
 	}
 	// The agent sends a down train when the up train's end marker
 	// reaches it: after the up train's last packet.
-	for s := 1; s < n/100; s++ {
+	for s := 1; s < rest/100; s++ {
 		start := int64(s) * int64(time.Second)
 		for j := range o.TrainLen {
 			start = max(start, upGot[int32(-1-s*o.TrainLen-j)])
@@ -89,14 +150,19 @@ func recordThrough(t *testing.T, p pathSpec, dur time.Duration) *Recording {
 			downOffers = append(downOffers, offer{at: start, size: trainSize, ref: int32(-1 - s*o.TrainLen - j)})
 		}
 	}
-	downGot := run(down, downOffers)
+	downLoad := loads(p.loadDown, downFrom)
+	downOffers = append(downOffers, downLoad...)
+	downGot, downMarked := run(down, downOffers)
+	if p.loadDown > 0 {
+		rec.DownLoad = LoadRun{OfferedBps: p.loadDown, From: downFrom, To: downFrom + o.LoadFor, Sent: len(downLoad), Got: count(downGot, downMarked, 0)}
+	}
 	for i := range n {
 		if r, ok := downGot[int32(i)]; ok && rec.Probes[i].AgentSaw {
 			rec.Probes[i].BackNs = r
 		}
 	}
 	bits := float64(trainSize * 8)
-	for s := 1; s < n/100; s++ {
+	for s := 1; s < rest/100; s++ {
 		for _, x := range []struct {
 			got map[int32]int64
 			to  *[]Train

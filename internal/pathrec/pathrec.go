@@ -47,7 +47,21 @@ type Options struct {
 	TrainSize  int
 	// Port is the agent's prober port (7448 when zero).
 	Port int
+	// Load, after the recording at rest, loads each direction in turn
+	// for LoadFor (3 s when zero) at LoadFactor (1.5 when zero) times
+	// the rate the trains measured, at most LoadRateBps (50 Mbit/s when
+	// zero; the agent's --max-load bounds the way back too), probing
+	// all the while: the buffer, its discipline and ECN only show under
+	// load.
+	Load        bool
+	LoadFor     time.Duration
+	LoadFactor  float64
+	LoadRateBps float64
 }
+
+// LoadSize is a load packet's UDP payload: with its 42 bytes of headers,
+// a 1242-byte frame as the trains'.
+const LoadSize = 1200
 
 func (o *Options) defaults() {
 	if o.Rate == 0 {
@@ -68,6 +82,50 @@ func (o *Options) defaults() {
 	if o.Port == 0 {
 		o.Port = remote.DefaultPort + 1
 	}
+	if o.LoadFor == 0 {
+		o.LoadFor = 3 * time.Second
+	}
+	if o.LoadFactor == 0 {
+		o.LoadFactor = 1.5
+	}
+	if o.LoadRateBps == 0 {
+		o.LoadRateBps = 50e6
+	}
+}
+
+// LoadPlan is how long a loaded recording takes beyond its time at rest,
+// and the most it sends each way: what tlab record says before it starts.
+func (o Options) LoadPlan() (extra time.Duration, maxBps float64) {
+	o.defaults()
+	if !o.Load {
+		return 0, 0
+	}
+	return 2 * (o.LoadFor + loadSettle), o.LoadRateBps
+}
+
+// loadSettle is the quiet after each direction's load, for its queue to
+// drain before the next phase.
+const loadSettle = time.Second
+
+// Phases of a recording: at rest (with trains), loading up, loading down,
+// and the settling after each load (left out of every fit).
+const (
+	PhaseRest byte = iota
+	PhaseUpLoad
+	PhaseDownLoad
+	PhaseSettle
+)
+
+// LoadRun is one direction's load: the rate offered, when it ran (since
+// the recording started), what was sent and what the far end counted.
+type LoadRun struct {
+	OfferedBps float64
+	From, To   time.Duration
+	Sent       int
+	Got        remote.LoadReport
+	// Refused says why the load did not run (the agent's limit, no rate
+	// measured), when it did not.
+	Refused string
 }
 
 // Probe is one regular probe: when it left (this clock), when the agent
@@ -83,6 +141,8 @@ type Probe struct {
 	// NearTrain marks a probe sent soon after a train: it may wait behind
 	// the train's packets, so its delay is not the path's.
 	NearTrain bool
+	// Phase is the recording's phase when it was sent (PhaseRest ...).
+	Phase byte
 }
 
 // trainShadow is how long after a train a probe's delay is not counted.
@@ -102,6 +162,8 @@ type Recording struct {
 	Probes   []Probe
 	Up, Down []Train
 	Options  Options
+	// UpLoad and DownLoad are the loaded phase's loads (Options.Load).
+	UpLoad, DownLoad LoadRun
 }
 
 // frameOverhead is what a UDP datagram adds on the wire in whole Ethernet
@@ -118,12 +180,13 @@ func Record(ctx context.Context, c *remote.Client, o Options) (*Recording, error
 	if o.Duration < time.Second {
 		return nil, errors.New("a recording needs at least a second")
 	}
-	n := int(o.Duration.Seconds() * float64(o.Rate))
+	extra, _ := o.LoadPlan()
+	n := int((o.Duration + extra).Seconds() * float64(o.Rate))
 	if n >= trainBase {
 		return nil, fmt.Errorf("%d probes: at most %d (shorten --duration or lower the rate)", n, trainBase-1)
 	}
 	var sr remote.ProbeResult
-	secs := int(o.Duration.Seconds()) + 30
+	secs := int((o.Duration + extra).Seconds()) + 30
 	if err := c.Call(remote.OpProbe, remote.ProbeArgs{Port: o.Port, Seconds: min(secs, remote.MaxProbeSeconds)}, &sr); err != nil {
 		return nil, err
 	}
@@ -149,7 +212,7 @@ func Record(ctx context.Context, c *remote.Client, o Options) (*Recording, error
 		defer close(readDone)
 		buf := make([]byte, 2048)
 		for {
-			k, _, now, err := conn.ReadStamped(buf)
+			k, _, now, ecn, err := conn.ReadStampedECN(buf)
 			if err != nil {
 				return
 			}
@@ -168,6 +231,8 @@ func Record(ctx context.Context, c *remote.Client, o Options) (*Recording, error
 				upTrain[p.Seq] = p.AgentNs
 			case p.Kind == 'D':
 				downTrain[p.TimeNs] = append(downTrain[p.TimeNs], now)
+			case p.Kind == 'F':
+				rec.DownLoad.Got.Add(k, now, ecn)
 			}
 			mu.Unlock()
 		}
@@ -176,6 +241,25 @@ func Record(ctx context.Context, c *remote.Client, o Options) (*Recording, error
 	nextTrain := time.Duration(0)
 	trains := 0
 	start := time.Now()
+	// The loaded phase's schedule, after the time at rest.
+	upFrom := o.Duration
+	upTo := upFrom + o.LoadFor
+	downFrom := upTo + loadSettle
+	downTo := downFrom + o.LoadFor
+	loadDone := make(chan struct{})
+	close(loadDone) // replaced by the up load's while it runs
+	phaseAt := func(t time.Duration) byte {
+		switch {
+		case !o.Load || t < upFrom:
+			return PhaseRest
+		case t < upTo:
+			return PhaseUpLoad
+		case t >= downFrom && t < downTo:
+			return PhaseDownLoad
+		}
+		return PhaseSettle
+	}
+	upStarted, downStarted := false, false
 	for i := 0; i < n; i++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -183,13 +267,47 @@ func Record(ctx context.Context, c *remote.Client, o Options) (*Recording, error
 		if d := time.Until(start.Add(time.Duration(i) * gap)); d > 0 {
 			time.Sleep(d)
 		}
+		since := time.Since(start)
+		phase := phaseAt(since)
+		if phase == PhaseUpLoad && !upStarted {
+			upStarted = true
+			mu.Lock()
+			rate := loadRate(o, upTrain, trainSent, trains, o.TrainLen, bitsOf(o.TrainSize))
+			mu.Unlock()
+			rec.UpLoad = LoadRun{OfferedBps: rate, From: since, To: since + o.LoadFor}
+			if rate <= 0 {
+				rec.UpLoad.Refused = "no rate measured to load at"
+			} else {
+				loadDone = make(chan struct{})
+				go func(done chan struct{}) {
+					defer close(done)
+					rec.UpLoad.Sent = sendLoad(ctx, conn, sr.Cookie, rate, o.LoadFor)
+				}(loadDone)
+			}
+		}
+		if phase == PhaseDownLoad && !downStarted {
+			downStarted = true
+			<-loadDone
+			mu.Lock()
+			rate := 0.0
+			if r := downRates(downTrain, bitsOf(o.TrainSize)); len(r) > 0 {
+				rate = min(median(r)*o.LoadFactor, o.LoadRateBps)
+			}
+			mu.Unlock()
+			rec.DownLoad.OfferedBps, rec.DownLoad.From, rec.DownLoad.To = rate, since, since+o.LoadFor
+			if !(rate > 0) {
+				rec.DownLoad.OfferedBps, rec.DownLoad.Refused = 0, "no rate measured to load at"
+			} else if err := c.Call(remote.OpProbeFill, remote.FillArgs{ID: sr.ID, RateBps: rate, Millis: int(o.LoadFor.Milliseconds()), Size: LoadSize}, nil); err != nil {
+				rec.DownLoad.Refused = err.Error()
+			}
+		}
 		sent := time.Now().UnixNano()
 		mu.Lock()
-		rec.Probes[i].Seq, rec.Probes[i].SentNs = uint32(i), sent
-		rec.Probes[i].NearTrain = trains > 0 && time.Since(start)-trainSent[trains-1] < trainShadow
+		rec.Probes[i].Seq, rec.Probes[i].SentNs, rec.Probes[i].Phase = uint32(i), sent, phase
+		rec.Probes[i].NearTrain = trains > 0 && since-trainSent[trains-1] < trainShadow
 		mu.Unlock()
 		conn.Write(remote.ProbePacket{Kind: 'E', Cookie: sr.Cookie, Seq: uint32(i), TimeNs: sent}.Marshal(o.ProbeSize))
-		if since := time.Since(start); since >= nextTrain {
+		if phase == PhaseRest && since < o.Duration && since >= nextTrain {
 			nextTrain += o.TrainEvery
 			mu.Lock()
 			trainSent[trains] = since
@@ -203,7 +321,8 @@ func Record(ctx context.Context, c *remote.Client, o Options) (*Recording, error
 			trains++
 		}
 	}
-	rec.Duration = time.Since(start)
+	rec.Duration = min(time.Since(start), o.Duration)
+	<-loadDone
 	// Echoes still on their way.
 	time.Sleep(time.Second)
 	var rep remote.ProbeReport
@@ -217,7 +336,9 @@ func Record(ctx context.Context, c *remote.Client, o Options) (*Recording, error
 		s := rec.Probes[i].Seq
 		rec.Probes[i].AgentSaw = int(s/8) < len(rep.Received) && rep.Received[s/8]&(1<<(s%8)) != 0
 	}
-	bits := float64((o.TrainSize + frameOverhead) * 8)
+	rec.UpLoad.Got = rep.Load
+	rec.DownLoad.Sent = rep.Filled
+	bits := bitsOf(o.TrainSize)
 	for t := 0; t < trains; t++ {
 		var at []int64
 		for j := 0; j < o.TrainLen; j++ {
@@ -240,6 +361,62 @@ func Record(ctx context.Context, c *remote.Client, o Options) (*Recording, error
 		}
 	}
 	return rec, nil
+}
+
+// bitsOf is a datagram's size on the wire, in bits, as the emulator's
+// rate counts it.
+func bitsOf(size int) float64 { return float64((size + frameOverhead) * 8) }
+
+// loadRate is the up load's rate: LoadFactor times the median of the up
+// trains measured so far, at most LoadRateBps (0 without a train).
+func loadRate(o Options, upTrain map[uint32]int64, trainSent map[int]time.Duration, trains, trainLen int, bits float64) float64 {
+	var rates []float64
+	for t := 0; t < trains; t++ {
+		var at []int64
+		for j := 0; j < trainLen; j++ {
+			if v, ok := upTrain[uint32(trainBase+t*remote.MaxTrain+j)]; ok {
+				at = append(at, v)
+			}
+		}
+		if r := trainRate(at, bits); r > 0 {
+			rates = append(rates, r)
+		}
+	}
+	if len(rates) == 0 {
+		return 0
+	}
+	return min(median(rates)*o.LoadFactor, o.LoadRateBps)
+}
+
+// downRates are the down trains' rates so far.
+func downRates(downTrain map[int64][]int64, bits float64) []float64 {
+	var rates []float64
+	for _, at := range downTrain {
+		if r := trainRate(slices.Clone(at), bits); r > 0 {
+			rates = append(rates, r)
+		}
+	}
+	return rates
+}
+
+// sendLoad sends load packets (ECT(0)) to the prober at rateBps for d,
+// paced, and returns how many it sent.
+func sendLoad(ctx context.Context, conn *remote.StampedConn, cookie uint64, rateBps float64, d time.Duration) int {
+	gap := time.Duration(bitsOf(LoadSize) / rateBps * 1e9)
+	start := time.Now()
+	sent := 0
+	for i := 0; ; i++ {
+		at := start.Add(time.Duration(i) * gap)
+		if at.Sub(start) >= d || ctx.Err() != nil {
+			return sent
+		}
+		if w := time.Until(at); w > 0 {
+			time.Sleep(w)
+		}
+		if conn.WriteECN(remote.ProbePacket{Kind: 'L', Cookie: cookie, Seq: uint32(i), TimeNs: time.Now().UnixNano()}.Marshal(LoadSize), nil, 2) == nil {
+			sent++
+		}
+	}
 }
 
 // trainRate is a train's rate from its packets' arrival times: bits per
@@ -269,6 +446,8 @@ type Direction struct {
 	Coherence         time.Duration
 	// Stalls are the stretches in which the direction held its packets.
 	Stalls []Stall
+	// Load is what the loaded phase showed (Options.Load).
+	Load LoadFit
 	// LossPct and MeanBurst (consecutive probes lost) of the direction.
 	LossPct, MeanBurst float64
 	// RateBps is the median train rate; Rates the trains over time.
@@ -289,7 +468,17 @@ func (r *Recording) Fit() (Fit, error) {
 	var up, down []probeTiming
 	var upLost, downLost []bool
 	var t0, agent0 int64
+	var upLoaded, downLoaded []loadedProbe
 	for _, p := range r.Probes {
+		switch {
+		case p.Phase == PhaseUpLoad && p.AgentSaw:
+			upLoaded = append(upLoaded, loadedProbe{p.AgentNs, float64(p.AgentNs-p.SentNs) / 1e6})
+		case p.Phase == PhaseDownLoad && p.BackNs != 0:
+			downLoaded = append(downLoaded, loadedProbe{p.BackNs, float64(p.BackNs-max(p.AgentNs, p.AgentSentNs)) / 1e6})
+		}
+		if p.Phase != PhaseRest {
+			continue
+		}
 		upLost = append(upLost, !p.AgentSaw)
 		if !p.AgentSaw {
 			continue
@@ -353,6 +542,20 @@ func (r *Recording) Fit() (Fit, error) {
 		x.d.JitterMs, x.d.JitterDist, x.d.Coherence = jitterShape(owd, waits, spacing)
 		for i := range base {
 			base[i] -= waits[i]
+		}
+	}
+	for _, x := range []struct {
+		d      *Direction
+		run    LoadRun
+		loaded []loadedProbe
+		rest   []probeTiming
+	}{{&f.Up, r.UpLoad, upLoaded, up}, {&f.Down, r.DownLoad, downLoaded, down}} {
+		var rest []float64
+		for _, p := range x.rest {
+			rest = append(rest, p.owd)
+		}
+		if r.Options.Load {
+			x.d.Load = loadFit(x.run, x.loaded, median(rest))
 		}
 	}
 	// Each direction gets half the median round trip the replay's rate
@@ -520,14 +723,14 @@ func (f Fit) Profile(name, agent string, r *Recording, traceDir string) ([]byte,
 	var b strings.Builder
 	fmt.Fprintf(&b, "name: %s\n", name)
 	fmt.Fprintf(&b, "description: \"The path to the tlab agent at %s, recorded by tlab record on %s over %v.\"\n", agent, r.Start.UTC().Format(time.RFC3339), r.Duration.Round(time.Second))
-	fmt.Fprintf(&b, "source: \"tlab record: %d probes at %d/s and %d+%d packet trains; round trip min %.2f ms, median %.2f ms. Each direction gets half the median round trip less what the replayed rate adds to a probe (the split needs one clock at both ends); rate from train dispersion (the bottleneck's capacity, not what other traffic left), as a trace when it varied or the direction stalled (held its packets and let them go at once: a stretch of the trace without delivery opportunities); jitter is what of the one-way delay variation the replayed rate and stalls do not explain (the variances' difference), lognormal when clearly right-skewed, correlated in time from consecutive probes, probes right after a train left out; loss is what the probes met, bursts as the simple Gilbert model. docs/methodology.md says what a recording cannot capture.\"\n",
-		f.Probes, r.Options.Rate, len(r.Up), len(r.Down), f.RTTMinMs, f.RTTMedianMs)
+	fmt.Fprintf(&b, "source: \"tlab record: %d probes at %d/s and %d+%d packet trains; round trip min %.2f ms, median %.2f ms. Each direction gets half the median round trip less what the replayed rate adds to a probe (the split needs one clock at both ends); rate from train dispersion (the bottleneck's capacity, not what other traffic left), as a trace when it varied or the direction stalled (held its packets and let them go at once: a stretch of the trace without delivery opportunities); jitter is what of the one-way delay variation the replayed rate and stalls do not explain (the variances' difference), lognormal when clearly right-skewed, correlated in time from consecutive probes, probes right after a train left out; loss is what the probes met, bursts as the simple Gilbert model.%s docs/methodology.md says what a recording cannot capture.\"\n",
+		f.Probes, r.Options.Rate, len(r.Up), len(r.Down), f.RTTMinMs, f.RTTMedianMs, f.loadSource())
 	for _, d := range []struct {
 		key string
 		dir Direction
 	}{{"up", f.Up}, {"down", f.Down}} {
 		fmt.Fprintf(&b, "%s:\n  delay: %.3fms\n", d.key, d.dir.DelayMs)
-		if d.dir.JitterMs > 0 {
+		if d.dir.JitterMs >= 0.001 { // what %.3f writes as nonzero
 			fmt.Fprintf(&b, "  jitter: %.3fms\n  jitter_dist: %s\n", d.dir.JitterMs, d.dir.JitterDist)
 			if d.dir.Coherence > 0 {
 				fmt.Fprintf(&b, "  jitter_coherence: %v\n", d.dir.Coherence)
@@ -541,6 +744,7 @@ func (f Fit) Profile(name, agent string, r *Recording, traceDir string) ([]byte,
 		case d.dir.RateBps > 0:
 			fmt.Fprintf(&b, "  rate: %.0fkbit\n", d.dir.RateBps/1000)
 		}
+		b.WriteString(d.dir.Load.queueYAML())
 		switch {
 		case d.dir.LossPct == 0:
 		case d.dir.MeanBurst > 1.05:
@@ -550,6 +754,15 @@ func (f Fit) Profile(name, agent string, r *Recording, traceDir string) ([]byte,
 		}
 	}
 	return []byte(b.String()), traces
+}
+
+// loadSource is the profile's account of the loaded phase ("" without
+// one).
+func (f Fit) loadSource() string {
+	if !f.Up.Load.Ran && f.Up.Load.Note == "" && !f.Down.Load.Ran && f.Down.Load.Note == "" {
+		return " Not recorded under load (tlab record --load=false): the queues are the emulator's defaults."
+	}
+	return " Under load, one direction at a time: " + f.Up.Load.describe("up") + ". " + f.Down.Load.describe("down") + "."
 }
 
 // RecordTo records the path to the agent at addr and writes the fitted

@@ -123,12 +123,22 @@ type ProbeReport struct {
 }
 
 // LoadReport counts the load packets one end received: how many, their
-// bytes, how many carried a CE mark, and the first and last arrival (the
-// receiver's clock, ns).
+// bytes, how many carried a CE mark, the first and last arrival (the
+// receiver's clock, ns), and the bytes that arrived in each LoadBin after
+// the first (at most MaxLoadBins): what crossed the path while a probe
+// waited, so that the queue ahead of it is known whatever the rate did.
 type LoadReport struct {
 	Packets, Bytes, CE int
 	FirstNs, LastNs    int64
+	Bins               []int `json:"bins,omitempty"`
 }
+
+// LoadBin and MaxLoadBins: a load's arrivals in 5 ms bins, 20 s of them
+// at most (a control message of some 20 kB).
+const (
+	LoadBin     = 5 * time.Millisecond
+	MaxLoadBins = 4000
+)
 
 // Add counts one load packet of n bytes that arrived at ns with ECN ecn.
 func (l *LoadReport) Add(n int, ns int64, ecn byte) {
@@ -141,6 +151,27 @@ func (l *LoadReport) Add(n int, ns int64, ecn byte) {
 	if ecn == 3 {
 		l.CE++
 	}
+	if b := (ns - l.FirstNs) / int64(LoadBin); b >= 0 && b < MaxLoadBins {
+		for int64(len(l.Bins)) <= b {
+			l.Bins = append(l.Bins, 0)
+		}
+		l.Bins[b] += n
+	}
+}
+
+// BytesBetween is the load's bytes that arrived from ns a to ns b, the
+// bins at the edges counted in proportion.
+func (l LoadReport) BytesBetween(a, b int64) float64 {
+	bin := int64(LoadBin)
+	var sum float64
+	for i, n := range l.Bins {
+		lo := l.FirstNs + int64(i)*bin
+		hi := lo + bin
+		if over := min(hi, b) - max(lo, a); over > 0 {
+			sum += float64(n) * float64(over) / float64(bin)
+		}
+	}
+	return sum
 }
 
 // FillArgs asks a reflector (ID, from probe) to send the controller a
@@ -171,13 +202,13 @@ type reflector struct {
 	// controller is where the controller's cookie'd probes come from:
 	// the only place a fill goes. filling is set while one runs, and
 	// fillLeft is the fill time the reflector may still spend.
-	controller *net.UDPAddr
+	controller   *net.UDPAddr
 	filling      bool
 	fillBudgeted bool
 	fillLeft     time.Duration
-	filled     int
-	done       chan struct{}
-	once       sync.Once
+	filled       int
+	done         chan struct{}
+	once         sync.Once
 }
 
 func startReflector(n allowNet, port int, life time.Duration) (*reflector, error) {

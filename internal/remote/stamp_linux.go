@@ -126,8 +126,9 @@ func (c *StampedConn) ReadStampedECN(b []byte) (int, *net.UDPAddr, int64, byte, 
 	return n, from, ns, receiveECN(c.oob[:oobn]), nil
 }
 
-// WriteECN sends b to addr with the ECN field ecn (ECT(0) is 2): the
-// IP_TOS control message sets it for this datagram alone.
+// WriteECN sends b to addr (nil on a connected socket) with the ECN field
+// ecn (ECT(0) is 2): the IP_TOS control message sets it for this datagram
+// alone.
 func (c *StampedConn) WriteECN(b []byte, addr *net.UDPAddr, ecn byte) error {
 	oob := make([]byte, unix.CmsgSpace(4))
 	h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))

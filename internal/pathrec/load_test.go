@@ -1,0 +1,110 @@
+package pathrec
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"tlab/internal/emu"
+	"tlab/internal/units"
+)
+
+// TestLoadShowsTheBufferAndItsDiscipline records paths made in the
+// emulator with the loaded phase, each direction loaded at 15 Mbit/s for
+// 3 s, and checks what the fit reads and the profile replays:
+//   - a 10 Mbit/s drop-tail buffer of 50 packets overflows: its size is
+//     measured (50 frames of 1242 bytes, 62 kB, 50 ms at 10 Mbit/s) and
+//     replayed as queue_bytes;
+//   - FQ-CoDel with ECN marks the load and holds the delay near its 5 ms
+//     target: the fit names an AQM with ECN;
+//   - a 5000-packet buffer takes the load's excess (1.9 MB in 3 s)
+//     without dropping: its size is a lower bound, said so;
+//   - a 100 Mbit/s direction carries the load whole: nothing is said of
+//     its buffer, and the replay keeps the default queue.
+func TestLoadShowsTheBufferAndItsDiscipline(t *testing.T) {
+	dir := func(rate float64, q emu.DirectionConfig) emu.DirectionConfig {
+		q.Delay, q.Rate = ms(10), units.Bitrate(rate)
+		return q
+	}
+	p := pathSpec{
+		up:     dir(10e6, emu.DirectionConfig{QueuePackets: 50}),
+		down:   dir(10e6, emu.DirectionConfig{Queue: emu.QueueConfig{Type: "fq_codel", ECN: true}}),
+		loadUp: 15e6, loadDown: 15e6, loadFor: 3 * time.Second,
+	}
+	f, err := recordThrough(t, p, 10*time.Second).Fit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(f.Up.Load.describe("up"))
+	t.Log(f.Down.Load.describe("down"))
+	up, down := f.Up.Load, f.Down.Load
+	if !up.Ran || !up.Filled || up.ECN || math.Abs(float64(up.BufferBytes)-62100)/62100 > 0.15 {
+		t.Errorf("up, drop-tail of 50 packets: ran %v, filled %v, ECN %v, buffer %d bytes; want filled, no ECN, about 62100", up.Ran, up.Filled, up.ECN, up.BufferBytes)
+	}
+	if math.Abs(up.DeliveredBps-10e6)/10e6 > 0.05 || up.LossPct < 25 || up.LossPct > 40 {
+		t.Errorf("up: delivered %.2f Mbit/s of 15, lost %.1f %%; want 10 and about a third", up.DeliveredBps/1e6, up.LossPct)
+	}
+	if !down.Ran || !down.ECN || down.Queue != "fq_codel" || down.CEPct < 1 || down.AddedMs > 10 {
+		t.Errorf("down, FQ-CoDel with ECN: ECN %v, queue %q, %.1f %% marked, %.1f ms added; want an ECN-marking AQM near 5 ms", down.ECN, down.Queue, down.CEPct, down.AddedMs)
+	}
+	yaml, _ := f.Profile("loaded", "192.0.2.1:7447", recordThrough(t, p, 10*time.Second), t.TempDir())
+	prof, err := emu.ParseProfile("loaded.yaml", yaml)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, yaml)
+	}
+	if q := prof.Link.Up.QueueBytes; math.Abs(float64(q)-62100)/62100 > 0.15 || prof.Link.Up.Queue.Type != "" {
+		t.Errorf("up replays queue_bytes %v, queue %q; want about 62100 bytes, drop-tail", q, prof.Link.Up.Queue.Type)
+	}
+	if q := prof.Link.Down.Queue; q.Type != "fq_codel" || !q.ECN {
+		t.Errorf("down replays queue %+v; want fq_codel with ECN", q)
+	}
+	if !strings.Contains(string(yaml), "Under load") {
+		t.Errorf("the profile's source does not say what the load found:\n%s", yaml)
+	}
+
+	deep := pathSpec{
+		up:     dir(10e6, emu.DirectionConfig{QueuePackets: 5000}),
+		down:   dir(100e6, emu.DirectionConfig{QueuePackets: 1000}),
+		loadUp: 15e6, loadDown: 15e6, loadFor: 3 * time.Second,
+	}
+	f, err = recordThrough(t, deep, 10*time.Second).Fit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(f.Up.Load.describe("up"))
+	t.Log(f.Down.Load.describe("down"))
+	if up := f.Up.Load; !up.Saturated || up.Filled || up.LossPct > 0.5 || up.BufferBytes < 500_000 {
+		t.Errorf("up, a 5000-packet buffer: saturated %v, filled %v, lost %.2f %%, buffer %d bytes; want saturated, not filled, a lower bound over 500 kB", up.Saturated, up.Filled, up.LossPct, up.BufferBytes)
+	}
+	if down := f.Down.Load; down.Saturated || down.queueYAML() != "" {
+		t.Errorf("down, 100 Mbit/s under a 15 Mbit/s load: saturated %v, replayed queue %q; want neither", down.Saturated, down.queueYAML())
+	}
+
+	// A rate that alternates 5 and 20 Mbit/s every half second, behind a
+	// drop-tail buffer of 60 packets (74.5 kB): a delay times an average
+	// rate misses the bytes by the rate's swing; what crossed while a probe
+	// waited does not.
+	var swing []float64
+	for range 30 {
+		swing = append(swing, 5, 20)
+	}
+	ops := traceOps(t, swing, 0, 0)
+	for i := range ops {
+		ops[i] /= 2 // half-second levels
+	}
+	varying := pathSpec{
+		up:      dir(20e6, emu.DirectionConfig{QueuePackets: 1000}),
+		down:    emu.DirectionConfig{Delay: ms(10), Trace: "swing", QueuePackets: 60},
+		downOps: ops,
+		loadUp:  1e6, loadDown: 18e6, loadFor: 3 * time.Second,
+	}
+	f, err = recordThrough(t, varying, 10*time.Second).Fit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(f.Down.Load.describe("down"))
+	if down := f.Down.Load; !down.Filled || math.Abs(float64(down.BufferBytes)-74520)/74520 > 0.2 {
+		t.Errorf("down, 60 packets behind a swinging rate: filled %v, buffer %d bytes; want filled, about 74520", down.Filled, down.BufferBytes)
+	}
+}
