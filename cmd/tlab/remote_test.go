@@ -437,8 +437,10 @@ func TestRecordRecoversTheLink(t *testing.T) {
 	if b := l.Up.Loss.MeanBurst; b < 1.8 || b > 5 {
 		t.Errorf("up mean burst %.2f, the link's 3", b)
 	}
-	if float64(l.Down.Loss.Rate) > 0.005 {
-		t.Errorf("down loss %v on a link without", l.Down.Loss.Rate)
+	// Down has no random loss; its 400 ms holds can overflow its buffer
+	// when a train arrives during one (0.55 % of the probes once).
+	if float64(l.Down.Loss.Rate) > 0.015 {
+		t.Errorf("down loss %v on a link without random loss", l.Down.Loss.Rate)
 	}
 	upRate := l.Up.Rate.BitsPerSecond()
 	if l.Up.Trace != "" { // trains on a jittery link vary: a trace is allowed
@@ -480,7 +482,10 @@ func TestRecordRecoversTheLink(t *testing.T) {
 	// A replay agrees with the path: the same run across the path and on
 	// the recording, alternately (--replay), delay p50 within 2 ms or
 	// 10 %, and replay.csv compares them.
-	args := []string{"--protocols", "tcp,quic", "--count", "200", "--interval", "20ms", "--payload", "256", "--warmup", "0s", "--no-calibration"}
+	// One request every 40 ms, above the path's 21 ms round trip: at
+	// 20 ms a request waited for the one before, nearly half were never
+	// sent, and the p50 hung on whether more than half were (inf).
+	args := []string{"--protocols", "tcp,quic", "--count", "120", "--interval", "40ms", "--payload", "256", "--warmup", "0s", "--no-calibration"}
 	out := filepath.Join(dir, "checked")
 	if so, se, err := m.controller(t, append(append([]string{"run"}, args...), "--remote", m.agentAddr, "--state", m.ctlState, "--replay", profile, "--out", out)...); err != nil {
 		t.Fatalf("the run across the path and its replay: %v\n%s\n%s", err, so, se)

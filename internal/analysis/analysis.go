@@ -91,7 +91,7 @@ func Of(run *results.Run, reqs []advise.Requirement) (*Analysis, error) {
 		return nil, fmt.Errorf("latency under load: %w", err)
 	}
 	if real, replay, ok := realAndReplay(run); ok {
-		if a.Replay, err = stats.AcrossProfiles(run, real, replay, seed); err != nil {
+		if a.Replay, err = stats.AgainstRecording(run, real, replay, seed); err != nil {
 			return nil, fmt.Errorf("replay against the path: %w", err)
 		}
 	}

@@ -162,6 +162,7 @@ per-cell median where cells repeat; the others where cells are repeated).
 | ` + "`mann_whitney_u`, `p_value`" + ` | the Mann-Whitney U test (go-moremath: exact with ties for small samples, normal approximation with continuity correction otherwise; checked against scipy) |
 | ` + "`p_holm`" + ` | the p-value after Holm's correction over every comparison of the run |
 | ` + "`verdict`" + ` | which is lower by how much with its interval, when ` + "`p_holm`" + ` < 0.05 and the interval excludes 0; otherwise "no significant difference" |
+| ` + "`quantile`" + ` | the statistic compared: 0.5, the median; 0.99 in replay.csv's tail rows, where ` + "`median_a`, `median_b`, `median_diff`" + ` and its interval hold the 99th percentiles of the record delay (a request that never completed counts as later than any; the repetitions' requests pooled, so the sampling unit is the request), whose ` + "`p_value`" + ` is the bootstrap's (twice the smaller share of resampled differences on either side of zero, ties half on each) and the rank tests are left out |
 `
 
 const docMeasured = `

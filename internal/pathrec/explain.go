@@ -40,13 +40,13 @@ type probeTiming struct {
 
 // stallsIn finds the stalls in a direction's probe delays, given what the
 // replay explains already (waits, one per probe): a run of at least three
-// probes that left the direction together (each arrived within a quarter
-// of the probes' spacing after the one before, though sent a spacing
-// apart), the first of them delayed beyond the rest of the recording's
-// variation (more than four robust standard deviations above the median)
-// and by more than two and a half spacings. A shorter hold is what
-// jitter with in-order delivery does by itself (a slow packet holds the
-// next ones), and stays jitter.
+// consecutive probes each delayed beyond the recording's variation (four
+// robust standard deviations above the median) and by more than two and
+// a half spacings, whose delay falls the later they were sent (by more
+// than half a millisecond a millisecond: they were held, and came out
+// together or as the queue behind the hold drained). A shorter hold is
+// what jitter with in-order delivery does by itself (a slow packet holds
+// the next ones), and stays jitter.
 func stallsIn(p []probeTiming, waits []float64, spacing time.Duration) []Stall {
 	if len(p) < 10 {
 		return nil
@@ -56,29 +56,27 @@ func stallsIn(p []probeTiming, waits []float64, spacing time.Duration) []Stall {
 		res[i] = p[i].owd - waits[i]
 	}
 	base, spread := median(res), robustSD(res)
+	threshold := math.Max(4*spread, 2.5*float64(spacing)/1e6)
+	held := func(i int) bool { return res[i]-base > threshold }
 	var out []Stall
-	for i := 0; i < len(p)-2; {
+	for i := 0; i < len(p); i++ {
+		if !held(i) {
+			continue
+		}
 		j := i
-		for j+1 < len(p) {
-			sent := float64(p[j+1].at-p[j].at) / 1e6
-			arrived := sent + res[j+1] - res[j]
-			if sent <= 0 || arrived > sent/4 {
-				break
-			}
+		for j+1 < len(p) && held(j+1) {
 			j++
 		}
-		excess := res[i] - base
-		if j-i >= 2 && excess > 4*spread && excess > 2.5*float64(spacing)/1e6 {
+		sent := float64(p[j].at-p[i].at) / 1e6
+		if j-i >= 2 && sent > 0 && (res[j]-res[i])/sent < -0.5 {
 			from := time.Duration(p[i].at)
 			if i > 0 {
 				// It began after the last probe that crossed unheld.
 				from = time.Duration(p[i-1].at+p[i].at) / 2
 			}
-			out = append(out, Stall{From: from, To: time.Duration(p[i].at) + time.Duration(excess*1e6)})
-			i = j + 1
-			continue
+			out = append(out, Stall{From: from, To: time.Duration(p[i].at) + time.Duration((res[i]-base)*1e6)})
 		}
-		i++
+		i = j
 	}
 	return out
 }
@@ -86,9 +84,11 @@ func stallsIn(p []probeTiming, waits []float64, spacing time.Duration) []Stall {
 // replayWaits runs a direction's probes (their entry times, in order)
 // through the rate the fit replays, a constant or a trace with the stalls
 // cut out of it, with no delay, jitter or loss and a queue deep enough to
-// hold them, and returns each one's wait in ms: what the replay adds to a
-// probe by itself.
-func replayWaits(d Direction, total time.Duration, at []int64, size int) ([]float64, error) {
+// hold them, beside the recording's own trains (count packets of
+// trainSize at each train's time: a probe behind a train waits for it on
+// the path too), and returns each probe's wait in ms: what the replay
+// adds to a probe by itself.
+func replayWaits(d Direction, total time.Duration, at []int64, size int, trains []Train, count, trainSize int) ([]float64, error) {
 	cfg := emu.DirectionConfig{QueuePackets: 100000}
 	var ops []int64
 	switch {
@@ -113,11 +113,17 @@ func replayWaits(d Direction, total time.Duration, at []int64, size int) ([]floa
 	}
 	waits := make([]float64, len(at))
 	emit := func(ref int32, v emu.Verdict) {
-		if v.Drop == emu.Delivered {
+		if ref >= 0 && v.Drop == emu.Delivered {
 			waits[ref] = float64(v.Release-at[ref]) / 1e6
 		}
 	}
+	next := 0 // the next train
 	for i, t := range at {
+		for ; next < len(trains) && int64(trains[next].At) <= t; next++ {
+			for range count {
+				dir.Offer(int64(trains[next].At), emu.Frame{Size: trainSize, Ref: -1}, emit)
+			}
+		}
 		dir.Offer(t, emu.Frame{Size: size, Ref: int32(i)}, emit)
 	}
 	dir.Transmit(math.MaxInt64, emit)

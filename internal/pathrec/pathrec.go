@@ -522,20 +522,23 @@ func (r *Recording) Fit() (Fit, error) {
 	// what is left is jitter: each effect fitted once.
 	base := make([]float64, len(rtts))
 	copy(base, rtts)
+	o := r.Options
+	o.defaults()
 	for _, x := range []struct {
-		d *Direction
-		p []probeTiming
-	}{{&f.Up, up}, {&f.Down, down}} {
+		d      *Direction
+		p      []probeTiming
+		trains []Train
+	}{{&f.Up, up, r.Up}, {&f.Down, down, r.Down}} {
 		at, owd := make([]int64, len(x.p)), make([]float64, len(x.p))
 		for i, p := range x.p {
 			at[i], owd[i] = p.at, p.owd
 		}
-		waits, err := replayWaits(*x.d, total, at, size)
+		waits, err := replayWaits(*x.d, total, at, size, x.trains, o.TrainLen, o.TrainSize+frameOverhead)
 		if err != nil {
 			return Fit{}, err
 		}
 		if x.d.Stalls = stallsIn(x.p, waits, spacing); len(x.d.Stalls) > 0 {
-			if waits, err = replayWaits(*x.d, total, at, size); err != nil {
+			if waits, err = replayWaits(*x.d, total, at, size, x.trains, o.TrainLen, o.TrainSize+frameOverhead); err != nil {
 				return Fit{}, err
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -83,6 +84,62 @@ func AcrossProfiles(r *results.Run, a, b string, seed uint64) ([]Comparison, err
 	return compareWithin(r, seed, rows, func(row results.Summary) (string, string, string) {
 		return row.Protocol, sweptValues(row, ""), row.Profile
 	})
+}
+
+// AgainstRecording compares a real path (network real) with its
+// recording (network replay): the medians as AcrossProfiles does, and
+// the record delay's 99th percentile (TailsAcrossProfiles) where the run
+// kept its records, judged as one family.
+func AgainstRecording(r *results.Run, real, replay string, seed uint64) ([]Comparison, error) {
+	cs, err := AcrossProfiles(r, real, replay, seed)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(r.Dir, results.RecordsFile)); err == nil {
+		tails, err := TailsAcrossProfiles(r, real, replay, 0.99, seed)
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, tails...)
+		judgeAll(cs)
+	}
+	return cs, nil
+}
+
+// TailsAcrossProfiles compares the q-quantile of the record delays (a
+// tail: q = 0.99) between networks a and b, per protocol and swept
+// values, the requests of every repetition pooled (the sampling unit is
+// the request: consecutive ones share the link's state, so the interval
+// is optimistic), a request that never completed counting as +Inf.
+func TailsAcrossProfiles(r *results.Run, a, b string, q float64, seed uint64) ([]Comparison, error) {
+	delays, err := readDelays(filepath.Join(r.Dir, results.RecordsFile), seed)
+	if err != nil {
+		return nil, err
+	}
+	type key struct{ protocol, params string }
+	pooled := map[key]map[string][]float64{}
+	var order []key
+	for _, row := range r.Rows {
+		if row.Profile != a && row.Profile != b {
+			continue
+		}
+		k := key{row.Protocol, sweptValues(row, "")}
+		if pooled[k] == nil {
+			pooled[k] = map[string][]float64{}
+			order = append(order, k)
+		}
+		pooled[k][row.Profile] = append(pooled[k][row.Profile], delays[row.Cell]...)
+	}
+	var out []Comparison
+	for _, k := range order {
+		if len(pooled[k][a]) == 0 || len(pooled[k][b]) == 0 {
+			continue
+		}
+		c := CompareQuantile(pooled[k][a], pooled[k][b], q, seed)
+		c.Profile, c.Params, c.Metric, c.A, c.B, c.Unit = k.protocol, k.params, metrics.RecordDelay, a, b, "request"
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // compareWithin compares, within each group (by the row's group and its
@@ -233,7 +290,7 @@ func readDelays(path string, seed uint64) (map[string][]float64, error) {
 
 // Columns are comparisons.csv's columns (the JSON names).
 var Columns = []string{"profile", "params", "metric", "a", "b", "sampling_unit", "n_a", "n_b", "median_a", "median_b",
-	"median_diff", "median_diff_ci_low", "median_diff_ci_high", "hodges_lehmann", "cliffs_delta", "mann_whitney_u", "p_value", "p_holm", "mean_ratio", "mean_ratio_ci_low", "mean_ratio_ci_high", "verdict"}
+	"median_diff", "median_diff_ci_low", "median_diff_ci_high", "hodges_lehmann", "cliffs_delta", "mann_whitney_u", "p_value", "p_holm", "mean_ratio", "mean_ratio_ci_low", "mean_ratio_ci_high", "verdict", "quantile"}
 
 // Write writes comparisons.json and comparisons.csv into dir.
 func Write(dir string, cs []Comparison) error { return WriteNamed(dir, "comparisons", cs) }
@@ -291,6 +348,6 @@ func (c Comparison) values() map[string]any {
 		"n_a": c.NA, "n_b": c.NB, "median_a": num(c.MedianA), "median_b": num(c.MedianB), "median_diff": num(c.Diff),
 		"median_diff_ci_low": num(c.DiffLow), "median_diff_ci_high": num(c.DiffHigh), "hodges_lehmann": num(c.HodgesLeh),
 		"cliffs_delta": num(c.CliffDelta), "mann_whitney_u": num(c.U), "p_value": num(c.P), "p_holm": num(c.PHolm),
-		"mean_ratio": num(c.Ratio), "mean_ratio_ci_low": num(c.RatioLow), "mean_ratio_ci_high": num(c.RatioHigh), "verdict": c.Verdict,
+		"mean_ratio": num(c.Ratio), "mean_ratio_ci_low": num(c.RatioLow), "mean_ratio_ci_high": num(c.RatioHigh), "verdict": c.Verdict, "quantile": num(c.Quantile),
 	}
 }

@@ -55,6 +55,10 @@ type Comparison struct {
 	// Verdict says which is smaller (faster, lighter) by how much, or
 	// "no significant difference".
 	Verdict string `json:"verdict"`
+	// Quantile is the statistic compared: 0.5, the median, unless the
+	// comparison is of a tail (CompareQuantile); median_a, median_b and
+	// median_diff then hold that quantile.
+	Quantile float64 `json:"quantile"`
 }
 
 // Alpha is the significance level after Holm's correction.
@@ -72,7 +76,7 @@ const MaxPerSample = 2000
 func Compare(a, b []float64, seed uint64) Comparison {
 	r := rand.New(rand.NewPCG(seed, 0x73746174))
 	a, b = subsample(a, r), subsample(b, r)
-	c := Comparison{NA: len(a), NB: len(b), MedianA: metrics.QuantileOf(a, 0.5), MedianB: metrics.QuantileOf(b, 0.5)}
+	c := Comparison{NA: len(a), NB: len(b), MedianA: metrics.QuantileOf(a, 0.5), MedianB: metrics.QuantileOf(b, 0.5), Quantile: 0.5}
 	c.Diff = sub(c.MedianB, c.MedianA)
 	c.Ratio = mean(b) / mean(a)
 	c.DiffLow, c.DiffHigh, c.HodgesLeh, c.CliffDelta, c.U, c.P, c.PHolm = nan, nan, nan, nan, nan, nan, nan
@@ -116,6 +120,84 @@ func Compare(a, b []float64, seed uint64) Comparison {
 		c.U, c.P = res.U, res.P
 	}
 	return c
+}
+
+// CompareQuantile compares the q-quantile of samples a and b (a tail:
+// q = 0.99), seeded: the difference B − A with a 95 % percentile-bootstrap
+// interval, and a bootstrap p-value (twice the smaller share of resampled
+// differences on either side of zero, a tie counting half on each) for
+// Holm and Judge. The rank tests
+// and effect sizes are the median's and are left out.
+func CompareQuantile(a, b []float64, q float64, seed uint64) Comparison {
+	r := rand.New(rand.NewPCG(seed, 0x7461696c))
+	a, b = subsample(a, r), subsample(b, r)
+	c := Comparison{NA: len(a), NB: len(b), MedianA: metrics.QuantileOf(a, q), MedianB: metrics.QuantileOf(b, q), Quantile: q}
+	c.Diff = sub(c.MedianB, c.MedianA)
+	c.DiffLow, c.DiffHigh, c.HodgesLeh, c.CliffDelta, c.U, c.P, c.PHolm = nan, nan, nan, nan, nan, nan, nan
+	c.Ratio, c.RatioLow, c.RatioHigh = nan, nan, nan
+	if len(a) < 2 || len(b) < 2 {
+		return c
+	}
+	diffs := make([]float64, Bootstraps)
+	sa, sb := slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b))
+	ca, cb := make([]int32, len(a)), make([]int32, len(b))
+	// Ties count half on each side (a mid-p): a tail's quantile often
+	// lands on the same value in both resamples.
+	below, above := 0.0, 0.0
+	for i := range diffs {
+		diffs[i] = sub(resampledQuantile(sb, cb, q, r), resampledQuantile(sa, ca, q, r))
+		switch {
+		case diffs[i] < 0:
+			below++
+		case diffs[i] > 0:
+			above++
+		default:
+			below, above = below+0.5, above+0.5
+		}
+	}
+	slices.Sort(diffs)
+	c.DiffLow, c.DiffHigh = metrics.Quantile(diffs, 0.025), metrics.Quantile(diffs, 0.975)
+	c.P = math.Min(1, 2*min(below, above)/Bootstraps)
+	return c
+}
+
+// resampledQuantile is the q-quantile (as metrics.Quantile defines it) of
+// a resample with replacement of sorted, in O(n): it counts how often each
+// value is drawn (counts is scratch of sorted's length) and walks the
+// counts to the two order statistics the quantile lies between.
+func resampledQuantile(sorted []float64, counts []int32, q float64, r *rand.Rand) float64 {
+	n := len(sorted)
+	clear(counts)
+	for range n {
+		counts[r.IntN(n)]++
+	}
+	h := float64(n-1) * q
+	k := int(math.Floor(h))
+	frac := h - float64(k)
+	// The k-th and (k+1)-th order statistics (from 0) of the resample.
+	lo, hi := math.NaN(), math.NaN()
+	seen := 0
+	for i, c := range counts {
+		if c == 0 {
+			continue
+		}
+		next := seen + int(c)
+		if math.IsNaN(lo) && k < next {
+			lo = sorted[i]
+		}
+		if k+1 < next {
+			hi = sorted[i]
+			break
+		}
+		seen = next
+	}
+	switch {
+	case math.IsNaN(hi) || frac == 0:
+		return lo
+	case math.IsInf(hi, 1):
+		return hi
+	}
+	return lo + frac*(hi-lo)
 }
 
 var nan = math.NaN()
