@@ -37,6 +37,9 @@ type twoMachines struct {
 	agent     *testbed.Process
 	agentDir  string
 	ctlState  string
+	// idle is the agent's --idle (2s when empty: the tests end sessions
+	// fast; an experiment's long cells need more slack on a busy host).
+	idle string
 }
 
 var twoMachinesLink = emu.DirectionConfig{Delay: units.Duration(10 * time.Millisecond), Rate: 50e6}
@@ -63,7 +66,11 @@ func newTwoMachines(t *testing.T, bin string) *twoMachines {
 // it listens.
 func (m *twoMachines) startAgent(t *testing.T, token bool) {
 	t.Helper()
-	args := []string{"agent", "--listen", m.agentAddr, "--state", m.agentDir, "--idle", "2s"}
+	idle := m.idle
+	if idle == "" {
+		idle = "2s"
+	}
+	args := []string{"agent", "--listen", m.agentAddr, "--state", m.agentDir, "--idle", idle}
 	if token {
 		args = append(args, "--token-file", m.tokenFile)
 	} else {

@@ -68,7 +68,7 @@ func TestReplayUnderLightAndHeavyUse(t *testing.T) {
 	}
 	defer tb.Close()
 	ip, _ := tb.Addr("client", "server")
-	m := &twoMachines{tb: tb, bin: bin, agentAddr: net.JoinHostPort(ip.String(), "7447"), agentDir: t.TempDir(), ctlState: t.TempDir(), tokenFile: filepath.Join(dir, "pairing")}
+	m := &twoMachines{tb: tb, bin: bin, agentAddr: net.JoinHostPort(ip.String(), "7447"), agentDir: t.TempDir(), ctlState: t.TempDir(), tokenFile: filepath.Join(dir, "pairing"), idle: "20s"}
 	m.startAgent(t, true)
 	profile := filepath.Join(dir, "unseen.yaml")
 	stdout, stderr, err := m.controller(t, "record", "--remote", m.agentAddr, "--token-file", m.tokenFile, "--state", m.ctlState, "--duration", "40s", "--out", profile)

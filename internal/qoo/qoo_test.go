@@ -1,0 +1,149 @@
+package qoo
+
+import (
+	"math"
+	"os"
+	"strings"
+	"testing"
+)
+
+// at makes a latency distribution from percentile points.
+func at(points map[float64]float64) func(float64) float64 {
+	return func(p float64) float64 {
+		if v, ok := points[p]; ok {
+			return v
+		}
+		return math.NaN()
+	}
+}
+
+// TestTheDraftsExample is draft-ietf-ippm-qoo-09's own example, section
+// "Example": ROP {99 %: 200 ms, 99.9 %: 300 ms} and 1 % loss, CPUP
+// {99 %: 500 ms, 99.9 %: 600 ms} and 5 % loss; measured 350 and 375 ms and
+// 2 %: m1 = 0.5, m2 = 0.75, QoO_latency 50, QoO_loss 75, QoO 50.
+func TestTheDraftsExample(t *testing.T) {
+	p := Profile{ID: "x", Name: "x",
+		Latency: []LatencyPoint{{99, 200, 500}, {99.9, 300, 600}},
+		Loss:    Bounds{Optimal: 1, Unacceptable: 5}}
+	r := p.Score(Measurement{LatencyAt: at(map[float64]float64{99: 350, 99.9: 375}), LossPct: 2})
+	if r.Latency != 50 || r.Loss != 75 || r.Score != 50 || r.Limit != "p99" {
+		t.Errorf("latency %v, loss %v, QoO %v, limited by %s; the draft works out 50, 75, 50, p99", r.Latency, r.Loss, r.Score, r.Limit)
+	}
+}
+
+// TestScoresWorkedByHand: the three regions the draft names (optimal,
+// between, unacceptable), loss deciding, a distribution with nothing
+// completed, bounds without room, and LibreQoS's normalizations.
+func TestScoresWorkedByHand(t *testing.T) {
+	p := Profile{ID: "x", Name: "x", Latency: []LatencyPoint{{95, 20, 40}}, Loss: Bounds{Optimal: 0, Unacceptable: 4}}
+	for _, c := range []struct {
+		name      string
+		lat, loss float64
+		want      float64
+		limit     string
+	}{
+		{"optimal", 15, 0, 100, "p95"},
+		{"at the optimal bound", 20, 0, 100, "p95"},
+		{"a quarter of the way", 25, 0, 75, "p95"},
+		{"at the unacceptable bound", 40, 0, 0, "p95"},
+		{"beyond it", 400, 0, 0, "p95"},
+		{"loss decides: 1 % of 4", 15, 1, 75, "loss"},
+		{"loss beyond its bound", 15, 10, 0, "loss"},
+		{"nothing completed", math.NaN(), 100, 0, "p95"},
+		{"infinite", math.Inf(1), 0, 0, "p95"},
+	} {
+		r := p.Score(Measurement{LatencyAt: func(float64) float64 { return c.lat }, LossPct: c.loss})
+		if math.Abs(r.Score-c.want) > 1e-9 || r.Limit != c.limit {
+			t.Errorf("%s: QoO %v limited by %s, want %v by %s", c.name, r.Score, r.Limit, c.want, c.limit)
+		}
+	}
+	step := Profile{ID: "s", Name: "s", Latency: []LatencyPoint{{50, 10, 10}}, Loss: Bounds{0, 0}}
+	if a, b := step.Score(Measurement{LatencyAt: func(float64) float64 { return 10 }}), step.Score(Measurement{LatencyAt: func(float64) float64 { return 10.1 }}); a.Score != 100 || b.Score != 0 {
+		t.Errorf("bounds without room: %v at the bound and %v beyond, want a step 100 / 0", a.Score, b.Score)
+	}
+	// threshold_offset_ms 10: 35 scores as 25; excess over p5 (15 ms): 35 as 20.
+	off := p
+	off.Normalization = Normalization{Mode: "threshold_offset_ms", OffsetMs: 10}
+	if r := off.Score(Measurement{LatencyAt: func(float64) float64 { return 35 }}); r.Score != 75 {
+		t.Errorf("offset 10 ms: QoO %v, want 75", r.Score)
+	}
+	exc := p
+	exc.Normalization = Normalization{Mode: "excess_over_baseline", BaselinePercentile: 5}
+	if r := exc.Score(Measurement{LatencyAt: at(map[float64]float64{5: 15, 95: 35})}); r.Score != 100 {
+		t.Errorf("excess over p5: QoO %v, want 100 (20 ms above the baseline)", r.Score)
+	}
+}
+
+// TestReadsLibreQoSProfiles: a profiles file as LibreQoS writes it (its
+// "low" the bad bound, "high" the good one) reads with the draft's
+// meaning, and tlab's own table parses and says where each number comes
+// from.
+func TestReadsLibreQoSProfiles(t *testing.T) {
+	f, err := Parse("qoo_profiles.json", strings.NewReader(`{
+  "schema_version": 2,
+  "default_profile_id": "web_browsing",
+  "profiles": [
+    {"id": "web_browsing", "name": "Web browsing",
+     "latency": [{"percentile": 95, "low_ms": 250, "high_ms": 50}],
+     "loss_percent": {"low": 5, "high": 0.5},
+     "latency_normalization": {"mode": "excess_over_baseline", "baseline": {"type": "percentile", "percentile": 5}},
+     "loss_handling": "confidence_weighted"}
+  ]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := f.Lookup("web_browsing")
+	want := LatencyPoint{Percentile: 95, OptimalMs: 50, UnacceptableMs: 250}
+	if !ok || f.Default != "web_browsing" || p.Latency[0] != want || p.Loss != (Bounds{Optimal: 0.5, Unacceptable: 5}) || p.Normalization.BaselinePercentile != 5 {
+		t.Errorf("read %+v", f)
+	}
+	b := Builtin()
+	if len(b.Profiles) < 4 {
+		t.Fatalf("built-in profiles: %v", b.IDs())
+	}
+	for _, p := range b.Profiles {
+		if !strings.Contains(p.Description, "tlab's choice") && !strings.Contains(p.Description, "study") {
+			t.Errorf("%s: its description does not say where its numbers come from", p.ID)
+		}
+	}
+}
+
+// TestBadProfilesSayWhereAndWhy: each defect is an error naming the file
+// and, where the decoder can, its line.
+func TestBadProfilesSayWhereAndWhy(t *testing.T) {
+	for _, c := range []struct{ text, want string }{
+		{"{\"schema_version\": 2,\n \"profiles\": [{\"id\": \"a\", \"nmae\": \"x\"}]}", "p.json:2:"},
+		{"{\"schema_version\": 2,\n \"profiles\": [\n{\"id\": \"a\", \"name\": \"x\", \"latency\": \"fast\"}]}", "p.json:3:"},
+		{`{"schema_version": 1, "profiles": []}`, "schema_version 1"},
+		{`{"schema_version": 2, "profiles": [{"id": "a", "name": "a", "latency": [{"percentile": 101, "low_ms": 1, "high_ms": 0}], "loss_percent": {"low": 1, "high": 0}}]}`, "percentile 101"},
+		{`{"schema_version": 2, "profiles": [{"id": "a", "name": "a", "latency": [], "loss_percent": {"low": 1, "high": 0}}]}`, "at least one percentile"},
+		{`{"schema_version": 2, "profiles": [{"id": "a", "name": "a", "latency": [{"percentile": 95, "low_ms": 1, "high_ms": 0}], "loss_percent": {"low": 200, "high": 0}}]}`, "0 to 100"},
+		{`{"schema_version": 2, "default_profile_id": "b", "profiles": [{"id": "a", "name": "a", "latency": [{"percentile": 95, "low_ms": 1, "high_ms": 0}], "loss_percent": {"low": 1, "high": 0}}]}`, `"b" names no profile`},
+		{`{"schema_version": 2, "profiles": [{"id": "a", "name": "a", "latency": [{"percentile": 95, "low_ms": 1, "high_ms": 0}], "loss_percent": {"low": 1, "high": 0}, "loss_handling": "lenient"}]}`, "loss_handling"},
+	} {
+		_, err := Parse("p.json", strings.NewReader(c.text))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s\n  error %v, want it to say %q", c.text, err, c.want)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add(builtin)
+	if b, err := os.ReadFile("profiles.json"); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte(`{"schema_version": 2, "profiles": []}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := Parse("fuzz", strings.NewReader(string(data)))
+		if err != nil {
+			return
+		}
+		for _, p := range file.Profiles {
+			r := p.Score(Measurement{LatencyAt: func(float64) float64 { return 10 }, LossPct: 1})
+			if !(r.Score >= 0 && r.Score <= 100) {
+				t.Fatalf("%s scored %v", p.ID, r.Score)
+			}
+		}
+	})
+}
