@@ -5,17 +5,21 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"tlab/internal/advise"
+	"tlab/internal/qoo"
 	"tlab/internal/results"
 )
 
 func runAdvise(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("advise", "advise DIR --require 'METRIC<=BOUND' [--require ...] [--json]\n\nWhich stack meets the application's requirements on each network of a finished run? The first\nrequirement is the priority that picks the best. Exit 0 when a stack meets every requirement on\nevery network, 1 when not (as grep).", stderr)
+	fs := newFlags("advise", "advise DIR --require 'METRIC<=BOUND' [--require ...] [--qoo PROFILE] [--json]\n\nWhich stack meets the application's requirements on each network of a finished run? The first\nrequirement is the priority that picks the best. Exit 0 when a stack meets every requirement on\nevery network, 1 when not (as grep). --qoo scores each stack from 0 (unacceptable) to 100\n(optimal) against a requirement profile (IETF Quality of Outcome; tlab qoo lists tlab's own).", stderr)
 	var reqs listFlag
 	fs.Var(&reqs, "require", "a requirement on a metric (tlab metrics), such as delay_p99_ms<=20 or jitter_pct<10 (repeatable)")
+	qooFlag := fs.String("qoo", "", "a Quality of Outcome requirement profile: one of tlab qoo's, or a LibreQoS qoo_profiles.json FILE[#ID]")
 	asJSON := fs.Bool("json", false, "print the answers as JSON")
 	pos, code, ok := parseArgs(fs, args, 1)
 	if !ok {
@@ -25,32 +29,114 @@ func runAdvise(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "tlab advise: give the run directory")
 		return exitUsage
 	}
+	if len(reqs) == 0 && *qooFlag == "" {
+		fmt.Fprintln(stderr, "tlab advise: give a requirement (--require 'delay_p99_ms<=20'), a requirement profile (--qoo NAME), or both")
+		return exitUsage
+	}
 	parsed, err := parseRequirements(reqs)
 	if err != nil {
 		fmt.Fprintf(stderr, "tlab advise: %v\n", err)
 		return exitUsage
+	}
+	var profile qoo.Profile
+	if *qooFlag != "" {
+		if profile, err = loadQoOProfile(*qooFlag); err != nil {
+			fmt.Fprintf(stderr, "tlab advise: --qoo: %v\n", err)
+			return exitUsage
+		}
 	}
 	r, err := results.Open(pos[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "tlab advise: %v\n", err)
 		return exitUsage
 	}
-	answers, err := advise.Evaluate(r.Rows, parsed)
-	if err != nil {
-		fmt.Fprintf(stderr, "tlab advise: %v\n", err)
-		return exitUsage
+	answers := advise.Skeleton(r.Rows)
+	if len(parsed) > 0 {
+		if answers, err = advise.Evaluate(r.Rows, parsed); err != nil {
+			fmt.Fprintf(stderr, "tlab advise: %v\n", err)
+			return exitUsage
+		}
+	}
+	if *qooFlag != "" {
+		scores, err := qoo.CellScores(filepath.Join(r.Dir, results.RecordsFile), profile)
+		if err != nil {
+			return errorExit(stderr, fmt.Errorf("--qoo needs the run's records: %w", err))
+		}
+		advise.WithQoO(answers, r.Rows, profile.ID, scores)
 	}
 	if *asJSON {
 		if c := writeJSON(stdout, answers); c != exitOK {
 			return c
 		}
 	} else {
-		printAnswers(stdout, answers)
+		if len(parsed) > 0 {
+			printAnswers(stdout, answers)
+		}
+		if *qooFlag != "" {
+			printQoO(stdout, profile, answers)
+		}
 	}
-	if advise.Met(answers) {
+	if len(parsed) == 0 || advise.Met(answers) {
 		return exitOK
 	}
 	return exitFailure
+}
+
+// loadQoOProfile finds a requirement profile: one of tlab's by id, or a
+// LibreQoS profiles file, FILE#ID for one of its profiles (its default, or
+// its first, without).
+func loadQoOProfile(spec string) (qoo.Profile, error) {
+	builtin := qoo.Builtin()
+	if p, ok := builtin.Lookup(spec); ok {
+		return p, nil
+	}
+	path, id, _ := strings.Cut(spec, "#")
+	f, err := os.Open(path)
+	if err != nil {
+		return qoo.Profile{}, fmt.Errorf("%q is neither one of tlab's profiles (%s) nor a file: %w", spec, strings.Join(builtin.IDs(), ", "), err)
+	}
+	defer f.Close()
+	file, err := qoo.Parse(path, f)
+	if err != nil {
+		return qoo.Profile{}, err
+	}
+	if id == "" {
+		id = file.Default
+	}
+	if id == "" {
+		return file.Profiles[0], nil
+	}
+	p, ok := file.Lookup(id)
+	if !ok {
+		return qoo.Profile{}, fmt.Errorf("%s has no profile %q: it has %s", path, id, strings.Join(file.IDs(), ", "))
+	}
+	return p, nil
+}
+
+// printQoO prints each stack's Quality of Outcome on each network.
+func printQoO(w io.Writer, p qoo.Profile, answers []advise.Answer) {
+	fmt.Fprintf(w, "\nQuality of Outcome against %s (%s): 0 unacceptable, 100 optimal (draft-ietf-ippm-qoo-09).\n", p.ID, p.Name)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  NETWORK\tSTACK\tQoO\t95 % CI\tLATENCY\tLOSS\tLIMITED BY\tREPS")
+	for _, a := range answers {
+		where := a.Profile
+		if a.Params != "" {
+			where += " (" + a.Params + ")"
+		}
+		for _, s := range a.Stacks {
+			if s.QoO == nil {
+				fmt.Fprintf(tw, "  %s\t%s\t–\t\t\t\tno records\t\n", where, s.Protocol)
+				continue
+			}
+			o := s.QoO
+			ci := "needs 3 repetitions"
+			if !math.IsNaN(o.Low) {
+				ci = fmt.Sprintf("%.0f–%.0f", o.Low, o.High)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%.0f\t%s\t%.0f\t%.0f\t%s\t%d\n", where, s.Protocol, o.Score, ci, o.Latency, o.Loss, o.Limit, o.N)
+		}
+	}
+	tw.Flush()
 }
 
 // parseRequirements reads --require values against the metric registry.

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"tlab/internal/advise"
 	"tlab/internal/results"
 )
 
@@ -134,5 +137,112 @@ func TestCompareAnswersAcrossRuns(t *testing.T) {
 	code, stdout, _ := run("compare", day1, other, "--out", filepath.Join(t.TempDir(), "cmp"))
 	if code != exitOK || strings.Contains(stdout, "Requirements:") {
 		t.Errorf("differing requirements: exit %d:\n%s", code, stdout)
+	}
+}
+
+// writeRecordsRun writes a finished run whose cells have records: per
+// protocol, three repetitions of 200 requests with the delay delay(i)
+// (NaN: failed).
+func writeRecordsRun(t *testing.T, delay map[string]func(i int) float64) string {
+	t.Helper()
+	dir := t.TempDir()
+	var rows []results.Summary
+	var joined []byte
+	for _, p := range []string{"tcp", "h1s"} {
+		for rep := 1; rep <= 3; rep++ {
+			id := fmt.Sprintf("%s%d", p, rep)
+			path := filepath.Join(dir, "c-"+id+".csv")
+			w, err := results.CreateRecords(path, results.Cell{ID: id, Profile: "5g", Protocol: p, Rep: rep}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 200 {
+				r := results.Record{Seq: i, DelayMs: delay[p](i), DoneMs: float64(i)}
+				if math.IsNaN(r.DelayMs) {
+					r.Error = "timeout"
+				}
+				w.Write(r)
+			}
+			w.Close()
+			b, _ := os.ReadFile(path)
+			if joined != nil {
+				b = b[strings.IndexByte(string(b), '\n')+1:]
+			}
+			joined = append(joined, b...)
+			rows = append(rows, results.Summary{Cell: id, Profile: "5g", Protocol: p, Rep: rep,
+				Fields: []results.Field{{Name: "delay_p99_ms", Value: delay[p](199)}}})
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, results.RecordsFile), joined, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := results.WriteSummaries(dir, rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&results.Manifest{Scenario: "qoo", Seed: 1}).Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestAdviseScoresQualityOfOutcome drives tlab advise --qoo as a user
+// would. Against control-loop-25ms (p99 optimal at 12.5 ms, unacceptable
+// at 25; loss optimal at 0 %, unacceptable at 1 %): tcp answers every
+// request in 10 ms, QoO 100; h1s has a p99 of 17.5 ms (latency 60) and
+// loses 1 request in 200 (0.5 %: loss 50), QoO 50, limited by the loss,
+// in every repetition.
+// With no --require the answer is the scores alone and the exit code 0;
+// a LibreQoS file is read as FILE#ID.
+func TestAdviseScoresQualityOfOutcome(t *testing.T) {
+	dir := writeRecordsRun(t, map[string]func(int) float64{
+		"tcp": func(int) float64 { return 10 },
+		"h1s": func(i int) float64 {
+			switch {
+			case i == 7:
+				return math.NaN()
+			case i >= 190:
+				return 17.5
+			}
+			return 11
+		},
+	})
+	code, out, errs := run("advise", dir, "--qoo", "control-loop-25ms")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s%s", code, out, errs)
+	}
+	row := func(out, stack string) []string {
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) > 2 && f[1] == stack {
+				return f
+			}
+		}
+		return nil
+	}
+	if f := row(out, "tcp"); len(f) < 4 || f[2] != "100" || f[3] != "100–100" {
+		t.Errorf("tcp's row %q, want QoO 100 (100–100):\n%s", f, out)
+	}
+	if f := row(out, "h1s"); len(f) < 7 || f[2] != "50" || f[3] != "50–50" || f[4] != "60" || f[6] != "loss" {
+		t.Errorf("h1s's row %q, want QoO 50 (50–50), latency 60, limited by the loss:\n%s", f, out)
+	}
+	code, out, _ = run("advise", dir, "--qoo", "control-loop-25ms", "--require", "delay_p99_ms<=20", "--json")
+	var answers []advise.Answer
+	if err := json.Unmarshal([]byte(out), &answers); err != nil || code != exitOK {
+		t.Fatalf("--json: exit %d, %v\n%s", code, err, out)
+	}
+	for _, s := range answers[0].Stacks {
+		want := map[string]float64{"tcp": 100, "h1s": 50}[s.Protocol]
+		if s.QoO == nil || math.Abs(s.QoO.Score-want) > 1e-6 || s.QoO.N != 3 || len(s.Checks) != 1 {
+			t.Errorf("%s: %+v, want QoO %v over 3 repetitions beside its check", s.Protocol, s.QoO, want)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "qoo_profiles.json")
+	os.WriteFile(file, []byte(`{"schema_version": 2, "profiles": [
+	  {"id": "loose", "name": "Loose", "latency": [{"percentile": 99, "low_ms": 100, "high_ms": 20}], "loss_percent": {"low": 5, "high": 1}}]}`), 0o644)
+	code, out, errs = run("advise", dir, "--qoo", file+"#loose")
+	if f := row(out, "h1s"); code != exitOK || len(f) < 3 || f[2] != "100" {
+		t.Errorf("a LibreQoS file: exit %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := run("advise", dir, "--qoo", "gaming"); code != exitUsage || !strings.Contains(errs, "control-loop-25ms") {
+		t.Errorf("an unknown profile: exit %d, %s", code, errs)
 	}
 }

@@ -67,6 +67,7 @@ func commands() map[string]command {
 		"version":    {"print the version", runVersion},
 		"agent":      {"serve tlab's servers on a far machine for remote runs", runAgent},
 		"advise":     {"which stack meets the application's requirements on each network of a run", runAdvise},
+		"qoo":        {"the Quality of Outcome requirement profiles tlab ships (LibreQoS's format)", runQoO},
 		"record":     {"record the real path to an agent as a link profile to replay", runRecord},
 		"serve":      {"serve a live view of a run directory as its cells complete", runServe},
 		"shell":      {"run your own command or a shell inside an emulated network (as mahimahi's shells)", runShell},

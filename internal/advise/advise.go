@@ -144,6 +144,9 @@ type Stack struct {
 	Status    Status  `json:"status"`
 	Checks    []Check `json:"checks"`
 	FailedPct float64 `json:"failed_pct"`
+	// QoO is the stack's Quality of Outcome against a requirement
+	// profile, when one was asked for (WithQoO).
+	QoO *Outcome `json:"qoo,omitempty"`
 }
 
 // MarshalJSON writes a FailedPct the run lacks as null.
@@ -217,11 +220,7 @@ func Evaluate(rows []results.Summary, reqs []Requirement) ([]Answer, error) {
 	groups := map[key]map[string][]results.Summary{}
 	protoOrder := map[key][]string{}
 	for _, r := range rows {
-		var vals []string
-		for _, p := range r.Params {
-			vals = append(vals, p.Value)
-		}
-		k := key{r.Profile, strings.Join(vals, " / ")}
+		k := key{r.Profile, paramsOf(r)}
 		if groups[k] == nil {
 			groups[k] = map[string][]results.Summary{}
 			order = append(order, k)

@@ -201,3 +201,6 @@ func Builtin() File {
 	}
 	return f
 }
+
+// BuiltinJSON is tlab's table as LibreQoS reads it.
+func BuiltinJSON() []byte { return bytes.Clone(builtin) }

@@ -1,0 +1,46 @@
+package qoo
+
+import (
+	"math"
+	"slices"
+
+	"tlab/internal/metrics"
+	"tlab/internal/results"
+)
+
+// CellScores scores every cell of a run's records.csv against p: the
+// latency distribution is the record delay of the messages that completed
+// (the warm-up left out), the loss the share of measured messages that
+// did not (failed, lost or never sent), as the draft counts a packet that
+// never arrived. Every attempt of a re-run cell counts, as in the run's
+// comparisons.
+func CellScores(recordsPath string, p Profile) (map[string]Result, error) {
+	delays := map[string][]float64{}
+	total := map[string]int{}
+	err := results.ScanRecords(recordsPath, []string{"delay_ms"}, func(row results.RecordRow) error {
+		if row.Warmup {
+			return nil
+		}
+		total[row.Cell]++
+		if d := row.Values[0]; !row.Failed && results.Measured(d) {
+			delays[row.Cell] = append(delays[row.Cell], d)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]Result{}
+	for cell, n := range total {
+		d := delays[cell]
+		slices.Sort(d)
+		lost := 100 * float64(n-len(d)) / float64(n)
+		out[cell] = p.Score(Measurement{LossPct: lost, LatencyAt: func(pct float64) float64 {
+			if len(d) == 0 {
+				return math.NaN()
+			}
+			return metrics.Quantile(d, pct/100)
+		}})
+	}
+	return out, nil
+}
