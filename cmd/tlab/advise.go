@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -40,7 +39,7 @@ func runAdvise(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var profile qoo.Profile
 	if *qooFlag != "" {
-		if profile, err = loadQoOProfile(*qooFlag); err != nil {
+		if profile, err = qoo.Resolve(*qooFlag); err != nil {
 			fmt.Fprintf(stderr, "tlab advise: --qoo: %v\n", err)
 			return exitUsage
 		}
@@ -80,37 +79,6 @@ func runAdvise(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	return exitFailure
-}
-
-// loadQoOProfile finds a requirement profile: one of tlab's by id, or a
-// LibreQoS profiles file, FILE#ID for one of its profiles (its default, or
-// its first, without).
-func loadQoOProfile(spec string) (qoo.Profile, error) {
-	builtin := qoo.Builtin()
-	if p, ok := builtin.Lookup(spec); ok {
-		return p, nil
-	}
-	path, id, _ := strings.Cut(spec, "#")
-	f, err := os.Open(path)
-	if err != nil {
-		return qoo.Profile{}, fmt.Errorf("%q is neither one of tlab's profiles (%s) nor a file: %w", spec, strings.Join(builtin.IDs(), ", "), err)
-	}
-	defer f.Close()
-	file, err := qoo.Parse(path, f)
-	if err != nil {
-		return qoo.Profile{}, err
-	}
-	if id == "" {
-		id = file.Default
-	}
-	if id == "" {
-		return file.Profiles[0], nil
-	}
-	p, ok := file.Lookup(id)
-	if !ok {
-		return qoo.Profile{}, fmt.Errorf("%s has no profile %q: it has %s", path, id, strings.Join(file.IDs(), ", "))
-	}
-	return p, nil
 }
 
 // printQoO prints each stack's Quality of Outcome on each network.

@@ -51,6 +51,7 @@ var adhocFlags = map[string]string{
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("run", "run FILE|PRESET [--set key=value ...] [--out DIR]\n       tlab run --resume DIR\n       tlab run [ad-hoc flags] [--set key=value ...]\n\nRun a scenario (a YAML file or a preset: see tlab presets) into a results directory with a report,\ncontinue an interrupted one, or compare protocols ad hoc with the flags below (an in-memory scenario:\nevery flag is a shorthand for a --set, and --set reaches any field; see docs/guide.md).\nWithout arguments: "+defaultProtocols+" on "+defaultProfiles+", 25 ms interval, 256 B, 12 s each (about 2 minutes).", stderr)
 	var sets, require listFlag
+	qooSpec := fs.String("qoo", "", "a Quality of Outcome requirement profile (tlab qoo, or a LibreQoS FILE[#ID]): the answer also scores each stack 0-100 against it (a shorthand for --set qoo=...)")
 	fs.Var(&require, "require", "what the application needs, such as delay_p99_ms<=20 (repeatable; the first is the priority): the terminal and the report open with which stack meets it on each network (tlab advise)")
 	fs.Var(&sets, "set", "override a scenario field, e.g. workload.interval=10ms (repeatable)")
 	resume := fs.String("resume", "", "continue the interrupted run in DIR")
@@ -97,6 +98,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "tlab run: %v\n", err)
 		return exitUsage
+	}
+	if *qooSpec != "" {
+		sets = append(sets, "qoo="+*qooSpec)
 	}
 	target, err := remoteTarget(*remoteAddr, *tokenFile, *stateDir)
 	if err == nil && *replay != "" && *remoteAddr == "" {

@@ -151,7 +151,12 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 		}
 		if out.Analysis != nil && len(out.Analysis.Answers) > 0 {
 			fmt.Fprintln(stdout, "THE ANSWER")
-			printAnswers(stdout, out.Analysis.Answers)
+			if len(out.Analysis.Requirements) > 0 {
+				printAnswers(stdout, out.Analysis.Answers)
+			}
+			if out.Analysis.QoO != nil {
+				printQoO(stdout, *out.Analysis.QoO, out.Analysis.Answers)
+			}
 			fmt.Fprintln(stdout)
 		}
 		fmt.Fprintf(stdout, "%s; seed %d\n\n", info.Describe, out.Scenario.Seed)

@@ -524,26 +524,41 @@ func TestRequireFlagAnswersAndNoReportKeepsTheAnalysis(t *testing.T) {
 	bin := buildTlab(t)
 	out := filepath.Join(t.TempDir(), "run")
 	cmd := exec.Command(bin, "run", "--protocols", "tcp,quic", "--profile", "ethernet", "--count", "40", "--interval", "10ms", "--warmup", "0s",
-		"--no-calibration", "--quality", "off", "--out", out, "--no-report", "--require", "delay_p99_ms<=500")
+		"--no-calibration", "--quality", "off", "--out", out, "--no-report", "--require", "delay_p99_ms<=500", "--qoo", "control-loop-25ms")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("tlab run: %v\n%s", err, stderr.String())
 	}
-	if !strings.Contains(stdout.String(), "THE ANSWER") {
-		t.Errorf("the output does not open with the answer:\n%s", stdout.String())
+	if !strings.Contains(stdout.String(), "THE ANSWER") || !strings.Contains(stdout.String(), "Quality of Outcome against control-loop-25ms") {
+		t.Errorf("the output does not open with the answer and the Quality of Outcome:\n%s", stdout.String())
 	}
 	m, err := results.ReadManifest(out)
 	if err != nil || len(m.Requirements) != 1 || m.Requirements[0] != "delay_p99_ms <= 500" {
 		t.Errorf("manifest requirements %v (%v)", m.Requirements, err)
 	}
+	if len(m.QoO) == 0 {
+		t.Error("the manifest does not keep the --qoo profile")
+	}
 	var answers struct {
 		Requirements []map[string]any `json:"requirements"`
-		Answers      []map[string]any `json:"answers"`
+		Answers      []struct {
+			Stacks []struct {
+				QoO *struct {
+					Profile string  `json:"profile"`
+					Score   float64 `json:"score"`
+				} `json:"qoo"`
+			} `json:"stacks"`
+		} `json:"answers"`
 	}
 	b, err := os.ReadFile(filepath.Join(out, "answers.json"))
 	if err != nil || json.Unmarshal(b, &answers) != nil || len(answers.Requirements) != 1 || len(answers.Answers) != 1 {
-		t.Errorf("answers.json: %v %s", err, b)
+		t.Fatalf("answers.json: %v %s", err, b)
+	}
+	for _, s := range answers.Answers[0].Stacks {
+		if s.QoO == nil || s.QoO.Profile != "control-loop-25ms" || !(s.QoO.Score >= 0 && s.QoO.Score <= 100) {
+			t.Errorf("answers.json: a stack's qoo %+v", s.QoO)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(out, "comparisons.csv")); err != nil {
 		t.Errorf("--no-report lost the comparisons: %v", err)
@@ -555,7 +570,7 @@ func TestRequireFlagAnswersAndNoReportKeepsTheAnalysis(t *testing.T) {
 	if o, err := exec.Command(bin, "report", out).CombinedOutput(); err != nil {
 		t.Fatalf("tlab report: %v\n%s", err, o)
 	}
-	if page, _ := os.ReadFile(filepath.Join(out, "report.html")); !strings.Contains(string(page), "The answer") {
-		t.Error("the report built afterwards lacks the answer")
+	if page, _ := os.ReadFile(filepath.Join(out, "report.html")); !strings.Contains(string(page), "The answer") || !strings.Contains(string(page), "<b>control-loop-25ms</b>") {
+		t.Error("the report built afterwards lacks the answer or its Quality of Outcome")
 	}
 }

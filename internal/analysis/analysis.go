@@ -10,6 +10,7 @@
 package analysis
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"slices"
 
 	"tlab/internal/advise"
+	"tlab/internal/qoo"
 	"tlab/internal/results"
 	"tlab/internal/stats"
 )
@@ -53,6 +55,9 @@ type Analysis struct {
 	// Requirements are the application's, the first the priority, and
 	// Answers say which stack meets them on each network.
 	Requirements []advise.Requirement
+	// QoO is the Quality of Outcome profile the answer scored each stack
+	// against (the manifest's), nil without one.
+	QoO *qoo.Profile
 	Answers      []advise.Answer
 	// compared says comparisons were possible (records or repetitions):
 	// comparisons.csv is written then, even when empty.
@@ -98,6 +103,23 @@ func Of(run *results.Run, reqs []advise.Requirement) (*Analysis, error) {
 	if a.Answers, err = Answers(run.Rows, a.Requirements); err != nil {
 		return nil, err
 	}
+	if run.Manifest != nil && len(run.Manifest.QoO) > 0 {
+		f, err := qoo.Parse("the manifest's qoo", bytes.NewReader(run.Manifest.QoO))
+		if err != nil {
+			return nil, err
+		}
+		a.QoO = &f.Profiles[0]
+		if hasRecords(run.Dir) {
+			scores, err := qoo.CellScores(filepath.Join(run.Dir, results.RecordsFile), *a.QoO)
+			if err != nil {
+				return nil, fmt.Errorf("quality of outcome: %w", err)
+			}
+			if len(a.Answers) == 0 {
+				a.Answers = advise.Skeleton(run.Rows)
+			}
+			advise.WithQoO(a.Answers, run.Rows, a.QoO.ID, scores)
+		}
+	}
 	return a, nil
 }
 
@@ -129,7 +151,7 @@ func (a *Analysis) Write(dir string) error {
 			return err
 		}
 	}
-	if len(a.Requirements) == 0 {
+	if len(a.Requirements) == 0 && a.QoO == nil {
 		return nil
 	}
 	return results.WriteAtomic(filepath.Join(dir, AnswersFile), func(w io.Writer) error {

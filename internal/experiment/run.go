@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"tlab/internal/advise"
+	"tlab/internal/qoo"
 	"tlab/internal/analysis"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
@@ -72,6 +73,9 @@ type Run struct {
 	// Requirements are the application's, kept in the manifest so that
 	// the report opens with the answer (tlab advise).
 	Requirements []advise.Requirement
+	// QoO is the Quality of Outcome profile the answer scores against
+	// (nil: the scenario's, if it names one).
+	QoO *qoo.Profile
 
 	Progress func(Progress)
 	Log      io.Writer
@@ -188,7 +192,12 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 		r.Requirements = sc.Requirements() // the scenario's own, unless given
 	}
 	out.Requirements = r.Requirements
-	sw := Sweep{Requirements: r.Requirements, Shard: shard, Scenario: sc, Dir: out.Dir, Resume: r.Resume != "", SkipCalibration: r.NoCalibration,
+	if r.QoO == nil {
+		if p, ok := sc.QoOProfile(); ok {
+			r.QoO = &p
+		}
+	}
+	sw := Sweep{Requirements: r.Requirements, QoO: r.QoO, Shard: shard, Scenario: sc, Dir: out.Dir, Resume: r.Resume != "", SkipCalibration: r.NoCalibration,
 		Progress: r.Progress, Log: r.Log, Quality: Quality{Mode: r.Quality}, RequireCalibration: r.RequireCalibration}
 	agent, _, err := dialRemote(ctx, r.Remote, r.Resume)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"tlab/internal/advise"
+	"tlab/internal/qoo"
 	"tlab/internal/analysis"
 	"tlab/internal/emu"
 	"tlab/internal/results"
@@ -52,6 +53,9 @@ type Sweep struct {
 	// Requirements go into the manifest ("METRIC OP BOUND" each); a
 	// resume without any keeps the run's.
 	Requirements []advise.Requirement
+	// QoO, when set, goes into the manifest as the profile the answer
+	// scores each stack against.
+	QoO *qoo.Profile
 	// calibrate takes the opening calibration into the manifest
 	// (calibrateInto when nil); tests give a fake.
 	calibrate func(ctx context.Context, m *results.Manifest, emulator emu.EngineOptions) error
@@ -243,6 +247,9 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 		for _, r := range sw.Requirements {
 			m.Requirements = append(m.Requirements, r.String())
 		}
+	}
+	if sw.QoO != nil {
+		m.QoO = sw.QoO.Wire()
 	}
 	if sw.Remote != nil {
 		a := sw.Remote.Agent

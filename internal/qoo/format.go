@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 )
 
@@ -204,3 +205,59 @@ func Builtin() File {
 
 // BuiltinJSON is tlab's table as LibreQoS reads it.
 func BuiltinJSON() []byte { return bytes.Clone(builtin) }
+
+// Resolve finds a requirement profile: one of tlab's by id, or a LibreQoS
+// profiles file, FILE#ID for one of its profiles (without #ID, its default
+// or its first).
+func Resolve(spec string) (Profile, error) {
+	builtin := Builtin()
+	if p, ok := builtin.Lookup(spec); ok {
+		return p, nil
+	}
+	path, id, _ := strings.Cut(spec, "#")
+	f, err := os.Open(path)
+	if err != nil {
+		return Profile{}, fmt.Errorf("%q is neither one of tlab's profiles (%s) nor a file: %w", spec, strings.Join(builtin.IDs(), ", "), err)
+	}
+	defer f.Close()
+	file, err := Parse(path, f)
+	if err != nil {
+		return Profile{}, err
+	}
+	if id == "" {
+		id = file.Default
+	}
+	if id == "" {
+		return file.Profiles[0], nil
+	}
+	p, ok := file.Lookup(id)
+	if !ok {
+		return Profile{}, fmt.Errorf("%s has no profile %q: it has %s", path, id, strings.Join(file.IDs(), ", "))
+	}
+	return p, nil
+}
+
+// Wire writes p alone as a LibreQoS profiles file, which Parse reads back
+// (a run's manifest keeps the profile it was scored against so).
+func (p Profile) Wire() []byte {
+	w := wireProfile{ID: p.ID, Name: p.Name, Description: p.Description,
+		LossPercent: wireRange{Low: p.Loss.Unacceptable, High: p.Loss.Optimal}, LossHandling: "strict"}
+	for _, l := range p.Latency {
+		w.Latency = append(w.Latency, wireLatency{Percentile: l.Percentile, LowMs: l.UnacceptableMs, HighMs: l.OptimalMs})
+	}
+	switch n := p.Normalization; n.Mode {
+	case "threshold_offset_ms":
+		ms := n.OffsetMs
+		w.LatencyNormalization = &wireNormalizer{Mode: n.Mode, Ms: &ms}
+	case "excess_over_baseline":
+		b := &wireBaseline{Type: "fixed_ms", Ms: n.BaselineMs}
+		if n.BaselinePercentile > 0 {
+			b = &wireBaseline{Type: "percentile", Percentile: n.BaselinePercentile}
+		}
+		w.LatencyNormalization = &wireNormalizer{Mode: n.Mode, Baseline: b}
+	default:
+		w.LatencyNormalization = &wireNormalizer{Mode: "none"}
+	}
+	b, _ := json.Marshal(wireFile{SchemaVersion: 2, DefaultProfileID: p.ID, Profiles: []wireProfile{w}})
+	return b
+}

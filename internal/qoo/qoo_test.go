@@ -147,3 +147,23 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestWireReadsBack: a profile written alone, as a run's manifest keeps
+// it, reads back the same, normalizations included.
+func TestWireReadsBack(t *testing.T) {
+	for _, p := range append(Builtin().Profiles,
+		Profile{ID: "o", Name: "o", Latency: []LatencyPoint{{95, 10, 40}}, Loss: Bounds{0.5, 3}, Normalization: Normalization{Mode: "threshold_offset_ms", OffsetMs: 7}},
+		Profile{ID: "b", Name: "b", Latency: []LatencyPoint{{99.9, 10, 40}}, Loss: Bounds{0, 3}, Normalization: Normalization{Mode: "excess_over_baseline", BaselinePercentile: 5}}) {
+		f, err := Parse("wire", strings.NewReader(string(p.Wire())))
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", p.ID, err, p.Wire())
+		}
+		got := f.Profiles[0]
+		if p.Normalization.Mode == "" {
+			p.Normalization.Mode = "none"
+		}
+		if got.ID != p.ID || got.Loss != p.Loss || got.Normalization != p.Normalization || len(got.Latency) != len(p.Latency) || got.Latency[0] != p.Latency[0] {
+			t.Errorf("%s read back as %+v, written %+v", p.ID, got, p)
+		}
+	}
+}

@@ -332,6 +332,32 @@ func imgURL(svg []byte) template.URL {
 }
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
+	"hasChecks": func(stacks []advise.Stack) bool {
+		for _, s := range stacks {
+			if len(s.Checks) > 0 {
+				return true
+			}
+		}
+		return false
+	},
+	"hasQoO": func(stacks []advise.Stack) bool {
+		for _, s := range stacks {
+			if s.QoO != nil {
+				return true
+			}
+		}
+		return false
+	},
+	"qooProfile": func(answers []advise.Answer) string {
+		for _, a := range answers {
+			for _, s := range a.Stacks {
+				if s.QoO != nil {
+					return s.QoO.Profile
+				}
+			}
+		}
+		return ""
+	},
 	"everywhere": advise.EverywhereSentence,
 	"num": func(v float64, prec int) string {
 		switch {
@@ -435,9 +461,12 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 <p>Requirements: {{range $i, $r := .Run.Requirements}}{{if $i}}; {{end}}<b>{{$r}}</b>{{end}} (the first is the priority that picks the best). A stack meets a requirement when the 95 % interval (Student's t) of its mean over the repetitions lies inside the bound (with fewer than 3 repetitions, when its value is more than 10 % inside); a disturbed or failed cell cannot decide. A message that never completed counts as a delay beyond any bound (a percentile among them is inf), and a requirement on a mean, which cannot see them, brings failed_pct&lt;=0 with it.</p>
 {{with everywhere .Run.Answers}}<p><b>In short:</b> {{.}}.</p>{{end}}
 {{range .Run.Answers}}<p><b>{{.Profile}}{{with .Params}} ({{.}}){{end}}:</b> {{.Summary}}.{{with .ToDecide}} To decide: {{.}}.{{end}}</p>
-<table><tr><th class="l">stack</th><th>failed %</th><th class="l">this requirement</th><th class="l">requirement</th><th>value</th><th>95 % CI</th><th>margin</th><th class="l">why</th></tr>
+{{if hasChecks .Stacks}}<table><tr><th class="l">stack</th><th>failed %</th><th class="l">this requirement</th><th class="l">requirement</th><th>value</th><th>95 % CI</th><th>margin</th><th class="l">why</th></tr>
 {{range .Stacks}}{{$s := .}}{{range .Checks}}<tr><td class="l">{{$s.Protocol}}</td><td>{{num $s.FailedPct 1}}</td><td class="l {{if eq (printf "%s" .Status) "meets"}}pass{{else}}fail{{end}}">{{.Status}}</td><td class="l">{{.Requirement}}</td><td>{{num .Value 3}}</td><td>{{num .Low 3}}–{{num .High 3}}</td><td>{{num .Margin 3}}</td><td class="l">{{.Why}}</td></tr>
-{{end}}{{end}}</table>{{end}}{{end}}
+{{end}}{{end}}</table>{{end}}
+{{if hasQoO .Stacks}}<table class="qoo"><tr><th class="l">stack</th><th>Quality of Outcome</th><th>95 % CI</th><th>latency</th><th>loss</th><th class="l">limited by</th><th>repetitions</th></tr>
+{{range .Stacks}}{{$s := .}}{{with .QoO}}<tr><td class="l">{{$s.Protocol}}</td><td>{{num .Score 0}}</td><td>{{num .Low 0}}–{{num .High 0}}</td><td>{{num .Latency 0}}</td><td>{{num .Loss 0}}</td><td class="l">{{.Limit}}</td><td>{{.N}}</td></tr>
+{{end}}{{end}}</table>{{end}}{{end}}{{with qooProfile .Run.Answers}}<p>Quality of Outcome (draft-ietf-ippm-qoo-09) against the requirement profile <b>{{.}}</b>: 0 unacceptable, 100 optimal; the record delay of the messages that completed and the share that did not, per cell, then the mean over repetitions with its 95 % interval (Student's t, three or more). <code>tlab qoo --describe</code> says where its numbers come from.</p>{{end}}{{end}}
 {{end}}
 {{define "cells"}}<h2>Every cell</h2>
 <div class="wide"><table>

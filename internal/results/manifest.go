@@ -167,6 +167,10 @@ type Manifest struct {
 	// Requirements are the application's ("delay_p99_ms <= 20"), the
 	// first the priority: the report opens with which stack meets them.
 	Requirements []string `json:"requirements,omitempty"`
+	// QoO is the Quality of Outcome requirement profile the answer scores
+	// each stack against, as a LibreQoS profiles file holding it alone
+	// (qoo.Profile.Wire), so that a report made later needs no file.
+	QoO json.RawMessage `json:"qoo,omitempty"`
 }
 
 // Remote is the real path a remote run measured: the agent at its far

@@ -19,6 +19,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"tlab/internal/advise"
+	"tlab/internal/qoo"
 	"tlab/internal/cross"
 	"tlab/internal/emu"
 	"tlab/internal/proto"
@@ -90,6 +91,11 @@ type Scenario struct {
 	// the first the priority: the run opens with which stack meets them
 	// (tlab run --require replaces them).
 	Require []string `yaml:"require"`
+	// QoO names the application's Quality of Outcome requirement profile
+	// (one of tlab qoo's, or a LibreQoS profiles file FILE[#ID]): the
+	// answer scores each stack from 0 to 100 against it, beside the
+	// requirements (tlab run --qoo replaces it).
+	QoO string `yaml:"qoo"`
 	// Baseline is the protocol ratios divide by (study D's ξ = T / T of
 	// MQTT over TLS): the study's reference, named, never the first
 	// protocol listed by accident. Empty: figures that need one say
@@ -279,6 +285,11 @@ func (s *Scenario) validate() error {
 	for i, r := range s.Require {
 		if _, err := advise.ParseRegistered(r); err != nil {
 			return s.errAt([]any{"require", i}, "%v", err)
+		}
+	}
+	if s.QoO != "" {
+		if _, err := qoo.Resolve(s.QoO); err != nil {
+			return s.errAt([]any{"qoo"}, "qoo: %v", err)
 		}
 	}
 	if s.Baseline != "" && !slices.Contains(s.Protocols, s.Baseline) {
@@ -640,6 +651,16 @@ func (s *Scenario) Cells() ([]Cell, error) {
 		c.ID = results.SafeName(strings.Join(parts, "_"))
 	}
 	return cells, nil
+}
+
+// QoOProfile is the scenario's Quality of Outcome profile, resolved
+// (validate checked it), and whether it names one.
+func (s *Scenario) QoOProfile() (qoo.Profile, bool) {
+	if s.QoO == "" {
+		return qoo.Profile{}, false
+	}
+	p, err := qoo.Resolve(s.QoO)
+	return p, err == nil
 }
 
 // Requirements are the scenario's requirements, parsed (validate checked
