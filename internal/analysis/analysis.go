@@ -57,8 +57,8 @@ type Analysis struct {
 	Requirements []advise.Requirement
 	// QoO is the Quality of Outcome profile the answer scored each stack
 	// against (the manifest's), nil without one.
-	QoO *qoo.Profile
-	Answers      []advise.Answer
+	QoO     *qoo.Profile
+	Answers []advise.Answer
 	// compared says comparisons were possible (records or repetitions):
 	// comparisons.csv is written then, even when empty.
 	compared bool

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"tlab/internal/advise"
-	"tlab/internal/qoo"
 	"tlab/internal/analysis"
+	"tlab/internal/qoo"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
 	"tlab/internal/testbed"

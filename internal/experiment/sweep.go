@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"tlab/internal/advise"
-	"tlab/internal/qoo"
 	"tlab/internal/analysis"
 	"tlab/internal/emu"
+	"tlab/internal/qoo"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
 	"tlab/internal/testbed"

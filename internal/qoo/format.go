@@ -34,13 +34,13 @@ type wireFile struct {
 }
 
 type wireProfile struct {
-	ID                   string            `json:"id"`
-	Name                 string            `json:"name"`
-	Description          string            `json:"description,omitempty"`
-	Latency              []wireLatency     `json:"latency"`
-	LossPercent          wireRange         `json:"loss_percent"`
-	LatencyNormalization *wireNormalizer   `json:"latency_normalization,omitempty"`
-	LossHandling         string            `json:"loss_handling,omitempty"`
+	ID                   string          `json:"id"`
+	Name                 string          `json:"name"`
+	Description          string          `json:"description,omitempty"`
+	Latency              []wireLatency   `json:"latency"`
+	LossPercent          wireRange       `json:"loss_percent"`
+	LatencyNormalization *wireNormalizer `json:"latency_normalization,omitempty"`
+	LossHandling         string          `json:"loss_handling,omitempty"`
 }
 
 type wireLatency struct {

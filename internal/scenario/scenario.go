@@ -19,10 +19,10 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"tlab/internal/advise"
-	"tlab/internal/qoo"
 	"tlab/internal/cross"
 	"tlab/internal/emu"
 	"tlab/internal/proto"
+	"tlab/internal/qoo"
 	"tlab/internal/results"
 	"tlab/internal/strictyaml"
 	"tlab/internal/units"
