@@ -185,11 +185,7 @@ func skewness(v []float64) float64 {
 	if len(v) < 3 {
 		return 0
 	}
-	var m float64
-	for _, x := range v {
-		m += x
-	}
-	m /= float64(len(v))
+	m := mean(v)
 	var m2, m3 float64
 	for _, x := range v {
 		d := x - m
@@ -209,11 +205,7 @@ func lag1(v []float64) float64 {
 	if len(v) < 3 {
 		return 0
 	}
-	var m float64
-	for _, x := range v {
-		m += x
-	}
-	m /= float64(len(v))
+	m := mean(v)
 	var num, den float64
 	for i, x := range v {
 		den += (x - m) * (x - m)

@@ -640,15 +640,20 @@ func median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-func stddev(v []float64) float64 {
-	if len(v) < 2 {
-		return 0
-	}
+// mean is the values' arithmetic mean.
+func mean(v []float64) float64 {
 	var m float64
 	for _, x := range v {
 		m += x
 	}
-	m /= float64(len(v))
+	return m / float64(len(v))
+}
+
+func stddev(v []float64) float64 {
+	if len(v) < 2 {
+		return 0
+	}
+	m := mean(v)
 	var ss float64
 	for _, x := range v {
 		ss += (x - m) * (x - m)
@@ -668,12 +673,7 @@ func variable(trains []Train) bool {
 	if len(r) < 3 {
 		return false
 	}
-	var m float64
-	for _, x := range r {
-		m += x
-	}
-	m /= float64(len(r))
-	return stddev(r)/m > 0.25
+	return stddev(r)/mean(r) > 0.25
 }
 
 // Trace writes a direction's rates over time as a mahimahi trace: each
