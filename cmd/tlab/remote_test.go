@@ -111,6 +111,26 @@ func (m *twoMachines) controller(t *testing.T, args ...string) (string, string, 
 	return stdout.String(), stderr.String(), err
 }
 
+// pathMachines builds two machines joined by link, standing for a real
+// path, and starts a paired agent on the far one (idle: its --idle, ""
+// for the tests' 2s); the pairing file goes into dir. The path's emulator
+// sleeps between packets instead of polling: a replay's cells build a
+// busy-polling emulator of their own, and two polling engines on two
+// CPUs would leave the endpoints none (a test-bench artefact: across a
+// real path the near machine emulates nothing but the replay).
+func pathMachines(t *testing.T, bin string, link emu.LinkConfig, seed uint64, label, idle, dir string) *twoMachines {
+	t.Helper()
+	tb, err := testbed.Build(testbed.ClientServer(link), testbed.Options{Seed: seed, Label: label, Emulator: emu.EngineOptions{Mode: emu.ModeSleep}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tb.Close() })
+	ip, _ := tb.Addr("client", "server")
+	m := &twoMachines{tb: tb, bin: bin, agentAddr: net.JoinHostPort(ip.String(), "7447"), agentDir: t.TempDir(), ctlState: t.TempDir(), tokenFile: filepath.Join(dir, "pairing"), idle: idle}
+	m.startAgent(t, true)
+	return m
+}
+
 // remoteArgs are the flags of a run across the path to the agent.
 func (m *twoMachines) remoteArgs() []string {
 	return []string{"--remote", m.agentAddr, "--token-file", m.tokenFile, "--state", m.ctlState, "--no-calibration"}
@@ -365,19 +385,8 @@ func TestRecordRecoversTheLink(t *testing.T) {
 	up := emu.DirectionConfig{Delay: units.Duration(10 * time.Millisecond), Jitter: units.Duration(time.Millisecond), JitterDist: "normal", Rate: 20e6,
 		Loss: emu.LossConfig{Model: "gilbert-elliott", Rate: 0.03, MeanBurst: 3}}
 	down := emu.DirectionConfig{Delay: units.Duration(10 * time.Millisecond), Trace: tracePath}
-	// The path's emulator sleeps between packets instead of polling: the
-	// replay's cells build a busy-polling emulator of their own, and two
-	// polling engines on two CPUs would leave the endpoints none (a
-	// test-bench artefact: across a real path the near machine emulates
-	// nothing but the replay).
-	tb, err := testbed.Build(testbed.ClientServer(emu.LinkConfig{Up: up, Down: down}), testbed.Options{Seed: 3, Label: "record test", Emulator: emu.EngineOptions{Mode: emu.ModeSleep}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tb.Close()
-	ip, _ := tb.Addr("client", "server")
-	m := &twoMachines{tb: tb, bin: bin, agentAddr: net.JoinHostPort(ip.String(), "7447"), agentDir: t.TempDir(), ctlState: t.TempDir(), tokenFile: filepath.Join(dir, "pairing")}
-	m.startAgent(t, true)
+	m := pathMachines(t, bin, emu.LinkConfig{Up: up, Down: down}, 3, "record test", "", dir)
+	tb := m.tb
 	profile := filepath.Join(dir, "mypath.yaml")
 	// The path's own release lateness during the recording: a busy host
 	// that stalls the path's emulator adds it to every delay the probes

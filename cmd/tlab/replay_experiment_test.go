@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/csv"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"tlab/internal/emu"
-	"tlab/internal/testbed"
 	"tlab/internal/testbed/tbtest"
 	"tlab/internal/units"
 )
@@ -62,14 +60,7 @@ func TestReplayUnderLightAndHeavyUse(t *testing.T) {
 		Jitter: units.Duration(2 * time.Millisecond), JitterDist: emu.DistLogNormal, JitterCoherence: units.Duration(10 * time.Millisecond),
 		Loss: emu.LossConfig{Model: "gilbert-elliott", Rate: 0.02, MeanBurst: 4}}
 	down := emu.DirectionConfig{Delay: units.Duration(30 * time.Millisecond), Trace: tracePath}
-	tb, err := testbed.Build(testbed.ClientServer(emu.LinkConfig{Up: up, Down: down}), testbed.Options{Seed: 5, Label: "replay experiment", Emulator: emu.EngineOptions{Mode: emu.ModeSleep}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tb.Close()
-	ip, _ := tb.Addr("client", "server")
-	m := &twoMachines{tb: tb, bin: bin, agentAddr: net.JoinHostPort(ip.String(), "7447"), agentDir: t.TempDir(), ctlState: t.TempDir(), tokenFile: filepath.Join(dir, "pairing"), idle: "20s"}
-	m.startAgent(t, true)
+	m := pathMachines(t, bin, emu.LinkConfig{Up: up, Down: down}, 5, "replay experiment", "20s", dir)
 	profile := filepath.Join(dir, "unseen.yaml")
 	stdout, stderr, err := m.controller(t, "record", "--remote", m.agentAddr, "--token-file", m.tokenFile, "--state", m.ctlState, "--duration", "40s", "--out", profile)
 	if err != nil {
