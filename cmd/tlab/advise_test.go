@@ -246,3 +246,36 @@ func TestAdviseScoresQualityOfOutcome(t *testing.T) {
 		t.Errorf("an unknown profile: exit %d, %s", code, errs)
 	}
 }
+
+// TestCompareScoresQualityOfOutcomeOnEveryRun: tlab compare --qoo scores
+// each stack of each run, from that run's records: a day when h1s lost
+// a request in 200 (QoO 50) beside a day when it lost none (QoO 60).
+func TestCompareScoresQualityOfOutcomeOnEveryRun(t *testing.T) {
+	h1s := func(lose bool) func(int) float64 {
+		return func(i int) float64 {
+			switch {
+			case lose && i == 7:
+				return math.NaN()
+			case i >= 190:
+				return 17.5
+			}
+			return 11
+		}
+	}
+	ten := func(int) float64 { return 10 }
+	day1 := writeRecordsRun(t, map[string]func(int) float64{"tcp": ten, "h1s": h1s(true)})
+	day2 := writeRecordsRun(t, map[string]func(int) float64{"tcp": ten, "h1s": h1s(false)})
+	code, out, errs := run("compare", day1, day2, "--qoo", "control-loop-25ms", "--out", filepath.Join(t.TempDir(), "cmp"))
+	if code != exitOK {
+		t.Fatalf("exit %d: %s%s", code, out, errs)
+	}
+	var scores []string
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) >= 8 && f[len(f)-7] == "h1s" {
+			scores = append(scores, f[len(f)-6])
+		}
+	}
+	if len(scores) != 2 || scores[0] != "50" || scores[1] != "60" {
+		t.Errorf("h1s scored %v on the two days, want 50 and 60:\n%s", scores, out)
+	}
+}

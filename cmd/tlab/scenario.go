@@ -11,6 +11,7 @@ import (
 
 	"tlab/internal/advise"
 	"tlab/internal/experiment"
+	"tlab/internal/qoo"
 	"tlab/internal/report"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
@@ -286,6 +287,7 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	out := fs.String("out", "", "directory for the comparison (default compare-TIMESTAMP)")
 	var reqs listFlag
 	fs.Var(&reqs, "require", "a requirement on a metric (tlab metrics), such as delay_p99_ms<=20 (repeatable; the first is the priority)")
+	qooSpec := fs.String("qoo", "", "a Quality of Outcome requirement profile (tlab qoo, or a LibreQoS FILE[#ID]); default: the runs' own when they all keep the same")
 	pos, code, ok := parseArgs(fs, args, 64)
 	if !ok {
 		return code
@@ -302,17 +304,29 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	if *out == "" {
 		*out = "compare-" + time.Now().Format("20060102-150405")
 	}
-	_, a, path, err := report.Compare(pos, *out, parsed)
+	var profile *qoo.Profile
+	if *qooSpec != "" {
+		p, err := qoo.Resolve(*qooSpec)
+		if err != nil {
+			fmt.Fprintf(stderr, "tlab compare: --qoo: %v\n", err)
+			return exitUsage
+		}
+		profile = &p
+	}
+	_, a, path, err := report.Compare(pos, *out, parsed, profile)
 	if err != nil {
 		fmt.Fprintf(stderr, "tlab compare: %v\n", err)
 		return exitUsage
 	}
-	if len(a.Answers) > 0 {
+	if len(a.Requirements) > 0 {
 		fmt.Fprintf(stdout, "Requirements: %s\n", strings.Join(a.RequirementTexts(), "; "))
 		printAnswers(stdout, a.Answers)
 	}
+	if a.QoO != nil {
+		printQoO(stdout, *a.QoO, a.Answers)
+	}
 	fmt.Fprintln(stdout, path)
-	if len(a.Answers) > 0 && !advise.Met(a.Answers) {
+	if len(a.Requirements) > 0 && !advise.Met(a.Answers) {
 		return exitFailure
 	}
 	return exitOK

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"tlab/internal/qoo"
 	"tlab/internal/results"
 )
 
@@ -299,4 +301,58 @@ func FuzzAllowedHost(f *testing.F) {
 		}
 		t.Fatalf("accepted Host %q (%q)", host, h)
 	})
+}
+
+// TestLiveViewScoresTheCellsDone: a run that keeps a Quality of Outcome
+// profile shows each stack's score in the answer so far, from the records
+// of the cells done (joined only at the end), on the page as in the JSON.
+func TestLiveViewScoresTheCellsDone(t *testing.T) {
+	dir := liveRun(t, time.Now().Add(-3*time.Minute))
+	m, err := results.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := qoo.Builtin().Lookup("control-loop-25ms")
+	m.QoO = p.Wire()
+	if err := m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	// tcp answers in 10 ms (QoO 100); h1s's p99 is 18.75 ms (QoO 50).
+	for _, c := range []struct {
+		cell string
+		slow float64
+	}{{"tcp", 10}, {"h1s", 18.75}} {
+		w, err := results.CreateRecords(filepath.Join(results.CellDir(dir, c.cell), results.RecordsFile), results.Cell{ID: c.cell, Profile: "5g", Protocol: c.cell, Rep: 1}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 200 {
+			d := 10.0
+			if i >= 190 {
+				d = c.slow
+			}
+			w.Write(results.Record{Seq: i, DelayMs: d, DoneMs: float64(i)})
+		}
+		w.Close()
+	}
+	s, err := Live(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, st := range s.Run.Answers[0].Stacks {
+		if st.QoO != nil {
+			got[st.Protocol] = st.QoO.Score
+		}
+	}
+	if got["tcp"] != 100 || math.Abs(got["h1s"]-50) > 1e-9 {
+		t.Errorf("live scores %v, want tcp 100 and h1s 50", got)
+	}
+	var page strings.Builder
+	if err := writeLive(&page, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), "<b>control-loop-25ms</b>") {
+		t.Error("the live page does not show the Quality of Outcome")
+	}
 }
