@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"os"
@@ -272,7 +273,7 @@ func Record(ctx context.Context, c *remote.Client, o Options) (*Recording, error
 		if phase == PhaseUpLoad && !upStarted {
 			upStarted = true
 			mu.Lock()
-			rate := loadRate(o, upTrain, trainSent, trains, o.TrainLen, bitsOf(o.TrainSize))
+			rate := o.loadRate(upTrains(upTrain, trainSent, trains, o.TrainLen, bitsOf(o.TrainSize)))
 			mu.Unlock()
 			rec.UpLoad = LoadRun{OfferedBps: rate, From: since, To: since + o.LoadFor}
 			if rate <= 0 {
@@ -289,14 +290,11 @@ func Record(ctx context.Context, c *remote.Client, o Options) (*Recording, error
 			downStarted = true
 			<-loadDone
 			mu.Lock()
-			rate := 0.0
-			if r := downRates(downTrain, bitsOf(o.TrainSize)); len(r) > 0 {
-				rate = min(median(r)*o.LoadFactor, o.LoadRateBps)
-			}
+			rate := o.loadRate(downTrains(downTrain, downAsked, bitsOf(o.TrainSize)))
 			mu.Unlock()
 			rec.DownLoad.OfferedBps, rec.DownLoad.From, rec.DownLoad.To = rate, since, since+o.LoadFor
-			if !(rate > 0) {
-				rec.DownLoad.OfferedBps, rec.DownLoad.Refused = 0, "no rate measured to load at"
+			if rate <= 0 {
+				rec.DownLoad.Refused = "no rate measured to load at"
 			} else if err := c.Call(remote.OpProbeFill, remote.FillArgs{ID: sr.ID, RateBps: rate, Millis: int(o.LoadFor.Milliseconds()), Size: LoadSize}, nil); err != nil {
 				rec.DownLoad.Refused = err.Error()
 			}
@@ -339,39 +337,16 @@ func Record(ctx context.Context, c *remote.Client, o Options) (*Recording, error
 	rec.UpLoad.Got = rep.Load
 	rec.DownLoad.Sent = rep.Filled
 	bits := bitsOf(o.TrainSize)
-	for t := 0; t < trains; t++ {
-		var at []int64
-		for j := 0; j < o.TrainLen; j++ {
-			if v, ok := upTrain[uint32(trainBase+t*remote.MaxTrain+j)]; ok {
-				at = append(at, v)
-			}
-		}
-		if r := trainRate(at, bits); r > 0 {
-			rec.Up = append(rec.Up, Train{At: trainSent[t], RateBps: r})
-		}
-	}
-	ids := make([]int64, 0, len(downTrain))
-	for id := range downTrain {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		if r := trainRate(downTrain[id], bits); r > 0 {
-			rec.Down = append(rec.Down, Train{At: downAsked[id], RateBps: r})
-		}
-	}
+	rec.Up = upTrains(upTrain, trainSent, trains, o.TrainLen, bits)
+	rec.Down = downTrains(downTrain, downAsked, bits)
 	return rec, nil
 }
 
-// bitsOf is a datagram's size on the wire, in bits, as the emulator's
-// rate counts it.
-func bitsOf(size int) float64 { return float64((size + frameOverhead) * 8) }
-
-// loadRate is the up load's rate: LoadFactor times the median of the up
-// trains measured so far, at most LoadRateBps (0 without a train).
-func loadRate(o Options, upTrain map[uint32]int64, trainSent map[int]time.Duration, trains, trainLen int, bits float64) float64 {
-	var rates []float64
-	for t := 0; t < trains; t++ {
+// upTrains are the rates of the first n up trains (of trainLen packets
+// each, timed by the agent on arrival), each at the time it was sent.
+func upTrains(upTrain map[uint32]int64, trainSent map[int]time.Duration, n, trainLen int, bits float64) []Train {
+	var out []Train
+	for t := 0; t < n; t++ {
 		var at []int64
 		for j := 0; j < trainLen; j++ {
 			if v, ok := upTrain[uint32(trainBase+t*remote.MaxTrain+j)]; ok {
@@ -379,24 +354,40 @@ func loadRate(o Options, upTrain map[uint32]int64, trainSent map[int]time.Durati
 			}
 		}
 		if r := trainRate(at, bits); r > 0 {
-			rates = append(rates, r)
+			out = append(out, Train{At: trainSent[t], RateBps: r})
 		}
 	}
-	if len(rates) == 0 {
-		return 0
-	}
-	return min(median(rates)*o.LoadFactor, o.LoadRateBps)
+	return out
 }
 
-// downRates are the down trains' rates so far.
-func downRates(downTrain map[int64][]int64, bits float64) []float64 {
-	var rates []float64
-	for _, at := range downTrain {
-		if r := trainRate(slices.Clone(at), bits); r > 0 {
-			rates = append(rates, r)
+// downTrains are the down trains' rates (their packets' arrival times
+// here, by train id), in the order asked for, each at the time it was.
+func downTrains(downTrain map[int64][]int64, downAsked map[int64]time.Duration, bits float64) []Train {
+	ids := slices.Sorted(maps.Keys(downTrain))
+	var out []Train
+	for _, id := range ids {
+		if r := trainRate(downTrain[id], bits); r > 0 {
+			out = append(out, Train{At: downAsked[id], RateBps: r})
 		}
 	}
-	return rates
+	return out
+}
+
+// bitsOf is a datagram's size on the wire, in bits, as the emulator's
+// rate counts it.
+func bitsOf(size int) float64 { return float64((size + frameOverhead) * 8) }
+
+// loadRate is a direction's load: LoadFactor times the median rate of its
+// trains, at most LoadRateBps (0 without a train).
+func (o Options) loadRate(trains []Train) float64 {
+	if len(trains) == 0 {
+		return 0
+	}
+	rates := make([]float64, len(trains))
+	for i, t := range trains {
+		rates[i] = t.RateBps
+	}
+	return min(median(rates)*o.LoadFactor, o.LoadRateBps)
 }
 
 // sendLoad sends load packets (ECT(0)) to the prober at rateBps for d,
@@ -509,21 +500,17 @@ func (r *Recording) Fit() (Fit, error) {
 	f := Fit{Probes: len(r.Probes), RTTMinMs: slices.Min(rtts), RTTMedianMs: median(rtts)}
 	f.Up = direction(upLost, r.Up)
 	f.Down = direction(downLost, r.Down)
-	total := r.Duration
-	if total <= 0 {
-		total = time.Duration(len(r.Probes)) * time.Second / time.Duration(max(r.Options.Rate, 1))
-	}
-	spacing := time.Second / time.Duration(max(r.Options.Rate, 1))
-	size := r.Options.ProbeSize + frameOverhead
-	if r.Options.ProbeSize == 0 {
-		size = 200 + frameOverhead
-	}
-	// What the replayed rate explains, then the stalls it does not, then
-	// what is left is jitter: each effect fitted once.
-	base := make([]float64, len(rtts))
-	copy(base, rtts)
 	o := r.Options
 	o.defaults()
+	spacing := time.Second / time.Duration(o.Rate)
+	total := r.Duration
+	if total <= 0 {
+		total = time.Duration(len(r.Probes)) * spacing
+	}
+	size := o.ProbeSize + frameOverhead
+	// What the replayed rate explains, then the stalls it does not, then
+	// what is left is jitter: each effect fitted once.
+	base := slices.Clone(rtts)
 	for _, x := range []struct {
 		d      *Direction
 		p      []probeTiming
