@@ -64,7 +64,12 @@ func (s *Snapshot) MarshalJSON() ([]byte, error) {
 // Live reads a run directory as it is now: the cells complete so far,
 // the answer so far (for the run's requirements) and the plots that need
 // only the summary. It writes nothing.
-func Live(dir string) (*Snapshot, error) {
+func Live(dir string) (*Snapshot, error) { return live(dir, map[string]qoo.Result{}) }
+
+// live is Live with the Quality of Outcome of cells already scored
+// (scored, which it adds to): a finished cell's records no longer change,
+// so a view polled through a long run reads each once.
+func live(dir string, scored map[string]qoo.Result) (*Snapshot, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("live view: %s is not a run directory", dir)
 	}
@@ -104,7 +109,7 @@ func Live(dir string) (*Snapshot, error) {
 		return nil, fmt.Errorf("live view: %w", err)
 	}
 	if m != nil && len(m.QoO) > 0 {
-		if err := liveQoO(r, dir, m.QoO); err != nil {
+		if err := liveQoO(r, dir, m.QoO, scored); err != nil {
 			return nil, fmt.Errorf("live view: %w", err)
 		}
 	}
@@ -337,6 +342,8 @@ type liveCache struct {
 	mu   sync.Mutex
 	key  string
 	snap *Snapshot
+	// scored holds the Quality of Outcome of the cells scored so far.
+	scored map[string]qoo.Result
 }
 
 func (c *liveCache) get(dir string) (*Snapshot, error) {
@@ -355,7 +362,10 @@ func (c *liveCache) get(dir string) (*Snapshot, error) {
 		}
 		return &s, nil
 	}
-	s, err := Live(dir)
+	if c.scored == nil {
+		c.scored = map[string]qoo.Result{}
+	}
+	s, err := live(dir, c.scored)
 	if err != nil {
 		return nil, err
 	}
@@ -418,16 +428,19 @@ var livePage = template.Must(template.Must(page.Clone()).New("live").Funcs(templ
 </body></html>`))
 
 // liveQoO scores the cells done so far against the run's Quality of
-// Outcome profile, each from its own records (joined only at the end),
-// and sets each stack's outcome in the answer so far.
-func liveQoO(r *Run, dir string, wire []byte) error {
+// Outcome profile, each from its own records (joined only at the end) but
+// for those in scored already, and sets each stack's outcome in the
+// answer so far.
+func liveQoO(r *Run, dir string, wire []byte, scored map[string]qoo.Result) error {
 	f, err := qoo.Parse("the run's qoo", bytes.NewReader(wire))
 	if err != nil {
 		return err
 	}
 	p := f.Profiles[0]
-	scores := map[string]qoo.Result{}
 	for _, row := range r.Rows {
+		if _, ok := scored[row.Cell]; ok {
+			continue
+		}
 		path := filepath.Join(results.CellDir(dir, row.Cell), results.RecordsFile)
 		if _, err := os.Stat(path); err != nil {
 			continue // a cell still running, or re-run
@@ -436,11 +449,11 @@ func liveQoO(r *Run, dir string, wire []byte) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
-		maps.Copy(scores, s)
+		maps.Copy(scored, s)
 	}
 	if len(r.Answers) == 0 {
 		r.Answers = advise.Skeleton(r.Rows)
 	}
-	advise.WithQoO(r.Answers, r.Rows, p.ID, scores)
+	advise.WithQoO(r.Answers, r.Rows, p.ID, scored)
 	return nil
 }

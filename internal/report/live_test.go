@@ -355,4 +355,22 @@ func TestLiveViewScoresTheCellsDone(t *testing.T) {
 	if !strings.Contains(page.String(), "<b>control-loop-25ms</b>") {
 		t.Error("the live page does not show the Quality of Outcome")
 	}
+	// A view polled through a run reads a finished cell's records once:
+	// with tcp scored, records that would now score 0 are not read again.
+	scored := map[string]qoo.Result{}
+	if _, err := live(dir, scored); err != nil {
+		t.Fatal(err)
+	}
+	w, err := results.CreateRecords(filepath.Join(results.CellDir(dir, "tcp"), results.RecordsFile), results.Cell{ID: "tcp", Profile: "5g", Protocol: "tcp", Rep: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		w.Write(results.Record{Seq: i, DelayMs: 30, DoneMs: float64(i)})
+	}
+	w.Close()
+	again, err := live(dir, scored)
+	if err != nil || again.Run.Answers[0].Stacks[0].QoO == nil || again.Run.Answers[0].Stacks[0].QoO.Score != 100 {
+		t.Errorf("the second look lost tcp's score (%v)", err)
+	}
 }
