@@ -147,12 +147,14 @@ func writeRecordsRun(t *testing.T, delay map[string]func(i int) float64) string 
 	t.Helper()
 	dir := t.TempDir()
 	var rows []results.Summary
-	var joined []byte
 	for _, p := range []string{"tcp", "h1s"} {
 		for rep := 1; rep <= 3; rep++ {
 			id := fmt.Sprintf("%s%d", p, rep)
-			path := filepath.Join(dir, "c-"+id+".csv")
-			w, err := results.CreateRecords(path, results.Cell{ID: id, Profile: "5g", Protocol: p, Rep: rep}, nil)
+			cdir := results.CellDir(dir, id)
+			if err := os.MkdirAll(cdir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			w, err := results.CreateRecords(filepath.Join(cdir, results.RecordsFile), results.Cell{ID: id, Profile: "5g", Protocol: p, Rep: rep}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -163,17 +165,17 @@ func writeRecordsRun(t *testing.T, delay map[string]func(i int) float64) string 
 				}
 				w.Write(r)
 			}
-			w.Close()
-			b, _ := os.ReadFile(path)
-			if joined != nil {
-				b = b[strings.IndexByte(string(b), '\n')+1:]
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
 			}
-			joined = append(joined, b...)
+			if err := results.MarkDone(cdir); err != nil {
+				t.Fatal(err)
+			}
 			rows = append(rows, results.Summary{Cell: id, Profile: "5g", Protocol: p, Rep: rep,
 				Fields: []results.Field{{Name: "delay_p99_ms", Value: delay[p](199)}}})
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, results.RecordsFile), joined, 0o644); err != nil {
+	if err := results.JoinRecords(dir); err != nil {
 		t.Fatal(err)
 	}
 	if err := results.WriteSummaries(dir, rows); err != nil {

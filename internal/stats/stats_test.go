@@ -261,36 +261,25 @@ func TestAgainstBaselineReadsEachWorkloadsMedian(t *testing.T) {
 // in the samples' sizes.
 func TestLostRequestsCountAgainstAStack(t *testing.T) {
 	dir := t.TempDir()
-	var rows []results.Summary
-	var joined []byte
+	var cells []results.Cell
 	for _, p := range []string{"slow", "lossy"} {
-		cell := results.Cell{ID: p, Profile: "lan", Protocol: p, Rep: 1}
-		path := filepath.Join(dir, "c-"+p+".csv")
-		w, err := results.CreateRecords(path, cell, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cells = append(cells, results.Cell{ID: p, Profile: "lan", Protocol: p, Rep: 1})
+	}
+	rows := writeRecords(t, dir, cells, func(c results.Cell) []results.Record {
+		var out []results.Record
 		for k := range 300 {
 			d := 1 + 0.01*float64(k%100)
 			if k%10 == 0 {
 				d = 50 // the slow tenth
 			}
 			r := results.Record{Seq: k, DelayMs: d, DoneMs: float64(k) + d}
-			if p == "lossy" && k%10 == 0 {
+			if c.Protocol == "lossy" && k%10 == 0 {
 				r.DelayMs, r.DoneMs, r.Error = math.NaN(), math.NaN(), "timeout"
 			}
-			w.Write(r)
+			out = append(out, r)
 		}
-		w.Close()
-		rows = append(rows, results.Summary{Cell: p, Profile: "lan", Protocol: p, Rep: 1})
-		b, _ := os.ReadFile(path)
-		if joined == nil {
-			joined = b
-		} else {
-			joined = append(joined, b[strings.IndexByte(string(b), '\n')+1:]...)
-		}
-	}
-	os.WriteFile(filepath.Join(dir, results.RecordsFile), joined, 0o644)
+		return out
+	})
 	cs, err := ForRun(&results.Run{Dir: dir, Rows: rows}, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -438,33 +427,22 @@ func TestResampledQuantileIsTheQuantileOfTheResample(t *testing.T) {
 // row, while the median's finds no difference.
 func TestAgainstRecordingComparesTheTail(t *testing.T) {
 	dir := t.TempDir()
-	var rows []results.Summary
-	var joined []byte
+	var cells []results.Cell
 	for _, net := range []string{"remote", "mypath"} {
-		cell := results.Cell{ID: net, Profile: net, Protocol: "tcp", Rep: 1}
-		path := filepath.Join(dir, "c-"+net+".csv")
-		w, err := results.CreateRecords(path, cell, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		slow := map[string]int{"remote": 200, "mypath": 20}[net]
+		cells = append(cells, results.Cell{ID: net, Profile: net, Protocol: "tcp", Rep: 1})
+	}
+	rows := writeRecords(t, dir, cells, func(c results.Cell) []results.Record {
+		slow := map[string]int{"remote": 200, "mypath": 20}[c.Profile]
+		var out []results.Record
 		for k := range 1000 {
 			d := 20 + 0.002*float64(k%500)
 			if k%slow == 0 {
 				d = 50
 			}
-			w.Write(results.Record{Seq: k, DelayMs: d, DoneMs: float64(k) + d})
+			out = append(out, results.Record{Seq: k, DelayMs: d, DoneMs: float64(k) + d})
 		}
-		w.Close()
-		rows = append(rows, results.Summary{Cell: net, Profile: net, Protocol: "tcp", Rep: 1})
-		b, _ := os.ReadFile(path)
-		if joined == nil {
-			joined = b
-		} else {
-			joined = append(joined, b[strings.IndexByte(string(b), '\n')+1:]...)
-		}
-	}
-	os.WriteFile(filepath.Join(dir, results.RecordsFile), joined, 0o644)
+		return out
+	})
 	cs, err := AgainstRecording(&results.Run{Dir: dir, Rows: rows}, "remote", "mypath", 1)
 	if err != nil {
 		t.Fatal(err)
@@ -487,4 +465,36 @@ func TestAgainstRecordingComparesTheTail(t *testing.T) {
 	if !strings.HasPrefix(tail.Verdict, "remote lower") || tail.MedianB != 50 {
 		t.Errorf("p99 %.1f on the path against %.1f on the recording: %s (%+v)", tail.MedianA, tail.MedianB, tail.Verdict, *tail)
 	}
+}
+
+// writeRecords writes each cell's records into its cell directory of dir,
+// as a run does, and joins them into records.csv with the run's own join;
+// it returns the cells' summary rows.
+func writeRecords(t *testing.T, dir string, cells []results.Cell, records func(results.Cell) []results.Record) []results.Summary {
+	t.Helper()
+	var rows []results.Summary
+	for _, c := range cells {
+		cdir := results.CellDir(dir, c.ID)
+		if err := os.MkdirAll(cdir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		w, err := results.CreateRecords(filepath.Join(cdir, results.RecordsFile), c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range records(c) {
+			w.Write(r)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := results.MarkDone(cdir); err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, results.Summary{Cell: c.ID, Profile: c.Profile, Protocol: c.Protocol, Rep: c.Rep})
+	}
+	if err := results.JoinRecords(dir); err != nil {
+		t.Fatal(err)
+	}
+	return rows
 }
