@@ -385,7 +385,10 @@ func TestRecordRecoversTheLink(t *testing.T) {
 	up := emu.DirectionConfig{Delay: units.Duration(10 * time.Millisecond), Jitter: units.Duration(time.Millisecond), JitterDist: "normal", Rate: 20e6,
 		Loss: emu.LossConfig{Model: "gilbert-elliott", Rate: 0.03, MeanBurst: 3}}
 	down := emu.DirectionConfig{Delay: units.Duration(10 * time.Millisecond), Trace: tracePath}
-	m := pathMachines(t, bin, emu.LinkConfig{Up: up, Down: down}, 3, "record test", "", dir)
+	// An idle of 10 s: the test is of the recording and its replay, not
+	// of the session's end, and a suite that loads the host's CPUs once
+	// held the controller's 1 s pings past the tests' usual 2 s.
+	m := pathMachines(t, bin, emu.LinkConfig{Up: up, Down: down}, 3, "record test", "10s", dir)
 	tb := m.tb
 	profile := filepath.Join(dir, "mypath.yaml")
 	// The path's own release lateness during the recording: a busy host
