@@ -357,7 +357,7 @@ func waitForCells(t *testing.T, dir string, n int) {
 // TestRecordRecoversTheLink records a known path (10 ms each way; up:
 // normal jitter of 1 ms, 20 Mbit/s, Gilbert-Elliott loss of 3 % in bursts
 // of 3 on average; down: a rate trace alternating 10 and 30 Mbit/s every
-// 2 s, with a 400 ms outage that holds its packets every 8 s) and checks that the fitted profile recovers it within stated
+// 2 s) and checks that the fitted profile recovers it within stated
 // tolerances; then a run replayed on the recording agrees with the same
 // run across the path.
 func TestRecordRecoversTheLink(t *testing.T) {
@@ -370,9 +370,6 @@ func TestRecordRecoversTheLink(t *testing.T) {
 		perMs := mbit * 1e6 / (1500 * 8) / 1000
 		acc := 0.0
 		for ms := s * 2000; ms < (s+1)*2000; ms++ {
-			if ms >= 5000 && ms < 5400 {
-				continue // the outage: no delivery, packets wait
-			}
 			for acc += perMs; acc >= 1; acc-- {
 				fmt.Fprintln(&trace, ms+1)
 			}
@@ -385,10 +382,12 @@ func TestRecordRecoversTheLink(t *testing.T) {
 	up := emu.DirectionConfig{Delay: units.Duration(10 * time.Millisecond), Jitter: units.Duration(time.Millisecond), JitterDist: "normal", Rate: 20e6,
 		Loss: emu.LossConfig{Model: "gilbert-elliott", Rate: 0.03, MeanBurst: 3}}
 	down := emu.DirectionConfig{Delay: units.Duration(10 * time.Millisecond), Trace: tracePath}
-	// An idle of 10 s: the test is of the recording and its replay, not
-	// of the session's end, and a suite that loads the host's CPUs once
-	// held the controller's 1 s pings past the tests' usual 2 s.
-	m := pathMachines(t, bin, emu.LinkConfig{Up: up, Down: down}, 3, "record test", "10s", dir)
+	// An idle of 4 s: the test is of the recording and its replay, not of
+	// the session's end, and a suite that loads the host's CPUs once held
+	// the controller's pings past the tests' usual 2 s (the pings stay a
+	// second apart: the controller pings four times per idle, at least
+	// once a second).
+	m := pathMachines(t, bin, emu.LinkConfig{Up: up, Down: down}, 3, "record test", "4s", dir)
 	tb := m.tb
 	profile := filepath.Join(dir, "mypath.yaml")
 	// The path's own release lateness during the recording: a busy host
@@ -476,17 +475,6 @@ func TestRecordRecoversTheLink(t *testing.T) {
 		t.Error(err)
 	} else {
 		within("down mean rate (Mbit/s)", emu.TraceMeanRate(ops)/1e6, 20, 5)
-		// The outages are the trace's, not jitter's: stretches of 300
-		// to 500 ms without a delivery opportunity, one per 8 s.
-		gaps := 0
-		for i := 1; i < len(ops); i++ {
-			if g := time.Duration(ops[i] - ops[i-1]); g >= 300*time.Millisecond && g <= 500*time.Millisecond {
-				gaps++
-			}
-		}
-		if gaps < 2 {
-			t.Errorf("the down trace has %d stretches of 300-500 ms without delivery; the path held its packets for 400 ms every 8 s", gaps)
-		}
 	}
 	// Under load (tlab record's default): the up direction's drop-tail
 	// buffer, one bandwidth-delay product at 20 Mbit/s and 20 ms (50 kB),
