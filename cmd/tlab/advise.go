@@ -85,7 +85,14 @@ func runAdvise(_ context.Context, args []string, stdout, stderr io.Writer) int {
 func printQoO(w io.Writer, p qoo.Profile, answers []advise.Answer) {
 	fmt.Fprintf(w, "\nQuality of Outcome against %s (%s): 0 unacceptable, 100 optimal (draft-ietf-ippm-qoo-09).\n", p.ID, p.Name)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  NETWORK\tSTACK\tQoO\t95 % CI\tLATENCY\tLOSS\tLIMITED BY\tREPS")
+	// The throughput component is a step, shown only where the profile
+	// asks for a minimum: the share of repetitions that met it.
+	thr := p.MinThroughputMbps > 0
+	head := "  NETWORK\tSTACK\tQoO\t95 % CI\tLATENCY\tLOSS\t"
+	if thr {
+		head += fmt.Sprintf("THROUGHPUT ≥ %g Mbit/s\t", p.MinThroughputMbps)
+	}
+	fmt.Fprintln(tw, head+"LIMITED BY\tREPS")
 	for _, a := range answers {
 		where := a.Profile
 		if a.Params != "" {
@@ -101,7 +108,11 @@ func printQoO(w io.Writer, p qoo.Profile, answers []advise.Answer) {
 			if !math.IsNaN(o.Low) {
 				ci = fmt.Sprintf("%.0f–%.0f", o.Low, o.High)
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%.0f\t%s\t%.0f\t%.0f\t%s\t%d\n", where, s.Protocol, o.Score, ci, o.Latency, o.Loss, o.Limit, o.N)
+			met := ""
+			if thr {
+				met = fmt.Sprintf("%.0f %% of reps\t", o.Throughput)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%.0f\t%s\t%.0f\t%.0f\t%s%s\t%d\n", where, s.Protocol, o.Score, ci, o.Latency, o.Loss, met, o.Limit, o.N)
 		}
 	}
 	tw.Flush()

@@ -28,13 +28,17 @@ func runQoO(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	f := qoo.Builtin()
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tLATENCY: OPTIMAL → UNACCEPTABLE\tLOSS\tAPPLICATION")
+	fmt.Fprintln(tw, "ID\tLATENCY: OPTIMAL → UNACCEPTABLE\tLOSS\tTHROUGHPUT\tAPPLICATION")
 	for _, p := range f.Profiles {
 		var pts []string
 		for _, l := range p.Latency {
 			pts = append(pts, fmt.Sprintf("p%g %g → %g ms", l.Percentile, l.OptimalMs, l.UnacceptableMs))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%g → %g %%\t%s\n", p.ID, strings.Join(pts, ", "), p.Loss.Optimal, p.Loss.Unacceptable, p.Name)
+		thr := "–"
+		if p.MinThroughputMbps > 0 {
+			thr = fmt.Sprintf("≥ %g Mbit/s", p.MinThroughputMbps)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%g → %g %%\t%s\t%s\n", p.ID, strings.Join(pts, ", "), p.Loss.Optimal, p.Loss.Unacceptable, thr, p.Name)
 	}
 	tw.Flush()
 	if *describe {

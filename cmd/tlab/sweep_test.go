@@ -574,3 +574,69 @@ func TestRequireFlagAnswersAndNoReportKeepsTheAnalysis(t *testing.T) {
 		t.Error("the report built afterwards lacks the answer or its Quality of Outcome")
 	}
 }
+
+// TestBulkTransferScoresTheThroughputStep drives study C's profile as a
+// user would: a bulk download run on a fast link and on one below the
+// profile's 4 Mbit/s (satellite, 1.5 Mbit/s), then tlab advise --qoo
+// bulk-transfer. The draft's throughput component is a step: the slow
+// link scores 0 whatever its latency, limited by the throughput; the fast
+// one meets the minimum and is scored by its completion time.
+func TestBulkTransferScoresTheThroughputStep(t *testing.T) {
+	tbtest.RequirePrivileges(t)
+	bin := buildTlab(t)
+	dir := t.TempDir()
+	scen := filepath.Join(dir, "bulk.yaml")
+	if err := os.WriteFile(scen, []byte(`name: bulk-qoo
+profiles: [ethernet, satellite]
+protocols: [tcp]
+workload: {type: bulk, bytes: 256KiB, streams: 1, timeout: 60s}
+warmup: 0s
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	cmd := exec.Command(bin, "run", scen, "--no-calibration", "--quality", "off", "--out", out, "--no-report")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("tlab run: %v\n%s", err, stderr.String())
+	}
+	cmd = exec.Command(bin, "advise", out, "--qoo", "bulk-transfer", "--json")
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("tlab advise: %v\n%s", err, b)
+	}
+	var answers []struct {
+		Profile string `json:"profile"`
+		Stacks  []struct {
+			QoO *struct {
+				Score      float64 `json:"score"`
+				Throughput float64 `json:"throughput"`
+				Limit      string  `json:"limited_by"`
+			} `json:"qoo"`
+		} `json:"stacks"`
+	}
+	if err := json.Unmarshal(b, &answers); err != nil || len(answers) != 2 {
+		t.Fatalf("advise --json: %v\n%s", err, b)
+	}
+	for _, a := range answers {
+		if len(a.Stacks) != 1 || a.Stacks[0].QoO == nil {
+			t.Fatalf("%s: no score: %s", a.Profile, b)
+		}
+		q := a.Stacks[0].QoO
+		switch a.Profile {
+		case "ethernet":
+			if q.Throughput != 100 || q.Score <= 0 || q.Limit == "throughput" {
+				t.Errorf("ethernet, 1 Gbit/s: %+v, want the 4 Mbit/s minimum met and a score above 0", q)
+			}
+		case "satellite":
+			if q.Throughput != 0 || q.Score != 0 || q.Limit != "throughput" {
+				t.Errorf("satellite, 1.5 Mbit/s: %+v, want 0, limited by the throughput", q)
+			}
+		}
+	}
+	text, _ := exec.Command(bin, "advise", out, "--qoo", "bulk-transfer").Output()
+	if !strings.Contains(string(text), "THROUGHPUT ≥ 4 Mbit/s") {
+		t.Errorf("advise's table has no throughput column:\n%s", text)
+	}
+}

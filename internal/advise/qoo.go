@@ -13,17 +13,20 @@ import (
 // Outcome is a stack's Quality of Outcome on one network against one
 // requirement profile (draft-ietf-ippm-qoo-09): the mean score over the
 // repetitions, 0 (unacceptable) to 100 (optimal), with its 95 % interval
-// (Student's t; none with fewer than MinRepetitions), the mean latency and
-// loss components, and what limited the score most often.
+// (Student's t; none with fewer than MinRepetitions), the mean latency,
+// loss and throughput components (the last the share of repetitions, as a
+// percentage, that met the profile's minimum throughput), and what
+// limited the score most often.
 type Outcome struct {
-	Profile string  `json:"profile"`
-	Score   float64 `json:"score"`
-	Low     float64 `json:"ci_low"`
-	High    float64 `json:"ci_high"`
-	N       int     `json:"repetitions"`
-	Latency float64 `json:"latency"`
-	Loss    float64 `json:"loss"`
-	Limit   string  `json:"limited_by"`
+	Profile    string  `json:"profile"`
+	Score      float64 `json:"score"`
+	Low        float64 `json:"ci_low"`
+	High       float64 `json:"ci_high"`
+	N          int     `json:"repetitions"`
+	Latency    float64 `json:"latency"`
+	Loss       float64 `json:"loss"`
+	Throughput float64 `json:"throughput"`
+	Limit      string  `json:"limited_by"`
 }
 
 // MarshalJSON writes an interval that could not be computed as null.
@@ -49,21 +52,21 @@ func WithQoO(answers []Answer, rows []results.Summary, profile string, scores ma
 		a := &answers[i]
 		for j := range a.Stacks {
 			s := &a.Stacks[j]
-			var v, lat, loss []float64
+			var v, lat, loss, thr []float64
 			limits := map[string]int{}
 			for _, r := range rows {
 				if r.Profile != a.Profile || r.Protocol != s.Protocol || paramsOf(r) != a.Params {
 					continue
 				}
 				if sc, ok := scores[r.Cell]; ok {
-					v, lat, loss = append(v, sc.Score), append(lat, sc.Latency), append(loss, sc.Loss)
+					v, lat, loss, thr = append(v, sc.Score), append(lat, sc.Latency), append(loss, sc.Loss), append(thr, sc.Throughput)
 					limits[sc.Limit]++
 				}
 			}
 			if len(v) == 0 {
 				continue
 			}
-			o := &Outcome{Profile: profile, Score: mean(v), Latency: mean(lat), Loss: mean(loss), N: len(v), Low: math.NaN(), High: math.NaN()}
+			o := &Outcome{Profile: profile, Score: mean(v), Latency: mean(lat), Loss: mean(loss), Throughput: mean(thr), N: len(v), Low: math.NaN(), High: math.NaN()}
 			if len(v) >= MinRepetitions {
 				o.Low, o.High = stats.MeanInterval(v, 0.95)
 				// A score is bounded: so is its interval.

@@ -24,7 +24,9 @@ import (
 // (its ROP), for latency and loss alike. LibreQoS's percentiles are whole
 // numbers; tlab also reads 99.9. loss_handling matters to LibreQoS, whose
 // loss is inferred from TCP retransmissions; tlab counts lost messages
-// exactly, so both settings score the same.
+// exactly, so both settings score the same. throughput_min_mbps is tlab's
+// own field, the draft's minimum required throughput, which LibreQoS's
+// format has no place for; a file without it reads as LibreQoS reads it.
 
 // wireFile and the types below are the format as LibreQoS writes it.
 type wireFile struct {
@@ -41,6 +43,9 @@ type wireProfile struct {
 	LossPercent          wireRange       `json:"loss_percent"`
 	LatencyNormalization *wireNormalizer `json:"latency_normalization,omitempty"`
 	LossHandling         string          `json:"loss_handling,omitempty"`
+	// ThroughputMinMbps is tlab's own field: the draft's minimum required
+	// throughput, which LibreQoS's format lacks.
+	ThroughputMinMbps *float64 `json:"throughput_min_mbps,omitempty"`
 }
 
 type wireLatency struct {
@@ -123,6 +128,9 @@ func Parse(name string, r io.Reader) (File, error) {
 	for i, wp := range w.Profiles {
 		p := Profile{ID: wp.ID, Name: wp.Name, Description: wp.Description,
 			Loss: Bounds{Optimal: wp.LossPercent.High, Unacceptable: wp.LossPercent.Low}}
+		if wp.ThroughputMinMbps != nil {
+			p.MinThroughputMbps = *wp.ThroughputMinMbps
+		}
 		for _, l := range wp.Latency {
 			p.Latency = append(p.Latency, LatencyPoint{Percentile: l.Percentile, OptimalMs: l.HighMs, UnacceptableMs: l.LowMs})
 		}
@@ -242,6 +250,10 @@ func Resolve(spec string) (Profile, error) {
 func (p Profile) Wire() []byte {
 	w := wireProfile{ID: p.ID, Name: p.Name, Description: p.Description,
 		LossPercent: wireRange{Low: p.Loss.Unacceptable, High: p.Loss.Optimal}, LossHandling: "strict"}
+	if p.MinThroughputMbps > 0 {
+		t := p.MinThroughputMbps
+		w.ThroughputMinMbps = &t
+	}
 	for _, l := range p.Latency {
 		w.Latency = append(w.Latency, wireLatency{Percentile: l.Percentile, LowMs: l.UnacceptableMs, HighMs: l.OptimalMs})
 	}

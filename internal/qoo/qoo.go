@@ -24,6 +24,10 @@ type Profile struct {
 	// Latency holds the percentile points; Loss the loss bounds, percent.
 	Latency []LatencyPoint
 	Loss    Bounds
+	// MinThroughputMbps is the draft's one global minimum required
+	// throughput, Mbit/s; 0 is none (LibreQoS's profiles carry none, and
+	// tlab writes it as its own field, throughput_min_mbps).
+	MinThroughputMbps float64
 	// Normalization, when set, scores latency above a baseline (LibreQoS's
 	// latency_normalization): OffsetMs subtracts a fixed amount; or the
 	// measured BaselinePercentile (or the fixed BaselineMs) is subtracted.
@@ -54,16 +58,23 @@ type Normalization struct {
 // percentile (ms, over the messages that completed) and the share of
 // messages lost, percent (failed or never sent: the draft's packet loss,
 // at the application's unit).
+//
+// ThroughputMbps is the throughput the cell measured (a transfer's
+// goodput); it is read only by a profile with a throughput requirement,
+// and a value that is not a number (nothing completed) fails it.
 type Measurement struct {
-	LatencyAt func(percentile float64) float64
-	LossPct   float64
+	LatencyAt      func(percentile float64) float64
+	LossPct        float64
+	ThroughputMbps float64
 }
 
 // Result is a score and its components, 0 to 100, and what limited it.
+// Throughput is the draft's step: 100 when the measured throughput meets
+// the profile's minimum (or the profile has none), 0 when it does not.
 type Result struct {
-	Score, Latency, Loss float64
-	// Limit names the component that set the score ("loss", or the
-	// percentile, as "p99").
+	Score, Latency, Loss, Throughput float64
+	// Limit names the component that set the score ("loss",
+	// "throughput", or the percentile, as "p99").
 	Limit string
 }
 
@@ -87,8 +98,8 @@ func interpolate(measured, optimal, unacceptable float64) float64 {
 
 // Score scores m against the profile, as the draft computes it:
 // QoO_latency is the minimum over the percentile points, QoO_loss the
-// loss's, QoO the minimum of the two. (The draft's throughput component
-// is a step; LibreQoS's profiles carry none, and neither do these.)
+// loss's, QoO_throughput = (M_Throughput >= R_Throughput) ? 100 : 0, and
+// QoO = min(QoO_latency, QoO_loss, QoO_throughput).
 func (p Profile) Score(m Measurement) Result {
 	base := 0.0
 	switch p.Normalization.Mode {
@@ -111,9 +122,16 @@ func (p Profile) Score(m Measurement) Result {
 		}
 	}
 	r.Loss = interpolate(m.LossPct, p.Loss.Optimal, p.Loss.Unacceptable)
-	r.Score = min(r.Latency, r.Loss)
+	r.Throughput = 100
+	if p.MinThroughputMbps > 0 && !(m.ThroughputMbps >= p.MinThroughputMbps) {
+		r.Throughput = 0
+	}
+	r.Score = min(r.Latency, r.Loss, r.Throughput)
 	if r.Loss < r.Latency {
 		r.Limit = "loss"
+	}
+	if r.Throughput < min(r.Latency, r.Loss) {
+		r.Limit = "throughput"
 	}
 	return r
 }
@@ -144,6 +162,9 @@ func (p Profile) Validate() []string {
 	}
 	if !(p.Loss.Optimal >= 0 && p.Loss.Optimal <= 100 && p.Loss.Unacceptable >= 0 && p.Loss.Unacceptable <= 100) {
 		errs = append(errs, "loss_percent must be within 0 to 100")
+	}
+	if !finite(p.MinThroughputMbps) || p.MinThroughputMbps < 0 {
+		errs = append(errs, "throughput_min_mbps must be finite and not negative")
 	}
 	switch p.Normalization.Mode {
 	case "", "none", "threshold_offset_ms", "excess_over_baseline":

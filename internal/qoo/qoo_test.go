@@ -19,15 +19,49 @@ func at(points map[float64]float64) func(float64) float64 {
 
 // TestTheDraftsExample is draft-ietf-ippm-qoo-09's own example, section
 // "Example": ROP {99 %: 200 ms, 99.9 %: 300 ms} and 1 % loss, CPUP
-// {99 %: 500 ms, 99.9 %: 600 ms} and 5 % loss; measured 350 and 375 ms and
-// 2 %: m1 = 0.5, m2 = 0.75, QoO_latency 50, QoO_loss 75, QoO 50.
+// {99 %: 500 ms, 99.9 %: 600 ms} and 5 % loss, a minimum throughput of
+// 4 Mbps; measured 350 and 375 ms, 2 % and 28 Mbps: m1 = 0.5, m2 = 0.75,
+// QoO_latency 50, QoO_loss 75, QoO_throughput 100, QoO 50.
 func TestTheDraftsExample(t *testing.T) {
 	p := Profile{ID: "x", Name: "x",
-		Latency: []LatencyPoint{{99, 200, 500}, {99.9, 300, 600}},
-		Loss:    Bounds{Optimal: 1, Unacceptable: 5}}
-	r := p.Score(Measurement{LatencyAt: at(map[float64]float64{99: 350, 99.9: 375}), LossPct: 2})
-	if r.Latency != 50 || r.Loss != 75 || r.Score != 50 || r.Limit != "p99" {
-		t.Errorf("latency %v, loss %v, QoO %v, limited by %s; the draft works out 50, 75, 50, p99", r.Latency, r.Loss, r.Score, r.Limit)
+		Latency:           []LatencyPoint{{99, 200, 500}, {99.9, 300, 600}},
+		Loss:              Bounds{Optimal: 1, Unacceptable: 5},
+		MinThroughputMbps: 4}
+	r := p.Score(Measurement{LatencyAt: at(map[float64]float64{99: 350, 99.9: 375}), LossPct: 2, ThroughputMbps: 28})
+	if r.Latency != 50 || r.Loss != 75 || r.Throughput != 100 || r.Score != 50 || r.Limit != "p99" {
+		t.Errorf("latency %v, loss %v, throughput %v, QoO %v, limited by %s; the draft works out 50, 75, 100, 50, p99", r.Latency, r.Loss, r.Throughput, r.Score, r.Limit)
+	}
+}
+
+// TestThroughputIsAStep is the draft's throughput component,
+// QoO_throughput = (M_Throughput >= R_Throughput) ? 100 : 0: the draft's
+// example network below its 4 Mbps scores 0 whatever its latency, at the
+// bound it meets it, and a profile without a minimum never reads it.
+func TestThroughputIsAStep(t *testing.T) {
+	p := Profile{ID: "x", Name: "x", Latency: []LatencyPoint{{99, 200, 500}}, Loss: Bounds{Optimal: 1, Unacceptable: 5}, MinThroughputMbps: 4}
+	good := func(mbps float64) Measurement {
+		return Measurement{LatencyAt: func(float64) float64 { return 100 }, ThroughputMbps: mbps}
+	}
+	for _, c := range []struct {
+		name  string
+		mbps  float64
+		want  float64
+		limit string
+	}{
+		{"28 Mbps, the draft's", 28, 100, "p99"},
+		{"at the minimum", 4, 100, "p99"},
+		{"just below it", 3.99, 0, "throughput"},
+		{"nothing measured", math.NaN(), 0, "throughput"},
+	} {
+		r := p.Score(good(c.mbps))
+		if r.Score != c.want || r.Limit != c.limit {
+			t.Errorf("%s: QoO %v limited by %s, want %v by %s", c.name, r.Score, r.Limit, c.want, c.limit)
+		}
+	}
+	none := p
+	none.MinThroughputMbps = 0
+	if r := none.Score(good(math.NaN())); r.Score != 100 || r.Throughput != 100 {
+		t.Errorf("no minimum: QoO %v, throughput %v; want 100 and 100, the throughput unread", r.Score, r.Throughput)
 	}
 }
 
@@ -120,6 +154,7 @@ func TestBadProfilesSayWhereAndWhy(t *testing.T) {
 		{`{"schema_version": 2, "profiles": [{"id": "a", "name": "a", "latency": [{"percentile": 95, "low_ms": 1, "high_ms": 0}], "loss_percent": {"low": 200, "high": 0}}]}`, "0 to 100"},
 		{`{"schema_version": 2, "default_profile_id": "b", "profiles": [{"id": "a", "name": "a", "latency": [{"percentile": 95, "low_ms": 1, "high_ms": 0}], "loss_percent": {"low": 1, "high": 0}}]}`, `"b" names no profile`},
 		{`{"schema_version": 2, "profiles": [{"id": "a", "name": "a", "latency": [{"percentile": 95, "low_ms": 1, "high_ms": 0}], "loss_percent": {"low": 1, "high": 0}, "loss_handling": "lenient"}]}`, "loss_handling"},
+		{`{"schema_version": 2, "profiles": [{"id": "a", "name": "a", "latency": [{"percentile": 95, "low_ms": 1, "high_ms": 0}], "loss_percent": {"low": 1, "high": 0}, "throughput_min_mbps": -4}]}`, "throughput_min_mbps"},
 	} {
 		_, err := Parse("p.json", strings.NewReader(c.text))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -149,11 +184,13 @@ func FuzzParse(f *testing.F) {
 }
 
 // TestWireReadsBack: a profile written alone, as a run's manifest keeps
-// it, reads back the same, normalizations included.
+// it, reads back the same, normalizations and the throughput minimum
+// included.
 func TestWireReadsBack(t *testing.T) {
 	for _, p := range append(Builtin().Profiles,
 		Profile{ID: "o", Name: "o", Latency: []LatencyPoint{{95, 10, 40}}, Loss: Bounds{0.5, 3}, Normalization: Normalization{Mode: "threshold_offset_ms", OffsetMs: 7}},
-		Profile{ID: "b", Name: "b", Latency: []LatencyPoint{{99.9, 10, 40}}, Loss: Bounds{0, 3}, Normalization: Normalization{Mode: "excess_over_baseline", BaselinePercentile: 5}}) {
+		Profile{ID: "b", Name: "b", Latency: []LatencyPoint{{99.9, 10, 40}}, Loss: Bounds{0, 3}, Normalization: Normalization{Mode: "excess_over_baseline", BaselinePercentile: 5}},
+		Profile{ID: "t", Name: "t", Latency: []LatencyPoint{{50, 10, 40}}, Loss: Bounds{0, 3}, MinThroughputMbps: 4}) {
 		f, err := Parse("wire", strings.NewReader(string(p.Wire())))
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", p.ID, err, p.Wire())
@@ -162,7 +199,7 @@ func TestWireReadsBack(t *testing.T) {
 		if p.Normalization.Mode == "" {
 			p.Normalization.Mode = "none"
 		}
-		if got.ID != p.ID || got.Loss != p.Loss || got.Normalization != p.Normalization || len(got.Latency) != len(p.Latency) || got.Latency[0] != p.Latency[0] {
+		if got.ID != p.ID || got.Loss != p.Loss || got.Normalization != p.Normalization || got.MinThroughputMbps != p.MinThroughputMbps || len(got.Latency) != len(p.Latency) || got.Latency[0] != p.Latency[0] {
 			t.Errorf("%s read back as %+v, written %+v", p.ID, got, p)
 		}
 	}

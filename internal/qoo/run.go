@@ -12,18 +12,25 @@ import (
 // latency distribution is the record delay of the messages that completed
 // (the warm-up left out), the loss the share of measured messages that
 // did not (failed, lost or never sent), as the draft counts a packet that
-// never arrived. Every attempt of a re-run cell counts, as in the run's
-// comparisons.
+// never arrived. The throughput, which only a profile with a minimum
+// reads, is the cell's goodput as the bulk workload defines it (payload of
+// the completed messages × 8 over the time to the last byte): the
+// capacity a transfer found, which is the draft's measured throughput
+// only for a workload that asks for all it can get. Every attempt of a
+// re-run cell counts, as in the run's comparisons.
 func CellScores(recordsPath string, p Profile) (map[string]Result, error) {
 	delays := map[string][]float64{}
 	total := map[string]int{}
-	err := results.ScanRecords(recordsPath, []string{"delay_ms"}, func(row results.RecordRow) error {
+	bytes, last := map[string]float64{}, map[string]float64{}
+	err := results.ScanRecords(recordsPath, []string{"delay_ms", "resp_bytes", "done_ms"}, func(row results.RecordRow) error {
 		if row.Warmup {
 			return nil
 		}
 		total[row.Cell]++
 		if d := row.Values[0]; !row.Failed && results.Measured(d) {
 			delays[row.Cell] = append(delays[row.Cell], d)
+			bytes[row.Cell] += row.Values[1]
+			last[row.Cell] = max(last[row.Cell], row.Values[2])
 		}
 		return nil
 	})
@@ -35,7 +42,11 @@ func CellScores(recordsPath string, p Profile) (map[string]Result, error) {
 		d := delays[cell]
 		slices.Sort(d)
 		lost := 100 * float64(n-len(d)) / float64(n)
-		out[cell] = p.Score(Measurement{LossPct: lost, LatencyAt: func(pct float64) float64 {
+		throughput := math.NaN()
+		if last[cell] > 0 {
+			throughput = bytes[cell] * 8 / last[cell] / 1e3
+		}
+		out[cell] = p.Score(Measurement{LossPct: lost, ThroughputMbps: throughput, LatencyAt: func(pct float64) float64 {
 			if len(d) == 0 {
 				return math.NaN()
 			}
