@@ -330,6 +330,11 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 		if err != nil {
 			return rows, fmt.Errorf("cell %s (%s over %s): %w", cell.ID, cell.Protocol, cell.Profile, err)
 		}
+		// The cell's records as Parquet now, between cells, so that the
+		// run's end copies them rather than converting every record.
+		if err := results.WriteCellParquet(dir, params); err != nil {
+			return rows, fmt.Errorf("cell %s: records as Parquet: %w", cell.ID, err)
+		}
 		if why := row.Label("cell_error"); why != "" {
 			w := fmt.Sprintf("cell %s (%s over %s) failed: %s", cell.ID, cell.Protocol, cell.Profile, why)
 			sw.logf("warning: %s", w)

@@ -193,23 +193,125 @@ func recordKinds(header []string, params map[string]bool) []colKind {
 	return kinds
 }
 
-// WriteRecordsParquet writes DIR/records.parquet from DIR/records.csv,
-// streaming: params names the swept fields' columns (text); every other
-// column the record does not define is a number.
+// WriteCellParquet writes a finished cell's records as
+// CELLDIR/records.parquet, converted from its records.csv as the cell
+// ends (between cells, never during one: the conversion takes a CPU).
+// The run's records.parquet is then put together from these files by
+// copying their row groups, so that the end of a long run costs seconds
+// rather than a conversion of every record. params names the swept
+// fields' columns (text); every other column the record does not define
+// is a number.
+func WriteCellParquet(cellDir string, params []string) error {
+	return csvToParquet(filepath.Join(cellDir, RecordsFile), filepath.Join(cellDir, RecordsParquet), params,
+		map[string]string{ParquetFormatKey: strconv.Itoa(FormatVersion)})
+}
+
+// WriteRecordsParquet writes DIR/records.parquet: the rows of
+// DIR/records.csv (the complete cells', in cell order, as JoinRecords
+// joins them), with the run's metadata. Each cell's rows come from its
+// own records.parquet (WriteCellParquet), copied row group by row group;
+// a cell without one (a run killed between a cell's end and its
+// conversion, or written by an older tlab) is converted now.
 func WriteRecordsParquet(dir string, params []string) error {
-	f, err := os.Open(filepath.Join(dir, RecordsFile))
+	entries, err := os.ReadDir(filepath.Join(dir, CellsDir))
+	if err != nil {
+		return err
+	}
+	type cellFile struct {
+		name string
+		f    *os.File
+		pf   *parquet.File
+	}
+	var cells []cellFile
+	defer func() {
+		for _, c := range cells {
+			c.f.Close()
+		}
+	}()
+	for _, e := range entries {
+		cdir := filepath.Join(dir, CellsDir, e.Name())
+		if !CellDone(cdir) {
+			continue
+		}
+		path := filepath.Join(cdir, RecordsParquet)
+		if !cellParquetFresh(cdir) {
+			if err := WriteCellParquet(cdir, params); err != nil {
+				return fmt.Errorf("cell %s: %w", e.Name(), err)
+			}
+		}
+		f, err := os.Open(path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // a cell without records
+		}
+		if err != nil {
+			return err
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return err
+		}
+		pf, err := parquet.OpenFile(f, fi.Size())
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("cell %s: %s: %w", e.Name(), RecordsParquet, err)
+		}
+		cells = append(cells, cellFile{e.Name(), f, pf})
+	}
+	if len(cells) == 0 {
+		return nil // no records: no file
+	}
+	return WriteAtomic(filepath.Join(dir, RecordsParquet), func(w io.Writer) error {
+		opts := []parquet.WriterOption{cells[0].pf.Schema(), parquet.Compression(&parquet.Zstd)}
+		meta := parquetMeta(dir)
+		for _, k := range slices.Sorted(maps.Keys(meta)) {
+			opts = append(opts, parquet.KeyValueMetadata(k, meta[k]))
+		}
+		pw := parquet.NewWriter(w, opts...)
+		for _, c := range cells {
+			if !parquet.EqualNodes(c.pf.Schema(), cells[0].pf.Schema()) {
+				return fmt.Errorf("cell %s: its records have other columns than the first cell's", c.name)
+			}
+			for _, rg := range c.pf.RowGroups() {
+				if _, err := pw.WriteRowGroup(rg); err != nil {
+					return fmt.Errorf("cell %s: %w", c.name, err)
+				}
+			}
+		}
+		return pw.Close()
+	})
+}
+
+// cellParquetFresh tells whether a cell's records.parquet exists and is
+// no older than its records.csv (a cell's files do not change once it is
+// done; a re-run cell starts from an empty directory).
+func cellParquetFresh(cellDir string) bool {
+	pq, err := os.Stat(filepath.Join(cellDir, RecordsParquet))
+	if err != nil {
+		return false
+	}
+	csvInfo, err := os.Stat(filepath.Join(cellDir, RecordsFile))
+	return err == nil && !pq.ModTime().Before(csvInfo.ModTime())
+}
+
+// csvToParquet writes the records CSV at src as Parquet at dst, streaming
+// (one row group in memory at a time). An empty src (not even a header)
+// writes no file.
+func csvToParquet(src, dst string, params []string, meta map[string]string) error {
+	f, err := os.Open(src)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	name := filepath.Base(src)
 	cr := csv.NewReader(bufio.NewReaderSize(f, 1<<20))
 	cr.ReuseRecord = true
 	header, err := cr.Read()
 	if err == io.EOF {
-		return nil // no records: no file
+		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", RecordsFile, err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	header = slices.Clone(header)
 	set := map[string]bool{}
@@ -218,10 +320,10 @@ func WriteRecordsParquet(dir string, params []string) error {
 	}
 	t, err := newParquetTable("record", header, recordKinds(header, set))
 	if err != nil {
-		return fmt.Errorf("%s:1: %w", RecordsFile, err)
+		return fmt.Errorf("%s:1: %w", name, err)
 	}
-	return WriteAtomic(filepath.Join(dir, RecordsParquet), func(w io.Writer) error {
-		pw := t.writer(w, parquetMeta(dir))
+	return WriteAtomic(dst, func(w io.Writer) error {
+		pw := t.writer(w, meta)
 		// The batch's rows are reused: WriteRows copies their values.
 		batch := make([]parquet.Row, 0, 1024)
 		rows := 0
@@ -238,10 +340,10 @@ func WriteRecordsParquet(dir string, params []string) error {
 				break
 			}
 			if err != nil {
-				return fmt.Errorf("%s: %w", RecordsFile, err)
+				return fmt.Errorf("%s: %w", name, err)
 			}
 			if len(rec) != len(header) {
-				return fmt.Errorf("%s:%d: %d fields, the header has %d", RecordsFile, line, len(rec), len(header))
+				return fmt.Errorf("%s:%d: %d fields, the header has %d", name, line, len(rec), len(header))
 			}
 			row := batch[:len(batch)+1][len(batch)]
 			if row == nil {
@@ -249,7 +351,7 @@ func WriteRecordsParquet(dir string, params []string) error {
 			}
 			for i, s := range rec {
 				if row[i], err = t.parse(i, s); err != nil {
-					return fmt.Errorf("%s:%d: %w", RecordsFile, line, err)
+					return fmt.Errorf("%s:%d: %w", name, line, err)
 				}
 			}
 			batch = append(batch, row)

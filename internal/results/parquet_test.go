@@ -2,6 +2,7 @@ package results
 
 import (
 	"encoding/csv"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parquet-go/parquet-go"
 )
@@ -178,42 +180,113 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
-// BenchmarkRecordsParquet converts a cell of records.csv to Parquet:
-// ns per record, and the two files' sizes per record.
+// BenchmarkRecordsParquet times the three ways records reach Parquet, in
+// ns per record: a cell's conversion as it ends (cell), the run's file put
+// together from the cells' files at the run's end (run-from-cells), and
+// the former end of a run, the joined records.csv converted whole
+// (run-from-csv); and the files' sizes per record.
+//
+//	go test ./internal/results -run ^$ -bench RecordsParquet -benchtime 3x
 func BenchmarkRecordsParquet(b *testing.B) {
 	dir := b.TempDir()
-	cdir := CellDir(dir, "c")
-	os.MkdirAll(cdir, 0o755)
-	w, err := CreateRecords(filepath.Join(cdir, RecordsFile), Cell{ID: "c", Profile: "5g", Protocol: "tcp", Rep: 1, Seed: 1, Key: []Field{{"interval_ms", 25.0}}}, nil)
-	if err != nil {
-		b.Fatal(err)
+	const cells, n = 4, 250_000
+	for c := range cells {
+		cdir := CellDir(dir, fmt.Sprintf("c%d", c))
+		os.MkdirAll(cdir, 0o755)
+		w, err := CreateRecords(filepath.Join(cdir, RecordsFile), Cell{ID: fmt.Sprintf("c%d", c), Profile: "5g", Protocol: "tcp", Rep: 1, Seed: 1, Key: []Field{{"interval_ms", 25.0}}}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for seq := range n {
+			s := 25 * float64(seq)
+			w.Write(Record{Seq: seq, ScheduledMs: s, SentMs: s + 0.013, DoneMs: s + 11.7 + float64(seq%97)/31, DelayMs: 11.687 + float64(seq%97)/31, ReqBytes: 256, RespBytes: 256, ConnID: 1})
+		}
+		w.Close()
+		MarkDone(cdir)
 	}
-	const n = 200_000
-	for seq := range n {
-		s := 25 * float64(seq)
-		w.Write(Record{Seq: seq, ScheduledMs: s, SentMs: s + 0.013, DoneMs: s + 11.7 + float64(seq%97)/31, DelayMs: 11.687 + float64(seq%97)/31, ReqBytes: 256, RespBytes: 256, ConnID: 1})
-	}
-	w.Close()
-	MarkDone(cdir)
 	if err := JoinRecords(dir); err != nil {
 		b.Fatal(err)
 	}
-	b.ResetTimer()
-	for range b.N {
-		if err := WriteRecordsParquet(dir, nil); err != nil {
+	first := CellDir(dir, "c0")
+	b.Run("cell", func(b *testing.B) {
+		for b.Loop() {
+			if err := WriteCellParquet(first, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
+	})
+	for c := range cells {
+		if err := WriteCellParquet(CellDir(dir, fmt.Sprintf("c%d", c)), nil); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.StopTimer()
-	csvInfo, _ := os.Stat(filepath.Join(dir, RecordsFile))
-	pqInfo, _ := os.Stat(filepath.Join(dir, RecordsParquet))
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
-	b.ReportMetric(float64(csvInfo.Size())/n, "csv-B/record")
-	b.ReportMetric(float64(pqInfo.Size())/n, "parquet-B/record")
+	b.Run("run-from-cells", func(b *testing.B) {
+		for b.Loop() {
+			if err := WriteRecordsParquet(dir, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*cells*n), "ns/record")
+		csvInfo, _ := os.Stat(filepath.Join(dir, RecordsFile))
+		pqInfo, _ := os.Stat(filepath.Join(dir, RecordsParquet))
+		b.ReportMetric(float64(csvInfo.Size())/(cells*n), "csv-B/record")
+		b.ReportMetric(float64(pqInfo.Size())/(cells*n), "parquet-B/record")
+	})
+	b.Run("run-from-csv", func(b *testing.B) {
+		for b.Loop() {
+			if err := csvToParquet(filepath.Join(dir, RecordsFile), filepath.Join(dir, "whole.parquet"), nil, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*cells*n), "ns/record")
+	})
 }
 
-// TestParquetColumnNames: a header's names reach records.parquet as they
-// are, quotes and backslashes too; a name parquet-go would read as
+// TestRunParquetIsCopiedFromTheCells: the run's records.parquet is put
+// together from the cells' own files, not converted again from the CSV.
+// A cell's CSV spoiled after its conversion (its time kept) leaves the
+// run's file whole; removing a cell's file makes it converted again.
+func TestRunParquetIsCopiedFromTheCells(t *testing.T) {
+	dir := parquetRun(t)
+	want, err := os.ReadFile(filepath.Join(dir, RecordsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"tcp", "h3"} {
+		if _, err := os.Stat(filepath.Join(CellDir(dir, c), RecordsParquet)); err != nil {
+			t.Fatalf("cell %s has no records.parquet of its own: %v", c, err)
+		}
+	}
+	spoiled := filepath.Join(CellDir(dir, "tcp"), RecordsFile)
+	fi, _ := os.Stat(spoiled)
+	os.WriteFile(spoiled, []byte("not,a,records,file\n1,2\n"), 0o644)
+	old := fi.ModTime().Add(-time.Hour)
+	os.Chtimes(spoiled, old, old)
+	if err := WriteRecordsParquet(dir, []string{"workload.interval"}); err != nil {
+		t.Fatalf("the run's Parquet read the spoiled CSV, not the cell's Parquet: %v", err)
+	}
+	pf, err := openParquet(t, filepath.Join(dir, RecordsParquet))
+	if err != nil || pf.NumRows() != 2*perCell {
+		t.Fatalf("%v, want %d rows copied from the cells", err, 2*perCell)
+	}
+	// Without its file, a cell is converted from its CSV: the spoiled
+	// one is now an error naming it.
+	os.Remove(filepath.Join(CellDir(dir, "tcp"), RecordsParquet))
+	if err := WriteRecordsParquet(dir, []string{"workload.interval"}); err == nil || !strings.Contains(err.Error(), "tcp") {
+		t.Errorf("a cell without its Parquet: %v, want its CSV converted (and its error)", err)
+	}
+	os.WriteFile(spoiled, want, 0o644) // not the cell's, but a whole records file
+	if err := WriteRecordsParquet(dir, []string{"workload.interval"}); err != nil {
+		t.Fatalf("a cell converted at the end: %v", err)
+	}
+	if pf, err := openParquet(t, filepath.Join(dir, RecordsParquet)); err != nil || pf.NumRows() != 3*perCell {
+		t.Errorf("%v: want the re-converted cell's %d rows beside the other's %d", err, 2*perCell, perCell)
+	}
+}
+
+// TestParquetColumnNames: a header's names reach a cell's records.parquet
+// (and so the run's) as they are, quotes and backslashes too; a name parquet-go would read as
 // something else (a comma starts its options, "-" drops the column, ""
 // takes the Go field's name) or a name twice is an error naming the file
 // and the column, never a panic or a renamed column. A summary.json
@@ -229,7 +302,7 @@ func TestParquetColumnNames(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, RecordsFile), []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteRecordsParquet(dir, nil); err != nil {
+	if err := WriteCellParquet(dir, nil); err != nil {
 		t.Fatal(err)
 	}
 	pf, err := openParquet(t, filepath.Join(dir, RecordsParquet))
@@ -250,7 +323,7 @@ func TestParquetColumnNames(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, RecordsFile), []byte(header+"c1,1,2,3,4\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		err := WriteRecordsParquet(dir, nil)
+		err := WriteCellParquet(dir, nil)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("header %q: %v, want an error with %q", header, err, want)
 		}

@@ -9,7 +9,8 @@ import (
 	"testing"
 )
 
-// FuzzRecordsToParquet: a truncated or hand-edited records.csv either
+// FuzzRecordsToParquet: a truncated or hand-edited records.csv of a cell
+// (WriteCellParquet, from which the run's records.parquet is copied) either
 // gives an error or becomes a records.parquet with exactly its rows,
 // never a panic or a file that silently drops some.
 func FuzzRecordsToParquet(f *testing.F) {
@@ -22,7 +23,7 @@ func FuzzRecordsToParquet(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, RecordsFile), records, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		err := WriteRecordsParquet(dir, []string{"workload.interval"})
+		err := WriteCellParquet(dir, []string{"workload.interval"})
 		if err != nil {
 			return
 		}
