@@ -249,14 +249,7 @@ func (e *engine) run() error {
 		if e.useRing && timeout == 0 {
 			// Spinning: the rings are read directly, and epoll is
 			// asked only now and then, for the parent's requests.
-			got := false
-			for pi, p := range e.ports {
-				if p.ring.ready() {
-					e.receiveRing(pi)
-					got = true
-				}
-			}
-			if got {
+			if e.pollRings() {
 				e.wakeups++
 			}
 			if now-lastPoll < controlEveryNs {
@@ -287,6 +280,21 @@ func (e *engine) run() error {
 		busy = e.fwd+e.received != moved
 	}
 	return nil
+}
+
+// pollRings reads every port's ring that holds a frame, and says whether
+// one did. A spinning loop makes this pass over every port, idle or not,
+// so its cost grows with the stations of a shared access
+// (BenchmarkStations).
+func (e *engine) pollRings() bool {
+	got := false
+	for pi, p := range e.ports {
+		if p.ring.ready() {
+			e.receiveRing(pi)
+			got = true
+		}
+	}
+	return got
 }
 
 // receive reads one batch of frames from a port and passes each to its

@@ -330,3 +330,30 @@ func TestQueueRoomCountsBothBounds(t *testing.T) {
 		t.Errorf("a warning for a queue that holds the frame: %s", w)
 	}
 }
+
+// TestManyStationsWarnWithTheFigure: a shared access of more stations
+// than tlab measured its emulator with is accepted, with a warning at the
+// swept value that gives the measured error; up to StationsMeasured, none.
+func TestManyStationsWarnWithTheFigure(t *testing.T) {
+	src := "name: st\nprofiles: [wifi-shared]\nprotocols: [mqtt-tcp]\ntopology:\n  type: shared-access\n  stations: 3\n  station: publisher\n  server: broker\n  then: [subscriber]\nworkload: {type: pubsub, messages: 10}\nmatrix:\n  topology.stations: [STATIONS]\n"
+	for _, c := range []struct {
+		stations string
+		warn     bool
+	}{{"3, 8", false}, {"32", false}, {"33", true}, {"64", true}} {
+		s, err := Parse("st.yaml", []byte(strings.Replace(src, "STATIONS", c.stations, 1)))
+		if err != nil {
+			t.Fatalf("%s stations: %v", c.stations, err)
+		}
+		cells, err := s.Cells()
+		if err != nil {
+			t.Fatalf("%s stations: %v", c.stations, err)
+		}
+		w := CellWarnings(cells)
+		switch {
+		case c.warn && (len(w) != 1 || !strings.Contains(w[0], "st.yaml:12: topology: stations "+c.stations) || !strings.Contains(w[0], "0.94 ms at 64")):
+			t.Errorf("%s stations: warnings %q, want one at line 12 with the measured error", c.stations, w)
+		case !c.warn && len(w) != 0:
+			t.Errorf("%s stations: warnings %q, want none", c.stations, w)
+		}
+	}
+}
