@@ -184,7 +184,8 @@ func readFile(t *testing.T, path string) string {
 // ns per record: a cell's conversion as it ends (cell), the run's file put
 // together from the cells' files at the run's end (run-from-cells), and
 // the former end of a run, the joined records.csv converted whole
-// (run-from-csv); and the files' sizes per record.
+// (run-from-csv); beside them the join of the cells' records.csv that
+// the end of a run also does (join-csv), and the files' sizes per record.
 //
 //	go test ./internal/results -run ^$ -bench RecordsParquet -benchtime 3x
 func BenchmarkRecordsParquet(b *testing.B) {
@@ -221,6 +222,14 @@ func BenchmarkRecordsParquet(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	b.Run("join-csv", func(b *testing.B) {
+		for b.Loop() {
+			if err := JoinRecords(dir); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*cells*n), "ns/record")
+	})
 	b.Run("run-from-cells", func(b *testing.B) {
 		for b.Loop() {
 			if err := WriteRecordsParquet(dir, nil); err != nil {

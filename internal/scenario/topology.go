@@ -99,7 +99,7 @@ func (s *Scenario) decodeTopology() error {
 			if nodeAt(s.root, path) == nil {
 				path = []any{"topology"}
 			}
-			s.warnings = append(s.warnings, s.errAt(path, "topology: stations %d: beyond the %d whose emulator error tlab measured; it grows with the stations (release error p99.9 0.32 ms at 32 and 0.94 ms at 64, worst 2.6 ms, on a 2-vCPU machine: docs/methodology.md), so read each cell's emu_release_p999_us beside its delays",
+			s.warnings = append(s.warnings, s.errAt(path, "topology: stations %d: beyond the %d whose emulator error tlab measured; it grows with the stations (release error p99.9 0.32 ms at 32 and 0.94 ms at 64, worst 3.2 ms, on a 2-vCPU machine: docs/methodology.md), so read each cell's emu_release_p999_us beside its delays",
 				t.Stations, StationsMeasured).Error())
 		}
 		if t.Station == "" {

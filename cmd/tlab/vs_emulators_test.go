@@ -1,0 +1,88 @@
+package main
+
+import (
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"tlab/internal/testbed/tbtest"
+)
+
+// TestVsEmulatorsScriptRunsTlabsSide runs scripts/vs-emulators as a user
+// without mahimahi or Rattan would (one round of irtt, 2 s a run), then
+// scripts/vs-emulators-summary: tlab (both timer modes) and the bare veth
+// are measured, each configured delay is what irtt saw, the jitter's
+// standard deviation is the configured uniform's (J/√3), and the other
+// emulators are absent rather than made up. docs/methodology.md's table
+// comes from the same two scripts.
+func TestVsEmulatorsScriptRunsTlabsSide(t *testing.T) {
+	tbtest.RequirePrivileges(t)
+	for _, tool := range []string{"irtt", "python3"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s is missing on CI: scripts/setup installs it", tool)
+			}
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "vs")
+	cmd := exec.Command("../../scripts/vs-emulators", "--rounds", "1", "--only", "irtt", "--seconds", "2", "--out", out)
+	cmd.Env = append(os.Environ(), "TLAB="+buildTlab(t), "MAHIMAHI_BIN=", "RATTAN=")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("vs-emulators: %v\n%s", err, b)
+	}
+	csv, err := os.ReadFile(filepath.Join(out, "results.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"irtt,bare,0,d10j0,rtt_p50_ms,", "irtt,tlab,0,d50j2,up_sd_ms,", "irtt,tlab-sleep,0,d10j0,rtt_p99_ms,"} {
+		if !strings.Contains(string(csv), want) {
+			t.Errorf("results.csv has no %q:\n%s", want, csv)
+		}
+	}
+	if strings.Contains(string(csv), "failed") || strings.Contains(string(csv), "mahimahi") || strings.Contains(string(csv), "rattan") {
+		t.Errorf("results.csv has a failure or an emulator that was not given:\n%s", csv)
+	}
+	b, err := exec.Command("../../scripts/vs-emulators-summary", filepath.Join(out, "results.csv")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("vs-emulators-summary: %v\n%s", err, b)
+	}
+	summary := string(b)
+	// The added latency at the median is within a millisecond of nothing
+	// for every row (the configured delay is what irtt saw); with ±2 ms
+	// uniform jitter each direction's SD is near 2/√3 = 1.155 ms.
+	jitterTable := false
+	rows := 0
+	for _, line := range strings.Split(summary, "\n") {
+		if strings.HasPrefix(line, "The bare veth's own") {
+			jitterTable = true
+		}
+		f := strings.Split(line, "|")
+		if len(f) < 6 || !strings.HasSuffix(strings.TrimSpace(f[1]), "none") && !strings.HasSuffix(strings.TrimSpace(f[1]), "±2 ms") {
+			continue
+		}
+		rows++
+		num := func(i int) float64 {
+			v, err := strconv.ParseFloat(strings.Fields(strings.TrimSpace(f[i]))[0], 64)
+			if err != nil {
+				t.Fatalf("%q: %v", line, err)
+			}
+			return v
+		}
+		switch {
+		case strings.Contains(line, "cannot"):
+			t.Errorf("tlab could not do a row: %s", line)
+		case !jitterTable && (math.Abs(num(2)) > 1 || math.Abs(num(5)) > 1):
+			t.Errorf("the median adds over a millisecond to the configured round trip: %s", line)
+		case jitterTable && strings.Contains(line, "±2 ms") && !(num(3) > 0.8 && num(3) < 1.6 && num(6) > 0.8 && num(6) < 1.6):
+			t.Errorf("±2 ms uniform jitter realised an SD away from 1.155 ms: %s", line)
+		}
+	}
+	if rows != 8 {
+		t.Errorf("%d rows of tlab's figures, want 4 configurations in each of two tables:\n%s", rows, summary)
+	}
+}
