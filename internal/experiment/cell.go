@@ -218,7 +218,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	}
 	defer beside.abort()
 
-	led := newCellLedger(place.Meter, sink, func() noiseProbe { return hostnoise.Start() })
+	led := newCellLedger(place.Meter, sink, func() noiseProbe { return hostnoise.Start() }, info.Records)
 	// A workload that never marks its window is measured from here.
 	led.startWindow()
 	env := led.env(p, settings, place.Hosts)

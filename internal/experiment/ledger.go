@@ -46,8 +46,21 @@ type cellLedger struct {
 	probe     noiseProbe
 }
 
-func newCellLedger(m meter, sink func(results.Record) error, newProbe func() noiseProbe) *cellLedger {
-	return &cellLedger{meter: m, sink: sink, newProbe: newProbe, facts: map[string]float64{}}
+// newCellLedger makes a cell's ledger over its meter, its records' sink
+// and its host-noise probe. expected is how many records the workload
+// plans (workload.Info.Records; 0 when it cannot say): the ledger makes
+// room for them at once, as a
+// slice grown by appending holds up to twice its records and copies them
+// at each doubling, which for a cell of a million records was most of
+// its peak memory.
+func newCellLedger(m meter, sink func(results.Record) error, newProbe func() noiseProbe, expected int) *cellLedger {
+	l := &cellLedger{meter: m, sink: sink, newProbe: newProbe, facts: map[string]float64{}}
+	if expected > 0 {
+		// A margin for the records a run adds beyond its plan (a
+		// re-sent request, a late one), bounded by the scenario's budget.
+		l.records = make([]results.Record, 0, min(expected+expected/64+16, workload.MaxRecordsPerCell+16))
+	}
+	return l
 }
 
 // env is the workload's Env over the ledger.

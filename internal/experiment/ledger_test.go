@@ -60,7 +60,7 @@ func TestCellLedgerAccountsForTheWindow(t *testing.T) {
 	}, func() noiseProbe {
 		probes++
 		return fakeProbe{&stopped, hostnoise.Sample{StealPct: 3, Wakeups: 500, WindowS: 1}}
-	})
+	}, 0)
 	led.startWindow()
 	env := led.env(nil, proto.DefaultSettings(), nil)
 	env.StartWindow() // the workload marks its window: the counters restart here
@@ -110,7 +110,7 @@ func TestCellLedgerAccountsForTheWindow(t *testing.T) {
 // never 0 %, 0 us.
 func TestFailedProbeIsNotAQuietHost(t *testing.T) {
 	stopped := 0
-	led := newCellLedger(&fakeMeter{snaps: []emu.EngineStats{{}}}, nil, func() noiseProbe { return fakeProbe{&stopped, hostnoise.Sample{PressurePct: -1}} })
+	led := newCellLedger(&fakeMeter{snaps: []emu.EngineStats{{}}}, nil, func() noiseProbe { return fakeProbe{&stopped, hostnoise.Sample{PressurePct: -1}} }, 0)
 	led.startWindow()
 	led.result(emu.EngineStats{}, "", true, nil, led.stopProbe())
 	for _, k := range []string{"host_steal_pct", "host_wakeup_p99_us", "host_wakeup_max_us"} {

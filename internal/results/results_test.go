@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -200,5 +201,31 @@ func TestInfiniteValuesSurvive(t *testing.T) {
 	}
 	if col < 0 || recs[1][col] != "inf" || recs[2][col] != "" {
 		t.Errorf("summary.csv's delay_p99_ms: want inf then empty:\n%s", csvText)
+	}
+}
+
+// TestSchedDelayIsDerivedAsItIsWritten: a periodic record without an
+// Extra map gets sched_delay_ms = done_ms − scheduled_ms in records.csv
+// (12.5 − 10 = 2.5), a failed one NA, and a value a record carries itself
+// is kept as it is.
+func TestSchedDelayIsDerivedAsItIsWritten(t *testing.T) {
+	path := filepath.Join(t.TempDir(), RecordsFile)
+	w, err := CreateRecords(path, Cell{ID: "c", Profile: "p", Protocol: "tcp", Rep: 1}, []string{"sched_delay_ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(Record{Seq: 0, ScheduledMs: 10, SentMs: 10.5, DoneMs: 12.5, DelayMs: 2})
+	w.Write(Record{Seq: 1, ScheduledMs: 20, SentMs: 20, Error: "timeout"})
+	w.Write(Record{Seq: 2, ScheduledMs: 30, SentMs: 30, DoneMs: 31, DelayMs: 1, Extra: map[string]float64{"sched_delay_ms": 7}})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	err = ScanRecords(path, []string{"sched_delay_ms"}, func(r RecordRow) error {
+		got = append(got, fmt.Sprint(r.Values[0]))
+		return nil
+	})
+	if err != nil || strings.Join(got, " ") != "2.5 NaN 7" {
+		t.Errorf("sched_delay_ms %v (%v), want 2.5 NaN 7", got, err)
 	}
 }

@@ -266,7 +266,7 @@ func (s *Scenario) validate() error {
 		if s.Count > 0 {
 			key = "count"
 		}
-		return s.errAt([]any{key}, "a cell would hold %d records, more than tlab's budget of %d (about 150 MB of records.csv): shorten %s or lengthen the interval", n, workload.MaxRecordsPerCell, key)
+		return s.errAt([]any{key}, "a cell would hold %d records, more than tlab's budget of %d (about 3 GiB of memory and 0.7 GB of records.csv at the budget): shorten %s or lengthen the interval", n, workload.MaxRecordsPerCell, key)
 	}
 	if err := s.decodeTopology(); err != nil {
 		return err

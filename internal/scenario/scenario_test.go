@@ -154,7 +154,7 @@ func TestValidationErrorsSayWhereAndWhat(t *testing.T) {
 		{strings.Replace(base, "payload: 256", "payload: 100000000", 1), "bad.yaml:7: workload.payload 100000000 B: want 0 to 67108864 B"},
 		{strings.Replace(base, "duration: 2s", "duration: -5s", 1), `bad.yaml:8: duration "-5s" is negative`},
 		{base + "count: 5\n", "give duration or count, not both"},
-		{strings.Replace(base, "duration: 2s", "duration: 10h", 1), "bad.yaml:8: a cell would hold 1440000 records"},
+		{strings.Replace(base, "duration: 2s", "duration: 30h", 1), "bad.yaml:8: a cell would hold 4320000 records"},
 		// An error inside link: names the line of the bad field.
 		{base + "link:\n  rate: 10Mbit\n  up:\n    loss: 200%\n", "bad.yaml:12: loss: probability"},
 		{base + "link:\n  queue: fq_codell\n", `bad.yaml:10: queue "fq_codell": want one of codel, droptail`},
@@ -355,5 +355,20 @@ func TestManyStationsWarnWithTheFigure(t *testing.T) {
 		case !c.warn && len(w) != 0:
 			t.Errorf("%s stations: warnings %q, want none", c.stations, w)
 		}
+	}
+}
+
+// TestRecordBudgetTakesAnHourAtOneMillisecond: an hour of requests every
+// millisecond (3.6 million records, docs/methodology.md's long cell) is
+// accepted; two hours (7.2 million) are refused at the duration's line,
+// naming the budget and what it costs.
+func TestRecordBudgetTakesAnHourAtOneMillisecond(t *testing.T) {
+	src := "name: b\nprofiles: [ethernet]\nprotocols: [tcp]\nworkload: {type: periodic, interval: 1ms}\nduration: DURATION\n"
+	if _, err := Parse("b.yaml", []byte(strings.Replace(src, "DURATION", "1h", 1))); err != nil {
+		t.Errorf("an hour at 1 ms: %v", err)
+	}
+	_, err := Parse("b.yaml", []byte(strings.Replace(src, "DURATION", "2h", 1)))
+	if err == nil || !strings.Contains(err.Error(), "b.yaml:5: a cell would hold 72") || !strings.Contains(err.Error(), "budget of 4000000 (about 3 GiB of memory") {
+		t.Errorf("two hours at 1 ms: %v, want the budget refused at duration's line", err)
 	}
 }

@@ -286,9 +286,12 @@ func Types() []Type {
 	return out
 }
 
-// MaxRecordsPerCell bounds a cell's records: about 150 MB of records.csv
-// and as much memory. Study A's longest cell (an hour at 5 ms) has 720 000.
-const MaxRecordsPerCell = 1_000_000
+// MaxRecordsPerCell bounds a cell's records: an hour at a 1 ms interval
+// (3.6 million) fits. A record costs about 0.8 KiB of the process's peak
+// memory and 170 B of records.csv (docs/methodology.md, "What a long
+// study costs"): at the bound, about 3 GiB and 0.7 GB. Study A's longest
+// cell (an hour at 5 ms) has 720 000.
+const MaxRecordsPerCell = 4_000_000
 
 // ServerPort is where a client-server workload's server listens.
 const ServerPort = 4433
