@@ -20,9 +20,12 @@ func runQoO(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if *asJSON {
-		_, err := stdout.Write(qoo.BuiltinJSON())
-		if err != nil {
+		b, left := qoo.BuiltinJSON()
+		if _, err := stdout.Write(b); err != nil {
 			return errorExit(stderr, err)
+		}
+		if len(left) > 0 {
+			fmt.Fprintf(stderr, "tlab qoo: left out %s: its bounds follow the request interval, which LibreQoS's format cannot say\n", strings.Join(left, ", "))
 		}
 		return exitOK
 	}
@@ -32,6 +35,10 @@ func runQoO(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, p := range f.Profiles {
 		var pts []string
 		for _, l := range p.Latency {
+			if p.PerInterval {
+				pts = append(pts, fmt.Sprintf("p%g %g → %g × the interval", l.Percentile, l.OptimalMs, l.UnacceptableMs))
+				continue
+			}
 			pts = append(pts, fmt.Sprintf("p%g %g → %g ms", l.Percentile, l.OptimalMs, l.UnacceptableMs))
 		}
 		thr := "–"

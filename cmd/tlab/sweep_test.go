@@ -640,3 +640,59 @@ warmup: 0s
 		t.Errorf("advise's table has no throughput column:\n%s", text)
 	}
 }
+
+// TestControlLoopProfileFollowsTheSweptPeriod: one profile scores every
+// swept interval against its own period, as study A's presets now ask
+// (qoo: control-loop). On a 13.6 ms round trip a request every 10 ms is
+// answered after its deadline (p99 beyond d: QoO 0), one every 50 ms well
+// within half of it (p99 under 25 ms: QoO 100); the run's answers.json
+// says so for each interval.
+func TestControlLoopProfileFollowsTheSweptPeriod(t *testing.T) {
+	tbtest.RequirePrivileges(t)
+	bin := buildTlab(t)
+	dir := t.TempDir()
+	scen := filepath.Join(dir, "loop.yaml")
+	if err := os.WriteFile(scen, []byte(`name: loop-qoo
+profiles: [cloud]
+protocols: [tcp]
+workload: {type: periodic, interval: 25ms, payload: 256}
+matrix:
+  workload.interval: [10ms, 50ms]
+duration: 3s
+warmup: 0s
+qoo: control-loop
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	cmd := exec.Command(bin, "run", scen, "--no-calibration", "--quality", "off", "--out", out, "--no-report")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("tlab run: %v\n%s", err, stderr.String())
+	}
+	var got struct {
+		Answers []struct {
+			Params string `json:"params"`
+			Stacks []struct {
+				QoO *struct {
+					Profile string  `json:"profile"`
+					Score   float64 `json:"score"`
+				} `json:"qoo"`
+			} `json:"stacks"`
+		} `json:"answers"`
+	}
+	b, err := os.ReadFile(filepath.Join(out, "answers.json"))
+	if err != nil || json.Unmarshal(b, &got) != nil || len(got.Answers) != 2 {
+		t.Fatalf("answers.json: %v\n%s", err, b)
+	}
+	for _, a := range got.Answers {
+		if len(a.Stacks) != 1 || a.Stacks[0].QoO == nil || a.Stacks[0].QoO.Profile != "control-loop" {
+			t.Fatalf("%s: no control-loop score: %s", a.Params, b)
+		}
+		want := map[string]float64{"10ms": 0, "50ms": 100}[a.Params]
+		if s := a.Stacks[0].QoO.Score; s != want {
+			t.Errorf("interval %s: QoO %v, want %v against its own period", a.Params, s, want)
+		}
+	}
+}

@@ -27,6 +27,9 @@ import (
 // exactly, so both settings score the same. throughput_min_mbps is tlab's
 // own field, the draft's minimum required throughput, which LibreQoS's
 // format has no place for; a file without it reads as LibreQoS reads it.
+// per_interval, tlab's too, makes the latency bounds multiples of the
+// cell's request interval (a control loop's period); such a profile has
+// no meaning for LibreQoS, and tlab qoo --json leaves it out.
 
 // wireFile and the types below are the format as LibreQoS writes it.
 type wireFile struct {
@@ -46,6 +49,9 @@ type wireProfile struct {
 	// ThroughputMinMbps is tlab's own field: the draft's minimum required
 	// throughput, which LibreQoS's format lacks.
 	ThroughputMinMbps *float64 `json:"throughput_min_mbps,omitempty"`
+	// PerInterval is tlab's own too: the latency bounds are multiples of
+	// the cell's request interval.
+	PerInterval bool `json:"per_interval,omitempty"`
 }
 
 type wireLatency struct {
@@ -131,6 +137,7 @@ func Parse(name string, r io.Reader) (File, error) {
 		if wp.ThroughputMinMbps != nil {
 			p.MinThroughputMbps = *wp.ThroughputMinMbps
 		}
+		p.PerInterval = wp.PerInterval
 		for _, l := range wp.Latency {
 			p.Latency = append(p.Latency, LatencyPoint{Percentile: l.Percentile, OptimalMs: l.HighMs, UnacceptableMs: l.LowMs})
 		}
@@ -211,8 +218,22 @@ func Builtin() File {
 	return f
 }
 
-// BuiltinJSON is tlab's table as LibreQoS reads it.
-func BuiltinJSON() []byte { return bytes.Clone(builtin) }
+// BuiltinJSON is tlab's table as LibreQoS reads it: every profile but
+// those whose bounds follow the request interval, which LibreQoS could
+// only read as milliseconds (their ids are in left).
+func BuiltinJSON() (b []byte, left []string) {
+	f := Builtin()
+	w := wireFile{SchemaVersion: 2, DefaultProfileID: f.Default}
+	for _, p := range f.Profiles {
+		if p.PerInterval {
+			left = append(left, p.ID)
+			continue
+		}
+		w.Profiles = append(w.Profiles, p.wire())
+	}
+	b, _ = json.MarshalIndent(w, "", "  ")
+	return append(b, '\n'), left
+}
 
 // Resolve finds a requirement profile: one of tlab's by id, or a LibreQoS
 // profiles file, FILE#ID for one of its profiles (without #ID, its default
@@ -248,12 +269,19 @@ func Resolve(spec string) (Profile, error) {
 // Wire writes p alone as a LibreQoS profiles file, which Parse reads back
 // (a run's manifest keeps the profile it was scored against so).
 func (p Profile) Wire() []byte {
+	b, _ := json.Marshal(wireFile{SchemaVersion: 2, DefaultProfileID: p.ID, Profiles: []wireProfile{p.wire()}})
+	return b
+}
+
+// wire is p in the file's form.
+func (p Profile) wire() wireProfile {
 	w := wireProfile{ID: p.ID, Name: p.Name, Description: p.Description,
 		LossPercent: wireRange{Low: p.Loss.Unacceptable, High: p.Loss.Optimal}, LossHandling: "strict"}
 	if p.MinThroughputMbps > 0 {
 		t := p.MinThroughputMbps
 		w.ThroughputMinMbps = &t
 	}
+	w.PerInterval = p.PerInterval
 	for _, l := range p.Latency {
 		w.Latency = append(w.Latency, wireLatency{Percentile: l.Percentile, LowMs: l.UnacceptableMs, HighMs: l.OptimalMs})
 	}
@@ -270,6 +298,5 @@ func (p Profile) Wire() []byte {
 	default:
 		w.LatencyNormalization = &wireNormalizer{Mode: "none"}
 	}
-	b, _ := json.Marshal(wireFile{SchemaVersion: 2, DefaultProfileID: p.ID, Profiles: []wireProfile{w}})
-	return b
+	return w
 }

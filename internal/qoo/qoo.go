@@ -28,6 +28,12 @@ type Profile struct {
 	// throughput, Mbit/s; 0 is none (LibreQoS's profiles carry none, and
 	// tlab writes it as its own field, throughput_min_mbps).
 	MinThroughputMbps float64
+	// PerInterval says the latency bounds are multiples of the cell's
+	// request interval (its interval_ms), not milliseconds: one profile
+	// then follows a swept period, as a control loop's deadline does
+	// (tlab's own field, per_interval; ForInterval makes the profile of
+	// one interval).
+	PerInterval bool
 	// Normalization, when set, scores latency above a baseline (LibreQoS's
 	// latency_normalization): OffsetMs subtracts a fixed amount; or the
 	// measured BaselinePercentile (or the fixed BaselineMs) is subtracted.
@@ -136,6 +142,22 @@ func (p Profile) Score(m Measurement) Result {
 	return r
 }
 
+// ForInterval is the profile of a cell whose request interval is
+// intervalMs: a PerInterval profile's latency bounds times the interval,
+// in ms; any other profile as it is.
+func (p Profile) ForInterval(intervalMs float64) Profile {
+	if !p.PerInterval {
+		return p
+	}
+	q := p
+	q.PerInterval = false
+	q.Latency = make([]LatencyPoint, len(p.Latency))
+	for i, l := range p.Latency {
+		q.Latency[i] = LatencyPoint{Percentile: l.Percentile, OptimalMs: l.OptimalMs * intervalMs, UnacceptableMs: l.UnacceptableMs * intervalMs}
+	}
+	return q
+}
+
 // Validate reports what makes a profile unusable, each problem once.
 func (p Profile) Validate() []string {
 	var errs []string
@@ -162,6 +184,9 @@ func (p Profile) Validate() []string {
 	}
 	if !(p.Loss.Optimal >= 0 && p.Loss.Optimal <= 100 && p.Loss.Unacceptable >= 0 && p.Loss.Unacceptable <= 100) {
 		errs = append(errs, "loss_percent must be within 0 to 100")
+	}
+	if p.PerInterval && p.Normalization.Mode != "" && p.Normalization.Mode != "none" {
+		errs = append(errs, "per_interval takes no latency_normalization: its bounds are already relative to the period")
 	}
 	if !finite(p.MinThroughputMbps) || p.MinThroughputMbps < 0 {
 		errs = append(errs, "throughput_min_mbps must be finite and not negative")

@@ -3,8 +3,11 @@ package qoo
 import (
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"tlab/internal/results"
 )
 
 // at makes a latency distribution from percentile points.
@@ -199,8 +202,55 @@ func TestWireReadsBack(t *testing.T) {
 		if p.Normalization.Mode == "" {
 			p.Normalization.Mode = "none"
 		}
-		if got.ID != p.ID || got.Loss != p.Loss || got.Normalization != p.Normalization || got.MinThroughputMbps != p.MinThroughputMbps || len(got.Latency) != len(p.Latency) || got.Latency[0] != p.Latency[0] {
+		if got.ID != p.ID || got.Loss != p.Loss || got.Normalization != p.Normalization || got.MinThroughputMbps != p.MinThroughputMbps || got.PerInterval != p.PerInterval || len(got.Latency) != len(p.Latency) || got.Latency[0] != p.Latency[0] {
 			t.Errorf("%s read back as %+v, written %+v", p.ID, got, p)
 		}
+	}
+}
+
+// TestPerIntervalFollowsThePeriod: control-loop's bounds are multiples of
+// the cell's interval: at d = 25 ms they are control-loop-25ms's (12.5 →
+// 25 ms), so a p99 of 18.75 ms scores 50; at d = 100 ms the same p99 is
+// optimal (100), at d = 5 ms unacceptable (0). A cell's scores come from
+// its own interval_ms; records without that column are an error.
+func TestPerIntervalFollowsThePeriod(t *testing.T) {
+	b := Builtin()
+	cl, ok := b.Lookup("control-loop")
+	fixed, _ := b.Lookup("control-loop-25ms")
+	if !ok || !cl.PerInterval {
+		t.Fatalf("control-loop: %+v", cl)
+	}
+	if got := cl.ForInterval(25); got.Latency[0] != fixed.Latency[0] || got.Loss != fixed.Loss || got.PerInterval {
+		t.Errorf("control-loop at 25 ms is %+v, want control-loop-25ms's bounds %+v", got.Latency, fixed.Latency)
+	}
+	p99 := Measurement{LatencyAt: func(float64) float64 { return 18.75 }}
+	for d, want := range map[float64]float64{5: 0, 25: 50, 100: 100} {
+		if r := cl.ForInterval(d).Score(p99); r.Score != want {
+			t.Errorf("p99 18.75 ms at d = %g ms: QoO %v, want %v", d, r.Score, want)
+		}
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "records.csv")
+	w, err := results.CreateRecords(path, results.Cell{ID: "d25", Profile: "5g", Protocol: "tcp", Rep: 1, Key: []results.Field{{Name: "interval_ms", Value: 25.0}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		w.Write(results.Record{Seq: i, DelayMs: 18.75, DoneMs: float64(i)})
+	}
+	w.Close()
+	scores, err := CellScores(path, cl)
+	if err != nil || scores["d25"].Score != 50 {
+		t.Errorf("CellScores: %+v %v, want d25 scored 50 against 12.5 → 25 ms", scores, err)
+	}
+	bare := filepath.Join(dir, "bare.csv")
+	w, _ = results.CreateRecords(bare, results.Cell{ID: "c", Profile: "5g", Protocol: "tcp", Rep: 1}, nil)
+	w.Write(results.Record{Seq: 0, DelayMs: 1, DoneMs: 1})
+	w.Close()
+	if _, err := CellScores(bare, cl); err == nil || !strings.Contains(err.Error(), "interval_ms") {
+		t.Errorf("records without interval_ms: %v, want an error naming the column", err)
+	}
+	if _, left := BuiltinJSON(); len(left) != 1 || left[0] != "control-loop" {
+		t.Errorf("tlab qoo --json left out %v, want control-loop alone", left)
 	}
 }

@@ -1,6 +1,7 @@
 package qoo
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -18,13 +19,29 @@ import (
 // capacity a transfer found, which is the draft's measured throughput
 // only for a workload that asks for all it can get. Every attempt of a
 // re-run cell counts, as in the run's comparisons.
+//
+// A PerInterval profile is scored in each cell against its bounds times
+// the cell's request interval (records.csv's interval_ms): one profile
+// follows a swept period. Records without that column are an error, not
+// a score against a guessed period.
 func CellScores(recordsPath string, p Profile) (map[string]Result, error) {
 	delays := map[string][]float64{}
 	total := map[string]int{}
 	bytes, last := map[string]float64{}, map[string]float64{}
-	err := results.ScanRecords(recordsPath, []string{"delay_ms", "resp_bytes", "done_ms"}, func(row results.RecordRow) error {
+	interval := map[string]float64{}
+	need := []string{"delay_ms", "resp_bytes", "done_ms"}
+	if p.PerInterval {
+		if !results.HasColumn(recordsPath, "interval_ms") {
+			return nil, fmt.Errorf("profile %s follows the request interval, and %s has no interval_ms column (a periodic workload's)", p.ID, recordsPath)
+		}
+		need = append(need, "interval_ms")
+	}
+	err := results.ScanRecords(recordsPath, need, func(row results.RecordRow) error {
 		if row.Warmup {
 			return nil
+		}
+		if p.PerInterval {
+			interval[row.Cell] = row.Values[3]
 		}
 		total[row.Cell]++
 		if d := row.Values[0]; !row.Failed && results.Measured(d) {
@@ -46,7 +63,14 @@ func CellScores(recordsPath string, p Profile) (map[string]Result, error) {
 		if last[cell] > 0 {
 			throughput = bytes[cell] * 8 / last[cell] / 1e3
 		}
-		out[cell] = p.Score(Measurement{LossPct: lost, ThroughputMbps: throughput, LatencyAt: func(pct float64) float64 {
+		cp := p
+		if p.PerInterval {
+			if !(interval[cell] > 0) {
+				return nil, fmt.Errorf("cell %s: interval_ms %v: profile %s needs the request interval", cell, interval[cell], p.ID)
+			}
+			cp = p.ForInterval(interval[cell])
+		}
+		out[cell] = cp.Score(Measurement{LossPct: lost, ThroughputMbps: throughput, LatencyAt: func(pct float64) float64 {
 			if len(d) == 0 {
 				return math.NaN()
 			}
