@@ -584,24 +584,13 @@ func TestRequireFlagAnswersAndNoReportKeepsTheAnalysis(t *testing.T) {
 func TestBulkTransferScoresTheThroughputStep(t *testing.T) {
 	tbtest.RequirePrivileges(t)
 	bin := buildTlab(t)
-	dir := t.TempDir()
-	scen := filepath.Join(dir, "bulk.yaml")
-	if err := os.WriteFile(scen, []byte(`name: bulk-qoo
+	out := runScenarioText(t, bin, `name: bulk-qoo
 profiles: [ethernet, satellite]
 protocols: [tcp]
 workload: {type: bulk, bytes: 256KiB, streams: 1, timeout: 60s}
 warmup: 0s
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "run")
-	cmd := exec.Command(bin, "run", scen, "--no-calibration", "--quality", "off", "--out", out, "--no-report")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("tlab run: %v\n%s", err, stderr.String())
-	}
-	cmd = exec.Command(bin, "advise", out, "--qoo", "bulk-transfer", "--json")
+`)
+	cmd := exec.Command(bin, "advise", out, "--qoo", "bulk-transfer", "--json")
 	b, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("tlab advise: %v\n%s", err, b)
@@ -649,10 +638,7 @@ warmup: 0s
 // says so for each interval.
 func TestControlLoopProfileFollowsTheSweptPeriod(t *testing.T) {
 	tbtest.RequirePrivileges(t)
-	bin := buildTlab(t)
-	dir := t.TempDir()
-	scen := filepath.Join(dir, "loop.yaml")
-	if err := os.WriteFile(scen, []byte(`name: loop-qoo
+	out := runScenarioText(t, buildTlab(t), `name: loop-qoo
 profiles: [cloud]
 protocols: [tcp]
 workload: {type: periodic, interval: 25ms, payload: 256}
@@ -661,16 +647,7 @@ matrix:
 duration: 3s
 warmup: 0s
 qoo: control-loop
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "run")
-	cmd := exec.Command(bin, "run", scen, "--no-calibration", "--quality", "off", "--out", out, "--no-report")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("tlab run: %v\n%s", err, stderr.String())
-	}
+`)
 	var got struct {
 		Answers []struct {
 			Params string `json:"params"`
@@ -695,4 +672,24 @@ qoo: control-loop
 			t.Errorf("interval %s: QoO %v, want %v against its own period", a.Params, s, want)
 		}
 	}
+}
+
+// runScenarioText runs the scenario text with tlab run as a user would
+// (no calibration, no quality rule, no report) and returns its results
+// directory.
+func runScenarioText(t *testing.T, bin, text string) string {
+	t.Helper()
+	dir := t.TempDir()
+	scen := filepath.Join(dir, "scenario.yaml")
+	if err := os.WriteFile(scen, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	cmd := exec.Command(bin, "run", scen, "--no-calibration", "--quality", "off", "--out", out, "--no-report")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("tlab run: %v\n%s", err, stderr.String())
+	}
+	return out
 }

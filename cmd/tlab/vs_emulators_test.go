@@ -13,7 +13,7 @@ import (
 )
 
 // TestVsEmulatorsScriptRunsTlabsSide runs scripts/vs-emulators as a user
-// without mahimahi or Rattan would (one round of irtt, 2 s a run), then
+// without mahimahi or Rattan would (one round of irtt, 1 s a run), then
 // scripts/vs-emulators-summary: tlab (both timer modes) and the bare veth
 // are measured, each configured delay is what irtt saw, the jitter's
 // standard deviation is the configured uniform's (J/√3), and the other
@@ -30,7 +30,7 @@ func TestVsEmulatorsScriptRunsTlabsSide(t *testing.T) {
 		}
 	}
 	out := filepath.Join(t.TempDir(), "vs")
-	cmd := exec.Command("../../scripts/vs-emulators", "--rounds", "1", "--only", "irtt", "--seconds", "2", "--out", out)
+	cmd := exec.Command("../../scripts/vs-emulators", "--rounds", "1", "--only", "irtt", "--seconds", "1", "--out", out)
 	cmd.Env = append(os.Environ(), "TLAB="+buildTlab(t), "MAHIMAHI_BIN=", "RATTAN=")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("vs-emulators: %v\n%s", err, b)
