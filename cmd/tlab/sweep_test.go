@@ -540,17 +540,7 @@ func TestRequireFlagAnswersAndNoReportKeepsTheAnalysis(t *testing.T) {
 	if len(m.QoO) == 0 {
 		t.Error("the manifest does not keep the --qoo profile")
 	}
-	var answers struct {
-		Requirements []map[string]any `json:"requirements"`
-		Answers      []struct {
-			Stacks []struct {
-				QoO *struct {
-					Profile string  `json:"profile"`
-					Score   float64 `json:"score"`
-				} `json:"qoo"`
-			} `json:"stacks"`
-		} `json:"answers"`
-	}
+	var answers answersFile
 	b, err := os.ReadFile(filepath.Join(out, "answers.json"))
 	if err != nil || json.Unmarshal(b, &answers) != nil || len(answers.Requirements) != 1 || len(answers.Answers) != 1 {
 		t.Fatalf("answers.json: %v %s", err, b)
@@ -648,17 +638,7 @@ duration: 3s
 warmup: 0s
 qoo: control-loop
 `)
-	var got struct {
-		Answers []struct {
-			Params string `json:"params"`
-			Stacks []struct {
-				QoO *struct {
-					Profile string  `json:"profile"`
-					Score   float64 `json:"score"`
-				} `json:"qoo"`
-			} `json:"stacks"`
-		} `json:"answers"`
-	}
+	var got answersFile
 	b, err := os.ReadFile(filepath.Join(out, "answers.json"))
 	if err != nil || json.Unmarshal(b, &got) != nil || len(got.Answers) != 2 {
 		t.Fatalf("answers.json: %v\n%s", err, b)
@@ -692,4 +672,20 @@ func runScenarioText(t *testing.T, bin, text string) string {
 		t.Fatalf("tlab run: %v\n%s", err, stderr.String())
 	}
 	return out
+}
+
+// answersFile is what the tests read of a run's answers.json: the
+// requirements, and each network's (and swept values') stacks with their
+// Quality of Outcome.
+type answersFile struct {
+	Requirements []map[string]any `json:"requirements"`
+	Answers      []struct {
+		Params string `json:"params"`
+		Stacks []struct {
+			QoO *struct {
+				Profile string  `json:"profile"`
+				Score   float64 `json:"score"`
+			} `json:"qoo"`
+		} `json:"stacks"`
+	} `json:"answers"`
 }

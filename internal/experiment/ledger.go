@@ -49,10 +49,9 @@ type cellLedger struct {
 // newCellLedger makes a cell's ledger over its meter, its records' sink
 // and its host-noise probe. expected is how many records the workload
 // plans (workload.Info.Records; 0 when it cannot say): the ledger makes
-// room for them at once, as a
-// slice grown by appending holds up to twice its records and copies them
-// at each doubling, which for a cell of a million records was most of
-// its peak memory.
+// room for them at once, as a slice grown by appending holds up to twice
+// its records and copies them at each doubling, which for a cell of a
+// million records was most of its peak memory.
 func newCellLedger(m meter, sink func(results.Record) error, newProbe func() noiseProbe, expected int) *cellLedger {
 	l := &cellLedger{meter: m, sink: sink, newProbe: newProbe, facts: map[string]float64{}}
 	if expected > 0 {

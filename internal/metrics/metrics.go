@@ -185,3 +185,13 @@ func QuantileCI(sorted []float64, q, confidence float64) (lo, hi float64) {
 	}
 	return
 }
+
+// GoodputMbps is payload bytes × 8 over the time to the last byte, in
+// Mbit/s (bulk's goodput_mbps, and the throughput a Quality of Outcome
+// profile's minimum is held against); NaN when nothing completed.
+func GoodputMbps(payloadBytes, lastMs float64) float64 {
+	if lastMs <= 0 {
+		return math.NaN()
+	}
+	return payloadBytes * 8 / lastMs / 1e3
+}

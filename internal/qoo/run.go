@@ -31,9 +31,6 @@ func CellScores(recordsPath string, p Profile) (map[string]Result, error) {
 	interval := map[string]float64{}
 	need := []string{"delay_ms", "resp_bytes", "done_ms"}
 	if p.PerInterval {
-		if !results.HasColumn(recordsPath, "interval_ms") {
-			return nil, fmt.Errorf("profile %s follows the request interval, and %s has no interval_ms column (a periodic workload's)", p.ID, recordsPath)
-		}
 		need = append(need, "interval_ms")
 	}
 	err := results.ScanRecords(recordsPath, need, func(row results.RecordRow) error {
@@ -51,6 +48,9 @@ func CellScores(recordsPath string, p Profile) (map[string]Result, error) {
 		}
 		return nil
 	})
+	if err != nil && p.PerInterval {
+		return nil, fmt.Errorf("profile %s follows the request interval (a periodic workload's interval_ms): %w", p.ID, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -59,10 +59,7 @@ func CellScores(recordsPath string, p Profile) (map[string]Result, error) {
 		d := delays[cell]
 		slices.Sort(d)
 		lost := 100 * float64(n-len(d)) / float64(n)
-		throughput := math.NaN()
-		if last[cell] > 0 {
-			throughput = bytes[cell] * 8 / last[cell] / 1e3
-		}
+		throughput := metrics.GoodputMbps(bytes[cell], last[cell])
 		cp := p
 		if p.PerInterval {
 			if !(interval[cell] > 0) {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"slices"
 )
 
 // RecordRow is one row of records.csv as a reader of the joined file sees
@@ -92,15 +91,3 @@ func ScanRecords(path string, need []string, fn func(RecordRow) error) error {
 
 // Measured tells whether a value ScanRecords gave was measured.
 func Measured(v float64) bool { return !math.IsNaN(v) }
-
-// HasColumn tells whether the records.csv at path has a column named
-// name (false too when the file cannot be read: ScanRecords then says why).
-func HasColumn(path, name string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	header, err := csv.NewReader(f).Read()
-	return err == nil && slices.Contains(header, name)
-}

@@ -53,10 +53,7 @@ func init() {
 					last = max(last, r.DoneMs)
 				}
 			}
-			if last <= 0 {
-				return math.NaN()
-			}
-			return bytes * 8 / last / 1e3
+			return metrics.GoodputMbps(bytes, last)
 		}})
 }
 
