@@ -468,9 +468,11 @@ func (a Answer) meets(protocol string) bool {
 }
 
 // EverywhereSentence says Everywhere in words, for answers over more than
-// one network; over one it says nothing (that answer's summary says it).
+// one network; over one it says nothing (that answer's summary says it),
+// nor for answers that judged no requirement (Skeleton's, a Quality of
+// Outcome alone), where "no stack meets every requirement" would be false.
 func EverywhereSentence(answers []Answer) string {
-	if len(answers) < 2 {
+	if len(answers) < 2 || !judged(answers) {
 		return ""
 	}
 	names := Everywhere(answers)
@@ -486,6 +488,19 @@ func EverywhereSentence(answers []Answer) string {
 		return names[0] + " meets every requirement " + where
 	}
 	return strings.Join(names, ", ") + " meet every requirement " + where
+}
+
+// judged tells whether any stack of the answers was judged against a
+// requirement.
+func judged(answers []Answer) bool {
+	for _, a := range answers {
+		for _, s := range a.Stacks {
+			if s.Status != "" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Met tells whether at least one stack meets every requirement on every

@@ -176,6 +176,8 @@ func TestEverywhereSentenceCountsNetworksInWords(t *testing.T) {
 		{[]Answer{network("wifi", "quic"), network("lte", "quic", "tcp")}, "quic meets every requirement on both networks"},
 		{[]Answer{network("wifi", "quic", "tcp"), network("lte", "quic", "tcp")}, "quic, tcp meet every requirement on both networks"},
 		{[]Answer{network("wifi", "tcp"), network("lte", "quic"), network("5g", "quic")}, "no stack meets every requirement on all 3 networks"},
+		// No requirement given (a Quality of Outcome alone): nothing to say.
+		{Skeleton([]results.Summary{{Cell: "a", Profile: "wifi", Protocol: "tcp"}, {Cell: "b", Profile: "lte", Protocol: "tcp"}}), ""},
 	} {
 		if got := EverywhereSentence(c.answers); got != c.want {
 			t.Errorf("%d networks: got %q, want %q", len(c.answers), got, c.want)
