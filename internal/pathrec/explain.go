@@ -3,6 +3,7 @@ package pathrec
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -68,7 +69,16 @@ func stallsIn(p []probeTiming, waits []float64, spacing time.Duration) []Stall {
 			j++
 		}
 		sent := float64(p[j].at-p[i].at) / 1e6
-		if j-i >= 2 && sent > 0 && (res[j]-res[i])/sent < -0.5 {
+		falling := j-i >= 2 && sent > 0 && (res[j]-res[i])/sent < -0.5
+		// A hold that filled the buffer: the first probes held, the rest
+		// dropped until it let go, and the next probe through sent about
+		// when it did.
+		overflowed := false
+		if j+1 < len(p) {
+			gap := float64(p[j+1].at-p[j].at) / 1e6
+			overflowed = gap >= 3*float64(spacing)/1e6 && res[j]-base >= gap/2 && res[j]-base <= gap+threshold
+		}
+		if falling || overflowed {
 			from := time.Duration(p[i].at)
 			if i > 0 {
 				// It began after the last probe that crossed unheld.
@@ -249,3 +259,24 @@ func robustSD(v []float64) float64 {
 // standard deviation) has its median, in standard deviations: the replay
 // adds it to the base delay's median, so the fit lifts the base by it.
 var lognormalMedianShift = (math.Exp(0.5) - 1) / math.Sqrt((math.E-1)*math.E)
+
+// unheld tells, for each probe (entry times in ns), whether no stall held
+// it.
+func unheld(at []int64, stalls []Stall) []bool {
+	free := make([]bool, len(at))
+	for i, t := range at {
+		free[i] = !slices.ContainsFunc(stalls, func(s Stall) bool { return t >= int64(s.From) && t <= int64(s.To) })
+	}
+	return free
+}
+
+// pick returns the values whose keep is true.
+func pick(v []float64, keep []bool) []float64 {
+	out := make([]float64, 0, len(v))
+	for i, x := range v {
+		if keep[i] {
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -529,7 +529,12 @@ func (r *Recording) Fit() (Fit, error) {
 				return Fit{}, err
 			}
 		}
-		x.d.JitterMs, x.d.JitterDist, x.d.Coherence = jitterShape(owd, waits, spacing)
+		// A probe a stall held is the stall's: its wait is hundreds of
+		// milliseconds, and the millisecond by which the replay's hold
+		// ends apart from the path's would weigh in jitter's variance as
+		// if it were a spread.
+		free := unheld(at, x.d.Stalls)
+		x.d.JitterMs, x.d.JitterDist, x.d.Coherence = jitterShape(pick(owd, free), pick(waits, free), spacing)
 		for i := range base {
 			base[i] -= waits[i]
 		}
