@@ -123,6 +123,9 @@ type runRecord struct {
 	// Children are processes started in the run's namespaces (the
 	// emulator, servers) that must not outlive it.
 	Children []proc `json:"children"`
+	// Egress is what the run changed outside its namespaces to reach a
+	// real path (egress_linux.go).
+	Egress *egressRecord `json:"egress,omitempty"`
 
 	mu   sync.Mutex
 	path string
@@ -298,6 +301,9 @@ func cleanupDir(dir string, dryRun bool) ([]CleanupAction, error) {
 					return p.Kill()
 				})
 			}
+		}
+		if r.Egress != nil {
+			do("remove nftables table "+r.Egress.Table+" and put forwarding back", func() error { return cleanupEgress(dir, &r) })
 		}
 		if r.TempDir != "" && strings.Contains(filepath.Base(r.TempDir), "tlab-") {
 			if _, err := os.Stat(r.TempDir); err == nil {

@@ -48,6 +48,9 @@ type Options struct {
 	Direct bool
 	// CaptureDir, when set, receives a pcap file per host interface.
 	CaptureDir string
+	// Reach are real addresses beyond the testbed that its hosts must
+	// reach (through Egress): the links' subnets keep clear of them.
+	Reach []net.IP
 	// Label says, in the run registry, what this testbed is for (for
 	// example the results directory of the run), so that a concurrent
 	// run can name it in its warnings.
@@ -127,7 +130,9 @@ type Testbed struct {
 	// TempDir belongs to this run and is removed by Close.
 	TempDir string
 
-	opts   Options
+	opts Options
+	// first offsets the links' subnets (firstSubnet).
+	first  int
 	hosts  map[string]*Host
 	router netns.NsHandle
 	emu    *emu.Process
@@ -162,7 +167,11 @@ func Build(topo Topology, opts Options) (tb *Testbed, err error) {
 	if opts.Spin == 0 {
 		opts.Spin = DefaultSpin
 	}
-	tb = &Testbed{ID: newRunID(), Topo: topo, opts: opts, hosts: map[string]*Host{}}
+	first, err := firstSubnet(len(topo.Links), opts.Reach)
+	if err != nil {
+		return nil, err
+	}
+	tb = &Testbed{ID: newRunID(), Topo: topo, opts: opts, first: first, hosts: map[string]*Host{}}
 	defer func() {
 		if err != nil {
 			tb.Close()
@@ -316,7 +325,7 @@ func (tb *Testbed) addVeth(h *Host, li, k int, peerNS netns.NsHandle, peerName s
 // configureHost sets the address and offloads of a host interface and
 // brings it up.
 func (tb *Testbed) configureHost(h *Host, ifname string, li, k int) error {
-	ip := hostIP(li, k)
+	ip := hostIP(tb.first, li, k)
 	err := h.Do(func() error {
 		if err := disableOffloads(ifname); err != nil {
 			return err
@@ -330,7 +339,7 @@ func (tb *Testbed) configureHost(h *Host, ifname string, li, k int) error {
 				return err
 			}
 		}
-		addr := &netlink.Addr{IPNet: &net.IPNet{IP: ip, Mask: linkSubnet(li).Mask}}
+		addr := &netlink.Addr{IPNet: &net.IPNet{IP: ip, Mask: linkSubnet(tb.first, li).Mask}}
 		if err := netlink.AddrAdd(link, addr); err != nil {
 			return fmt.Errorf("address %s: %w", ip, err)
 		}

@@ -154,17 +154,41 @@ func (t Topology) Validate() error {
 	return nil
 }
 
-// Addressing: link i uses 198.18.(i+1).0/24, from the range RFC 2544
-// reserves for benchmarking, so lab traffic can never be mistaken for (or
-// routed to) a real network. The k-th host of a link (side A first) gets
-// .k+1; its interface gets a locally administered MAC 02:74:6c:LL:KK:00 and
-// the emulator's port facing it 02:74:6c:LL:KK:01.
+// Addressing: link i uses 198.18.(first+i+1).0/24, from the range RFC
+// 2544 reserves for benchmarking, so lab traffic can never be mistaken for
+// (or routed to) a real network; first is 0 unless the testbed must reach
+// a real address in that range (Options.Reach). The k-th host of a link
+// (side A first) gets .k+1; its interface gets a locally administered MAC
+// 02:74:6c:LL:KK:00 and the emulator's port facing it 02:74:6c:LL:KK:01.
 
-func linkSubnet(li int) *net.IPNet {
-	return &net.IPNet{IP: net.IPv4(198, 18, byte(li+1), 0).To4(), Mask: net.CIDRMask(24, 32)}
+func linkSubnet(first, li int) *net.IPNet {
+	return &net.IPNet{IP: net.IPv4(198, 18, byte(first+li+1), 0).To4(), Mask: net.CIDRMask(24, 32)}
 }
 
-func hostIP(li, k int) net.IP { return net.IPv4(198, 18, byte(li+1), byte(k+1)).To4() }
+func hostIP(first, li, k int) net.IP {
+	return net.IPv4(198, 18, byte(first+li+1), byte(k+1)).To4()
+}
+
+// firstSubnet is the smallest offset, in steps of 16, at which none of
+// the links' subnets holds an address of reach: a host of the testbed
+// could not reach such an address beyond it, since its own link would
+// claim it.
+func firstSubnet(links int, reach []net.IP) (int, error) {
+	for first := 0; first+links < 255; first += 16 {
+		clear := true
+		for li := 0; li < links && clear; li++ {
+			for _, ip := range reach {
+				if linkSubnet(first, li).Contains(ip) {
+					clear = false
+				}
+			}
+		}
+		if clear {
+			return first, nil
+		}
+	}
+	return 0, fmt.Errorf("testbed: no room in 198.18.0.0/16 for %d links beside %v", links, reach)
+}
 
 func hostMAC(li, k int) net.HardwareAddr {
 	return net.HardwareAddr{0x02, 0x74, 0x6c, byte(li + 1), byte(k + 1), 0}

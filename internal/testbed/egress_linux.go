@@ -1,0 +1,457 @@
+package testbed
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// An egress takes a testbed's traffic for real addresses (Options.Reach)
+// out of the machine, so that an emulated link can sit in front of a real
+// path: "my network, plus 1 % loss". The gateway host gets a veth into the
+// namespace tlab runs in (the machine's own, "outside"); the testbed's
+// other hosts route everything beyond their links to it; the gateway
+// masquerades it to its outside address, and outside masquerades that
+// again to whatever address it leaves by. Two translations, so that
+// neither the testbed's subnets nor the gateway's reach the real network,
+// and concurrent runs (each with the same 198.18.x subnets) never meet.
+//
+// The outside namespace has to forward for this. Linux decides that per
+// input interface, so tlab turns forwarding on for its own veth and for
+// the interfaces that lead to Reach only, and only where it was off; it
+// then drops, in its own nftables table, whatever else those interfaces
+// would now forward, so that the machine does not become a router for
+// its neighbours. Nothing from outside can open a connection into the
+// testbed: the gateway and the outside table drop what is not a reply.
+// Everything is undone when the testbed closes, and by tlab cleanup after
+// a kill (the run record keeps what was changed, and forwarding is put
+// back only when no other live run still needs it).
+
+// egressRecord is what an egress changed outside the testbed's own
+// namespaces, kept in the run record.
+type egressRecord struct {
+	// NetNS is the inode of the namespace the egress leaves by: cleanup
+	// acts only from that namespace.
+	NetNS uint64 `json:"netns"`
+	// Table is the nftables table of the outside namespace.
+	Table string `json:"nft_table"`
+	// Veth is the outside end of the gateway's veth.
+	Veth string `json:"veth"`
+	// Forwarding maps each outside interface whose forwarding tlab turned
+	// on to the value to put back when no run needs it any more.
+	Forwarding map[string]string `json:"forwarding,omitempty"`
+}
+
+// gatewayIface is the gateway's interface towards the outside namespace.
+const gatewayIface = "up0"
+
+// egressNet holds the /30s of the gateways' veths: 198.19.0.0/16, the
+// other half of RFC 2544's benchmarking range.
+var egressNet = net.IPNet{IP: net.IPv4(198, 19, 0, 0).To4(), Mask: net.CIDRMask(16, 32)}
+
+// Egress routes every other host's traffic for addresses beyond the
+// testbed through host gateway and out of the namespace tlab runs in
+// (see above). The testbed must have been built with Options.Reach, the
+// addresses its hosts will reach. It needs nftables' nft.
+func (tb *Testbed) Egress(gateway string) error {
+	gw := tb.hosts[gateway]
+	if gw == nil {
+		return fmt.Errorf("testbed: egress: no host %q", gateway)
+	}
+	if len(tb.opts.Reach) == 0 {
+		return errors.New("testbed: egress: the testbed was built without Options.Reach")
+	}
+	nft, err := exec.LookPath("nft")
+	if err != nil {
+		return fmt.Errorf("an emulated link in front of a real path needs nftables' nft (scripts/setup installs it): %w", err)
+	}
+	unlock, err := lockEgress(filepath.Dir(tb.run.path))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	ns, err := currentNetNS()
+	if err != nil {
+		return err
+	}
+	outs, err := routeInterfaces(tb.opts.Reach)
+	if err != nil {
+		return err
+	}
+	subnet, err := freeEgressSubnet()
+	if err != nil {
+		return err
+	}
+	suffix := tb.ID[strings.LastIndexByte(tb.ID, '-')+1:]
+	rec := &egressRecord{NetNS: ns, Table: "tlab_" + suffix, Veth: "tlx" + suffix, Forwarding: map[string]string{}}
+	outsideIP, gatewayIP := addrIn(subnet, 1), addrIn(subnet, 2)
+
+	// Recorded before anything is made, so that a kill from here on leaves
+	// what tlab cleanup undoes.
+	tb.run.mu.Lock()
+	tb.run.Egress = rec
+	err = tb.run.save()
+	tb.run.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	tb.onClose(func() error { return tb.closeEgress(nft) })
+
+	veth := &netlink.Veth{
+		LinkAttrs:     netlink.LinkAttrs{Name: rec.Veth, MTU: tb.opts.MTU},
+		PeerName:      gatewayIface,
+		PeerNamespace: netlink.NsFd(int(gw.ns)),
+	}
+	if err := netlink.LinkAdd(veth); err != nil {
+		return fmt.Errorf("egress veth %s: %w", rec.Veth, err)
+	}
+	if err := setUpAddr(rec.Veth, outsideIP, subnet.Mask); err != nil {
+		return fmt.Errorf("egress %s: %w", rec.Veth, err)
+	}
+	// Forwarded packets must arrive whole at the emulator: a GRO
+	// super-frame from the machine's own interface would be one 64 KB
+	// "packet" to the link.
+	if err := disableOffloads(rec.Veth); err != nil {
+		return err
+	}
+	err = gw.Do(func() error {
+		if err := setUpAddr(gatewayIface, gatewayIP, subnet.Mask); err != nil {
+			return err
+		}
+		if err := disableOffloads(gatewayIface); err != nil {
+			return err
+		}
+		if err := writeSysctl("net/ipv4/ip_forward", "1"); err != nil {
+			return err
+		}
+		return netlink.RouteAdd(&netlink.Route{Gw: outsideIP})
+	})
+	if err != nil {
+		return fmt.Errorf("egress gateway %s: %w", gateway, err)
+	}
+	if err := tb.runNft(gw, nft, gatewayRules()); err != nil {
+		return fmt.Errorf("egress gateway %s: %w", gateway, err)
+	}
+	if err := tb.routeVia(gw); err != nil {
+		return err
+	}
+
+	// Outside: forwarding on the veth and on the ways out, the two rules.
+	if err := writeSysctl("net/ipv4/conf/"+rec.Veth+"/forwarding", "1"); err != nil {
+		return fmt.Errorf("egress: forwarding on %s: %w", rec.Veth, err)
+	}
+	held := liveForwarding(ns, tb.ID)
+	for _, out := range outs {
+		was, err := readSysctl("net/ipv4/conf/" + out + "/forwarding")
+		if err != nil {
+			return fmt.Errorf("egress: forwarding on %s: %w", out, err)
+		}
+		if prev, ok := held[out]; ok {
+			was = prev // another run turned it on: put back what it found
+		} else if was != "0" {
+			continue // the machine forwards there already: not tlab's to change
+		}
+		rec.Forwarding[out] = was
+		tb.run.mu.Lock()
+		err = tb.run.save()
+		tb.run.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if err := writeSysctl("net/ipv4/conf/"+out+"/forwarding", "1"); err != nil {
+			return fmt.Errorf("egress: forwarding on %s: %w", out, err)
+		}
+	}
+	return tb.runNft(nil, nft, outsideRules(rec, gatewayIP))
+}
+
+// gatewayRules masquerade what leaves the gateway, and let in only
+// replies.
+func gatewayRules() string {
+	return fmt.Sprintf(`table ip tlab {
+	chain post {
+		type nat hook postrouting priority srcnat; policy accept;
+		oifname %[1]q masquerade
+	}
+	chain forward {
+		type filter hook forward priority filter; policy accept;
+		iifname %[1]q ct state established,related accept
+		iifname %[1]q drop
+	}
+}
+`, gatewayIface)
+}
+
+// outsideRules masquerade the gateway's traffic where it leaves the
+// machine, let in only replies to it, and forward nothing else through
+// an interface whose forwarding tlab turned on.
+func outsideRules(rec *egressRecord, gatewayIP net.IP) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `table ip %s {
+	chain post {
+		type nat hook postrouting priority srcnat; policy accept;
+		ip saddr %s oifname != "tlx*" masquerade
+	}
+	chain forward {
+		type filter hook forward priority filter; policy accept;
+		iifname %[3]q accept
+		oifname %[3]q ct state established,related accept
+		oifname %[3]q drop
+`, rec.Table, gatewayIP, rec.Veth)
+	for out := range rec.Forwarding {
+		fmt.Fprintf(&b, "\t\tiifname %q oifname != \"tlx*\" drop\n", out)
+	}
+	b.WriteString("\t}\n}\n")
+	return b.String()
+}
+
+// routeVia gives every host that shares a link with gw a default route
+// through it.
+func (tb *Testbed) routeVia(gw *Host) error {
+	for _, h := range tb.hosts {
+		if h == gw {
+			continue
+		}
+		for _, ifc := range h.Ifaces {
+			var via net.IP
+			for _, g := range gw.Ifaces {
+				if g.Link == ifc.Link {
+					via = g.IP
+				}
+			}
+			if via == nil {
+				continue
+			}
+			if err := h.Do(func() error { return netlink.RouteAdd(&netlink.Route{Gw: via}) }); err != nil {
+				return fmt.Errorf("host %s: default route via %s: %w", h.Name, via, err)
+			}
+			break
+		}
+	}
+	return nil
+}
+
+// runNft loads rules with nft, in host h's namespace (nil: outside).
+func (tb *Testbed) runNft(h *Host, nft, rules string) error {
+	cmd := exec.Command(nft, "-f", "-")
+	cmd.Stdin = strings.NewReader(rules)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	run := cmd.Run
+	if h != nil {
+		run = func() error { return h.Do(cmd.Run) }
+	}
+	if err := run(); err != nil {
+		return fmt.Errorf("nft: %w: %s", err, strings.TrimSpace(out.String()))
+	}
+	return nil
+}
+
+// closeEgress undoes what Egress did outside the testbed's namespaces
+// (the veth goes with the gateway's namespace).
+func (tb *Testbed) closeEgress(nft string) error {
+	unlock, err := lockEgress(filepath.Dir(tb.run.path))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	tb.run.mu.Lock()
+	rec := tb.run.Egress
+	tb.run.mu.Unlock()
+	if rec == nil {
+		return nil
+	}
+	err = undoEgress(rec, tb.ID, nft)
+	if l, lerr := netlink.LinkByName(rec.Veth); lerr == nil {
+		err = errors.Join(err, netlink.LinkDel(l))
+	}
+	return err
+}
+
+// undoEgress deletes rec's table and puts forwarding back where no other
+// live run holds it. It runs in the namespace rec names, under the lock.
+func undoEgress(rec *egressRecord, id, nft string) error {
+	var errs []error
+	cmd := exec.Command(nft, "delete", "table", "ip", rec.Table)
+	if out, err := cmd.CombinedOutput(); err != nil && !bytes.Contains(out, []byte("No such file")) {
+		errs = append(errs, fmt.Errorf("nft delete table %s: %w: %s", rec.Table, err, bytes.TrimSpace(out)))
+	}
+	held := liveForwarding(rec.NetNS, id)
+	for iface, was := range rec.Forwarding {
+		if _, ok := held[iface]; ok {
+			continue // another run still forwards there, and will put it back
+		}
+		if err := writeSysctl("net/ipv4/conf/"+iface+"/forwarding", was); err != nil && !os.IsNotExist(err) {
+			errs = append(errs, fmt.Errorf("forwarding on %s: %w", iface, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// liveForwarding returns, for the live runs other than id whose egress
+// leaves by namespace ns, each interface whose forwarding one of them
+// turned on, and what it was before.
+func liveForwarding(ns uint64, id string) map[string]string {
+	held := map[string]string{}
+	for _, r := range readRecords() {
+		if r.ID == id || r.Egress == nil || r.Egress.NetNS != ns || !r.Owner.alive() {
+			continue
+		}
+		for iface, was := range r.Egress.Forwarding {
+			held[iface] = was
+		}
+	}
+	return held
+}
+
+// readRecords reads every run record of the registries.
+func readRecords() []*runRecord {
+	var out []*runRecord
+	for _, dir := range registryDirs() {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if !strings.HasSuffix(e.Name(), ".json") {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			if err != nil {
+				continue
+			}
+			r := &runRecord{}
+			if json.Unmarshal(b, r) == nil {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// lockEgress serialises egresses (their subnets, forwarding and its
+// holders) across processes.
+func lockEgress(dir string) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(dir, "egress.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("egress lock: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("egress lock: %w", err)
+	}
+	return func() { unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
+}
+
+// currentNetNS is the inode of this process's network namespace.
+func currentNetNS() (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/net", &st); err != nil {
+		return 0, fmt.Errorf("network namespace: %w", err)
+	}
+	return st.Ino, nil
+}
+
+// routeInterfaces names the interfaces by which this namespace reaches
+// each address.
+func routeInterfaces(ips []net.IP) ([]string, error) {
+	var names []string
+	for _, ip := range ips {
+		routes, err := netlink.RouteGet(ip)
+		if err != nil || len(routes) == 0 {
+			return nil, fmt.Errorf("egress: no route to %s from this machine: %w", ip, err)
+		}
+		l, err := netlink.LinkByIndex(routes[0].LinkIndex)
+		if err != nil {
+			return nil, fmt.Errorf("egress: the interface towards %s: %w", ip, err)
+		}
+		name := l.Attrs().Name
+		if name == "lo" {
+			return nil, fmt.Errorf("egress: %s is this machine's own address: nothing to route", ip)
+		}
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	return names, nil
+}
+
+// freeEgressSubnet picks a /30 of egressNet that no address of this
+// namespace is in (called under the lock, so two runs never pick one).
+func freeEgressSubnet() (*net.IPNet, error) {
+	addrs, err := netlink.AddrList(nil, netlink.FAMILY_V4)
+	if err != nil {
+		return nil, fmt.Errorf("egress: addresses: %w", err)
+	}
+	for i := 0; i < 1<<14; i++ {
+		n := &net.IPNet{IP: net.IPv4(198, 19, byte(i>>6), byte(i&63)<<2).To4(), Mask: net.CIDRMask(30, 32)}
+		taken := false
+		for _, a := range addrs {
+			if n.Contains(a.IP) || a.IPNet.Contains(n.IP) {
+				taken = true
+				break
+			}
+		}
+		if !taken {
+			return n, nil
+		}
+	}
+	return nil, errors.New("egress: every /30 of 198.19.0.0/16 is in use")
+}
+
+// addrIn is the n-th address of subnet.
+func addrIn(subnet *net.IPNet, n byte) net.IP {
+	ip := append(net.IP(nil), subnet.IP.To4()...)
+	ip[3] += n
+	return ip
+}
+
+// setUpAddr gives ifname ip/mask and brings it up, in the calling
+// thread's namespace.
+func setUpAddr(ifname string, ip net.IP, mask net.IPMask) error {
+	l, err := netlink.LinkByName(ifname)
+	if err != nil {
+		return err
+	}
+	if err := netlink.AddrAdd(l, &netlink.Addr{IPNet: &net.IPNet{IP: ip, Mask: mask}}); err != nil {
+		return fmt.Errorf("address %s: %w", ip, err)
+	}
+	return netlink.LinkSetUp(l)
+}
+
+// readSysctl reads /proc/sys/KEY for the calling thread's namespace.
+func readSysctl(key string) (string, error) {
+	b, err := os.ReadFile(filepath.Join("/proc/sys", key))
+	return strings.TrimSpace(string(b)), err
+}
+
+// cleanupEgress undoes a dead run's egress, from the namespace it left
+// by.
+func cleanupEgress(dir string, r *runRecord) error {
+	ns, err := currentNetNS()
+	if err != nil {
+		return err
+	}
+	if ns != r.Egress.NetNS {
+		return fmt.Errorf("its egress left by another network namespace (inode %d): run tlab cleanup there", r.Egress.NetNS)
+	}
+	nft, err := exec.LookPath("nft")
+	if err != nil {
+		return err
+	}
+	unlock, err := lockEgress(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return undoEgress(r.Egress, r.ID, nft)
+}
