@@ -44,6 +44,7 @@ func TestExitCodesAndHelp(t *testing.T) {
 		{[]string{"validate", "quick"}, exitOK, "8 cells (2 profiles x 4 protocols x 1 matrix point x 1 repetition)"},
 		{[]string{"run", "--replay", "x.yaml"}, exitUsage, "goes with --remote"},
 		{[]string{"run", "--remote", "nohost", "quick"}, exitUsage, "want HOST:PORT"},
+		{[]string{"run", "--remote", "h:1", "--replay", "x.yaml", "--link", "up.loss=1%"}, exitUsage, "run the two apart"},
 		{[]string{"record", "--remote", "h:1"}, exitUsage, "give --remote HOST:PORT and --out"},
 		{[]string{"agent", "--bogus"}, exitUsage, "flag provided but not defined"},
 	}

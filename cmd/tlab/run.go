@@ -69,7 +69,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.String("workload", "periodic", "traffic pattern: "+strings.Join(workload.Names(), ", ")+" (see tlab workloads)")
 	fs.String("protocols", defaultProtocols, "comma-separated protocols: "+strings.Join(proto.Names(), ", "))
 	fs.String("profile", defaultProfiles, "comma-separated link profiles; stack overlays with + (see tlab profiles)")
-	fs.String("link", "", "override profile fields, e.g. rate=50Mbit,up.loss=1%")
+	fs.String("link", "", "override profile fields, e.g. rate=50Mbit,up.loss=1%; with --remote, a link tlab emulates in front of the real path")
 	fs.Duration("interval", 25*time.Millisecond, "periodic: time between requests")
 	fs.Int("payload", 256, "periodic: request payload bytes")
 	fs.String("response-size", "", "periodic: response payload bytes (default: the request's payload)")
@@ -116,6 +116,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			given = append(given, f.Name)
 		}
 	})
+	if *replay != "" && slices.Contains(given, "link") {
+		fmt.Fprintln(stderr, "tlab run: --replay compares a recording with the path as it is, and --link emulates a link in front of the path: run the two apart")
+		return exitUsage
+	}
 	if len(pos) == 1 || *resume != "" {
 		if len(given) > 0 {
 			for i := range given {

@@ -243,15 +243,17 @@ func TestTLSSettingsReachTheWire(t *testing.T) {
 	requireRoot(t)
 	perReq := map[string]float64{}
 	for _, kex := range []string{"x25519", "x25519mlkem768"} {
-		rows, _ := sweep(t, "", []string{"tls"}, "", 10*time.Millisecond, 10, "settings: {key_exchange: "+kex+"}\n", nil)
+		rows, _ := sweep(t, "", []string{"tls"}, "", 10*time.Millisecond, 5, "settings: {key_exchange: "+kex+"}\n", nil)
 		if got := rows[0].Label("key_exchange"); got != kex {
 			t.Errorf("row records key exchange %q, want %q", got, kex)
 		}
 		perReq[kex] = rows[0].Float("bytes_per_request")
 	}
-	// ML-KEM-768's share is 1184 bytes: over 10 requests, > 100 B each.
+	// ML-KEM-768's share is 1184 bytes: over 5 requests, about 237 B
+	// each; a run under load counted 90 B over 10 once, so the bound
+	// keeps a factor of two.
 	if d := perReq["x25519mlkem768"] - perReq["x25519"]; d < 100 {
-		t.Errorf("hybrid key exchange added %.0f B per request over 10 requests, want > 100", d)
+		t.Errorf("hybrid key exchange added %.0f B per request over 5 requests, want > 100", d)
 	}
 	rows, _ := sweep(t, "", []string{"tls", "h1s", "h2", "tcp"}, "", 10*time.Millisecond, 5, "settings: {tls_version: \"1.2\"}\n", nil)
 	for _, r := range rows {

@@ -13,11 +13,14 @@ import (
 	"time"
 
 	"tlab/internal/analysis"
+	"tlab/internal/cross"
+	"tlab/internal/emu"
 	"tlab/internal/hostnoise"
 	"tlab/internal/proto"
 	"tlab/internal/remote"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
+	"tlab/internal/testbed"
 	"tlab/internal/workload"
 )
 
@@ -32,13 +35,17 @@ func init() {
 }
 
 // agentSite runs a cell across the real path: the servers on the agent,
-// the clients here; no emulated link, no counters.
+// the clients here. Where the cell's link is not perfect (link overrides
+// on the real path's network), tlab emulates it in front of the path: the
+// clients run in a namespace of their own behind that link, whose far end
+// routes them out of this machine (testbed.Egress); otherwise nothing is
+// emulated and there are no counters.
 type agentSite struct{ path *RemotePath }
 
-func (s agentSite) Open(_ context.Context, spec CellSpec, _ workload.Info) (*Place, error) {
+func (s agentSite) Open(ctx context.Context, spec CellSpec, info workload.Info) (*Place, error) {
 	agentIP := s.path.Agent.Host()
-	return &Place{
-		Hosts:  remoteHosts{s.path, agentIP, spec.Cell.Protocol},
+	p := &Place{
+		Hosts:  remoteHosts{path: s.path, agentIP: agentIP, protocol: spec.Cell.Protocol},
 		Meter:  noLinkMeter{},
 		CertIP: agentIP,
 		RTTMs:  s.path.RTTMs, // the real path's, measured at the run's start
@@ -51,7 +58,61 @@ func (s agentSite) Open(_ context.Context, spec CellSpec, _ workload.Info) (*Pla
 			}
 			return nil
 		},
-	}, nil
+	}
+	link, _, err := measuredLink(spec.Topology, spec.Roles[info.Roles[0]])
+	if err != nil || link.Config.IsPerfect() {
+		return p, nil // the path as it is
+	}
+	return p, s.openNear(ctx, p, spec, link.Config)
+}
+
+// Near-link hosts: the clients' namespace and the one that routes it out.
+const (
+	nearHost    = "near"
+	gatewayHost = "gateway"
+	nearLink    = "near"
+)
+
+// openNear builds the emulated link in front of the path, moves p's local
+// roles behind it, and checks that the agent is reachable from there.
+func (s agentSite) openNear(ctx context.Context, p *Place, spec CellSpec, cfg emu.LinkConfig) error {
+	agentIP := s.path.Agent.Host()
+	topo := testbed.Topology{Hosts: []string{nearHost, gatewayHost},
+		Links: []testbed.Link{{Name: nearLink, A: []string{nearHost}, B: []string{gatewayHost}, Config: cfg}}}
+	tb, err := testbed.Build(topo, testbed.Options{Seed: spec.Cell.Seed, Emulator: spec.Emulator, Label: spec.Label,
+		TCPECN: spec.Settings.TCPECN, CaptureDir: spec.CaptureDir, Reach: []net.IP{agentIP}})
+	if err != nil {
+		return fmt.Errorf("the emulated link in front of the path: %w", err)
+	}
+	p.Close = tb.Close
+	if err := tb.Egress(gatewayHost); err != nil {
+		return fmt.Errorf("the emulated link in front of the path: %w", err)
+	}
+	near := tb.Host(nearHost)
+	// The cell would fail on its first connection anyway; this says why.
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	c, err := near.DialContext(dctx, nil, "tcp", s.path.Agent.Addr)
+	if err != nil {
+		return fmt.Errorf("the emulated link in front of the path: the agent at %s cannot be reached through it (does a firewall on this machine drop forwarded traffic?): %w", s.path.Agent.Addr, err)
+	}
+	c.Close()
+	h := p.Hosts.(remoteHosts)
+	h.local = near
+	p.Hosts = h
+	p.Meter, p.Emulated = tb.Emulator(), true
+	p.Measured, p.UpIsAtoB = topo.Links[0], true
+	p.RTTMs += float64(cfg.BaseRTT().Nanoseconds()) / 1e6
+	gatewayIP, err := tb.Addr(nearHost, gatewayHost)
+	if err != nil {
+		return err
+	}
+	// Traffic beside the workload loads the emulated link: its far end is
+	// the gateway.
+	p.Beside = func(string) (cross.Endpoints, error) {
+		return cross.Endpoints{Client: near, Server: tb.Host(gatewayHost), ServerAddr: gatewayIP}, nil
+	}
+	return nil
 }
 
 // RemoteTarget says which agent a remote run measures across, and how the
@@ -85,6 +146,9 @@ type remoteHosts struct {
 	path     *RemotePath
 	agentIP  net.IP
 	protocol string // the cell's
+	// local is where this machine's roles run: behind the emulated link
+	// in front of the path, or (nil) this process's own network.
+	local proto.Net
 }
 
 func (h remoteHosts) IsRemote(role string) bool { return remoteRoles[role] }
@@ -92,6 +156,9 @@ func (h remoteHosts) IsRemote(role string) bool { return remoteRoles[role] }
 func (h remoteHosts) Net(role string) proto.Net {
 	if h.IsRemote(role) {
 		return agentNet{role}
+	}
+	if h.local != nil {
+		return h.local
 	}
 	return proto.LocalNet{}
 }
@@ -270,13 +337,14 @@ func recordPathCheck(dir string, c *remote.Client, check results.PathCheck) (war
 }
 
 // RemoteSets are the overrides that make a scenario a remote run's: every
-// cell on the real path (the network "remote" at the agent site), no link
-// override (nothing is emulated on it), and with a replay profile every
-// cell on that recording as well.
+// cell on the real path (the network "remote" at the agent site), and with
+// a replay profile every cell on that recording as well. The scenario's
+// link overrides (--link, link:, a sweep of link fields) stay: on the real
+// path they are what tlab emulates in front of it (agentSite).
 func RemoteSets(replay string) []string {
 	profiles := analysis.RealPath
 	if replay != "" {
 		profiles += ", " + replay
 	}
-	return []string{"profiles=[" + profiles + "]", "link={}", "sites={" + analysis.RealPath + ": " + AgentSite + "}"}
+	return []string{"profiles=[" + profiles + "]", "sites={" + analysis.RealPath + ": " + AgentSite + "}"}
 }

@@ -237,3 +237,45 @@ func TestBesidesWithoutALeadStartWithTheWorkload(t *testing.T) {
 		t.Errorf("the beside workload started %v after the load, want with the workload (after the lead)", loop.started.Sub(load.started))
 	}
 }
+
+// TestLinkOverridesGoInFrontOfASite: on a network a site provides (the
+// real path), the scenario's link overrides and its sweeps of link fields
+// are the whole link the cell emulates in front of it, over a perfect one
+// (no profile's fields); without overrides nothing is emulated. The run
+// names them in its own words.
+func TestLinkOverridesGoInFrontOfASite(t *testing.T) {
+	text := "name: front\nprofiles: [" + "remote" + "]\nsites: {remote: " + AgentSite + "}\nprotocols: [tcp]\nworkload: {type: periodic}\ncount: 5\n"
+	sc, err := scenario.Parse("front.yaml", []byte(text+"link: {up: {loss: 1%}}\nmatrix: {link.delay: [5ms, 10ms]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sc.LinkOverrides(), "link: {up: {loss: 1%}}; swept link.delay over 5ms, 10ms"; got != want {
+		t.Errorf("LinkOverrides() = %q, want %q", got, want)
+	}
+	cells, err := sc.Cells()
+	if err != nil || len(cells) != 2 {
+		t.Fatalf("%d cells, %v", len(cells), err)
+	}
+	for i, want := range []time.Duration{5 * time.Millisecond, 10 * time.Millisecond} {
+		spec, err := SpecFor(cells[i], 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := spec.Topology.Links[0].Config
+		if cfg.Up.Loss.Rate != 0.01 || cfg.Up.Delay.D() != want || cfg.Down.Delay.D() != want || cfg.Up.Rate != 0 || cfg.Down.Loss.Rate != 0 {
+			t.Errorf("cell %d emulates %+v in front of the path; want up loss 1%%, delay %v each way, nothing else", i, cfg, want)
+		}
+	}
+	plain, err := scenario.Parse("plain.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells, _ = plain.Cells()
+	spec, err := SpecFor(cells[0], 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !spec.Topology.Links[0].Config.IsPerfect() || plain.LinkOverrides() != "" {
+		t.Errorf("a real path without overrides gets %+v (%q) in front of it; want nothing", spec.Topology.Links[0].Config, plain.LinkOverrides())
+	}
+}

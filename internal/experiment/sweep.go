@@ -254,7 +254,7 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 	if sw.Remote != nil {
 		a := sw.Remote.Agent
 		if m.Remote == nil {
-			m.Remote = &results.Remote{Address: a.Addr, Fingerprint: a.Agent.Fingerprint, Hostname: a.Agent.Hostname}
+			m.Remote = &results.Remote{Address: a.Addr, Fingerprint: a.Agent.Fingerprint, Hostname: a.Agent.Hostname, Emulated: sc.LinkOverrides()}
 		}
 		if sw.PathCheck != nil {
 			m.Remote.Checks = append(m.Remote.Checks, *sw.PathCheck)

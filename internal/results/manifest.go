@@ -180,6 +180,11 @@ type Remote struct {
 	Address     string `json:"address"`
 	Fingerprint string `json:"agent_fingerprint"`
 	Hostname    string `json:"agent_hostname"`
+	// Emulated says what tlab emulated on this machine's side, in front
+	// of the real path, in the scenario's words (--link up.loss=1% reads
+	// "link: {up: {loss: 1%}}"); empty when the path was measured as it
+	// is.
+	Emulated string `json:"emulated_in_front,omitempty"`
 	// Checks are the path's round trips, the agent's clock offset and
 	// both hosts' noise, measured at each start and at the end.
 	Checks []PathCheck `json:"checks"`

@@ -325,18 +325,54 @@ func (s *Scenario) validate() error {
 }
 
 // LinkFor resolves a profile stack with the scenario's link overrides. A
-// network a site provides (Sites) has no emulated link: nothing is added
-// to the path, and its config is empty.
+// network a site provides (Sites) is its own: the overrides alone, over a
+// perfect link, are what tlab emulates in front of it ("the real path,
+// plus 1 % loss"); without overrides nothing is added and the config is
+// empty.
 func (s *Scenario) LinkFor(profile string) (emu.LinkConfig, error) {
-	if _, ok := s.Sites[profile]; ok {
-		return emu.LinkConfig{}, nil
-	}
 	var ov *yaml.Node
 	if s.Link.Kind != 0 {
 		ov = &s.Link
 	}
-	link, _, err := emu.ResolveLinkIn(profile, ov, s.file)
+	stack := profile
+	if _, ok := s.Sites[profile]; ok {
+		stack = ""
+	}
+	link, _, err := emu.ResolveLinkIn(stack, ov, s.file)
 	return link, err
+}
+
+// LinkOverrides says, in the scenario's own words, what its link:
+// overrides and the matrix's sweeps of link fields set ("" when
+// nothing): on a site's network, what tlab emulated in front of it.
+func (s *Scenario) LinkOverrides() string {
+	var parts []string
+	if s.Link.Kind == yaml.MappingNode && len(s.Link.Content) > 0 {
+		n := clone(&s.Link)
+		setFlow(n)
+		if b, err := yaml.Marshal(n); err == nil {
+			parts = append(parts, "link: "+strings.TrimSpace(string(b)))
+		}
+	}
+	keys, vals := s.matrix()
+	for i, k := range keys {
+		if k == "link" || strings.HasPrefix(k, "link.") {
+			var vs []string
+			for _, v := range vals[i] {
+				vs = append(vs, v.Value)
+			}
+			parts = append(parts, "swept "+k+" over "+strings.Join(vs, ", "))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// setFlow renders n and its children in YAML's flow style, on one line.
+func setFlow(n *yaml.Node) {
+	n.Style |= yaml.FlowStyle
+	for _, c := range n.Content {
+		setFlow(c)
+	}
 }
 
 // ProtoSettings returns the protocol settings: tlab's defaults where the
