@@ -21,7 +21,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&limits.MaxServers, "max-servers", limits.MaxServers, "servers one controller may run at once")
 	fs.IntVar(&limits.MinPort, "min-port", limits.MinPort, "lowest port a server may bind")
 	fs.IntVar(&limits.MaxPort, "max-port", limits.MaxPort, "highest port a server may bind")
-	maxLoad := fs.String("max-load", fmt.Sprintf("%dMbit", limits.MaxLoadMbps), "most load a loaded recording (tlab record) may ask this agent to send the controller (0: none)")
+	maxLoad := fs.String("max-load", fmt.Sprintf("%dMbit", limits.MaxLoadMbps), "most load this agent sends the controller: a loaded recording's (tlab record), and cross traffic's down flows together (0: none)")
 	fs.IntVar(&limits.MaxLoadS, "max-load-time", limits.MaxLoadS, "longest such load, seconds")
 	idle := fs.Duration("idle", time.Duration(limits.IdleS)*time.Second, "end a session whose controller is silent this long, stopping its servers")
 	maxSession := fs.Duration("max-session", time.Duration(limits.MaxSessionS)*time.Second, "end any session after this long")

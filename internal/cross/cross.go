@@ -138,6 +138,9 @@ type Endpoints struct {
 	Client, Server proto.Net
 	// ServerAddr is the server host's address as the client reaches it.
 	ServerAddr net.IP
+	// Far, when set, runs the flows' far end on another machine (Server
+	// is then not used): a tlab agent across a real path.
+	Far FarEnd
 }
 
 // Bin is one flow's share of one 100 ms interval: bytes received, and the
@@ -175,6 +178,7 @@ type Run struct {
 	mu     sync.Mutex
 	flows  []*flow
 	closer []io.Closer
+	far    FarEnd // where the far end runs elsewhere
 	err    error
 	logErr error // the first failed write of the log
 }
@@ -229,7 +233,11 @@ func Start(ctx context.Context, ep Endpoints, cfg Config, s proto.Settings, star
 		err = r.startQUIC(ctx, ep, s, up, down)
 	}
 	if err == nil && cfg.UDPRate > 0 {
-		err = r.startUDP(ctx, ep, cfg.direction() != Down)
+		if ep.Far != nil {
+			err = errNoFarUDP
+		} else {
+			err = r.startUDP(ctx, ep, cfg.direction() != Down)
+		}
 	}
 	if err != nil {
 		r.Close()
@@ -348,6 +356,23 @@ func (r *Run) Close() ([]FlowResult, error) {
 	}
 	r.wg.Wait()
 	r.mu.Lock()
+	far := r.far
+	r.mu.Unlock()
+	var farErr error
+	if far != nil {
+		// The up flows were received on the far machine: its counts, and
+		// the time between its first and last byte, give their goodput.
+		counts, err := far.Received()
+		farErr = errors.Join(err, far.Close())
+		for _, c := range counts {
+			f := r.flowFor(r.cfg.protocol(), 'u', c.Index)
+			r.mu.Lock()
+			f.bytes = c.Bytes
+			f.started, f.ended = time.Unix(0, c.FirstNs), time.Unix(0, c.LastNs)
+			r.mu.Unlock()
+		}
+	}
+	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []FlowResult
 	for _, f := range r.flows {
@@ -357,7 +382,7 @@ func (r *Run) Close() ([]FlowResult, error) {
 		}
 		out = append(out, fr)
 	}
-	return out, errors.Join(r.err, r.logErr)
+	return out, errors.Join(r.err, r.logErr, farErr)
 }
 
 // Facts sums the flows up as the cell's cross_* columns.
@@ -446,23 +471,6 @@ type bulkStream struct {
 	abort func()
 }
 
-// serveBulk is the server's end of one flow: it reads the flow's header
-// (direction and index) and receives (up) or sends (down) until ctx ends.
-func (r *Run) serveBulk(ctx context.Context, kind string, s bulkStream) {
-	var hdr [2]byte
-	if _, err := io.ReadFull(s.rw, hdr[:]); err != nil {
-		return
-	}
-	f := r.flowFor(kind, hdr[0], int(hdr[1]))
-	stop := context.AfterFunc(ctx, s.abort)
-	defer stop()
-	if hdr[0] == 'u' {
-		r.readAll(s.rw, f)
-	} else {
-		r.sendBulk(ctx, s, f)
-	}
-}
-
 // openBulks starts the client's end of every flow: each waits for the
 // load's window, opens its stream with open, names its flow in the header
 // and sends (up) or receives (down) until the window ends.
@@ -546,28 +554,10 @@ func (r *Run) sampleEvery(ctx context.Context, f *flow, read func() (float64, bo
 // --- TCP ---
 
 func (r *Run) startTCP(ctx context.Context, ep Endpoints, s proto.Settings, up, down int) error {
-	ln, err := proto.ListenTCP(ep.Server, 0, s)
+	addr, err := r.serve(ep, "tcp", s)
 	if err != nil {
 		return err
 	}
-	r.keep(ln)
-	addr := proto.HostPort(ep.ServerAddr.String(), ln.Addr().(*net.TCPAddr).Port)
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			r.keep(c)
-			r.wg.Add(1)
-			go func() {
-				defer r.wg.Done()
-				r.serveBulk(ctx, "tcp", tcpStream(c))
-			}()
-		}
-	}()
 	r.openBulks(ctx, "tcp", up, down, func(ctx context.Context) (bulkStream, func(), error) {
 		c, _, err := proto.DialTCP(ctx, ep.Client, addr, s)
 		if err != nil {
@@ -577,6 +567,32 @@ func (r *Run) startTCP(ctx context.Context, ep Endpoints, s proto.Settings, up, 
 		return tcpStream(c), func() { c.Close() }, nil
 	})
 	return nil
+}
+
+// serve starts the far end of kind's flows, in the server's host or on
+// the far machine (ep.Far), and returns the address the client dials.
+func (r *Run) serve(ep Endpoints, kind string, s proto.Settings) (string, error) {
+	if ep.Far != nil {
+		port, err := ep.Far.ServeBulk(kind, s)
+		if err != nil {
+			return "", err
+		}
+		r.mu.Lock()
+		r.far = ep.Far
+		r.mu.Unlock()
+		return proto.HostPort(ep.ServerAddr.String(), port), nil
+	}
+	srv, err := ServeBulk(ep.Server, kind, 0, s, BulkOptions{
+		OnReceive: func(dir byte, index, n int) { r.received(r.flowFor(kind, dir, index), n) },
+		OnSend: func(ctx context.Context, dir byte, index int, rtt func() (float64, bool)) {
+			r.sampleEvery(ctx, r.flowFor(kind, dir, index), rtt)
+		},
+	})
+	if err != nil {
+		return "", err
+	}
+	r.keep(srv)
+	return proto.HostPort(ep.ServerAddr.String(), srv.Port), nil
 }
 
 func tcpStream(c net.Conn) bulkStream {
@@ -611,31 +627,10 @@ const crossALPN = "tlab-cross"
 
 func (r *Run) startQUIC(ctx context.Context, ep Endpoints, s proto.Settings, up, down int) error {
 	s.QlogDir = "" // the load's connections are not the measured ones
-	ln, udp, _, err := proto.ListenEarly(ep.Server, 0, s, crossALPN)
+	addr, err := r.serve(ep, "quic", s)
 	if err != nil {
 		return err
 	}
-	r.keep(ln)
-	r.keep(udp)
-	addr := proto.HostPort(ep.ServerAddr.String(), udp.LocalAddr().(*net.UDPAddr).Port)
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		for {
-			conn, err := ln.Accept(ctx)
-			if err != nil {
-				return
-			}
-			r.wg.Add(1)
-			go func() {
-				defer r.wg.Done()
-				defer conn.CloseWithError(0, "")
-				if st, err := conn.AcceptStream(ctx); err == nil {
-					r.serveBulk(ctx, "quic", quicStream(conn, st))
-				}
-			}()
-		}
-	}()
 	qc, _ := proto.QUICConfig(s)
 	r.openBulks(ctx, "quic", up, down, func(ctx context.Context) (bulkStream, func(), error) {
 		conn, udp, err := proto.DialQUIC(ctx, ep.Client, addr, proto.QUICTLS(s.ClientTLS(crossALPN)), qc, false)

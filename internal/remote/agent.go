@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"tlab/internal/cross"
 	"tlab/internal/dns"
 	"tlab/internal/hostnoise"
 	"tlab/internal/pki"
@@ -45,6 +46,8 @@ type Limits struct {
 	// MaxLoadMbps and MaxLoadS bound the load a path prober sends the
 	// controller for a loaded recording (0 Mbit/s: none): it fills the
 	// user's own network, so it is the agent's owner who sets how much.
+	// MaxLoadMbps bounds too what cross traffic's down flows send the
+	// controller together (a bulk server's; 0: none).
 	MaxLoadMbps int `json:"max_load_mbps"`
 	MaxLoadS    int `json:"max_load_s"`
 }
@@ -509,6 +512,16 @@ func (s *session) handle(req Request) (any, error) {
 		}
 		s.agent.logf("controller %s: prober %d sends a load of %.1f Mbit/s for %d ms", short(s.peer), args.ID, args.RateBps/1e6, args.Millis)
 		return struct{}{}, nil
+	case OpBulkCounts:
+		var args StopArgs
+		if err := decodeArgs(req, &args); err != nil {
+			return nil, err
+		}
+		b, ok := s.servers[args.ID].(*cross.BulkServer)
+		if !ok {
+			return nil, fmt.Errorf("no bulk server %d in this session", args.ID)
+		}
+		return b.Counts(), nil
 	case OpArrivals:
 		var args ArrivalsArgs
 		if err := decodeArgs(req, &args); err != nil {
@@ -596,10 +609,10 @@ func (s *session) serve(args ServeArgs) (any, error) {
 			return nil, nerr
 		}
 		c, err = dns.Serve(n, map[string]net.IP{args.Name: ip})
-	case KindRequestResponse, KindBroker, KindFrames:
+	case KindRequestResponse, KindBroker, KindFrames, KindBulk:
 		c, err = s.serveProtocol(args)
 	default:
-		return nil, fmt.Errorf("refused: server kind %q: want %s, %s, %s or %s", args.Kind, KindRequestResponse, KindBroker, KindFrames, KindDNS)
+		return nil, fmt.Errorf("refused: server kind %q: want %s, %s, %s, %s or %s", args.Kind, KindRequestResponse, KindBroker, KindFrames, KindBulk, KindDNS)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s server on port %d: %w", args.Kind, args.Port, err)
@@ -629,9 +642,11 @@ func (s *session) serveProtocol(args ServeArgs) (io.Closer, error) {
 	if err != nil {
 		return nil, err
 	}
-	stack, err := proto.Lookup(args.Protocol)
-	if err != nil {
-		return nil, err
+	var stack *proto.Stack
+	if args.Kind != KindBulk {
+		if stack, err = proto.Lookup(args.Protocol); err != nil {
+			return nil, err
+		}
 	}
 	settings := proto.DefaultSettings()
 	if len(args.Settings) > 0 {
@@ -653,6 +668,12 @@ func (s *session) serveProtocol(args ServeArgs) (io.Closer, error) {
 	}
 	if args.Kind == KindFrames {
 		return s.serveFrames(n, stack, args, settings)
+	}
+	if args.Kind == KindBulk {
+		// The down flows send toward the controller alone (allowNet), at
+		// most at the agent's load bound together; none when it is 0.
+		l := s.agent.Limits
+		return cross.ServeBulk(n, args.Protocol, args.Port, settings, cross.BulkOptions{MaxSendBps: float64(l.MaxLoadMbps) * 1e6, NoDown: l.MaxLoadMbps == 0})
 	}
 	if args.Kind == KindBroker {
 		ps, ok := proto.As[proto.PubSub](stack)

@@ -14,8 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"tlab/internal/cross"
 	"tlab/internal/dns"
 	"tlab/internal/proto"
+	"tlab/internal/units"
 )
 
 // The hostile tests' addresses, all on loopback: the agent listens on
@@ -519,5 +521,101 @@ func TestProberFillIsBounded(t *testing.T) {
 	}
 	if err := c0.Call(OpProbeFill, FillArgs{ID: probe.ID, RateBps: 1e5, Millis: 100, Size: 1000}, nil); err == nil || !strings.Contains(err.Error(), "no load") {
 		t.Errorf("a fill from an agent with --max-load 0: %v", err)
+	}
+}
+
+// agentFar is the far end of cross traffic's bulk flows on the test's
+// agent, as the controller asks for it.
+type agentFar struct {
+	c        *Client
+	port     int
+	settings json.RawMessage
+	certPEM  string
+	keyPEM   string
+	id       int
+}
+
+func (f *agentFar) ServeBulk(kind string, _ proto.Settings) (int, error) {
+	var r ServeResult
+	err := f.c.Call(OpServe, ServeArgs{Kind: KindBulk, Protocol: kind, Port: f.port, Settings: f.settings, CertPEM: f.certPEM, KeyPEM: f.keyPEM}, &r)
+	f.id = r.ID
+	return f.port, err
+}
+
+func (f *agentFar) Received() ([]cross.FlowCount, error) {
+	var counts []cross.FlowCount
+	err := f.c.Call(OpBulkCounts, StopArgs{ID: f.id}, &counts)
+	return counts, err
+}
+
+func (f *agentFar) Close() error { return f.c.Call(OpStop, StopArgs{ID: f.id}, nil) }
+
+// TestAgentBulkFlowsAreTheControllersAlone: the far end of cross
+// traffic's bulk flows on the agent (TCP and QUIC) carries the
+// controller's flows both ways, sends the down flows together no faster
+// than the agent's --max-load, and none at all when it is 0; a stranger's
+// flows carry nothing; a server on a port beyond the agent's range, or
+// counts of a server that is not a bulk one, are refused.
+func TestAgentBulkFlowsAreTheControllersAlone(t *testing.T) {
+	certs, certPEM, keyPEM := serverCert(t)
+	settingsJSON, _ := json.Marshal(proto.DefaultSettings())
+	s := proto.DefaultSettings()
+	s.Certs = certs
+	zero := units.Duration(0)
+	load := func(c *Client, from proto.Net, kind string, d time.Duration) (map[string]cross.FlowResult, error) {
+		far := &agentFar{c: c, port: freePort(t), settings: settingsJSON, certPEM: certPEM, keyPEM: keyPEM}
+		r, err := cross.Start(context.Background(), cross.Endpoints{Client: from, ServerAddr: net.IPv4(127, 0, 0, 1), Far: far},
+			cross.Config{Flows: 1, Direction: cross.Both, Protocol: kind, Lead: &zero}, s, time.Now(), nil)
+		if err != nil {
+			return nil, err
+		}
+		time.Sleep(d)
+		flows, err := r.Close()
+		out := map[string]cross.FlowResult{}
+		for _, f := range flows {
+			out[f.Name] = f
+		}
+		return out, err
+	}
+	limits := DefaultLimits()
+	limits.MaxLoadMbps = 10
+	_, addr, pairing, _ := testAgent(t, limits)
+	c := pairedFrom(t, addr, pairing)
+	for _, kind := range []string{"tcp", "quic"} {
+		t.Run(kind, func(t *testing.T) {
+			flows, err := load(c, boundNet{controllerIP}, kind, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			up, down := flows[kind+"-up-1"], flows[kind+"-down-1"]
+			t.Logf("controller: up %.1f Mbit/s, down %.1f Mbit/s", up.GoodputMbps, down.GoodputMbps)
+			if !(up.Bytes > 0) || !(down.GoodputMbps > 2 && down.GoodputMbps <= 10*1.15) {
+				t.Errorf("the controller's flows: up %d B, down %.1f Mbit/s under the agent's 10", up.Bytes, down.GoodputMbps)
+			}
+			flows, _ = load(c, boundNet{strangerIP}, kind, 700*time.Millisecond)
+			for name, f := range flows {
+				if f.Bytes > 0 {
+					t.Errorf("a stranger's flow %s carried %d B", name, f.Bytes)
+				}
+			}
+		})
+	}
+	if _, err := c.Serve(ServeArgs{Kind: KindBulk, Protocol: "tcp", Port: limits.MaxPort + 1}); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Errorf("a bulk server beyond the agent's ports: %v", err)
+	}
+	var counts []cross.FlowCount
+	if err := c.Call(OpBulkCounts, StopArgs{ID: 999}, &counts); err == nil {
+		t.Error("counts of a server the session does not have")
+	}
+
+	limits.MaxLoadMbps = 0
+	_, addr, pairing, _ = testAgent(t, limits)
+	c = pairedFrom(t, addr, pairing)
+	flows, err := load(c, boundNet{controllerIP}, "tcp", 700*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if up, down := flows["tcp-up-1"], flows["tcp-down-1"]; !(up.Bytes > 0) || down.Bytes != 0 {
+		t.Errorf("an agent with --max-load 0: up %d B, down %d B; want the down flow refused", up.Bytes, down.Bytes)
 	}
 }

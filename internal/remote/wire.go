@@ -19,7 +19,7 @@ import (
 const MaxFrame = 64 << 10
 
 // Version is the control protocol's version, checked at hello.
-const Version = "tlab-control/2"
+const Version = "tlab-control/3"
 
 // The operations an agent performs.
 const (
@@ -34,9 +34,10 @@ const (
 	OpProbeReport = "probe_report" // what the reflector saw, and stop it
 	OpProbeFill   = "probe_fill"   // the reflector sends the controller a bounded load
 	OpArrivals    = "arrivals"     // what a frame server saw, page by page
+	OpBulkCounts  = "bulk_counts"  // what a bulk server received of each up flow
 )
 
-var ops = []string{OpPair, OpHello, OpPing, OpServe, OpStop, OpNoise, OpBye, OpProbe, OpProbeReport, OpProbeFill, OpArrivals}
+var ops = []string{OpPair, OpHello, OpPing, OpServe, OpStop, OpNoise, OpBye, OpProbe, OpProbeReport, OpProbeFill, OpArrivals, OpBulkCounts}
 
 // Request is one controller message.
 type Request struct {
@@ -221,7 +222,12 @@ const (
 	KindBroker          = "broker"           // a protocol's PubSub broker (embedded)
 	KindDNS             = "dns"              // study B's name server
 	KindFrames          = "frames"           // a protocol's frame server (study E)
+	KindBulk            = "bulk"             // the far end of cross traffic's bulk flows (Protocol tcp or quic)
 )
+
+// BulkPort is where the agent runs the far end of cross traffic's bulk
+// flows (TCP, and QUIC's UDP).
+const BulkPort = 4435
 
 // ServeArgs asks for one server: a registered protocol's server or broker
 // on a port, with the run's settings and certificate, or the name server.

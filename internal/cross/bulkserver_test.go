@@ -1,0 +1,170 @@
+package cross
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"tlab/internal/pki"
+	"tlab/internal/proto"
+	"tlab/internal/units"
+)
+
+var loopback = net.IPv4(127, 0, 0, 1)
+
+// loopbackSettings are settings with a certificate for 127.0.0.1 (QUIC's).
+func loopbackSettings(t *testing.T) proto.Settings {
+	t.Helper()
+	certs, err := pki.NewCertificates(loopback)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := proto.DefaultSettings()
+	s.Certs = certs
+	return s
+}
+
+// runLoad runs a load of one flow each way for d on loopback and returns
+// its flows by name.
+func runLoad(t *testing.T, ep Endpoints, kind string, s proto.Settings, d time.Duration) (map[string]FlowResult, error) {
+	t.Helper()
+	zero := units.Duration(0)
+	cfg := Config{Flows: 1, Direction: Both, Protocol: kind, Lead: &zero}
+	r, err := Start(context.Background(), ep, cfg, s, time.Now(), nil)
+	if err != nil {
+		return nil, err
+	}
+	time.Sleep(d)
+	flows, err := r.Close()
+	out := map[string]FlowResult{}
+	for _, f := range flows {
+		out[f.Name] = f
+	}
+	return out, err
+}
+
+// TestLoadRunsBothWays: a load of one TCP or QUIC flow each way carries
+// data both ways, counted by its receivers, and samples both flows' own
+// round trips at their senders (the down flow's at the server's end).
+func TestLoadRunsBothWays(t *testing.T) {
+	s := loopbackSettings(t)
+	for _, kind := range []string{"tcp", "quic"} {
+		t.Run(kind, func(t *testing.T) {
+			flows, err := runLoad(t, Endpoints{Client: proto.LocalNet{}, Server: proto.LocalNet{}, ServerAddr: loopback}, kind, s, 600*time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range []string{kind + "-up-1", kind + "-down-1"} {
+				f := flows[name]
+				if !(f.Bytes > 0 && f.GoodputMbps > 0) || len(f.DelayMs) == 0 {
+					t.Errorf("%s: %d bytes, %.1f Mbit/s, %d delay samples", name, f.Bytes, f.GoodputMbps, len(f.DelayMs))
+				}
+			}
+		})
+	}
+}
+
+// farOnLoopback is a far end as the agent runs one: a BulkServer of its
+// own, whose counts come back at the end.
+type farOnLoopback struct {
+	o   BulkOptions
+	srv *BulkServer
+}
+
+func (f *farOnLoopback) ServeBulk(kind string, s proto.Settings) (int, error) {
+	var err error
+	f.srv, err = ServeBulk(proto.LocalNet{}, kind, 0, s, f.o)
+	if err != nil {
+		return 0, err
+	}
+	return f.srv.Port, nil
+}
+func (f *farOnLoopback) Received() ([]FlowCount, error) { return f.srv.Counts(), nil }
+func (f *farOnLoopback) Close() error                   { return f.srv.Close() }
+
+// TestLoadAcrossAFarEnd: with the far end on another machine, the up
+// flow's goodput is what that machine received, the down flows send no
+// faster than its bound, and a constant-rate UDP flow is refused.
+func TestLoadAcrossAFarEnd(t *testing.T) {
+	s := loopbackSettings(t)
+	for _, kind := range []string{"tcp", "quic"} {
+		t.Run(kind, func(t *testing.T) {
+			far := &farOnLoopback{o: BulkOptions{MaxSendBps: 20e6}}
+			flows, err := runLoad(t, Endpoints{Client: proto.LocalNet{}, ServerAddr: loopback, Far: far}, kind, s, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			up, down := flows[kind+"-up-1"], flows[kind+"-down-1"]
+			t.Logf("up %.1f Mbit/s (%d B), down %.1f Mbit/s", up.GoodputMbps, up.Bytes, down.GoodputMbps)
+			// Unbounded on loopback, the up flow runs far beyond the
+			// down flows' 20 Mbit/s.
+			if !(up.Bytes > 0 && up.GoodputMbps > 40) {
+				t.Errorf("the up flow as the far end received it: %d B, %.1f Mbit/s", up.Bytes, up.GoodputMbps)
+			}
+			if !(down.GoodputMbps > 5 && down.GoodputMbps <= 20*1.15) {
+				t.Errorf("the down flow ran at %.1f Mbit/s under a bound of 20", down.GoodputMbps)
+			}
+		})
+	}
+	zero := units.Duration(0)
+	_, err := Start(context.Background(), Endpoints{Client: proto.LocalNet{}, ServerAddr: loopback, Far: &farOnLoopback{}},
+		Config{UDPRate: 1e6, Lead: &zero}, s, time.Now(), nil)
+	if !errors.Is(err, errNoFarUDP) {
+		t.Errorf("a constant-rate flow across a far end: %v, want it refused", err)
+	}
+}
+
+// TestBulkServerBoundsItsSide: a BulkServer serves no down flow when told
+// not to, closes a flow whose header it does not know, and serves at most
+// maxOpenFlows at once, whatever its clients ask.
+func TestBulkServerBoundsItsSide(t *testing.T) {
+	srv, err := ServeBulk(proto.LocalNet{}, "tcp", 0, proto.DefaultSettings(), BulkOptions{NoDown: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(srv.Port))
+	// closedAtOnce opens a flow with hdr and tells whether the server
+	// ended it, sending nothing, within a second.
+	closedAtOnce := func(hdr []byte) bool {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.Write(hdr)
+		c.SetReadDeadline(time.Now().Add(time.Second))
+		n, err := io.Copy(io.Discard, c)
+		// Closed before it read the header, the server's end resets.
+		return (err == nil || errors.Is(err, syscall.ECONNRESET)) && n == 0
+	}
+	if !closedAtOnce([]byte{'d', 0}) {
+		t.Error("a down flow was served by a server told to send none")
+	}
+	if !closedAtOnce([]byte{'x', 0}) || !closedAtOnce([]byte{'u', MaxFlows}) {
+		t.Error("a flow with an unknown header was kept")
+	}
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for range maxOpenFlows {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte{'u', 0})
+		held = append(held, c)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if !closedAtOnce([]byte{'u', 1}) {
+		t.Errorf("a flow beyond %d open ones was served", maxOpenFlows)
+	}
+}
