@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -76,10 +77,23 @@ func TestReplayUnderLightAndHeavyUse(t *testing.T) {
 	}{
 		{"periodic 1 KB every 20 ms (h3: several in flight)", []string{"--protocols", "tcp,quic,h3", "--interval", "20ms", "--payload", "1024"}},
 		{"frames of 20 KB at 30 Hz", []string{"--workload", "frames", "--set", "workload.size=20KB", "--protocols", "udp,tcp,quic-dgram"}},
+		// The latency-under-load loop beside a bulk upload: on the path
+		// its far end is the agent, on the replay the emulated server.
+		{"loop every 100 ms beside a bulk TCP upload", []string{"--protocols", "tcp,quic", "--interval", "100ms", "--set", "matrix={cross.flows: [0, 1]}"}},
+	}
+	// TLAB_REPLAY_USES=2 runs the third use alone (indices, comma-separated).
+	only := map[int]bool{}
+	for _, f := range strings.Split(os.Getenv("TLAB_REPLAY_USES"), ",") {
+		if i, err := strconv.Atoi(strings.TrimSpace(f)); err == nil {
+			only[i] = true
+		}
 	}
 	var table strings.Builder
-	table.WriteString("| use | protocol | at | path ms | replay ms | difference (95 % CI) | verdict |\n|---|---|---|---|---|---|---|\n")
+	table.WriteString("| use | protocol | swept | at | path ms | replay ms | difference (95 % CI) | verdict |\n|---|---|---|---|---|---|---|---|\n")
 	for i, u := range uses {
+		if len(only) > 0 && !only[i] {
+			continue
+		}
 		out := filepath.Join(dir, fmt.Sprintf("use%d", i))
 		args := append([]string{"run"}, u.args...)
 		args = append(args, "--duration", "20s", "--warmup", "2s", "--set", "repetitions=3", "--no-calibration",
@@ -111,7 +125,7 @@ func TestReplayUnderLightAndHeavyUse(t *testing.T) {
 			if r[col["quantile"]] == "0.99" {
 				at = "p99"
 			}
-			fmt.Fprintf(&table, "| %s | %s | %s | %s | %s | %s (%s to %s) | %s |\n", u.name, r[col["profile"]], at, r[col["median_a"]], r[col["median_b"]],
+			fmt.Fprintf(&table, "| %s | %s | %s | %s | %s | %s | %s (%s to %s) | %s |\n", u.name, r[col["profile"]], r[col["params"]], at, r[col["median_a"]], r[col["median_b"]],
 				r[col["median_diff"]], r[col["median_diff_ci_low"]], r[col["median_diff_ci_high"]], r[col["verdict"]])
 		}
 	}

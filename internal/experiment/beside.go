@@ -257,6 +257,9 @@ func (w *workloadBeside) Start(ctx context.Context, place *Place, settings proto
 	if place.Beside == nil {
 		return ErrNoBeside
 	}
+	if _, remote := place.Hosts.(remoteHosts); remote {
+		return errors.New("a workload beside yours (beside:) runs on emulated links; across a real path, cross: bulk flows load it")
+	}
 	stack, err := proto.Lookup(w.flow.Protocol)
 	if err != nil {
 		return err

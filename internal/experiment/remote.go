@@ -59,11 +59,48 @@ func (s agentSite) Open(ctx context.Context, spec CellSpec, info workload.Info) 
 			return nil
 		},
 	}
+	// Traffic beside the workload crosses the whole path, as the
+	// workload does: its far end runs on the agent.
+	p.Beside = func(string) (cross.Endpoints, error) {
+		h := p.Hosts.(remoteHosts)
+		return cross.Endpoints{Client: h.Net(""), ServerAddr: agentIP, Far: &agentBulk{hosts: h}}, nil
+	}
 	link, _, err := measuredLink(spec.Topology, spec.Roles[info.Roles[0]])
 	if err != nil || link.Config.IsPerfect() {
 		return p, nil // the path as it is
 	}
 	return p, s.openNear(ctx, p, spec, link.Config)
+}
+
+// agentBulk is the far end of cross traffic's bulk flows on the agent.
+type agentBulk struct {
+	hosts remoteHosts
+	id    int
+}
+
+func (b *agentBulk) ServeBulk(kind string, s proto.Settings) (int, error) {
+	args, err := b.hosts.serveArgs(remote.KindBulk, kind, remote.BulkPort, s)
+	if err != nil {
+		return 0, err
+	}
+	var r remote.ServeResult
+	if err := b.hosts.path.Agent.Call(remote.OpServe, args, &r); err != nil {
+		return 0, fmt.Errorf("the far end of the bulk flows on the agent: %w", err)
+	}
+	b.id = r.ID
+	return remote.BulkPort, nil
+}
+
+func (b *agentBulk) Received() ([]cross.FlowCount, error) {
+	var counts []cross.FlowCount
+	if err := b.hosts.path.Agent.Call(remote.OpBulkCounts, remote.StopArgs{ID: b.id}, &counts); err != nil {
+		return nil, fmt.Errorf("what the agent received of the bulk flows: %w", err)
+	}
+	return counts, nil
+}
+
+func (b *agentBulk) Close() error {
+	return b.hosts.path.Agent.Call(remote.OpStop, remote.StopArgs{ID: b.id}, nil)
 }
 
 // Near-link hosts: the clients' namespace and the one that routes it out.
@@ -103,15 +140,6 @@ func (s agentSite) openNear(ctx context.Context, p *Place, spec CellSpec, cfg em
 	p.Meter, p.Emulated = tb.Emulator(), true
 	p.Measured, p.UpIsAtoB = topo.Links[0], true
 	p.RTTMs += float64(cfg.BaseRTT().Nanoseconds()) / 1e6
-	gatewayIP, err := tb.Addr(nearHost, gatewayHost)
-	if err != nil {
-		return err
-	}
-	// Traffic beside the workload loads the emulated link: its far end is
-	// the gateway.
-	p.Beside = func(string) (cross.Endpoints, error) {
-		return cross.Endpoints{Client: near, Server: tb.Host(gatewayHost), ServerAddr: gatewayIP}, nil
-	}
 	return nil
 }
 
