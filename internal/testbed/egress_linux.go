@@ -2,7 +2,6 @@ package testbed
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -314,28 +313,6 @@ func liveForwarding(ns uint64, id string) map[string]string {
 		}
 	}
 	return held
-}
-
-// readRecords reads every run record of the registries.
-func readRecords() []*runRecord {
-	var out []*runRecord
-	for _, dir := range registryDirs() {
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			if !strings.HasSuffix(e.Name(), ".json") {
-				continue
-			}
-			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-			if err != nil {
-				continue
-			}
-			r := &runRecord{}
-			if json.Unmarshal(b, r) == nil {
-				out = append(out, r)
-			}
-		}
-	}
-	return out
 }
 
 // lockEgress serialises egresses (their subnets, forwarding and its

@@ -359,6 +359,17 @@ const kindDir = "dir"
 func OtherLiveRuns() []LiveRun {
 	var out []LiveRun
 	self := os.Getpid()
+	for _, r := range readRecords() {
+		if r.Kind != kindDir && r.Owner.PID != self && r.Owner.alive() {
+			out = append(out, LiveRun{ID: r.ID, PID: r.Owner.PID, Label: r.Label})
+		}
+	}
+	return out
+}
+
+// readRecords reads every run record of the registries.
+func readRecords() []*runRecord {
+	var out []*runRecord
 	for _, dir := range registryDirs() {
 		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {
@@ -369,9 +380,9 @@ func OtherLiveRuns() []LiveRun {
 			if err != nil {
 				continue
 			}
-			var r runRecord
-			if json.Unmarshal(b, &r) == nil && r.Kind != kindDir && r.Owner.PID != self && r.Owner.alive() {
-				out = append(out, LiveRun{ID: r.ID, PID: r.Owner.PID, Label: r.Label})
+			r := &runRecord{}
+			if json.Unmarshal(b, r) == nil {
+				out = append(out, r)
 			}
 		}
 	}
