@@ -60,8 +60,15 @@ func runProfiles(_ context.Context, args []string, stdout, stderr io.Writer) int
 		if d.c.JitterCoherence > 0 {
 			jitter += fmt.Sprintf(" (coherent over %v)", d.c.JitterCoherence)
 		}
+		rate := rateString(d.c.Rate)
+		if d.c.Trace != "" {
+			rate = "the trace " + d.c.Trace + " from its start"
+			if d.c.TracePhase == emu.TracePhaseRandom {
+				rate = "the trace " + d.c.Trace + " from a seeded random point of its period"
+			}
+		}
 		fmt.Fprintf(stdout, "  %s: delay %v, jitter %s, rate %s, queue %s, loss %s\n", d.name, d.c.Delay, jitter,
-			rateString(d.c.Rate), queueString(d.c, cfg), lossString(d.c))
+			rate, queueString(d.c, cfg), lossString(d.c))
 	}
 	return exitOK
 }

@@ -89,7 +89,11 @@ func TestLinkInFrontOfARealPath(t *testing.T) {
 		t.Fatalf("the controller's namespace is not fresh: %+v", before)
 	}
 	dir := filepath.Join(t.TempDir(), "run")
-	args := append([]string{"run", "--protocols", "tcp,quic", "--count", "80", "--interval", "50ms", "--warmup", "0s",
+	if keep := os.Getenv("TLAB_KEEP"); keep != "" {
+		// To look at its report (docs/methodology.md's screenshots).
+		defer func() { _ = os.CopyFS(filepath.Join(keep, "link-in-front"), os.DirFS(dir)) }()
+	}
+	args := append([]string{"run", "--protocols", "tcp,quic", "--count", "50", "--interval", "50ms", "--warmup", "0s",
 		"--link", "up.delay=15ms,up.loss=2%", "--out", dir}, m.remoteArgs()...)
 	stdout, stderr, err := m.controller(t, args...)
 	if err != nil {

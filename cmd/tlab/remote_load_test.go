@@ -25,7 +25,7 @@ func TestLoopBesideABulkFlowAcrossARealPath(t *testing.T) {
 	down := emu.DirectionConfig{Delay: units.Duration(10 * time.Millisecond), Rate: 50e6}
 	m := pathMachines(t, bin, emu.LinkConfig{Up: up, Down: down}, 1, "remote load test", "", t.TempDir())
 	dir := filepath.Join(t.TempDir(), "run")
-	args := append([]string{"run", "--protocols", "tcp", "--interval", "100ms", "--duration", "6s", "--warmup", "1s",
+	args := append([]string{"run", "--protocols", "tcp", "--interval", "100ms", "--duration", "4s", "--warmup", "1s",
 		"--set", "matrix={cross.flows: [0, 1]}", "--out", dir}, m.remoteArgs()...)
 	stdout, stderr, err := m.controller(t, args...)
 	if err != nil {

@@ -475,6 +475,10 @@ func TestRecordRecoversTheLink(t *testing.T) {
 		t.Error(err)
 	} else {
 		within("down mean rate (Mbit/s)", emu.TraceMeanRate(ops)/1e6, 20, 5)
+		// The path's stretches came at no particular time of a cell.
+		if l.Down.TracePhase != emu.TracePhaseRandom {
+			t.Errorf("the recorded trace starts at %q, want a seeded random point of its period", l.Down.TracePhase)
+		}
 	}
 	// Under load (tlab record's default): the up direction's drop-tail
 	// buffer, one bandwidth-delay product at 20 Mbit/s and 20 ms (50 kB),

@@ -26,6 +26,12 @@ import (
 	"tlab/internal/units"
 )
 
+// Where a trace starts (DirectionConfig.TracePhase).
+const (
+	TracePhaseStart  = "start"
+	TracePhaseRandom = "random"
+)
+
 // Loss model names.
 const (
 	LossNone      = "none"
@@ -98,6 +104,14 @@ type DirectionConfig struct {
 	// Trace replaces Rate by a mahimahi trace: one line per 1500-byte
 	// delivery opportunity, in milliseconds, repeating.
 	Trace string `yaml:"trace" json:"trace,omitempty"`
+	// TracePhase is where in its period the trace starts: "start" (the
+	// default, as mahimahi: its first line with the cell) or "random" (a
+	// point drawn from the cell's seed, the same for every protocol of a
+	// repetition and another for each repetition). A recording of a real
+	// path is random: the path's slow stretches and stalls came at no
+	// particular time of a cell, and a replay that always starts at the
+	// recording's first second meets them at one point of every cell.
+	TracePhase string `yaml:"trace_phase" json:"trace_phase,omitempty"`
 	// QueueBytes and QueuePackets bound the buffer in front of the rate
 	// limiter. When both are zero the queue holds one bandwidth-delay
 	// product (rate times the link's base RTT), at least QueueFloorPackets
@@ -179,6 +193,12 @@ func (d DirectionConfig) Validate() error {
 	}
 	if d.Trace != "" && d.Rate != 0 {
 		return errors.New("rate and trace are exclusive: a trace sets the rate")
+	}
+	switch {
+	case d.TracePhase != "" && d.TracePhase != TracePhaseStart && d.TracePhase != TracePhaseRandom:
+		return fmt.Errorf("trace_phase %q: want %s or %s", d.TracePhase, TracePhaseStart, TracePhaseRandom)
+	case d.TracePhase != "" && d.Trace == "":
+		return errors.New("trace_phase without a trace: give trace too")
 	}
 	if d.QueuePackets < 0 {
 		return errors.New("queue_packets is negative")

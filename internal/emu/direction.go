@@ -231,7 +231,11 @@ func NewDirection(cfg DirectionConfig, baseRTTNs int64, seed uint64, name string
 		if len(trace) == 0 {
 			return nil, fmt.Errorf("%s: trace %s not loaded", name, cfg.Trace)
 		}
-		d.shaper = newTraceRate(trace)
+		tr := newTraceRate(trace)
+		if cfg.TracePhase == TracePhaseRandom {
+			tr.shiftNs = rngFor(seed, name, "trace").Int64N(tr.periodNs)
+		}
+		d.shaper = tr
 		rateBps = TraceMeanRate(trace)
 	case cfg.Rate > 0:
 		r := newConstantRate(cfg.Rate.BitsPerSecond())

@@ -1,6 +1,7 @@
 package emu
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -366,5 +367,68 @@ func TestValidateRejectsImpossible(t *testing.T) {
 		if err := c.Validate(); err == nil {
 			t.Errorf("%+v accepted", c)
 		}
+	}
+}
+
+// TestTracePhase: a trace with one 300 ms hold in its 1 s period
+// (opportunities at 1–500 and 801–1000 ms) holds beyond 100 ms the 20
+// probes sent every 10 ms from 510 to 700 ms when it starts with the cell
+// (trace_phase start, mahimahi's way). With trace_phase random it starts
+// at a point of its period drawn from the seed: the same hold, rotated
+// (20 probes, or 21 where it starts between two), the same for one seed
+// twice, and across seeds at points spread over the whole period.
+func TestTracePhase(t *testing.T) {
+	var lines strings.Builder
+	for ms := 1; ms <= 1000; ms++ {
+		if ms <= 500 || ms > 800 {
+			fmt.Fprintln(&lines, ms)
+		}
+	}
+	ops, err := ParseTrace("hold", strings.NewReader(lines.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// held returns when the first probe held beyond 100 ms was sent (ms)
+	// and how many were, over one period.
+	held := func(phase string, seed uint64) (first, n int) {
+		d, err := NewDirection(DirectionConfig{Trace: "hold", TracePhase: phase, QueuePackets: 100000}, 0, seed, "path/down", ops)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first = -1
+		for ms := 0; ms < 1000; ms += 10 {
+			if v := admit(d, int64(ms)*1e6, 100); v.Release-int64(ms)*1e6 > 100e6 {
+				if first < 0 {
+					first = ms
+				}
+				n++
+			}
+		}
+		return first, n
+	}
+	for _, phase := range []string{TracePhaseStart, ""} {
+		if first, n := held(phase, 1); first != 510 || n != 20 {
+			t.Errorf("trace_phase %q: %d held from %d ms, want 20 from 510 (the trace starts with the cell)", phase, n, first)
+		}
+	}
+	lo, hi := 1000, -1
+	for seed := uint64(1); seed <= 20; seed++ {
+		first, n := held(TracePhaseRandom, seed)
+		if again, _ := held(TracePhaseRandom, seed); again != first {
+			t.Errorf("seed %d: held from %d ms, then %d: not seeded", seed, first, again)
+		}
+		if n != 20 && n != 21 {
+			t.Errorf("seed %d: %d probes held from %d ms, want the hold's 20, rotated", seed, n, first)
+		}
+		lo, hi = min(lo, first), max(hi, first)
+	}
+	if !(lo < 200 && hi > 700) {
+		t.Errorf("random phases hold from %d to %d ms over 20 seeds: want them spread over the period", lo, hi)
+	}
+	if err := (DirectionConfig{Rate: 1e6, TracePhase: TracePhaseRandom}).Validate(); err == nil {
+		t.Error("trace_phase without a trace was accepted")
+	}
+	if err := (DirectionConfig{Trace: "hold", TracePhase: "middle"}).Validate(); err == nil {
+		t.Error("trace_phase middle was accepted")
 	}
 }

@@ -53,6 +53,7 @@ const TraceOpportunityBytes = 1500
 type traceRate struct {
 	opsNs    []int64 // opportunity offsets within a period, ns, sorted
 	periodNs int64
+	shiftNs  int64 // where in the period the trace starts (TracePhase)
 	cur      int64 // global index of the opportunity in use, -1 before the first
 	left     int   // bytes still free in opportunity cur
 }
@@ -129,13 +130,15 @@ func (t *traceRate) firstAtOrAfter(ns int64) int64 {
 }
 
 func (t *traceRate) Departure(now int64, size int) int64 {
+	// On the trace's own clock, shiftNs into its period at time 0.
+	now += t.shiftNs
 	remaining := size
 	if t.cur >= 0 && t.left > 0 && t.opTime(t.cur) >= now {
 		use := min(t.left, remaining)
 		t.left -= use
 		remaining -= use
 		if remaining == 0 {
-			return t.opTime(t.cur)
+			return t.opTime(t.cur) - t.shiftNs
 		}
 	}
 	i := max(t.cur+1, t.firstAtOrAfter(now))
@@ -146,5 +149,5 @@ func (t *traceRate) Departure(now int64, size int) int64 {
 		t.cur = i
 		i++
 	}
-	return t.opTime(t.cur)
+	return t.opTime(t.cur) - t.shiftNs
 }

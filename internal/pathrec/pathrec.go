@@ -735,7 +735,9 @@ func (f Fit) Profile(name, agent string, r *Recording, traceDir string) ([]byte,
 		case d.dir.replaysTrace():
 			file := filepath.Join(traceDir, name+"-"+d.key+".trace")
 			traces[file] = Trace(d.dir.replayRates(), d.dir.Stalls, r.Duration)
-			fmt.Fprintf(&b, "  trace: %s\n", file)
+			// The path's slow stretches and stalls came at no particular
+			// time of a cell: each repetition meets them at another.
+			fmt.Fprintf(&b, "  trace: %s\n  trace_phase: %s\n", file, emu.TracePhaseRandom)
 		case d.dir.RateBps > 0:
 			fmt.Fprintf(&b, "  rate: %.0fkbit\n", d.dir.RateBps/1000)
 		}
