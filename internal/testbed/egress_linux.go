@@ -55,10 +55,6 @@ type egressRecord struct {
 // gatewayIface is the gateway's interface towards the outside namespace.
 const gatewayIface = "up0"
 
-// egressNet holds the /30s of the gateways' veths: 198.19.0.0/16, the
-// other half of RFC 2544's benchmarking range.
-var egressNet = net.IPNet{IP: net.IPv4(198, 19, 0, 0).To4(), Mask: net.CIDRMask(16, 32)}
-
 // Egress routes every other host's traffic for addresses beyond the
 // testbed through host gateway and out of the namespace tlab runs in
 // (see above). The testbed must have been built with Options.Reach, the
@@ -362,8 +358,10 @@ func routeInterfaces(ips []net.IP) ([]string, error) {
 	return names, nil
 }
 
-// freeEgressSubnet picks a /30 of egressNet that no address of this
-// namespace is in (called under the lock, so two runs never pick one).
+// freeEgressSubnet picks a /30 of 198.19.0.0/16 (the other half of RFC
+// 2544's benchmarking range, beside the links' 198.18) that no address
+// of this namespace is in (called under the lock, so two runs never pick
+// the same one).
 func freeEgressSubnet() (*net.IPNet, error) {
 	addrs, err := netlink.AddrList(nil, netlink.FAMILY_V4)
 	if err != nil {
