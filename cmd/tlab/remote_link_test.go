@@ -9,15 +9,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 
 	"tlab/internal/emu"
 	"tlab/internal/results"
+	"tlab/internal/testbed"
 )
 
 // egressState is what an egress may leave in the controller's namespace:
@@ -178,6 +181,33 @@ func TestLinkInFrontOfARealPath(t *testing.T) {
 			t.Errorf("the far side's connection to the gateway was answered (%v), not dropped", err)
 		}
 	})
+	t.Run("NotARouterForItsNeighbours", func(t *testing.T) {
+		// The egress turned forwarding on where the machine leaves for
+		// the agent. A neighbour there (the far machine) routes a third
+		// network, which the controller's machine also reaches, through
+		// it: that must not be forwarded.
+		ctl, err := m.tb.Addr("server", "client")
+		if err != nil {
+			t.Fatal(err)
+		}
+		listener := thirdNetwork(t, m.tb.Host("client"))
+		far := m.tb.Host("server")
+		route := &net.IPNet{IP: net.IPv4(10, 77, 0, 0).To4(), Mask: net.CIDRMask(24, 32)}
+		if err := far.Do(func() error { return netlink.RouteAdd(&netlink.Route{Dst: route, Gw: ctl}) }); err != nil {
+			t.Fatal(err)
+		}
+		defer far.Do(func() error { return netlink.RouteDel(&netlink.Route{Dst: route, Gw: ctl}) })
+		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+		defer cancel()
+		c, err := far.DialContext(ctx, nil, "tcp", listener)
+		if err == nil {
+			c.Close()
+			t.Fatal("the controller's machine forwarded a neighbour's connection to a third network")
+		}
+		if !errorsIsTimeout(err) {
+			t.Errorf("a neighbour's connection through the controller's machine: %v, want it dropped", err)
+		}
+	})
 	syscall.Kill(p.PID(), syscall.SIGKILL)
 	<-p.Done()
 	if left := m.egressState(t); len(left.tables) != 1 || left.forwarding != "1" {
@@ -196,4 +226,89 @@ func TestLinkInFrontOfARealPath(t *testing.T) {
 func errorsIsTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// thirdNetwork joins a network namespace of the test's own to host's by
+// a veth (lan2, 10.77.0.1/24 on host's side, forwarding what comes in by
+// it; .2 on the other) and returns the address of a TCP listener there.
+// Everything goes with the test.
+func thirdNetwork(t *testing.T, host *testbed.Host) string {
+	t.Helper()
+	type made struct {
+		ns  netns.NsHandle
+		ln  net.Listener
+		err error
+	}
+	ch := make(chan made, 1)
+	go func() {
+		// Never unlocked: the thread ends in the new namespace and is
+		// discarded with this goroutine.
+		runtime.LockOSThread()
+		ns, err := netns.New()
+		if err != nil {
+			ch <- made{err: err}
+			return
+		}
+		ln, err := net.Listen("tcp", "0.0.0.0:9999")
+		ch <- made{ns, ln, err}
+	}()
+	m := <-ch
+	if m.err != nil {
+		t.Fatal(m.err)
+	}
+	t.Cleanup(func() { m.ln.Close(); m.ns.Close() })
+	go func() {
+		for {
+			c, err := m.ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	err := host.Do(func() error {
+		if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "lan2"}, PeerName: "lan2p", PeerNamespace: netlink.NsFd(int(m.ns))}); err != nil {
+			return err
+		}
+		l, err := netlink.LinkByName("lan2")
+		if err != nil {
+			return err
+		}
+		if err := netlink.AddrAdd(l, &netlink.Addr{IPNet: &net.IPNet{IP: net.IPv4(10, 77, 0, 1), Mask: net.CIDRMask(24, 32)}}); err != nil {
+			return err
+		}
+		// The machine's owner forwards what comes from lan2 (Linux
+		// decides by the interface a packet came in by); what comes in
+		// by the interface tlab turned on must still not cross.
+		if err := os.WriteFile("/proc/sys/net/ipv4/conf/lan2/forwarding", []byte("1"), 0o644); err != nil {
+			return err
+		}
+		return netlink.LinkSetUp(l)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := netns.Set(m.ns); err != nil {
+			done <- err
+			return
+		}
+		l, err := netlink.LinkByName("lan2p")
+		if err == nil {
+			err = netlink.AddrAdd(l, &netlink.Addr{IPNet: &net.IPNet{IP: net.IPv4(10, 77, 0, 2), Mask: net.CIDRMask(24, 32)}})
+		}
+		if err == nil {
+			err = netlink.LinkSetUp(l)
+		}
+		if err == nil {
+			err = netlink.RouteAdd(&netlink.Route{Gw: net.IPv4(10, 77, 0, 1)})
+		}
+		done <- err
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	return "10.77.0.2:9999"
 }
