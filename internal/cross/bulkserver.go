@@ -30,8 +30,8 @@ type BulkServer struct {
 
 	mu      sync.Mutex
 	counts  map[flowKey]*FlowCount
-	open    int
-	closers []io.Closer
+	open    int         // flows being served
+	closers []io.Closer // the listeners
 }
 
 // BulkOptions bound and watch a BulkServer.
@@ -166,7 +166,6 @@ func (b *BulkServer) flow(c io.Closer, s bulkStream, setReadDeadline func(time.T
 		return
 	}
 	b.open++
-	b.closers = append(b.closers, c)
 	b.mu.Unlock()
 	b.wg.Add(1)
 	go func() {
@@ -177,6 +176,8 @@ func (b *BulkServer) flow(c io.Closer, s bulkStream, setReadDeadline func(time.T
 			b.open--
 			b.mu.Unlock()
 		}()
+		// Close ends every flow through its abort, the header's read
+		// included: the server keeps only its listeners.
 		stop := context.AfterFunc(b.ctx, s.abort)
 		defer stop()
 		var hdr [2]byte

@@ -174,11 +174,11 @@ type Run struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	out    io.Writer
+	far    FarEnd // the flows' far end, once served on another machine
 
 	mu     sync.Mutex
 	flows  []*flow
 	closer []io.Closer
-	far    FarEnd // where the far end runs elsewhere
 	err    error
 	logErr error // the first failed write of the log
 }
@@ -355,15 +355,12 @@ func (r *Run) Close() ([]FlowResult, error) {
 		c.Close()
 	}
 	r.wg.Wait()
-	r.mu.Lock()
-	far := r.far
-	r.mu.Unlock()
 	var farErr error
-	if far != nil {
+	if r.far != nil {
 		// The up flows were received on the far machine: its counts, and
 		// the time between its first and last byte, give their goodput.
-		counts, err := far.Received()
-		farErr = errors.Join(err, far.Close())
+		counts, err := r.far.Received()
+		farErr = errors.Join(err, r.far.Close())
 		for _, c := range counts {
 			f := r.flowFor(r.cfg.protocol(), 'u', c.Index)
 			r.mu.Lock()
@@ -577,9 +574,7 @@ func (r *Run) serve(ep Endpoints, kind string, s proto.Settings) (string, error)
 		if err != nil {
 			return "", err
 		}
-		r.mu.Lock()
-		r.far = ep.Far
-		r.mu.Unlock()
+		r.far = ep.Far // set in Start, before any goroutine or Close reads it
 		return proto.HostPort(ep.ServerAddr.String(), port), nil
 	}
 	srv, err := ServeBulk(ep.Server, kind, 0, s, BulkOptions{

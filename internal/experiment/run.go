@@ -150,11 +150,13 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, inputErr(err)
 	}
-	if ov := sc.LinkOverrides(); r.Replay != "" && ov != "" {
+	// On a real path, the link overrides are emulated in front of it.
+	inFront := sc.LinkOverrides()
+	if r.Replay != "" && inFront != "" {
 		// On the recording the overrides would replace the fitted fields,
 		// on the path they are added in front of it: the two would not
 		// compare.
-		return Outcome{}, inputErr(fmt.Errorf("--replay compares a recording with the path as it is; this run also emulates %s in front of the path: run the two apart", ov))
+		return Outcome{}, inputErr(fmt.Errorf("--replay compares a recording with the path as it is; this run also emulates %s in front of the path: run the two apart", inFront))
 	}
 	if r.Quality != "" && !slices.Contains(QualityModes, r.Quality) {
 		return Outcome{}, inputErr(fmt.Errorf("--quality %q: want %s", r.Quality, strings.Join(QualityModes, ", ")))
@@ -189,7 +191,7 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 	out.Cells = len(cells)
 	if r.Ready != nil {
 		// An emulated link in front of a site is a testbed too.
-		onTestbed := sc.LinkOverrides() != "" || slices.ContainsFunc(cells, func(c scenario.Cell) bool { return c.Site == "" })
+		onTestbed := inFront != "" || slices.ContainsFunc(cells, func(c scenario.Cell) bool { return c.Site == "" })
 		if err := r.Ready(Ready{Scenario: sc, Cells: cells, Plan: Plan(cells), Dir: out.Dir, Temporary: out.Temporary, Testbed: onTestbed}); err != nil {
 			return out, err
 		}
@@ -223,8 +225,8 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 		if r.Log != nil {
 			fmt.Fprintf(r.Log, "across the real path to agent %s (%s, %s): round trip %.2f ms (median %.2f), clock offset %+.2f ± %.2f ms\n",
 				agent.Addr, agent.Agent.Hostname, agent.Agent.Fingerprint[:16], check.RTTMinMs, check.RTTMedianMs, check.OffsetMs, check.UncertaintyMs)
-			if ov := sc.LinkOverrides(); ov != "" {
-				fmt.Fprintf(r.Log, "emulated in front of the real path, on this machine: %s\n", ov)
+			if inFront != "" {
+				fmt.Fprintf(r.Log, "emulated in front of the real path, on this machine: %s\n", inFront)
 			}
 		}
 		sw.Remote, sw.PathCheck = &RemotePath{Agent: agent, RTTMs: check.RTTMinMs, OffsetMs: check.OffsetMs, UncertaintyMs: check.UncertaintyMs}, &check

@@ -135,7 +135,7 @@ func (tb *Testbed) Egress(gateway string) error {
 	if err != nil {
 		return fmt.Errorf("egress gateway %s: %w", gateway, err)
 	}
-	if err := tb.runNft(gw, nft, gatewayRules()); err != nil {
+	if err := runNft(gw, nft, gatewayRules()); err != nil {
 		return fmt.Errorf("egress gateway %s: %w", gateway, err)
 	}
 	if err := tb.routeVia(gw); err != nil {
@@ -168,7 +168,7 @@ func (tb *Testbed) Egress(gateway string) error {
 			return fmt.Errorf("egress: forwarding on %s: %w", out, err)
 		}
 	}
-	return tb.runNft(nil, nft, outsideRules(rec, gatewayIP))
+	return runNft(nil, nft, outsideRules(rec, gatewayIP))
 }
 
 // gatewayRules masquerade what leaves the gateway, and let in only
@@ -238,7 +238,7 @@ func (tb *Testbed) routeVia(gw *Host) error {
 }
 
 // runNft loads rules with nft, in host h's namespace (nil: outside).
-func (tb *Testbed) runNft(h *Host, nft, rules string) error {
+func runNft(h *Host, nft, rules string) error {
 	cmd := exec.Command(nft, "-f", "-")
 	cmd.Stdin = strings.NewReader(rules)
 	var out bytes.Buffer
@@ -272,7 +272,13 @@ func (tb *Testbed) closeEgress(nft string) error {
 	if l, lerr := netlink.LinkByName(rec.Veth); lerr == nil {
 		err = errors.Join(err, netlink.LinkDel(l))
 	}
-	return err
+	// Undone: from now on this run holds no forwarding, or another run
+	// closing before this record goes would leave it on for both.
+	tb.run.mu.Lock()
+	tb.run.Egress = nil
+	serr := tb.run.save()
+	tb.run.mu.Unlock()
+	return errors.Join(err, serr)
 }
 
 // undoEgress deletes rec's table and puts forwarding back where no other
