@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -238,46 +237,5 @@ func TestKilledProcessesTempDirIsCleanedUp(t *testing.T) {
 	}
 	if !removedRecord {
 		t.Errorf("cleanup did not remove the directory's record: %+v", actions)
-	}
-}
-
-// TestRootCleansUpOtherUsersRuns: as the machine's root, cleanup also reads
-// the registries other users' runs write (in the temp directory when they
-// have no XDG_RUNTIME_DIR) and removes what their dead runs left.
-func TestRootCleansUpOtherUsersRuns(t *testing.T) {
-	if os.Geteuid() != 0 || HostUID() != 0 {
-		t.Skip("needs the machine's root")
-	}
-	sleeper := exec.Command("sleep", "60")
-	if err := sleeper.Start(); err != nil {
-		t.Fatal(err)
-	}
-	owner, err := procOf(sleeper.Process.Pid)
-	sleeper.Process.Kill()
-	sleeper.Wait()
-	if err != nil {
-		t.Fatal(err)
-	}
-	registry := filepath.Join(os.TempDir(), fmt.Sprintf("tlab-runs-%d", 4000000000+os.Getpid()%1000))
-	leftover := filepath.Join(os.TempDir(), "tlab-adhoc-otheruser-"+strconv.Itoa(os.Getpid()))
-	t.Cleanup(func() { os.RemoveAll(registry); os.RemoveAll(leftover) })
-	if err := os.MkdirAll(registry, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(leftover, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	rec := runRecord{ID: "otheruser", Owner: owner, Started: time.Now(), TempDir: leftover, Kind: kindDir, path: filepath.Join(registry, "otheruser.json")}
-	if err := rec.save(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Cleanup(false); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
-		t.Errorf("another user's dead run left %s, and root's cleanup kept it (%v)", leftover, err)
-	}
-	if _, err := os.Stat(rec.path); !os.IsNotExist(err) {
-		t.Errorf("its record %s is still there (%v)", rec.path, err)
 	}
 }

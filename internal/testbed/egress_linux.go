@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/google/nftables"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -268,7 +269,7 @@ func (tb *Testbed) closeEgress(nft string) error {
 	if rec == nil {
 		return nil
 	}
-	err = undoEgress(rec, tb.ID, nft)
+	err = undoEgress(rec, tb.ID)
 	if l, lerr := netlink.LinkByName(rec.Veth); lerr == nil {
 		err = errors.Join(err, netlink.LinkDel(l))
 	}
@@ -283,22 +284,48 @@ func (tb *Testbed) closeEgress(nft string) error {
 
 // undoEgress deletes rec's table and puts forwarding back where no other
 // live run holds it. It runs in the namespace rec names, under the lock.
-func undoEgress(rec *egressRecord, id, nft string) error {
+// rec may come from a dead run's record: the table is deleted by name
+// through netlink (no text any tool parses), and forwarding is put back
+// only on an interface that exists, through a root at /proc/sys.
+func undoEgress(rec *egressRecord, id string) error {
 	var errs []error
-	cmd := exec.Command(nft, "delete", "table", "ip", rec.Table)
-	if out, err := cmd.CombinedOutput(); err != nil && !bytes.Contains(out, []byte("No such file")) {
-		errs = append(errs, fmt.Errorf("nft delete table %s: %w: %s", rec.Table, err, bytes.TrimSpace(out)))
+	if err := deleteTable(rec.Table); err != nil {
+		errs = append(errs, err)
 	}
 	held := liveForwarding(rec.NetNS, id)
 	for iface, was := range rec.Forwarding {
 		if _, ok := held[iface]; ok {
 			continue // another run still forwards there, and will put it back
 		}
+		if was != "0" && was != "1" {
+			errs = append(errs, fmt.Errorf("forwarding on %s: %q is not 0 or 1", iface, was))
+			continue
+		}
+		if !existingIfname(iface) {
+			continue // gone, and its forwarding with it
+		}
 		if err := writeSysctl("net/ipv4/conf/"+iface+"/forwarding", was); err != nil && !os.IsNotExist(err) {
 			errs = append(errs, fmt.Errorf("forwarding on %s: %w", iface, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// deleteTable deletes tlab's nftables table name (family ip) of the
+// calling thread's namespace; a table that is gone is no error.
+func deleteTable(name string) error {
+	if !tableName.MatchString(name) {
+		return fmt.Errorf("nftables table %q is not tlab's", name)
+	}
+	conn, err := nftables.New()
+	if err != nil {
+		return fmt.Errorf("nftables: %w", err)
+	}
+	conn.DelTable(&nftables.Table{Name: name, Family: nftables.TableFamilyIPv4})
+	if err := conn.Flush(); err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("nftables: delete table %s: %w", name, err)
+	}
+	return nil
 }
 
 // liveForwarding returns, for the live runs other than id whose egress
@@ -320,7 +347,9 @@ func liveForwarding(ns uint64, id string) map[string]string {
 // lockEgress serialises egresses (their subnets, forwarding and its
 // holders) across processes.
 func lockEgress(dir string) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(dir, "egress.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	// dir is a checked registry; the lock is opened without following a
+	// link all the same.
+	f, err := openLockFile(dir, "egress.lock")
 	if err != nil {
 		return nil, fmt.Errorf("egress lock: %w", err)
 	}
@@ -409,12 +438,6 @@ func setUpAddr(ifname string, ip net.IP, mask net.IPMask) error {
 	return netlink.LinkSetUp(l)
 }
 
-// readSysctl reads /proc/sys/KEY for the calling thread's namespace.
-func readSysctl(key string) (string, error) {
-	b, err := os.ReadFile(filepath.Join("/proc/sys", key))
-	return strings.TrimSpace(string(b)), err
-}
-
 // cleanupEgress undoes a dead run's egress, from the namespace it left
 // by.
 func cleanupEgress(dir string, r *runRecord) error {
@@ -425,14 +448,10 @@ func cleanupEgress(dir string, r *runRecord) error {
 	if ns != r.Egress.NetNS {
 		return fmt.Errorf("its egress left by another network namespace (inode %d): run tlab cleanup there", r.Egress.NetNS)
 	}
-	nft, err := exec.LookPath("nft")
-	if err != nil {
-		return err
-	}
 	unlock, err := lockEgress(dir)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	return undoEgress(r.Egress, r.ID, nft)
+	return undoEgress(r.Egress, r.ID)
 }

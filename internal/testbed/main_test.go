@@ -13,6 +13,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(killedRunEnv) != "" {
 		killedRunChild()
 	}
+	if mode := os.Getenv(hostileCleanupEnv); mode != "" {
+		hostileCleanupChild(mode)
+	}
 	if os.Getenv(tempDirChildEnv) != "" {
 		tempDirChild()
 	}

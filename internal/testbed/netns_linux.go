@@ -3,7 +3,6 @@ package testbed
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 
 	"github.com/vishvananda/netns"
@@ -49,11 +48,6 @@ func quietNamespace() error {
 		}
 	}
 	return nil
-}
-
-// writeSysctl writes /proc/sys/KEY for the calling thread's namespace.
-func writeSysctl(key, value string) error {
-	return os.WriteFile(filepath.Join("/proc/sys", key), []byte(value), 0o644)
 }
 
 // inNamespace runs fn on a fresh OS thread that has joined ns. Sockets that

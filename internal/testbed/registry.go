@@ -6,13 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // RegistryDir holds one record per live run. It lives on a tmpfs (/run), so
@@ -62,34 +66,60 @@ func hostID(uidMap string, id int) int {
 	return id
 }
 
-// registryDirs lists where run records may be, preferred first.
+// registryDirs lists where run records may be, preferred first: the
+// machine's (root's) and this user's own. Another user's registry is
+// never read, root's neither: what a record says is acted on with this
+// process's rights (checkRegistryDir).
 func registryDirs() []string {
-	dirs := []string{RegistryDir, userRegistryDir()}
-	if os.Geteuid() == 0 && HostUID() == 0 {
-		// The machine's root also sees what other users' runs left (each
-		// user's registry: XDG_RUNTIME_DIR/tlab or the temp directory's
-		// tlab-runs-UID), so that tlab cleanup as root cleans up after
-		// everyone.
-		for _, pattern := range []string{"/run/user/*/tlab", filepath.Join(os.TempDir(), "tlab-runs-*")} {
-			others, _ := filepath.Glob(pattern)
-			for _, d := range others {
-				if !slices.Contains(dirs, d) {
-					dirs = append(dirs, d)
-				}
-			}
-		}
+	dirs := []string{RegistryDir}
+	if d := userRegistryDir(); d != RegistryDir {
+		dirs = append(dirs, d)
 	}
 	return dirs
 }
 
-// writableRegistry returns the first registry directory this process can
-// write to, creating it if needed.
+// registry is a run registry that passed checkRegistryDir.
+type registry struct {
+	dir   string
+	owner uint32
+}
+
+// trustedRegistries returns the registries that exist and may be read,
+// and why any other that exists may not.
+func trustedRegistries() ([]registry, []error) {
+	var out []registry
+	var refused []error
+	for _, d := range registryDirs() {
+		if _, err := os.Lstat(d); os.IsNotExist(err) {
+			continue
+		}
+		owner, err := checkRegistryDir(d)
+		if err != nil {
+			refused = append(refused, err)
+			continue
+		}
+		out = append(out, registry{d, owner})
+	}
+	return out, refused
+}
+
+// writableRegistry returns the first registry directory of this
+// process's own user that it can write to, creating it if needed. A
+// directory someone else made or can write to is refused.
 func writableRegistry() (string, error) {
 	var errs []error
 	for _, d := range registryDirs() {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			errs = append(errs, err)
 			continue
+		}
+		owner, err := checkRegistryDir(d)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if owner != uint32(os.Geteuid()) {
+			continue // root's, read but not written by a user
 		}
 		f, err := os.CreateTemp(d, ".probe-*")
 		if err != nil {
@@ -174,8 +204,15 @@ func (r *runRecord) save() error {
 	if err != nil {
 		return err
 	}
+	// The registry is checked (writableRegistry): only this user can
+	// have put anything at the temporary name; O_NOFOLLOW all the same.
 	tmp := r.path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o644)
+	if err != nil {
+		return fmt.Errorf("run registry: %w", err)
+	}
+	_, err = f.Write(b)
+	if err = errors.Join(err, f.Close()); err != nil {
 		return fmt.Errorf("run registry: %w", err)
 	}
 	return os.Rename(tmp, r.path)
@@ -241,11 +278,21 @@ type CleanupAction struct {
 
 // Cleanup removes what runs whose tlab process is gone left behind: their
 // child processes, temp directories and records. Live runs are left alone.
-// It touches nothing that is not in the registry.
+// It touches nothing that is not in the registry, reads only this user's
+// own registries (root: the machine's), and acts on a record only as far
+// as its fields are what tlab writes and name what the registry's owner
+// owns.
 func Cleanup(dryRun bool) ([]CleanupAction, error) {
 	var actions []CleanupAction
-	for _, dir := range registryDirs() {
-		a, err := cleanupDir(dir, dryRun)
+	regs, refused := trustedRegistries()
+	for _, err := range refused {
+		actions = append(actions, CleanupAction{Run: "-", What: "read the run registry", Error: "refused: " + err.Error()})
+	}
+	for _, reg := range regs {
+		if reg.owner != uint32(os.Geteuid()) {
+			continue // root's registry, seen by a user: root cleans it
+		}
+		a, err := cleanupDir(reg, dryRun)
 		if err != nil {
 			return actions, err
 		}
@@ -254,29 +301,65 @@ func Cleanup(dryRun bool) ([]CleanupAction, error) {
 	return actions, nil
 }
 
-func cleanupDir(dir string, dryRun bool) ([]CleanupAction, error) {
-	entries, err := os.ReadDir(dir)
-	if os.IsNotExist(err) || os.IsPermission(err) {
-		return nil, nil
-	}
+// registryRecords reads the records of a checked registry: each file
+// opened without following links and checked (readRecordFile), each
+// record validated (decodeRecord). It returns the records by file name,
+// and an error for each file that was refused.
+func registryRecords(reg registry) (map[string]*runRecord, map[string]error, error) {
+	fd, err := unix.Open(reg.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("run registry: %w", err)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EACCES) {
+			return nil, nil, nil
+		}
+		return nil, nil, fmt.Errorf("run registry %s: %w", reg.dir, err)
+	}
+	d := os.NewFile(uintptr(fd), reg.dir)
+	defer d.Close()
+	// The directory opened is the one checked: not swapped since.
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Uid != reg.owner || st.Mode&0o022 != 0 {
+		return nil, nil, fmt.Errorf("run registry %s changed after it was checked", reg.dir)
+	}
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, nil, fmt.Errorf("run registry %s: %w", reg.dir, err)
+	}
+	slices.Sort(names)
+	records, refused := map[string]*runRecord{}, map[string]error{}
+	for _, name := range names {
+		if !strings.HasSuffix(name, ".json") {
+			continue
+		}
+		b, err := readRecordFile(fd, name, reg.owner)
+		if err == nil {
+			var r *runRecord
+			if r, err = decodeRecord(b); err == nil {
+				r.path = filepath.Join(reg.dir, name)
+				records[name] = r
+				continue
+			}
+		}
+		if !errors.Is(err, unix.ENOENT) {
+			refused[name] = err
+		}
+	}
+	return records, refused, nil
+}
+
+func cleanupDir(reg registry, dryRun bool) ([]CleanupAction, error) {
+	records, refused, err := registryRecords(reg)
+	if err != nil {
+		return nil, err
 	}
 	var actions []CleanupAction
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".json") {
-			continue
-		}
-		path := filepath.Join(dir, e.Name())
-		b, err := os.ReadFile(path)
-		if err != nil {
-			continue
-		}
-		var r runRecord
-		if err := json.Unmarshal(b, &r); err != nil {
-			actions = append(actions, CleanupAction{Run: e.Name(), What: "unreadable record " + path, Error: err.Error()})
-			continue
-		}
+	for _, name := range slices.Sorted(maps.Keys(refused)) {
+		// Left in place: a record tlab did not write is not tlab's to
+		// remove either.
+		actions = append(actions, CleanupAction{Run: name, What: "refused record " + filepath.Join(reg.dir, name), Error: refused[name].Error()})
+	}
+	for _, name := range slices.Sorted(maps.Keys(records)) {
+		r := records[name]
+		path := r.path
 		if r.Owner.alive() {
 			continue
 		}
@@ -293,21 +376,15 @@ func cleanupDir(dir string, dryRun bool) ([]CleanupAction, error) {
 		}
 		for _, c := range r.Children {
 			if c.alive() {
-				do(fmt.Sprintf("kill process %d", c.PID), func() error {
-					p, err := os.FindProcess(c.PID)
-					if err != nil {
-						return err
-					}
-					return p.Kill()
-				})
+				do(fmt.Sprintf("kill process %d", c.PID), func() error { return killOwned(c, reg.owner) })
 			}
 		}
 		if r.Egress != nil {
-			do("remove nftables table "+r.Egress.Table+" and put forwarding back", func() error { return cleanupEgress(dir, &r) })
+			do("remove nftables table "+r.Egress.Table+" and put forwarding back", func() error { return cleanupEgress(reg.dir, r) })
 		}
-		if r.TempDir != "" && strings.Contains(filepath.Base(r.TempDir), "tlab-") {
-			if _, err := os.Stat(r.TempDir); err == nil {
-				do("remove "+r.TempDir, func() error { return os.RemoveAll(r.TempDir) })
+		if r.TempDir != "" {
+			if _, err := os.Lstat(r.TempDir); err == nil {
+				do("remove "+r.TempDir, func() error { return removeTempDir(r.TempDir, reg.owner) })
 			}
 		}
 		do("remove record "+path, func() error { return os.Remove(path) })
@@ -367,23 +444,14 @@ func OtherLiveRuns() []LiveRun {
 	return out
 }
 
-// readRecords reads every run record of the registries.
+// readRecords reads every valid run record of the trusted registries.
 func readRecords() []*runRecord {
 	var out []*runRecord
-	for _, dir := range registryDirs() {
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			if !strings.HasSuffix(e.Name(), ".json") {
-				continue
-			}
-			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-			if err != nil {
-				continue
-			}
-			r := &runRecord{}
-			if json.Unmarshal(b, r) == nil {
-				out = append(out, r)
-			}
+	regs, _ := trustedRegistries()
+	for _, reg := range regs {
+		records, _, _ := registryRecords(reg)
+		for _, name := range slices.Sorted(maps.Keys(records)) {
+			out = append(out, records[name])
 		}
 	}
 	return out
