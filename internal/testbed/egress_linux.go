@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/google/nftables"
 	"github.com/vishvananda/netlink"
@@ -51,7 +52,34 @@ type egressRecord struct {
 	// Forwarding maps each outside interface whose forwarding tlab turned
 	// on to the value to put back when no run needs it any more.
 	Forwarding map[string]string `json:"forwarding,omitempty"`
+	// Gateway is the gateway's outside address, the one destination
+	// that what comes in by a guarded interface may be forwarded to.
+	Gateway string `json:"gateway,omitempty"`
+	// Guards are the policy-routing rules that keep each interface of
+	// Forwarding from forwarding anything else (guardRules).
+	Guards []guardRule `json:"guards,omitempty"`
 }
+
+// A guardRule is a pair of routing-policy rules on one interface whose
+// forwarding an egress turned on: what comes in by it for the gateway
+// is routed (at guardAllowPriority), everything else not for this
+// machine itself is dropped (a blackhole at Priority). They live in the
+// kernel's rule list, not in nftables: a ruleset flush or a firewall
+// reload leaves them, and a killed run leaves them too, so the machine
+// never forwards a neighbour's packets, whatever became of the table.
+type guardRule struct {
+	Iface    string `json:"iface"`
+	Priority int    `json:"priority"`
+}
+
+// Guard rule priorities: after the local table's (0), before main's
+// (32766). Every run's allow rule comes before every run's blackhole, so
+// that concurrent runs never drop each other's replies.
+const (
+	guardAllowPriority = 3000
+	guardBlockFirst    = 3001
+	guardBlockLast     = 3999
+)
 
 // gatewayIface is the gateway's interface towards the outside namespace.
 const gatewayIface = "up0"
@@ -90,8 +118,8 @@ func (tb *Testbed) Egress(gateway string) error {
 		return err
 	}
 	suffix := tb.ID[strings.LastIndexByte(tb.ID, '-')+1:]
-	rec := &egressRecord{NetNS: ns, Table: "tlab_" + suffix, Veth: "tlx" + suffix, Forwarding: map[string]string{}}
 	outsideIP, gatewayIP := addrIn(subnet, 1), addrIn(subnet, 2)
+	rec := &egressRecord{NetNS: ns, Table: "tlab_" + suffix, Veth: "tlx" + suffix, Forwarding: map[string]string{}, Gateway: gatewayIP.String()}
 
 	// Recorded before anything is made, so that a kill from here on leaves
 	// what tlab cleanup undoes.
@@ -102,7 +130,7 @@ func (tb *Testbed) Egress(gateway string) error {
 	if err != nil {
 		return err
 	}
-	tb.onClose(func() error { return tb.closeEgress(nft) })
+	tb.onClose(tb.closeEgress)
 
 	veth := &netlink.Veth{
 		LinkAttrs:     netlink.LinkAttrs{Name: rec.Veth, MTU: tb.opts.MTU},
@@ -158,18 +186,151 @@ func (tb *Testbed) Egress(gateway string) error {
 		} else if was != "0" {
 			continue // the machine forwards there already: not tlab's to change
 		}
+		prio, err := freeGuardPriority(out)
+		if err != nil {
+			return err
+		}
 		rec.Forwarding[out] = was
+		rec.Guards = append(rec.Guards, guardRule{Iface: out, Priority: prio})
 		tb.run.mu.Lock()
 		err = tb.run.save()
 		tb.run.mu.Unlock()
 		if err != nil {
 			return err
 		}
+		// The guard first: forwarding is never on without it.
+		if err := addGuard(guardRule{Iface: out, Priority: prio}, gatewayIP); err != nil {
+			return err
+		}
 		if err := writeSysctl("net/ipv4/conf/"+out+"/forwarding", "1"); err != nil {
 			return fmt.Errorf("egress: forwarding on %s: %w", out, err)
 		}
 	}
-	return runNft(nil, nft, outsideRules(rec, gatewayIP))
+	rules := outsideRules(rec, gatewayIP)
+	if err := runNft(nil, nft, rules); err != nil {
+		return err
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		watchEgress(rec, gatewayIP, func() error { return runNft(nil, nft, rules) }, stop)
+	}()
+	// Registered after closeEgress, so run before it: the watchdog must
+	// not put back what the close takes away.
+	tb.onClose(func() error { close(stop); <-done; return nil })
+	return nil
+}
+
+// egressWatchInterval is how often a live egress checks that its table
+// and guards are still there.
+const egressWatchInterval = time.Second
+
+// watchEgress puts back rec's nftables table (with restore) and its
+// guard rules whenever something removed them (a ruleset flush, a
+// firewall reload), until stop closes. It runs in the namespace the
+// egress leaves by (the process's own: goroutines not locked to a thread
+// run there). The guards alone keep the machine from forwarding for its
+// neighbours; the table also keeps the testbed's traffic masqueraded and
+// the far side out.
+func watchEgress(rec *egressRecord, gatewayIP net.IP, restore func() error, stop <-chan struct{}) {
+	t := time.NewTicker(egressWatchInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		for _, g := range rec.Guards {
+			if !guardPresent(g, gatewayIP) {
+				addGuard(g, gatewayIP) // best effort: retried on the next tick
+			}
+		}
+		if !tablePresent(rec.Table) {
+			restore()
+		}
+	}
+}
+
+// tablePresent tells whether the ip table name exists (an error counts
+// as absent, so that the watchdog tries again).
+func tablePresent(name string) bool {
+	conn, err := nftables.New()
+	if err != nil {
+		return false
+	}
+	_, err = conn.ListTableOfFamily(name, nftables.TableFamilyIPv4)
+	return err == nil
+}
+
+// guardRules are g's two rules: route what comes in by g.Iface for the
+// gateway, drop everything else not for this machine.
+func guardRules(g guardRule, gatewayIP net.IP) (allow, block *netlink.Rule) {
+	allow = netlink.NewRule()
+	allow.Priority = guardAllowPriority
+	allow.IifName = g.Iface
+	allow.Dst = &net.IPNet{IP: gatewayIP.To4(), Mask: net.CIDRMask(32, 32)}
+	allow.Table = unix.RT_TABLE_MAIN
+	allow.Family = unix.AF_INET
+	block = netlink.NewRule()
+	block.Priority = g.Priority
+	block.IifName = g.Iface
+	block.Type = unix.RTN_BLACKHOLE
+	block.Family = unix.AF_INET
+	return allow, block
+}
+
+// addGuard adds g's rules, the allow rule first.
+func addGuard(g guardRule, gatewayIP net.IP) error {
+	allow, block := guardRules(g, gatewayIP)
+	if err := netlink.RuleAdd(allow); err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("egress: routing rule for %s on %s: %w", gatewayIP, g.Iface, err)
+	}
+	if err := netlink.RuleAdd(block); err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("egress: routing rule dropping what %s would forward: %w", g.Iface, err)
+	}
+	return nil
+}
+
+// delGuard removes g's rules, the blackhole last.
+func delGuard(g guardRule, gatewayIP net.IP) error {
+	allow, block := guardRules(g, gatewayIP)
+	var errs []error
+	if err := netlink.RuleDel(allow); err != nil && !errors.Is(err, unix.ENOENT) {
+		errs = append(errs, fmt.Errorf("routing rule for %s on %s: %w", gatewayIP, g.Iface, err))
+	}
+	if err := netlink.RuleDel(block); err != nil && !errors.Is(err, unix.ENOENT) {
+		errs = append(errs, fmt.Errorf("blackhole rule on %s: %w", g.Iface, err))
+	}
+	return errors.Join(errs...)
+}
+
+// guardPresent tells whether both of g's rules exist.
+func guardPresent(g guardRule, gatewayIP net.IP) bool {
+	rules, err := netlink.RuleListFiltered(unix.AF_INET, &netlink.Rule{Priority: g.Priority}, netlink.RT_FILTER_PRIORITY)
+	if err != nil || !slices.ContainsFunc(rules, func(r netlink.Rule) bool { return r.IifName == g.Iface && r.Type == unix.RTN_BLACKHOLE }) {
+		return false
+	}
+	rules, err = netlink.RuleListFiltered(unix.AF_INET, &netlink.Rule{Priority: guardAllowPriority}, netlink.RT_FILTER_PRIORITY)
+	return err == nil && slices.ContainsFunc(rules, func(r netlink.Rule) bool {
+		return r.IifName == g.Iface && r.Dst != nil && r.Dst.IP.Equal(gatewayIP)
+	})
+}
+
+// freeGuardPriority picks a blackhole priority no rule of iface has
+// (called under the egress lock).
+func freeGuardPriority(iface string) (int, error) {
+	rules, err := netlink.RuleList(unix.AF_INET)
+	if err != nil {
+		return 0, fmt.Errorf("egress: routing rules: %w", err)
+	}
+	for p := guardBlockFirst; p <= guardBlockLast; p++ {
+		if !slices.ContainsFunc(rules, func(r netlink.Rule) bool { return r.Priority == p && r.IifName == iface }) {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("egress: every guard priority on %s is taken", iface)
 }
 
 // gatewayRules masquerade what leaves the gateway, and let in only
@@ -257,7 +418,7 @@ func runNft(h *Host, nft, rules string) error {
 
 // closeEgress undoes what Egress did outside the testbed's namespaces
 // (the veth goes with the gateway's namespace).
-func (tb *Testbed) closeEgress(nft string) error {
+func (tb *Testbed) closeEgress() error {
 	unlock, err := lockEgress(filepath.Dir(tb.run.path))
 	if err != nil {
 		return err
@@ -306,6 +467,18 @@ func undoEgress(rec *egressRecord, id string) error {
 		}
 		if err := writeSysctl("net/ipv4/conf/"+iface+"/forwarding", was); err != nil && !os.IsNotExist(err) {
 			errs = append(errs, fmt.Errorf("forwarding on %s: %w", iface, err))
+		}
+	}
+	// The guards go last, once forwarding is back: a guard whose
+	// forwarding could not be put back stays.
+	if gw := net.ParseIP(rec.Gateway).To4(); gw != nil {
+		for _, g := range rec.Guards {
+			if errors.Join(errs...) != nil {
+				break
+			}
+			if err := delGuard(g, gw); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -363,7 +536,7 @@ func lockEgress(dir string) (func(), error) {
 // currentNetNS is the inode of this process's network namespace.
 func currentNetNS() (uint64, error) {
 	var st unix.Stat_t
-	if err := unix.Stat("/proc/self/ns/net", &st); err != nil {
+	if err := unix.Stat("/proc/thread-self/ns/net", &st); err != nil {
 		return 0, fmt.Errorf("network namespace: %w", err)
 	}
 	return st.Ino, nil

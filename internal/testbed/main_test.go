@@ -13,6 +13,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(killedRunEnv) != "" {
 		killedRunChild()
 	}
+	if reach := os.Getenv(egressChildEnv); reach != "" {
+		egressChild(reach)
+	}
 	if mode := os.Getenv(hostileCleanupEnv); mode != "" {
 		hostileCleanupChild(mode)
 	}

@@ -220,6 +220,20 @@ func (r *runRecord) validate() error {
 				return fmt.Errorf("forwarding value %q for %s is not 0 or 1", was, iface)
 			}
 		}
+		if e.Gateway != "" {
+			gw := net.ParseIP(e.Gateway).To4()
+			if gw == nil || gw[0] != 198 || gw[1] != 19 {
+				return fmt.Errorf("gateway %q is not in tlab's 198.19.0.0/16", e.Gateway)
+			}
+		}
+		if len(e.Guards) > 64 {
+			return fmt.Errorf("%d guards", len(e.Guards))
+		}
+		for _, g := range e.Guards {
+			if !validIfname(g.Iface) || g.Priority < guardBlockFirst || g.Priority > guardBlockLast {
+				return fmt.Errorf("guard %+v is not tlab's", g)
+			}
+		}
 	}
 	return nil
 }
