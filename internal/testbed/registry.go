@@ -188,6 +188,17 @@ func registerDir(id, label, kind, tmp string) (*runRecord, error) {
 	}
 	// The run ID is random and already unique: the directory is named by
 	// it rather than by MkdirTemp, whose name is known only afterwards.
+	// A label is shown to other runs' users: no control characters (the
+	// record would be refused, validate), and a bounded length.
+	label = strings.Map(func(c rune) rune {
+		if c < 0x20 || c == 0x7f {
+			return '?'
+		}
+		return c
+	}, label)
+	if len(label) > 4000 {
+		label = strings.ToValidUTF8(label[:4000], "")
+	}
 	r := &runRecord{ID: id, Owner: self, Started: time.Now(), TempDir: tmp, Label: label, Kind: kind, path: filepath.Join(dir, id+".json")}
 	if err := r.save(); err != nil {
 		return nil, err

@@ -186,8 +186,8 @@ func (r *runRecord) validate() error {
 			return errors.New("label holds control characters")
 		}
 	}
-	if len(r.Label) > 256 {
-		return errors.New("label longer than 256 bytes")
+	if len(r.Label) > 4096 {
+		return errors.New("label longer than 4096 bytes")
 	}
 	if r.Owner.PID <= 1 {
 		return fmt.Errorf("owner pid %d", r.Owner.PID)
