@@ -486,3 +486,19 @@ func TestRecordFilesAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnLabelsPassTheCheck: whatever label a run is given, the record
+// tlab writes for it passes validate (else the run's leftovers would
+// never be cleaned).
+func TestOwnLabelsPassTheCheck(t *testing.T) {
+	for _, label := range []string{"plain", "tab\there", "line\nbreak\x1b[31m", strings.Repeat("é", 5000)} {
+		r := &runRecord{ID: "20250101T000000-0123abcd", Owner: proc{PID: 1234}, Label: recordLabel(label)}
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := decodeRecord(b); err != nil {
+			t.Errorf("label %.20q: tlab's own record refused: %v", label, err)
+		}
+	}
+}

@@ -188,17 +188,7 @@ func registerDir(id, label, kind, tmp string) (*runRecord, error) {
 	}
 	// The run ID is random and already unique: the directory is named by
 	// it rather than by MkdirTemp, whose name is known only afterwards.
-	// A label is shown to other runs' users: no control characters (the
-	// record would be refused, validate), and a bounded length.
-	label = strings.Map(func(c rune) rune {
-		if c < 0x20 || c == 0x7f {
-			return '?'
-		}
-		return c
-	}, label)
-	if len(label) > 4000 {
-		label = strings.ToValidUTF8(label[:4000], "")
-	}
+	label = recordLabel(label)
 	r := &runRecord{ID: id, Owner: self, Started: time.Now(), TempDir: tmp, Label: label, Kind: kind, path: filepath.Join(dir, id+".json")}
 	if err := r.save(); err != nil {
 		return nil, err
@@ -208,6 +198,21 @@ func registerDir(id, label, kind, tmp string) (*runRecord, error) {
 		return nil, fmt.Errorf("run temp dir: %w", err)
 	}
 	return r, nil
+}
+
+// recordLabel is label as a record keeps it: it is shown to other runs'
+// users, so no control characters (validate refuses them), and bounded.
+func recordLabel(label string) string {
+	label = strings.Map(func(c rune) rune {
+		if c < 0x20 || c == 0x7f {
+			return '?'
+		}
+		return c
+	}, label)
+	if len(label) > 4000 {
+		label = strings.ToValidUTF8(label[:4000], "")
+	}
+	return label
 }
 
 func (r *runRecord) save() error {
