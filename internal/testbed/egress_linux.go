@@ -1,16 +1,13 @@
 package testbed
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/google/nftables"
@@ -87,7 +84,8 @@ const gatewayIface = "up0"
 // Egress routes every other host's traffic for addresses beyond the
 // testbed through host gateway and out of the namespace tlab runs in
 // (see above). The testbed must have been built with Options.Reach, the
-// addresses its hosts will reach. It needs nftables' nft.
+// addresses its hosts will reach. Its rules go in through netlink (the
+// kernel's nf_tables; no nft binary).
 func (tb *Testbed) Egress(gateway string) error {
 	gw := tb.hosts[gateway]
 	if gw == nil {
@@ -95,10 +93,6 @@ func (tb *Testbed) Egress(gateway string) error {
 	}
 	if len(tb.opts.Reach) == 0 {
 		return errors.New("testbed: egress: the testbed was built without Options.Reach")
-	}
-	nft, err := exec.LookPath("nft")
-	if err != nil {
-		return fmt.Errorf("an emulated link in front of a real path needs nftables' nft (scripts/setup installs it): %w", err)
 	}
 	unlock, err := lockEgress(filepath.Dir(tb.run.path))
 	if err != nil {
@@ -164,7 +158,7 @@ func (tb *Testbed) Egress(gateway string) error {
 	if err != nil {
 		return fmt.Errorf("egress gateway %s: %w", gateway, err)
 	}
-	if err := runNft(gw, nft, gatewayRules()); err != nil {
+	if err := gatewayRuleset().apply(int(gw.ns)); err != nil {
 		return fmt.Errorf("egress gateway %s: %w", gateway, err)
 	}
 	if err := tb.routeVia(gw); err != nil {
@@ -206,15 +200,15 @@ func (tb *Testbed) Egress(gateway string) error {
 			return fmt.Errorf("egress: forwarding on %s: %w", out, err)
 		}
 	}
-	rules := outsideRules(rec, gatewayIP)
-	if err := runNft(nil, nft, rules); err != nil {
-		return err
+	rules := outsideRuleset(rec, gatewayIP)
+	if err := rules.apply(-1); err != nil {
+		return fmt.Errorf("egress: %w", err)
 	}
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		watchEgress(rec, gatewayIP, func() error { return runNft(nil, nft, rules) }, stop)
+		watchEgress(rec, gatewayIP, func() error { return rules.apply(-1) }, stop)
 	}()
 	// Registered after closeEgress, so run before it: the watchdog must
 	// not put back what the close takes away.
@@ -333,46 +327,6 @@ func freeGuardPriority(iface string) (int, error) {
 	return 0, fmt.Errorf("egress: every guard priority on %s is taken", iface)
 }
 
-// gatewayRules masquerade what leaves the gateway, and let in only
-// replies.
-func gatewayRules() string {
-	return fmt.Sprintf(`table ip tlab {
-	chain post {
-		type nat hook postrouting priority srcnat; policy accept;
-		oifname %[1]q masquerade
-	}
-	chain forward {
-		type filter hook forward priority filter; policy accept;
-		iifname %[1]q ct state established,related accept
-		iifname %[1]q drop
-	}
-}
-`, gatewayIface)
-}
-
-// outsideRules masquerade the gateway's traffic where it leaves the
-// machine, let in only replies to it, and forward nothing else through
-// an interface whose forwarding tlab turned on.
-func outsideRules(rec *egressRecord, gatewayIP net.IP) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, `table ip %s {
-	chain post {
-		type nat hook postrouting priority srcnat; policy accept;
-		ip saddr %s oifname != "tlx*" masquerade
-	}
-	chain forward {
-		type filter hook forward priority filter; policy accept;
-		iifname %[3]q accept
-		oifname %[3]q ct state established,related accept
-		oifname %[3]q drop
-`, rec.Table, gatewayIP, rec.Veth)
-	for out := range rec.Forwarding {
-		fmt.Fprintf(&b, "\t\tiifname %q oifname != \"tlx*\" drop\n", out)
-	}
-	b.WriteString("\t}\n}\n")
-	return b.String()
-}
-
 // routeVia gives every host that shares a link with gw a default route
 // through it.
 func (tb *Testbed) routeVia(gw *Host) error {
@@ -395,23 +349,6 @@ func (tb *Testbed) routeVia(gw *Host) error {
 			}
 			break
 		}
-	}
-	return nil
-}
-
-// runNft loads rules with nft, in host h's namespace (nil: outside).
-func runNft(h *Host, nft, rules string) error {
-	cmd := exec.Command(nft, "-f", "-")
-	cmd.Stdin = strings.NewReader(rules)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	run := cmd.Run
-	if h != nil {
-		run = func() error { return h.Do(cmd.Run) }
-	}
-	if err := run(); err != nil {
-		return fmt.Errorf("nft: %w: %s", err, strings.TrimSpace(out.String()))
 	}
 	return nil
 }
