@@ -6,7 +6,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -58,7 +60,7 @@ func egressChild(reach string) {
 		tb.Close()
 		os.Exit(1)
 	}
-	fmt.Println("READY")
+	fmt.Println("READY", tb.ID)
 	time.Sleep(2 * time.Minute)
 	tb.Close()
 	os.Exit(2)
@@ -191,21 +193,29 @@ func TestEgressNeverRoutesForNeighbours(t *testing.T) {
 		return v
 	}
 
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), egressChildEnv+"="+farIP.String())
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	// startRun starts a run with an egress in the machine's namespace
+	// and returns it and its id.
+	startRun := func() (*exec.Cmd, *Process, string) {
+		t.Helper()
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), egressChildEnv+"="+farIP.String())
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := ctl.Start(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Stop() })
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		var id string
+		if _, err := fmt.Sscanf(line, "READY %s", &id); err != nil {
+			t.Fatalf("egress child: %q", line)
+		}
+		return cmd, p, id
 	}
-	p, err := ctl.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Stop()
-	line, _ := bufio.NewReader(out).ReadString('\n')
-	if strings.TrimSpace(line) != "READY" {
-		t.Fatalf("egress child: %q", line)
-	}
+	cmd, p, id := startRun()
 	if forwarding() != "1" || !strings.Contains(nft("list", "tables"), "tlab_") {
 		t.Fatalf("the egress did not turn forwarding on behind its table: forwarding %q, tables %q", forwarding(), nft("list", "tables"))
 	}
@@ -224,7 +234,11 @@ func TestEgressNeverRoutesForNeighbours(t *testing.T) {
 		t.Errorf("the live run did not put its table back after the flush")
 	}
 
+	// Killed with its guardian (as a cgroup's kill would): forwarding
+	// stays on behind the guards until tlab cleanup.
+	guardian := guardianOf(t, id)
 	syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+	syscall.Kill(guardian, syscall.SIGKILL)
 	<-p.Done()
 	nft("flush", "ruleset")
 	if forwarding() != "1" {
@@ -243,20 +257,65 @@ func TestEgressNeverRoutesForNeighbours(t *testing.T) {
 			t.Errorf("cleanup: %s: %s", a.What, a.Error)
 		}
 	}
-	var rules []netlink.Rule
-	ctl.Do(func() (err error) { rules, err = netlink.RuleList(netlink.FAMILY_V4); return err })
-	for _, r := range rules {
-		if r.Priority >= guardAllowPriority && r.Priority <= guardBlockLast {
-			t.Errorf("cleanup left a guard rule: %v", r)
-		}
+	if rules := guardRulesOf(t, ctl); len(rules) > 0 {
+		t.Errorf("cleanup left guard rules: %v", rules)
 	}
 	if forwarding() != "0" {
 		t.Errorf("cleanup left forwarding %q on eth0", forwarding())
 	}
+	// Killed alone: its guardian undoes the egress at once, no cleanup
+	// needed.
+	cmd, p, _ = startRun()
+	syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+	<-p.Done()
+	undone := false
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && !undone; time.Sleep(100 * time.Millisecond) {
+		undone = forwarding() == "0" && !strings.Contains(nft("list", "tables"), "tlab_") && len(guardRulesOf(t, ctl)) == 0
+	}
+	if !undone {
+		t.Errorf("a run killed alone left its egress: forwarding %q, tables %q, guards %v", forwarding(), nft("list", "tables"), guardRulesOf(t, ctl))
+	}
+
 	// The harness can see a crossing: the machine's owner turns
 	// forwarding on, and the neighbour's datagrams get through.
 	ctl.Do(func() error { return writeSysctl("net/ipv4/conf/eth0/forwarding", "1") })
 	if n := crossed(); n == 0 {
 		t.Errorf("with forwarding on and nothing of tlab's left, none of the neighbour's datagrams crossed: the test sees nothing")
 	}
+}
+
+// guardRulesOf lists the routing rules in the guards' priorities in h's
+// namespace.
+func guardRulesOf(t *testing.T, h *Host) []netlink.Rule {
+	t.Helper()
+	var rules, out []netlink.Rule
+	if err := h.Do(func() (err error) { rules, err = netlink.RuleList(netlink.FAMILY_V4); return err }); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rules {
+		if r.Priority >= guardAllowPriority && r.Priority <= guardBlockLast {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// guardianOf finds the PID of the guardian of run id's egress.
+func guardianOf(t *testing.T, id string) int {
+	t.Helper()
+	envs, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, e := range envs {
+		b, err := os.ReadFile(e)
+		if err != nil {
+			continue
+		}
+		for _, v := range strings.Split(string(b), "\x00") {
+			if strings.HasPrefix(v, guardianEnv+"=") && strings.HasSuffix(v, "/"+id+".json") {
+				pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(e)))
+				return pid
+			}
+		}
+	}
+	t.Fatalf("no guardian for run %s", id)
+	return 0
 }

@@ -124,6 +124,13 @@ func (tb *Testbed) Egress(gateway string) error {
 	if err != nil {
 		return err
 	}
+	// Something that outlives this process undoes the egress should it
+	// be killed (without it, the guards keep the machine safe until tlab
+	// cleanup). Its pipe is closed after closeEgress has run (closers run
+	// in reverse), so it finds the egress undone.
+	if guardian, err := startGuardian(tb.run.path); err == nil {
+		tb.onClose(guardian.Close)
+	}
 	tb.onClose(tb.closeEgress)
 
 	veth := &netlink.Veth{
