@@ -264,12 +264,13 @@ func TestEgressNeverRoutesForNeighbours(t *testing.T) {
 		t.Errorf("cleanup left forwarding %q on eth0", forwarding())
 	}
 	// Killed alone: its guardian undoes the egress at once, no cleanup
-	// needed.
+	// needed (15 s: it waits for the machine-wide egress lock, which
+	// other tests' egresses hold while they are built).
 	cmd, p, _ = startRun()
 	syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
 	<-p.Done()
 	undone := false
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && !undone; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && !undone; time.Sleep(100 * time.Millisecond) {
 		undone = forwarding() == "0" && !strings.Contains(nft("list", "tables"), "tlab_") && len(guardRulesOf(t, ctl)) == 0
 	}
 	if !undone {
