@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"syscall"
+	"time"
 )
 
 // An egress's guardian is a process of its own that outlives a killed
@@ -19,6 +20,10 @@ import (
 // the guardian finds nothing to do. It is in a session of its own, so
 // that a terminal's Ctrl-C, which the run handles, does not reach it; it
 // is not one of the run's recorded children, which cleanup kills.
+
+// guardianPatience is how long the guardian waits, after the pipe
+// closed, for the run's process to be gone.
+const guardianPatience = 10 * time.Second
 
 // guardianEnv names the record whose egress the process guards.
 const guardianEnv = "TLAB_EGRESS_GUARDIAN"
@@ -65,13 +70,24 @@ func runGuardian(path string, stdin io.Reader) int {
 	if err != nil || owner != uint32(os.Geteuid()) {
 		return 1
 	}
-	records, _, err := registryRecords(registry{dir, owner})
-	if err != nil {
-		return 1
-	}
-	r := records[filepath.Base(path)]
-	if r == nil || r.Egress == nil || r.Owner.alive() {
-		return 0 // closed by the run itself, or not for the guardian
+	// The pipe closes while the kernel tears the run down, before its
+	// process is a zombie: wait a little for the owner to be gone.
+	var r *runRecord
+	for deadline := time.Now().Add(guardianPatience); ; time.Sleep(50 * time.Millisecond) {
+		records, _, err := registryRecords(registry{dir, owner})
+		if err != nil {
+			return 1
+		}
+		r = records[filepath.Base(path)]
+		if r == nil || r.Egress == nil {
+			return 0 // closed by the run itself
+		}
+		if !r.Owner.alive() {
+			break
+		}
+		if time.Now().After(deadline) {
+			return 0 // the run lives on: not for the guardian
+		}
 	}
 	if err := cleanupEgress(dir, r); err != nil {
 		return 1 // left for tlab cleanup

@@ -71,11 +71,13 @@ func hostID(uidMap string, id int) int {
 // never read, root's neither: what a record says is acted on with this
 // process's rights (checkRegistryDir).
 func registryDirs() []string {
-	dirs := []string{RegistryDir}
-	if d := userRegistryDir(); d != RegistryDir {
-		dirs = append(dirs, d)
+	if os.Geteuid() == 0 && HostUID() == 0 {
+		// The machine's root always can write /run/tlab: a per-user
+		// directory (a sudo-kept XDG_RUNTIME_DIR, a /tmp/tlab-runs-0
+		// someone made first) would only be one more to check.
+		return []string{RegistryDir}
 	}
-	return dirs
+	return []string{RegistryDir, userRegistryDir()}
 }
 
 // registry is a run registry that passed checkRegistryDir.
@@ -137,6 +139,8 @@ func writableRegistry() (string, error) {
 type proc struct {
 	PID   int    `json:"pid"`
 	Start uint64 `json:"start"`
+	// state is the process's state letter when read (not recorded).
+	state byte
 }
 
 // runRecord is what a run leaves for `tlab cleanup` in case it is killed
@@ -274,13 +278,15 @@ func procOf(pid int) (proc, error) {
 	if err != nil {
 		return proc{}, err
 	}
-	return proc{PID: pid, Start: start}, nil
+	return proc{PID: pid, Start: start, state: fields[0][0]}, nil
 }
 
-// alive tells whether the recorded process still runs (same PID, same start).
+// alive tells whether the recorded process still runs (same PID, same
+// start): a zombie (Z) or dead (X) one, which its parent has not reaped
+// yet, does not.
 func (p proc) alive() bool {
 	now, err := procOf(p.PID)
-	return err == nil && now.Start == p.Start
+	return err == nil && now.Start == p.Start && now.state != 'Z' && now.state != 'X'
 }
 
 // CleanupAction is one thing `tlab cleanup` removed, or would remove.
