@@ -395,7 +395,7 @@ func TestIrttAsACommandStackAgreesWithUDP(t *testing.T) {
 	if !found {
 		t.Errorf("no delay comparison between udp and irtt in comparisons.json")
 	}
-	for _, f := range []string{"events.json", "client.log"} {
+	for _, f := range []string{"commands/events.json", "client.log"} {
 		if _, err := os.Stat(filepath.Join(out, "cells", rows["irtt"].Cell, f)); err != nil {
 			t.Errorf("irtt's cell lacks %s: %v", f, err)
 		}
