@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -62,5 +63,96 @@ func TestShellRunsAsTheInvokingUser(t *testing.T) {
 		if warned != c.warning {
 			t.Errorf("%s: warned that the commands run as root: %v, want %v\n%s", c.name, warned, c.warning, stderr.String())
 		}
+	}
+}
+
+// commandScenario is a scenario file whose own stack's client writes the
+// uid it runs as into {dir}/uid and reports one answered message.
+const commandScenario = `name: own-commands
+profiles: [ethernet]
+protocols: [mine]
+workload: {type: periodic, interval: 25ms}
+count: 5
+warmup: 0s
+stacks:
+  mine:
+    client: |
+      id -u > {dir}/uid
+      now=$(date +%s%N)
+      printf '{"seq":0,"sent_ns":%s,"done_ns":%s,"req_bytes":10,"resp_bytes":10}\n' $now $((now+1000)) > {events}
+`
+
+// tlabRun runs tlab with args in env and returns its exit code and
+// standard error.
+func tlabRun(t *testing.T, bin string, env []string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, stderr.String()
+	case errorsAs(err, &ee):
+		return ee.ExitCode(), stderr.String()
+	}
+	t.Fatalf("tlab %v: %v", args, err)
+	return 0, ""
+}
+
+// TestCommandsFromAFileNeedAllowCommands: tlab run of a scenario file
+// whose stacks name commands shows them and refuses (exit 2, the usage
+// error) until --allow-commands is given, running nothing and creating
+// no run directory; with it they run, as the invoking user under sudo
+// (SUDO_UID=65534: id -u in the client prints 65534). A --resume of the
+// run directory asks again: its scenario.yaml may have come from anywhere.
+func TestCommandsFromAFileNeedAllowCommands(t *testing.T) {
+	tbtest.RequirePrivileges(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the commands drop from root to the invoking user")
+	}
+	bin := buildTlab(t)
+	dir := t.TempDir()
+	os.Chmod(filepath.Dir(dir), 0o755) // the invoking user reaches the run directory
+	os.Chmod(dir, 0o755)
+	file := filepath.Join(dir, "own.yaml")
+	if err := os.WriteFile(file, []byte(commandScenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	env := envWithout("SUDO_UID=65534", "SUDO_GID=65534")
+	args := []string{"run", file, "--out", out, "--no-calibration", "--quality", "off", "--no-report"}
+
+	code, stderr := tlabRun(t, bin, env, args...)
+	if code != exitUsage || !strings.Contains(stderr, "--allow-commands") || !strings.Contains(stderr, "id -u > {dir}/uid") || !strings.Contains(stderr, "nobody (uid 65534)") {
+		t.Errorf("without --allow-commands: exit %d, want %d with the commands, whom they run as and the flag shown:\n%s", code, exitUsage, stderr)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("without --allow-commands the run made %s", out)
+	}
+
+	code, stderr = tlabRun(t, bin, env, append(args, "--allow-commands")...)
+	if code != exitOK {
+		t.Fatalf("with --allow-commands: exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "commands that run on this machine, as nobody (uid 65534), through sudo") {
+		t.Errorf("the run did not show whom the commands run as:\n%s", stderr)
+	}
+	uids, _ := filepath.Glob(filepath.Join(out, "cells", "*", "commands", "uid"))
+	if len(uids) != 1 {
+		t.Fatalf("the client's uid file: %v", uids)
+	}
+	if b, _ := os.ReadFile(uids[0]); strings.TrimSpace(string(b)) != "65534" {
+		t.Errorf("the client ran as uid %q, want the invoking user's 65534", strings.TrimSpace(string(b)))
+	}
+
+	code, stderr = tlabRun(t, bin, env, "run", "--resume", out)
+	if code != exitUsage || !strings.Contains(stderr, "--allow-commands") || !strings.Contains(stderr, "id -u > {dir}/uid") {
+		t.Errorf("--resume without --allow-commands: exit %d, want %d with the commands shown:\n%s", code, exitUsage, stderr)
+	}
+	if code, stderr = tlabRun(t, bin, env, "run", "--resume", out, "--allow-commands"); code != exitOK {
+		t.Errorf("--resume --allow-commands: exit %d\n%s", code, stderr)
 	}
 }
