@@ -3,6 +3,7 @@ package experiment
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -76,6 +77,42 @@ func TestCommandsNeedPermissionUnlessAPreset(t *testing.T) {
 			if err := (Run{NameOrFile: name}).checkCommands(sc); err != nil {
 				t.Errorf("preset %s: %v", name, err)
 			}
+		}
+	}
+}
+
+// TestShellPromptRunsNoCodeFromTheNetworkName: tlab shell's interactive
+// shell names the network in its prompt, and a profile file's name is
+// someone else's text: one holding $(...), `...`, quotes and a backslash
+// runs nothing, under bash (through its rc file) or under sh (dash expands
+// $PS1), and the prompt still names the network.
+func TestShellPromptRunsNoCodeFromTheNetworkName(t *testing.T) {
+	dir := t.TempDir()
+	mark := filepath.Join(dir, "x")
+	network := "./my$(touch " + mark + ")`touch " + mark + "`\"'\\" + `"; touch ` + mark + `; ".yaml`
+	shells := []string{"/bin/sh"}
+	if bash, err := exec.LookPath("bash"); err == nil {
+		shells = append(shells, bash)
+	}
+	for _, shell := range shells {
+		t.Setenv("SHELL", shell)
+		t.Setenv("HOME", dir) // no ~/.bashrc of the machine's
+		cmd, cleanup, err := (Shell{}).clientCommand(ShellEnv{"TLAB_NETWORK": network}, network)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stdin = strings.NewReader("echo done\nexit\n")
+		out, err := cmd.CombinedOutput()
+		cleanup()
+		if err != nil {
+			t.Errorf("%s: %v\n%s", shell, err, out)
+		}
+		if _, err := os.Stat(mark); err == nil {
+			t.Errorf("%s: the prompt ran code from the network's name: %s exists", shell, mark)
+			os.Remove(mark)
+		}
+		if !strings.Contains(string(out), "[tlab ./my") || !strings.Contains(string(out), "done") {
+			t.Errorf("%s: no prompt naming the network:\n%s", shell, out)
 		}
 	}
 }

@@ -318,6 +318,25 @@ func environ(env ShellEnv) []string {
 	return out
 }
 
+// promptText is a network's name as a prompt shows it: shells expand
+// their prompt ($(...), `...`, backslash escapes, bash's \! and zsh's %),
+// so anything but letters, digits and plain punctuation becomes "?": a
+// profile file's name is someone else's text.
+func promptText(network string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', strings.ContainsRune(" _.,:/+=@~-", r):
+			return r
+		}
+		return '?'
+	}, network)
+}
+
+// bashPromptRC is the rc file of an interactive bash: the user's own,
+// then the prompt prefixed from $TLAB_PROMPT. Constant text: no name
+// enters it.
+const bashPromptRC = "[ -f ~/.bashrc ] && . ~/.bashrc\nPS1=\"${TLAB_PROMPT}${PS1}\"\n"
+
 // clientCommand is the command, or an interactive shell whose prompt
 // names the network (bash gets an rc file that keeps the user's own and
 // prefixes its prompt).
@@ -332,22 +351,22 @@ func (sh Shell) clientCommand(env ShellEnv, network string) (*exec.Cmd, func(), 
 	if shell == "" {
 		shell = "/bin/sh"
 	}
-	prompt := "[tlab " + network + "] "
-	environ := append(environ(env), "PS1="+prompt+"$ ")
+	prompt := "[tlab " + promptText(network) + "] "
+	environ := append(environ(env), "TLAB_PROMPT="+prompt)
 	if filepath.Base(shell) != "bash" {
 		cmd := exec.Command(shell, "-i")
-		cmd.Env = environ
+		cmd.Env = append(environ, "PS1="+prompt+"$ ")
 		return cmd, nothing, nil
 	}
 	rc, err := os.CreateTemp("", "tlab-shell-rc-")
 	if err != nil {
 		return nil, nothing, err
 	}
-	fmt.Fprintf(rc, "[ -f ~/.bashrc ] && . ~/.bashrc\nPS1=%q\"$PS1\"\n", prompt)
-	rc.Close()
+	rc.WriteString(bashPromptRC)
 	if sh.Credential != nil {
-		os.Chown(rc.Name(), int(sh.Credential.Uid), int(sh.Credential.Gid))
+		rc.Chown(int(sh.Credential.Uid), int(sh.Credential.Gid))
 	}
+	rc.Close()
 	cmd := exec.Command(shell, "--rcfile", rc.Name(), "-i")
 	cmd.Env = environ
 	return cmd, func() { os.Remove(rc.Name()) }, nil
