@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,5 +155,37 @@ func TestCommandsFromAFileNeedAllowCommands(t *testing.T) {
 	}
 	if code, stderr = tlabRun(t, bin, env, "run", "--resume", out, "--allow-commands"); code != exitOK {
 		t.Errorf("--resume --allow-commands: exit %d\n%s", code, stderr)
+	}
+}
+
+// TestValidateAndK8sShowCommands: tlab validate of a scenario file that
+// names commands lists them, says they run on this machine and as whom,
+// and that tlab run needs --allow-commands for them; tlab k8s refuses to
+// write a job that runs them unless given the flag, and then passes it
+// to every task (a retried task resumes its shard, which always asks).
+func TestValidateAndK8sShowCommands(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "own.yaml")
+	if err := os.WriteFile(file, []byte(commandScenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := runValidate(context.Background(), []string{file}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("tlab validate: exit %d\n%s", code, stderr.String())
+	}
+	for _, want := range []string{"id -u > {dir}/uid", "run on this machine", "as the user who starts tlab run", "started as you are now:", "--allow-commands"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("tlab validate does not say %q:\n%s", want, stdout.String())
+		}
+	}
+
+	stdout.Reset()
+	stderr.Reset()
+	args := []string{file, "--shards", "1", "--image", "tlab:test"}
+	if code := runK8s(context.Background(), args, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "id -u > {dir}/uid") {
+		t.Errorf("tlab k8s without --allow-commands: exit %d, want %d with the commands shown\n%s", code, exitUsage, stderr.String())
+	}
+	stdout.Reset()
+	if code := runK8s(context.Background(), append(args, "--allow-commands"), &stdout, &stderr); code != exitOK || !strings.Contains(stdout.String(), "- --allow-commands") {
+		t.Errorf("tlab k8s --allow-commands: exit %d; the job does not pass the flag to its tasks:\n%s", code, stdout.String())
 	}
 }
