@@ -29,7 +29,8 @@ func envWithout(extra ...string) []string {
 
 // TestShellRunsAsTheInvokingUser: as root, tlab shell's command runs as the
 // user sudo (SUDO_UID and SUDO_GID), doas (DOAS_USER, a name) or pkexec
-// (PKEXEC_UID) names: `id -u` in it prints nobody's 65534. Where the
+// (PKEXEC_UID) names: `id -u` in it prints nobody's 65534, and $HOME is
+// nobody's /nonexistent (as /etc/passwd has it), not root's. Where the
 // variable does not name a user, the command runs as root (uid 0) and
 // tlab says so on standard error, never silently.
 func TestShellRunsAsTheInvokingUser(t *testing.T) {
@@ -44,14 +45,14 @@ func TestShellRunsAsTheInvokingUser(t *testing.T) {
 		uid     string
 		warning bool
 	}{
-		{"sudo", []string{"SUDO_UID=65534", "SUDO_GID=65534"}, "65534", false},
-		{"doas", []string{"DOAS_USER=nobody"}, "65534", false},
-		{"pkexec", []string{"PKEXEC_UID=65534"}, "65534", false},
-		{"sudo, unreadable", []string{"SUDO_UID=65534x", "SUDO_GID=65534"}, "0", true},
-		{"none", nil, "0", true},
+		{"sudo", []string{"SUDO_UID=65534", "SUDO_GID=65534"}, "65534 /nonexistent", false},
+		{"doas", []string{"DOAS_USER=nobody"}, "65534 /nonexistent", false},
+		{"pkexec", []string{"PKEXEC_UID=65534"}, "65534 /nonexistent", false},
+		{"sudo, unreadable", []string{"SUDO_UID=65534x", "SUDO_GID=65534"}, "0 /root", true},
+		{"none", nil, "0 /root", true},
 	} {
-		cmd := exec.Command(bin, "shell", "--", "id", "-u")
-		cmd.Env = envWithout(c.env...)
+		cmd := exec.Command(bin, "shell", "--", "sh", "-c", `echo "$(id -u) $HOME"`)
+		cmd.Env = envWithout(append([]string{"HOME=/root"}, c.env...)...)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Run(); err != nil {
@@ -78,7 +79,7 @@ warmup: 0s
 stacks:
   mine:
     client: |
-      id -u > {dir}/uid
+      echo "$(id -u) $HOME" > {dir}/uid
       now=$(date +%s%N)
       printf '{"seq":0,"sent_ns":%s,"done_ns":%s,"req_bytes":10,"resp_bytes":10}\n' $now $((now+1000)) > {events}
 `
@@ -127,7 +128,7 @@ func TestCommandsFromAFileNeedAllowCommands(t *testing.T) {
 	args := []string{"run", file, "--out", out, "--no-calibration", "--quality", "off", "--no-report"}
 
 	code, stderr := tlabRun(t, bin, env, args...)
-	if code != exitUsage || !strings.Contains(stderr, "--allow-commands") || !strings.Contains(stderr, "id -u > {dir}/uid") || !strings.Contains(stderr, "nobody (uid 65534)") {
+	if code != exitUsage || !strings.Contains(stderr, "--allow-commands") || !strings.Contains(stderr, "$(id -u) $HOME") || !strings.Contains(stderr, "nobody (uid 65534)") {
 		t.Errorf("without --allow-commands: exit %d, want %d with the commands, whom they run as and the flag shown:\n%s", code, exitUsage, stderr)
 	}
 	if _, err := os.Stat(out); err == nil {
@@ -145,12 +146,12 @@ func TestCommandsFromAFileNeedAllowCommands(t *testing.T) {
 	if len(uids) != 1 {
 		t.Fatalf("the client's uid file: %v", uids)
 	}
-	if b, _ := os.ReadFile(uids[0]); strings.TrimSpace(string(b)) != "65534" {
-		t.Errorf("the client ran as uid %q, want the invoking user's 65534", strings.TrimSpace(string(b)))
+	if b, _ := os.ReadFile(uids[0]); strings.TrimSpace(string(b)) != "65534 /nonexistent" {
+		t.Errorf("the client ran as uid and HOME %q, want the invoking user's 65534 /nonexistent", strings.TrimSpace(string(b)))
 	}
 
 	code, stderr = tlabRun(t, bin, env, "run", "--resume", out)
-	if code != exitUsage || !strings.Contains(stderr, "--allow-commands") || !strings.Contains(stderr, "id -u > {dir}/uid") {
+	if code != exitUsage || !strings.Contains(stderr, "--allow-commands") || !strings.Contains(stderr, "$(id -u) $HOME") {
 		t.Errorf("--resume without --allow-commands: exit %d, want %d with the commands shown:\n%s", code, exitUsage, stderr)
 	}
 	if code, stderr = tlabRun(t, bin, env, "run", "--resume", out, "--allow-commands"); code != exitOK {
@@ -172,7 +173,7 @@ func TestValidateAndK8sShowCommands(t *testing.T) {
 	if code := runValidate(context.Background(), []string{file}, &stdout, &stderr); code != exitOK {
 		t.Fatalf("tlab validate: exit %d\n%s", code, stderr.String())
 	}
-	for _, want := range []string{"id -u > {dir}/uid", "run on this machine", "as the user who starts tlab run", "started as you are now:", "--allow-commands"} {
+	for _, want := range []string{"$(id -u) $HOME", "run on this machine", "as the user who starts tlab run", "started as you are now:", "--allow-commands"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("tlab validate does not say %q:\n%s", want, stdout.String())
 		}
@@ -181,7 +182,7 @@ func TestValidateAndK8sShowCommands(t *testing.T) {
 	stdout.Reset()
 	stderr.Reset()
 	args := []string{file, "--shards", "1", "--image", "tlab:test"}
-	if code := runK8s(context.Background(), args, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "id -u > {dir}/uid") {
+	if code := runK8s(context.Background(), args, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "$(id -u) $HOME") {
 		t.Errorf("tlab k8s without --allow-commands: exit %d, want %d with the commands shown\n%s", code, exitUsage, stderr.String())
 	}
 	stdout.Reset()

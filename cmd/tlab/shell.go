@@ -91,7 +91,7 @@ func runShell(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		if as.Warning != "" {
 			fmt.Fprintf(stderr, "warning: %s (the server, the command or the shell; --as-root says you mean it)\n", as.Warning)
 		}
-		sh.Credential = as.Cred
+		sh.Credential, sh.UserEnv = as.Cred, as.Env
 	}
 	if len(command) == 0 {
 		sh.Ready = func(env experiment.ShellEnv) {

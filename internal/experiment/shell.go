@@ -44,8 +44,10 @@ type Shell struct {
 	// (server.log) and, with Capture, a pcap per interface (captures/).
 	Out     string
 	Capture bool
-	// Credential, when set, runs the commands as that user.
+	// Credential, when set, runs the commands as that user; UserEnv is
+	// that user's HOME, USER and LOGNAME, put after tlab's environment.
 	Credential *syscall.Credential
+	UserEnv    []string
 	Stdin      io.Reader
 	Stdout     io.Writer
 	Stderr     io.Writer
@@ -224,7 +226,7 @@ func (sh Shell) Run(ctx context.Context) (*ShellAccount, error) {
 			log = f
 		}
 		cmd := exec.Command("/bin/sh", "-c", sh.Server)
-		cmd.Env, cmd.Stdout, cmd.Stderr = environ(env), log, log
+		cmd.Env, cmd.Stdout, cmd.Stderr = append(environ(env), sh.UserEnv...), log, log
 		if srv, err = proto.StartIsolated(server, cmd, sh.Credential); err != nil {
 			probe.Stop()
 			return nil, fmt.Errorf("server: %w", err)
@@ -344,7 +346,7 @@ func (sh Shell) clientCommand(env ShellEnv, network string) (*exec.Cmd, func(), 
 	nothing := func() {}
 	if len(sh.Command) > 0 {
 		cmd := exec.Command(sh.Command[0], sh.Command[1:]...)
-		cmd.Env = environ(env)
+		cmd.Env = append(environ(env), sh.UserEnv...)
 		return cmd, nothing, nil
 	}
 	shell := os.Getenv("SHELL")
@@ -352,7 +354,7 @@ func (sh Shell) clientCommand(env ShellEnv, network string) (*exec.Cmd, func(), 
 		shell = "/bin/sh"
 	}
 	prompt := "[tlab " + promptText(network) + "] "
-	environ := append(environ(env), "TLAB_PROMPT="+prompt)
+	environ := append(append(environ(env), sh.UserEnv...), "TLAB_PROMPT="+prompt)
 	if filepath.Base(shell) != "bash" {
 		cmd := exec.Command(shell, "-i")
 		cmd.Env = append(environ, "PS1="+prompt+"$ ")

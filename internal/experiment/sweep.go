@@ -60,6 +60,8 @@ type Sweep struct {
 	// CommandsAs, when set, runs the commands of the scenario's own
 	// stacks as that user (the invoking user under sudo).
 	CommandsAs *syscall.Credential
+	// CommandsEnv is that user's HOME, USER and LOGNAME.
+	CommandsEnv []string
 	// calibrate takes the opening calibration into the manifest
 	// (calibrateInto when nil); tests give a fake.
 	calibrate func(ctx context.Context, m *results.Manifest, emulator emu.EngineOptions) error
@@ -449,7 +451,7 @@ func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir 
 		return results.Summary{}, nil, err
 	}
 	if c, ok := spec.Workload.(workload.Command); ok {
-		c.Credential = sw.CommandsAs
+		c.Credential, c.UserEnv = sw.CommandsAs, sw.CommandsEnv
 		spec.Workload = c
 	}
 	spec.Label = "tlab run " + cell.Scenario.Name + " into " + sw.Dir

@@ -26,6 +26,10 @@ type User struct {
 	// Warning, when set, says that tlab runs as root without an invoking
 	// user it could read, so that commands run as root.
 	Warning string
+	// Env, with Cred, is the user's HOME, USER and LOGNAME, to put after
+	// tlab's own environment (sudo may have set HOME to root's): their
+	// shell's settings, their tools' files.
+	Env []string
 }
 
 // Sys is what Find reads of the process: its effective uid, its
@@ -110,7 +114,13 @@ func (s Sys) as(uid, gid uint32, via string) User {
 	if uid == 0 {
 		return User{Name: "root (who started tlab through " + via + ")", Root: true}
 	}
-	return User{Cred: &syscall.Credential{Uid: uid, Gid: gid}, Name: fmt.Sprintf("%s, through %s", s.nameOf(int(uid)), via)}
+	u := User{Cred: &syscall.Credential{Uid: uid, Gid: gid}, Name: fmt.Sprintf("%s, through %s", s.nameOf(int(uid)), via)}
+	if s.LookupID != nil {
+		if e, err := s.LookupID(strconv.FormatUint(uint64(uid), 10)); err == nil && e.Username != "" {
+			u.Env = []string{"HOME=" + e.HomeDir, "USER=" + e.Username, "LOGNAME=" + e.Username}
+		}
+	}
+	return u
 }
 
 // nameOf is "alice (uid 1000)", or "uid 1000" for a uid without a name.

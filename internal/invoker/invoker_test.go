@@ -8,7 +8,7 @@ import (
 )
 
 // passwd is a user database of two users.
-var passwd = []user.User{{Uid: "1000", Gid: "1000", Username: "alice"}, {Uid: "65534", Gid: "65534", Username: "nobody"}}
+var passwd = []user.User{{Uid: "1000", Gid: "1000", Username: "alice", HomeDir: "/home/alice"}, {Uid: "65534", Gid: "65534", Username: "nobody", HomeDir: "/nonexistent"}}
 
 func fakeSys(euid int, env map[string]string) Sys {
 	return Sys{
@@ -83,6 +83,18 @@ func TestFindTheInvokingUser(t *testing.T) {
 		}
 		if !strings.Contains(u.Name, c.nameHolds) {
 			t.Errorf("%s: named %q, want %q", c.name, u.Name, c.nameHolds)
+		}
+		// The invoking user's own HOME, USER and LOGNAME go with them.
+		if c.uid > 0 {
+			want := passwd[0]
+			if c.uid == 65534 {
+				want = passwd[1]
+			}
+			if got := strings.Join(u.Env, " "); got != "HOME="+want.HomeDir+" USER="+want.Username+" LOGNAME="+want.Username {
+				t.Errorf("%s: environment %q, want the user's HOME, USER and LOGNAME", c.name, got)
+			}
+		} else if len(u.Env) > 0 {
+			t.Errorf("%s: environment %q for commands that run as tlab does", c.name, u.Env)
 		}
 	}
 }

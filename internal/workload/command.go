@@ -51,6 +51,9 @@ type Command struct {
 	// {dir}, owned by that user, and the cell's other files stay root's.
 	// Nil runs them as tlab runs.
 	Credential *syscall.Credential
+	// UserEnv is that user's HOME, USER and LOGNAME, put after tlab's
+	// environment.
+	UserEnv []string
 }
 
 // CommandsDir is the commands' own directory in a cell's directory:
@@ -327,7 +330,7 @@ func (c Command) Run(ctx context.Context, env *Env) error {
 	events := filepath.Join(own, "events"+ext)
 	os.Remove(events) // an earlier attempt's (a link is removed, never followed)
 	values := c.values(serverIP, clientIP, env.Port(ServerPort), events, own)
-	environ := commandEnv(values)
+	environ := append(commandEnv(values), c.UserEnv...)
 	serverScript, err1 := script(c.Stack.Server, values)
 	clientScript, err2 := script(c.Stack.Client, values)
 	if err := errors.Join(err1, err2); err != nil {
