@@ -28,6 +28,7 @@ func runK8s(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "write to FILE instead of standard output")
 	var sets listFlag
 	fs.Var(&sets, "set", "override a scenario field in every task (repeatable)")
+	allowCommands := fs.Bool("allow-commands", false, "let every task run the commands a scenario file's stacks: name (as tlab run --allow-commands)")
 	pos, code, ok := parseArgs(fs, args, 1)
 	if !ok {
 		return code
@@ -57,8 +58,17 @@ func runK8s(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if *name == "" {
 		*name = cluster.NameFor(sc.Name)
 	}
+	if lines := sc.StackLines(); len(lines) > 0 && !*allowCommands && !experiment.IsPreset(pos[0]) {
+		fmt.Fprintf(stderr, "tlab k8s: %s names commands that every task would run:\n", pos[0])
+		for _, line := range lines {
+			fmt.Fprintf(stderr, "  %s\n", line)
+		}
+		fmt.Fprintln(stderr, "Read them; to run them, give --allow-commands.")
+		return exitUsage
+	}
 	spec := cluster.Spec{Scenario: pos[0], Name: *name, Shards: *shards, Parallelism: *parallelism, Retries: *retries,
-		CPUs: *cpus, Memory: *memory, Image: *image, Claim: *claim, ResultsDir: *resultsDir, Sets: sets}
+		CPUs: *cpus, Memory: *memory, Image: *image, Claim: *claim, ResultsDir: *resultsDir, Sets: sets,
+		AllowCommands: len(sc.Stacks) > 0}
 	var doc []byte
 	if *slurm {
 		var s string

@@ -65,6 +65,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	stateDir := fs.String("state", "", "with --remote: the controller's identity and known agents (default $TLAB_STATE_DIR or ~/.config/tlab)")
 	resumeExisting := fs.Bool("resume-existing", false, "when --out already holds an interrupted run, continue it (for retried cluster tasks)")
 	serve := fs.String("serve", "", "serve a live view of the run on ADDR, such as "+defaultServeAddr+" (tlab serve DIR does for any run directory)")
+	allowCommands := fs.Bool("allow-commands", false, "run the commands a scenario file's stacks: name (shown first; they run as you, the invoking user under sudo); a preset needs no permission, a --resume always does")
 	quality := fs.String("quality", "", "re-run cells the host disturbed: normal (default: up to 3 attempts), strict (5, tighter), off; a resume keeps the run's")
 	fs.String("workload", "periodic", "traffic pattern: "+strings.Join(workload.Names(), ", ")+" (see tlab workloads)")
 	fs.String("protocols", defaultProtocols, "comma-separated protocols: "+strings.Join(proto.Names(), ", "))
@@ -132,7 +133,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if len(pos) == 1 {
 			name = pos[0]
 		}
-		o := runOptions{serve: *serve, require: requirements, remote: target, replay: *replay, nameOrFile: name, resume: *resume, sets: sets, out: *out, noCal: *noCal, noReport: *noReport, asJSON: *asJSON, quality: *quality, requireCal: *requireCal, shard: *shard, resumeExisting: *resumeExisting}
+		o := runOptions{serve: *serve, require: requirements, remote: target, replay: *replay, nameOrFile: name, resume: *resume, sets: sets, out: *out, noCal: *noCal, noReport: *noReport, asJSON: *asJSON, quality: *quality, requireCal: *requireCal, shard: *shard, resumeExisting: *resumeExisting, allowCommands: *allowCommands}
 		if *resume != "" {
 			if suite, isSuite, err := experiment.ResumeSuite(*resume); err != nil {
 				fmt.Fprintf(stderr, "tlab run: %v\n", err)

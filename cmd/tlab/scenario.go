@@ -11,6 +11,7 @@ import (
 
 	"tlab/internal/advise"
 	"tlab/internal/experiment"
+	"tlab/internal/invoker"
 	"tlab/internal/qoo"
 	"tlab/internal/report"
 	"tlab/internal/results"
@@ -60,6 +61,9 @@ type runOptions struct {
 	// privilegesChecked says the caller (a suite) checked privileges
 	// once, before its first part.
 	privilegesChecked bool
+	// allowCommands lets a scenario file's or a resumed run's own stacks
+	// run their commands (--allow-commands).
+	allowCommands bool
 }
 
 // exitCode is an error that carries the exit code the command line
@@ -72,7 +76,9 @@ func (c exitCode) Error() string { return fmt.Sprintf("exit %d", int(c)) }
 // experiment.Run, and prints its plan, progress and table.
 func runScenario(ctx context.Context, o runOptions, args []string, stdout, stderr io.Writer) int {
 	var stopServing func()
+	commandsAs := invoker.Find()
 	run := experiment.Run{
+		AllowCommands: o.allowCommands, CommandsAs: commandsAs,
 		Scenario: o.scenario, NameOrFile: o.nameOrFile, Sets: o.sets, Resume: o.resume, Out: o.out,
 		Temporary: o.adhoc && o.out == "", ResumeExisting: o.resumeExisting, Shard: o.shard,
 		NoCalibration: o.noCal, RequireCalibration: o.requireCal, NoReport: o.noReport, Quality: o.quality,
@@ -93,6 +99,15 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 			fmt.Fprintf(stderr, "%s: %s, about %v, %s\n", r.Scenario.Name, units.Count(len(r.Cells), "cell"), r.Plan.Round(time.Second), where)
 			for _, w := range scenario.CellWarnings(r.Cells) {
 				fmt.Fprintf(stderr, "warning: %s\n", w)
+			}
+			if lines := r.Scenario.StackLines(); len(lines) > 0 {
+				fmt.Fprintf(stderr, "commands that run on this machine, as %s:\n", commandsAs.Name)
+				for _, line := range lines {
+					fmt.Fprintf(stderr, "  %s\n", line)
+				}
+				if commandsAs.Warning != "" {
+					fmt.Fprintf(stderr, "warning: %s\n", commandsAs.Warning)
+				}
 			}
 			if o.serve != "" {
 				stop, err := serveLive(o.serve, r.Dir, nil, stderr)
@@ -249,6 +264,16 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 				experiment.Plan(cells).Round(time.Second))
 			for _, line := range sc.StackLines() {
 				fmt.Fprintln(stdout, line)
+			}
+			if len(sc.Stacks) > 0 {
+				as := invoker.Find()
+				fmt.Fprintf(stdout, "These commands run on this machine under /bin/sh, in the testbed's hosts, as the user who starts tlab run: through sudo, doas or pkexec the invoking user, root only when tlab runs as root without one (started as you are now: %s).\n", as.Name)
+				if as.Warning != "" {
+					fmt.Fprintf(stderr, "warning: %s\n", as.Warning)
+				}
+				if !experiment.IsPreset(pos[0]) {
+					fmt.Fprintln(stdout, "They come from a file: tlab run runs them only with --allow-commands.")
+				}
 			}
 			for _, w := range scenario.CellWarnings(cells) {
 				fmt.Fprintf(stderr, "warning: %s\n", w)

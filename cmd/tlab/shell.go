@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 
 	"tlab/internal/emu"
 	"tlab/internal/experiment"
+	"tlab/internal/invoker"
 	"tlab/internal/scenario"
 	"tlab/internal/units"
 )
@@ -32,8 +32,9 @@ link are impaired as the profile says (any profile or stack of profiles, a recor
 ./mypath.yaml, a rate trace, a queue discipline, cross traffic). The server's address is in
 $TLAB_SERVER, the client's in $TLAB_CLIENT. On exit tlab says what the link did (packets, bytes,
 drops by cause, ECN marks, the queue's sojourn percentiles, the emulator's release error, the
-host's noise) on standard error, and exits with the command's status. As root through sudo, the
-commands run as the invoking user (--as-root keeps root).
+host's noise) on standard error, and exits with the command's status. As root through sudo, doas
+or pkexec, the commands run as the invoking user (--as-root keeps root); as root without one, a
+warning says they run as root.
 
   tlab shell --profile 5g --server 'iperf3 -s' -- sh -c 'iperf3 -c "$TLAB_SERVER"'
   tlab shell --profile wifi --link up.loss=1% --server 'irtt server' -- sh -c 'irtt client -d 10s "$TLAB_SERVER"'
@@ -86,7 +87,11 @@ func runShell(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	sh := experiment.Shell{Scenario: sc, Server: *server, ServerWait: *serverWait, Command: command, Out: *out, Capture: *capture,
 		Stdin: os.Stdin, Stdout: stdout, Stderr: stderr}
 	if !*asRoot {
-		sh.Credential = invokingUser()
+		as := invoker.Find()
+		if as.Warning != "" {
+			fmt.Fprintf(stderr, "warning: %s (the server, the command or the shell; --as-root says you mean it)\n", as.Warning)
+		}
+		sh.Credential, sh.UserEnv = as.Cred, as.Env
 	}
 	if len(command) == 0 {
 		sh.Ready = func(env experiment.ShellEnv) {
@@ -176,20 +181,6 @@ func flowYAML(b []byte) string {
 	n.Style = yaml.FlowStyle
 	out, _ := yaml.Marshal(n)
 	return string(out)
-}
-
-// invokingUser is the user who ran tlab through sudo, for the commands to
-// run as (their files, their shell's settings); nil otherwise.
-func invokingUser() *syscall.Credential {
-	if os.Geteuid() != 0 {
-		return nil
-	}
-	uid, err1 := strconv.ParseUint(os.Getenv("SUDO_UID"), 10, 32)
-	gid, err2 := strconv.ParseUint(os.Getenv("SUDO_GID"), 10, 32)
-	if err1 != nil || err2 != nil || uid == 0 {
-		return nil
-	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 }
 
 // printShellAccount writes what the link did, one row per link direction.

@@ -352,7 +352,7 @@ func TestIrttAsACommandStackAgreesWithUDP(t *testing.T) {
 	realTool(t, "irtt")
 	bin := buildTlab(t)
 	out := filepath.Join(t.TempDir(), "run")
-	cmd := exec.Command(bin, "run", "../../docs/examples/irtt-beside-udp.yaml", "--set", "duration=6s", "--out", out, "--no-calibration", "--quality", "off", "--no-report")
+	cmd := exec.Command(bin, "run", "../../docs/examples/irtt-beside-udp.yaml", "--set", "duration=6s", "--out", out, "--no-calibration", "--quality", "off", "--no-report", "--allow-commands")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -395,7 +395,7 @@ func TestIrttAsACommandStackAgreesWithUDP(t *testing.T) {
 	if !found {
 		t.Errorf("no delay comparison between udp and irtt in comparisons.json")
 	}
-	for _, f := range []string{"events.json", "client.log"} {
+	for _, f := range []string{"commands/events.json", "client.log"} {
 		if _, err := os.Stat(filepath.Join(out, "cells", rows["irtt"].Cell, f)); err != nil {
 			t.Errorf("irtt's cell lacks %s: %v", f, err)
 		}
@@ -429,7 +429,7 @@ stacks:
     client: echo "waiting for a peer" >&2; sleep 600
 `), 0o644)
 	out := filepath.Join(dir, "run")
-	cmd := exec.Command(bin, "run", file, "--out", out, "--no-calibration", "--quality", "off", "--no-report")
+	cmd := exec.Command(bin, "run", file, "--out", out, "--no-calibration", "--quality", "off", "--no-report", "--allow-commands")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -47,6 +47,10 @@ type Spec struct {
 	ResultsDir string
 	// Sets are --set overrides passed to every task.
 	Sets []string
+	// AllowCommands passes --allow-commands to every task: the scenario
+	// names commands (stacks:), and a retried task resumes its shard,
+	// which always asks.
+	AllowCommands bool
 }
 
 // Defaults of a Spec.
@@ -131,6 +135,9 @@ func (s Spec) Validate() error {
 func (s Spec) args(index string) []string {
 	a := []string{"run", s.Scenario, "--shard", "auto/" + strconv.Itoa(s.Shards),
 		"--out", s.ResultsDir + "/" + s.Name + "/shard-" + index, "--resume-existing"}
+	if s.AllowCommands {
+		a = append(a, "--allow-commands")
+	}
 	for _, set := range s.Sets {
 		a = append(a, "--set", set)
 	}

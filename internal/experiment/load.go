@@ -26,6 +26,16 @@ func LoadScenario(nameOrFile string, sets []string) (*scenario.Scenario, error) 
 	return scenario.Parse("preset:"+nameOrFile, data, sets...)
 }
 
+// IsPreset tells whether name names one of tlab's own scenarios (a
+// preset) rather than a file.
+func IsPreset(name string) bool {
+	if IsFile(name) {
+		return false
+	}
+	_, ok := scenarios.Read(name)
+	return ok
+}
+
 // IsFile tells whether name names a file rather than a preset: it exists,
 // or it has a slash or a dot.
 func IsFile(name string) bool {

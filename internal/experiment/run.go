@@ -13,6 +13,7 @@ import (
 
 	"tlab/internal/advise"
 	"tlab/internal/analysis"
+	"tlab/internal/invoker"
 	"tlab/internal/qoo"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
@@ -85,6 +86,54 @@ type Run struct {
 	Ready func(Ready) error
 	// Now names the default directory (time.Now when nil).
 	Now func() time.Time
+
+	// AllowCommands lets the commands of a scenario's own stacks
+	// (stacks:) run when the scenario comes from a file or a resumed run
+	// directory: someone else may have written them. A preset's and an
+	// in-memory scenario's run without it.
+	AllowCommands bool
+	// CommandsAs is whom those commands run as (invoker.Find: the
+	// invoking user under sudo, doas or pkexec).
+	CommandsAs invoker.User
+}
+
+// ErrCommandsNotAllowed is returned (as an ErrInput) for a scenario from
+// a file or a resumed run directory that names commands, without
+// AllowCommands.
+var ErrCommandsNotAllowed = errors.New("commands not allowed")
+
+// commandsNotAllowed says which commands would run, and how to allow
+// them.
+type commandsNotAllowed struct{ msg string }
+
+func (e commandsNotAllowed) Error() string        { return e.msg }
+func (e commandsNotAllowed) Is(target error) bool { return target == ErrCommandsNotAllowed }
+
+// checkCommands refuses a scenario whose stacks name commands when they
+// come from a file or a resumed directory and AllowCommands is not set.
+func (r Run) checkCommands(sc *scenario.Scenario) error {
+	if len(sc.Stacks) == 0 || r.AllowCommands {
+		return nil
+	}
+	var from string
+	switch {
+	case r.Resume != "":
+		from = fmt.Sprintf("the run in %s (its %s may have come from anywhere)", r.Resume, results.ScenarioFile)
+	case r.Scenario != nil, IsPreset(r.NameOrFile):
+		return nil
+	default:
+		from = r.NameOrFile
+	}
+	as := r.CommandsAs.Name
+	if as == "" {
+		as = "tlab's user"
+	}
+	msg := fmt.Sprintf("%s names commands that would run on this machine as %s:\n", from, as)
+	for _, line := range sc.StackLines() {
+		msg += "  " + line + "\n"
+	}
+	msg += "Read them; to run them, give --allow-commands."
+	return commandsNotAllowed{msg}
 }
 
 // Ready is what a run is about to do.
@@ -144,6 +193,9 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 	}
 	sc, err := r.scenario()
 	if err != nil {
+		return Outcome{}, inputErr(err)
+	}
+	if err := r.checkCommands(sc); err != nil {
 		return Outcome{}, inputErr(err)
 	}
 	cells, err := sc.Cells()
@@ -207,7 +259,7 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 		}
 	}
 	sw := Sweep{Requirements: r.Requirements, QoO: r.QoO, Shard: shard, Scenario: sc, Dir: out.Dir, Resume: r.Resume != "", SkipCalibration: r.NoCalibration,
-		Progress: r.Progress, Log: r.Log, Quality: Quality{Mode: r.Quality}, RequireCalibration: r.RequireCalibration}
+		Progress: r.Progress, Log: r.Log, Quality: Quality{Mode: r.Quality}, RequireCalibration: r.RequireCalibration, CommandsAs: r.CommandsAs.Cred, CommandsEnv: r.CommandsAs.Env}
 	agent, _, err := dialRemote(ctx, r.Remote, r.Resume)
 	if err != nil {
 		return out, err

@@ -44,8 +44,10 @@ type Shell struct {
 	// (server.log) and, with Capture, a pcap per interface (captures/).
 	Out     string
 	Capture bool
-	// Credential, when set, runs the commands as that user.
+	// Credential, when set, runs the commands as that user; UserEnv is
+	// that user's HOME, USER and LOGNAME, put after tlab's environment.
 	Credential *syscall.Credential
+	UserEnv    []string
 	Stdin      io.Reader
 	Stdout     io.Writer
 	Stderr     io.Writer
@@ -224,7 +226,7 @@ func (sh Shell) Run(ctx context.Context) (*ShellAccount, error) {
 			log = f
 		}
 		cmd := exec.Command("/bin/sh", "-c", sh.Server)
-		cmd.Env, cmd.Stdout, cmd.Stderr = environ(env), log, log
+		cmd.Env, cmd.Stdout, cmd.Stderr = append(environ(env), sh.UserEnv...), log, log
 		if srv, err = proto.StartIsolated(server, cmd, sh.Credential); err != nil {
 			probe.Stop()
 			return nil, fmt.Errorf("server: %w", err)
@@ -318,6 +320,25 @@ func environ(env ShellEnv) []string {
 	return out
 }
 
+// promptText is a network's name as a prompt shows it: shells expand
+// their prompt ($(...), `...`, backslash escapes, bash's \! and zsh's %),
+// so anything but letters, digits and plain punctuation becomes "?": a
+// profile file's name is someone else's text.
+func promptText(network string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', strings.ContainsRune(" _.,:/+=@~-", r):
+			return r
+		}
+		return '?'
+	}, network)
+}
+
+// bashPromptRC is the rc file of an interactive bash: the user's own,
+// then the prompt prefixed from $TLAB_PROMPT. Constant text: no name
+// enters it.
+const bashPromptRC = "[ -f ~/.bashrc ] && . ~/.bashrc\nPS1=\"${TLAB_PROMPT}${PS1}\"\n"
+
 // clientCommand is the command, or an interactive shell whose prompt
 // names the network (bash gets an rc file that keeps the user's own and
 // prefixes its prompt).
@@ -325,29 +346,29 @@ func (sh Shell) clientCommand(env ShellEnv, network string) (*exec.Cmd, func(), 
 	nothing := func() {}
 	if len(sh.Command) > 0 {
 		cmd := exec.Command(sh.Command[0], sh.Command[1:]...)
-		cmd.Env = environ(env)
+		cmd.Env = append(environ(env), sh.UserEnv...)
 		return cmd, nothing, nil
 	}
 	shell := os.Getenv("SHELL")
 	if shell == "" {
 		shell = "/bin/sh"
 	}
-	prompt := "[tlab " + network + "] "
-	environ := append(environ(env), "PS1="+prompt+"$ ")
+	prompt := "[tlab " + promptText(network) + "] "
+	environ := append(append(environ(env), sh.UserEnv...), "TLAB_PROMPT="+prompt)
 	if filepath.Base(shell) != "bash" {
 		cmd := exec.Command(shell, "-i")
-		cmd.Env = environ
+		cmd.Env = append(environ, "PS1="+prompt+"$ ")
 		return cmd, nothing, nil
 	}
 	rc, err := os.CreateTemp("", "tlab-shell-rc-")
 	if err != nil {
 		return nil, nothing, err
 	}
-	fmt.Fprintf(rc, "[ -f ~/.bashrc ] && . ~/.bashrc\nPS1=%q\"$PS1\"\n", prompt)
-	rc.Close()
+	rc.WriteString(bashPromptRC)
 	if sh.Credential != nil {
-		os.Chown(rc.Name(), int(sh.Credential.Uid), int(sh.Credential.Gid))
+		rc.Chown(int(sh.Credential.Uid), int(sh.Credential.Gid))
 	}
+	rc.Close()
 	cmd := exec.Command(shell, "--rcfile", rc.Name(), "-i")
 	cmd.Env = environ
 	return cmd, func() { os.Remove(rc.Name()) }, nil

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"tlab/internal/advise"
@@ -56,6 +57,11 @@ type Sweep struct {
 	// QoO, when set, goes into the manifest as the profile the answer
 	// scores each stack against.
 	QoO *qoo.Profile
+	// CommandsAs, when set, runs the commands of the scenario's own
+	// stacks as that user (the invoking user under sudo).
+	CommandsAs *syscall.Credential
+	// CommandsEnv is that user's HOME, USER and LOGNAME.
+	CommandsEnv []string
 	// calibrate takes the opening calibration into the manifest
 	// (calibrateInto when nil); tests give a fake.
 	calibrate func(ctx context.Context, m *results.Manifest, emulator emu.EngineOptions) error
@@ -443,6 +449,10 @@ func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir 
 	spec, err := SpecFor(cell, total)
 	if err != nil {
 		return results.Summary{}, nil, err
+	}
+	if c, ok := spec.Workload.(workload.Command); ok {
+		c.Credential, c.UserEnv = sw.CommandsAs, sw.CommandsEnv
+		spec.Workload = c
 	}
 	spec.Label = "tlab run " + cell.Scenario.Name + " into " + sw.Dir
 	spec.Dir = dir

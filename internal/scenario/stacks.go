@@ -110,7 +110,11 @@ func (st StackSpec) describe() string {
 	if events == "" {
 		events = workload.EventsJSONL
 	}
-	return fmt.Sprintf("server: %s; client: %s; events: %s", st.Server, st.Client, events)
+	server := st.Server
+	if strings.TrimSpace(server) == "" {
+		server = "(none)"
+	}
+	return fmt.Sprintf("server: %s; client: %s; events: %s", server, st.Client, events)
 }
 
 // StackLines describe the scenario's own stacks, one line each.

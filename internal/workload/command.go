@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -13,7 +15,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"tlab/internal/proto"
 	"tlab/internal/units"
@@ -41,7 +46,19 @@ type Command struct {
 	Params map[string]string // the workload's parameters by name, as the scenario gives them (defaults filled)
 	Seed   uint64
 	Common Common
+	// Credential, when set, runs the commands as that user (the one who
+	// started tlab through sudo): they get a directory of their own,
+	// {dir}, owned by that user, and the cell's other files stay root's.
+	// Nil runs them as tlab runs.
+	Credential *syscall.Credential
+	// UserEnv is that user's HOME, USER and LOGNAME, put after tlab's
+	// environment.
+	UserEnv []string
 }
+
+// CommandsDir is the commands' own directory in a cell's directory:
+// {dir}, where {events} is.
+const CommandsDir = "commands"
 
 // Info is Base's, for the command stack's own name.
 func (c Command) Info() Info {
@@ -86,24 +103,153 @@ func CheckTemplate(tmpl string, params map[string]string) error {
 	return nil
 }
 
-// plainValue is a value /bin/sh reads as one word as it is (numbers,
-// addresses, paths, durations), so that $(( {workload.payload} + 12 ))
-// works; anything else is quoted.
-var plainValue = regexp.MustCompile(`^[A-Za-z0-9_.:/+@%=,-]+$`)
+// commandEnvNames are the environment variables of the fixed
+// placeholders; a workload's parameter {workload.NAME} is
+// $TLAB_WORKLOAD_NAME. {server} is $TLAB_SERVER_ADDR because $TLAB_SERVER
+// is the server's address alone, as in tlab shell.
+var commandEnvNames = map[string]string{
+	"listen": "TLAB_LISTEN", "server": "TLAB_SERVER_ADDR", "server_ip": "TLAB_SERVER_IP", "client_ip": "TLAB_CLIENT_IP",
+	"port": "TLAB_PORT", "seed": "TLAB_SEED", "count": "TLAB_COUNT", "duration_s": "TLAB_DURATION_S",
+	"warmup_s": "TLAB_WARMUP_S", "events": "TLAB_EVENTS", "dir": "TLAB_DIR",
+}
 
-// fill replaces each placeholder by its value, quoted for /bin/sh where
-// it is not a plain word.
-func fill(tmpl string, values map[string]string) string {
-	return placeholderRE.ReplaceAllStringFunc(tmpl, func(m string) string {
-		v, ok := values[m[1:len(m)-1]]
-		if !ok {
-			return m
+// EnvName is the environment variable that carries placeholder name's
+// value to the commands.
+func EnvName(name string) string {
+	if n, ok := commandEnvNames[name]; ok {
+		return n
+	}
+	return "TLAB_" + strings.ToUpper(strings.ReplaceAll(name, ".", "_"))
+}
+
+// arithValue is what a placeholder inside $(( )) may hold: a number or a
+// variable's name. The shell evaluates what a variable holds there as an
+// expression, and bash runs $(...) in an array subscript of it.
+var arithValue = regexp.MustCompile(`^[A-Za-z0-9_.]*$`)
+
+// shellQuoting is where a shell lexer stands in a command line.
+type shellQuoting int
+
+const (
+	unquoted     shellQuoting = iota
+	doubleQuoted              // "..."
+	singleQuoted              // '...'
+	arithmetic                // $(( ... ))
+	substitution              // $( ... ), unquoted inside
+)
+
+// script turns a template into the script /bin/sh runs: each placeholder
+// becomes a reference to its environment variable (see EnvName), quoted
+// as one word where it stands: "${TLAB_X}" outside quotes, ${TLAB_X}
+// inside double quotes and $(( )), '"${TLAB_X}"' inside single quotes. A
+// value never enters the script's text, so that nothing in it is read
+// as code, wherever the template puts it; a placeholder with no value is
+// left as it is. The lexer knows quotes, backslashes, $( ) and $(( ));
+// where it misreads a line, a reference is split into words or kept
+// whole, never evaluated as code.
+func script(tmpl string, values map[string]string) (string, error) {
+	type frame struct {
+		q     shellQuoting
+		depth int // open parentheses inside $( ) or $(( ))
+	}
+	stack := []frame{{q: unquoted}}
+	var b strings.Builder
+	for i := 0; i < len(tmpl); {
+		top := &stack[len(stack)-1]
+		if loc := placeholderRE.FindStringSubmatchIndex(tmpl[i:]); loc != nil && loc[0] == 0 {
+			name := tmpl[i+loc[2] : i+loc[3]]
+			v, ok := values[name]
+			if !ok {
+				b.WriteString(tmpl[i : i+loc[1]])
+				i += loc[1]
+				continue
+			}
+			ref := "${" + EnvName(name) + "}"
+			switch top.q {
+			case unquoted, substitution:
+				ref = `"` + ref + `"`
+			case singleQuoted:
+				ref = `'"` + ref + `"'`
+			case arithmetic:
+				if !arithValue.MatchString(v) {
+					return "", fmt.Errorf("{%s} inside $(( )) holds %q, which is not a number", name, v)
+				}
+			}
+			b.WriteString(ref)
+			i += loc[1]
+			continue
 		}
-		if plainValue.MatchString(v) {
-			return v
+		c := tmpl[i]
+		rest := tmpl[i:]
+		switch top.q {
+		case singleQuoted:
+			if c == '\'' {
+				stack = stack[:len(stack)-1]
+			}
+		case arithmetic:
+			switch {
+			case c == '(':
+				top.depth++
+			case c == ')' && top.depth == 0 && strings.HasPrefix(rest, "))"):
+				stack = stack[:len(stack)-1]
+				b.WriteString("))")
+				i += 2
+				continue
+			case c == ')':
+				top.depth--
+			}
+		default:
+			switch {
+			case c == '\\' && i+1 < len(tmpl):
+				b.WriteString(tmpl[i : i+2])
+				i += 2
+				continue
+			case c == '\'' && top.q != doubleQuoted:
+				stack = append(stack, frame{q: singleQuoted})
+			case c == '"' && top.q == doubleQuoted:
+				stack = stack[:len(stack)-1]
+			case c == '"':
+				stack = append(stack, frame{q: doubleQuoted})
+			case strings.HasPrefix(rest, "$(("):
+				stack = append(stack, frame{q: arithmetic})
+				b.WriteString("$((")
+				i += 3
+				continue
+			case strings.HasPrefix(rest, "$("):
+				stack = append(stack, frame{q: substitution})
+				b.WriteString("$(")
+				i += 2
+				continue
+			case c == '(' && top.q == substitution:
+				top.depth++
+			case c == ')' && top.q == substitution:
+				if top.depth == 0 {
+					stack = stack[:len(stack)-1]
+				} else {
+					top.depth--
+				}
+			}
 		}
-		return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
-	})
+		b.WriteByte(c)
+		i++
+	}
+	return b.String(), nil
+}
+
+// commandEnv is the commands' environment: tlab's own, each placeholder's
+// value in its variable (EnvName), and as in tlab shell the server's and
+// the client's addresses in $TLAB_SERVER and $TLAB_CLIENT.
+func commandEnv(values map[string]string) []string {
+	env := os.Environ()
+	names := make([]string, 0, len(values))
+	for name := range values {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		env = append(env, EnvName(name)+"="+values[name])
+	}
+	return append(env, "TLAB_SERVER="+values["server_ip"], "TLAB_CLIENT="+values["client_ip"])
 }
 
 // values are the placeholders' values for one cell.
@@ -173,13 +319,24 @@ func (c Command) Run(ctx context.Context, env *Env) error {
 		}
 		defer os.RemoveAll(dir)
 	}
+	own, err := c.commandsDir(dir)
+	if err != nil {
+		return fmt.Errorf("stack %s: %w", c.Stack.Name, err)
+	}
 	ext := map[string]string{EventsCSV: ".csv", EventsIrtt: ".json", EventsIperf3: ".json"}[c.Stack.Events]
 	if ext == "" {
 		ext = ".jsonl"
 	}
-	events := filepath.Join(dir, "events"+ext)
-	os.Remove(events) // an earlier attempt's
-	values := c.values(serverIP, clientIP, env.Port(ServerPort), events, dir)
+	events := filepath.Join(own, "events"+ext)
+	os.Remove(events) // an earlier attempt's (a link is removed, never followed)
+	values := c.values(serverIP, clientIP, env.Port(ServerPort), events, own)
+	environ := append(commandEnv(values), c.UserEnv...)
+	serverScript, err1 := script(c.Stack.Server, values)
+	clientScript, err2 := script(c.Stack.Client, values)
+	if err := errors.Join(err1, err2); err != nil {
+		env.Fail(fmt.Sprintf("stack %s: %v", c.Stack.Name, err))
+		return nil
+	}
 	logFile := func(name string) (*os.File, error) {
 		return os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	}
@@ -190,7 +347,7 @@ func (c Command) Run(ctx context.Context, env *Env) error {
 			return err
 		}
 		defer log.Close()
-		srv, err := startCommand(serverHost, fill(c.Stack.Server, values), log, log)
+		srv, err := c.start(serverHost, serverScript, environ, log, log)
 		if err != nil {
 			return fmt.Errorf("stack %s's server: %w", c.Stack.Name, err)
 		}
@@ -215,10 +372,7 @@ func (c Command) Run(ctx context.Context, env *Env) error {
 	}
 	defer clientOut.Close()
 	started := time.Now()
-	cmd := exec.Command("/bin/sh", "-c", fill(c.Stack.Client, values))
-	cmd.Env = append(os.Environ(), "TLAB_SERVER="+serverIP.String(), "TLAB_CLIENT="+clientIP.String())
-	cmd.Stdout, cmd.Stderr = clientOut, clientLog
-	client, err := proto.StartIsolated(clientHost, cmd, nil)
+	client, err := c.start(clientHost, clientScript, environ, clientOut, clientLog)
 	if err != nil {
 		return fmt.Errorf("stack %s's client: %w", c.Stack.Name, err)
 	}
@@ -229,7 +383,7 @@ func (c Command) Run(ctx context.Context, env *Env) error {
 	var why string
 	select {
 	case <-client.Done:
-		if st := cmd.ProcessState; st != nil && !st.Success() {
+		if st := client.Cmd.ProcessState; st != nil && !st.Success() {
 			why = fmt.Sprintf("stack %s's client %s: %s", c.Stack.Name, st, tail(filepath.Join(dir, "client.log")))
 		}
 	case <-time.After(limit):
@@ -259,12 +413,43 @@ func (c Command) Run(ctx context.Context, env *Env) error {
 	return nil
 }
 
+// commandsDir makes the commands' own directory in dir, owned by the
+// user they run as: they write there, tlab's own files beside it stay
+// out of their reach.
+func (c Command) commandsDir(dir string) (string, error) {
+	own := filepath.Join(dir, CommandsDir)
+	if err := os.Mkdir(own, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", err
+	}
+	if c.Credential == nil {
+		return own, nil
+	}
+	// Through the open directory, never a link in its place.
+	fd, err := unix.Open(own, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", own, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Fchown(fd, int(c.Credential.Uid), int(c.Credential.Gid)); err != nil {
+		return "", fmt.Errorf("%s for uid %d: %w", own, c.Credential.Uid, err)
+	}
+	return own, nil
+}
+
 // readEvents reads the client's events file, or, when it wrote none, what
-// it printed (a tool told to write its JSON to standard output).
+// it printed (a tool told to write its JSON to standard output). The
+// events file is in the commands' own directory: a link there or a file
+// that is not a regular one is refused, never followed.
 func (c Command) readEvents(path, stdout string) ([]Event, error) {
 	for _, p := range []string{path, stdout} {
-		b, err := os.ReadFile(p)
-		if err != nil || len(bytes.TrimSpace(b)) == 0 {
+		b, err := readRegular(p, maxEventsFile)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(bytes.TrimSpace(b)) == 0 {
 			continue
 		}
 		return ParseEvents(c.Stack.Events, filepath.Base(p), bytes.NewReader(b))
@@ -272,11 +457,37 @@ func (c Command) readEvents(path, stdout string) ([]Event, error) {
 	return nil, errors.New("the client wrote no events (to {events} or its standard output)")
 }
 
-// startCommand runs a shell command line in host h, isolated.
-func startCommand(h proto.ProcessHost, line string, stdout, stderr *os.File) (*proto.Isolated, error) {
-	cmd := exec.Command("/bin/sh", "-c", line)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	return proto.StartIsolated(h, cmd, nil)
+// readRegular reads a regular file of at most limit bytes without
+// following a link or blocking on a FIFO.
+func readRegular(path string, limit int64) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return nil, fmt.Errorf("%s is a link: events are read from a regular file only", filepath.Base(path))
+		}
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%v)", filepath.Base(path), st.Mode().Type())
+	}
+	if st.Size() > limit {
+		return nil, fmt.Errorf("%s holds %d bytes, more than the %d tlab reads", filepath.Base(path), st.Size(), limit)
+	}
+	return io.ReadAll(io.LimitReader(f, limit))
+}
+
+// start runs a script under /bin/sh in host h, isolated, with env, as
+// the commands' user.
+func (c Command) start(h proto.ProcessHost, script string, env []string, stdout, stderr *os.File) (*proto.Isolated, error) {
+	cmd := exec.Command("/bin/sh", "-c", script)
+	cmd.Env, cmd.Stdout, cmd.Stderr = env, stdout, stderr
+	return proto.StartIsolated(h, cmd, c.Credential)
 }
 
 // tail is the last lines of a log file, for a failure's message.
