@@ -111,6 +111,9 @@ type engine struct {
 	stopping bool
 	// useRing: frames come from the ports' receive rings (EngineRing).
 	useRing bool
+	// wake is the host's wake-up latency as the adaptive loop measures
+	// it (ModeAdaptive only, nil otherwise).
+	wake *wakeEstimate
 }
 
 func newEngine(spec EngineSpec, ctrlFD, outFD, firstPortFD int) (*engine, error) {
@@ -182,6 +185,13 @@ func newEngine(spec EngineSpec, ctrlFD, outFD, firstPortFD int) (*engine, error)
 			return nil, fmt.Errorf("port %d: epoll: %w", i, err)
 		}
 	}
+	if spec.Mode == ModeAdaptive {
+		samples, err := measureWakeLatency(wakeProbes)
+		if err != nil {
+			return nil, fmt.Errorf("measuring the wake-up latency: %w", err)
+		}
+		e.wake = newWakeEstimate(samples)
+	}
 	if err := unix.SetNonblock(ctrlFD, true); err != nil {
 		return nil, err
 	}
@@ -221,6 +231,9 @@ func (e *engine) run() error {
 	// round's start, read from the clock the round reads anyway.
 	var roundStart, lastPoll int64
 	busy := false
+	// lastMoved is when a round last moved a frame: the adaptive loop
+	// keeps spinning for a wake-up latency after it.
+	lastMoved := int64(math.MinInt64 / 2)
 	for !e.stopping {
 		now := e.now()
 		if busy {
@@ -230,22 +243,11 @@ func (e *engine) run() error {
 		moved := e.fwd + e.received
 		next := e.transmit(now)
 		e.release(now)
-		timeout := int64(-1)
 		due := next
 		if release, ok := e.line.next(); ok {
 			due = min(due, release)
 		}
-		if due != math.MaxInt64 {
-			wait := due - now
-			switch {
-			case e.spec.Mode == ModeBusy || wait <= e.spec.SpinNs:
-				timeout = 0
-			default:
-				timeout = wait - e.spec.SpinNs
-			}
-		} else if e.spec.Mode == ModeBusy {
-			timeout = 0
-		}
+		timeout := loopWait(e.spec.Mode, now, due, lastMoved, e.spinNs())
 		if e.useRing && timeout == 0 {
 			// Spinning: the rings are read directly, and epoll is
 			// asked only now and then, for the parent's requests.
@@ -254,6 +256,9 @@ func (e *engine) run() error {
 			}
 			if now-lastPoll < controlEveryNs {
 				busy = e.fwd+e.received != moved
+				if busy {
+					lastMoved = now
+				}
 				continue
 			}
 		}
@@ -264,6 +269,11 @@ func (e *engine) run() error {
 				continue
 			}
 			return fmt.Errorf("epoll_pwait2: %w", err)
+		}
+		if n == 0 && timeout > 0 && e.wake != nil {
+			// A timed wait that ran out: how late it returned is a
+			// sample of this host's wake-up latency.
+			e.wake.add(e.now() - (now + timeout))
 		}
 		if n > 0 && !(e.useRing && timeout == 0) {
 			e.wakeups++
@@ -278,8 +288,54 @@ func (e *engine) run() error {
 			e.receive(int(ev.Fd))
 		}
 		busy = e.fwd+e.received != moved
+		if busy {
+			lastMoved = now
+		}
 	}
 	return nil
+}
+
+// spinNs is how long before a release the loop starts to spin: the
+// measured wake-up latency in ModeAdaptive, the configured spin in
+// ModeSleep.
+func (e *engine) spinNs() int64 {
+	if e.wake != nil {
+		return e.wake.spinNs
+	}
+	return e.spec.SpinNs
+}
+
+// wakeProbes are the timed waits measureWakeLatency takes at start: 50 µs,
+// 200 µs and 1 ms in turn (the longer a CPU idles, the deeper it may sleep
+// and the later it wakes), about 0.1 s in all.
+var wakeProbes = func() []int64 {
+	var w []int64
+	for i := 0; i < 210; i++ {
+		w = append(w, []int64{50_000, 200_000, 1_000_000}[i%3])
+	}
+	return w
+}()
+
+// measureWakeLatency measures how late this thread returns from timed waits
+// in epoll_pwait2 (the wait the loop blocks in), on an epoll set with
+// nothing in it, one wait per duration given: the lateness of each, in ns.
+// Called once the thread has its CPU and timer slack (prepareThread).
+func measureWakeLatency(waits []int64) ([]int64, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(epfd)
+	events := make([]unix.EpollEvent, 1)
+	late := make([]int64, 0, len(waits))
+	for _, w := range waits {
+		start := time.Now()
+		if _, err := sysx.EpollPwait2(epfd, events, w); err != nil && !errors.Is(err, unix.EINTR) {
+			return nil, fmt.Errorf("epoll_pwait2: %w", err)
+		}
+		late = append(late, int64(time.Since(start))-w)
+	}
+	return late, nil
 }
 
 // pollRings reads every port's ring that holds a frame, and says whether
@@ -632,6 +688,9 @@ func (e *engine) control() error {
 
 func (e *engine) stats() EngineStats {
 	s := EngineStats{Lateness: e.lateness.Summary(), ReadLag: e.readLag.Summary(), Forwarded: e.fwd, Wakeups: e.wakeups, ClockNs: e.now()}
+	if e.spec.Mode != ModeBusy {
+		s.SpinNs = e.spinNs()
+	}
 	for _, p := range e.ports {
 		// Reading the kernel's counters resets them: they are added up.
 		if st, err := unix.GetsockoptTpacketStats(p.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS); err == nil {
@@ -643,6 +702,9 @@ func (e *engine) stats() EngineStats {
 	var ru unix.Rusage
 	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err == nil {
 		s.Loop.VoluntarySwitches, s.Loop.InvoluntarySwitches = uint64(ru.Nvcsw), uint64(ru.Nivcsw)
+	}
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err == nil {
+		s.Loop.CPUNs = ru.Utime.Nano() + ru.Stime.Nano()
 	}
 	for i, ls := range e.links {
 		s.Links = append(s.Links, LinkStats{Name: e.spec.Links[i].Name, Up: ls.dirs[0].Stats, Down: ls.dirs[1].Stats})

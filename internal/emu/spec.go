@@ -30,7 +30,15 @@ const (
 	// is the default: on a 2-vCPU VM, sleep mode's wake-ups cost ~10 us at
 	// the median and hundreds of microseconds at the p99.
 	ModeBusy = "busy"
+	// ModeAdaptive spins only while a frame is due within one wake-up
+	// latency of this host, measured when the engine starts and as it
+	// runs, or within that long of the last frame it moved, and blocks
+	// otherwise: an idle link costs nothing (adaptive.go).
+	ModeAdaptive = "adaptive"
 )
+
+// Modes lists the timer modes a user may choose, the default first.
+func Modes() []string { return []string{ModeBusy, ModeSleep, ModeAdaptive} }
 
 // Engines: how the loop reads frames and keeps them until their release.
 // Both apply the same link models to the same frames.
@@ -57,7 +65,7 @@ func Engines() []string { return []string{EngineRing, EngineMmsg} }
 // process, so that what a run is calibrated on is what its cells use.
 type EngineOptions struct {
 	// Mode is the timer mode: ModeBusy (the default, "" too: one core
-	// polls) or ModeSleep.
+	// polls), ModeSleep or ModeAdaptive.
 	Mode string `yaml:"mode" json:"mode"`
 	// Arrival is where a frame's arrival time comes from: ArrivalKernel
 	// (the default, "" too) or ArrivalRead.
@@ -74,9 +82,9 @@ type EngineOptions struct {
 // emulator: section.
 func (o EngineOptions) Validate() (field string, err error) {
 	switch o.Mode {
-	case "", ModeBusy, ModeSleep:
+	case "", ModeBusy, ModeSleep, ModeAdaptive:
 	default:
-		return "mode", fmt.Errorf("mode %q: want %s or %s", o.Mode, ModeBusy, ModeSleep)
+		return "mode", fmt.Errorf("mode %q: want %s, %s or %s", o.Mode, ModeBusy, ModeSleep, ModeAdaptive)
 	}
 	switch o.Arrival {
 	case "", ArrivalKernel, ArrivalRead:
@@ -174,6 +182,10 @@ type EngineStats struct {
 	ClockNs int64 `json:"clock_ns"`
 	// Loop is the forwarding loop's own account of itself.
 	Loop LoopStats `json:"loop"`
+	// SpinNs is how long before a release the loop starts to spin now:
+	// in ModeAdaptive the p99 of its measured wake-up latency, in
+	// ModeSleep the configured spin, 0 in ModeBusy.
+	SpinNs int64 `json:"spin_ns,omitempty"`
 }
 
 // LoopStats is what the forwarding loop counts of itself since it started:
@@ -196,6 +208,10 @@ type LoopStats struct {
 	// sockets before the engine read them (PACKET_STATISTICS): a frame
 	// lost there was never offered to the link's models.
 	KernelDrops uint64 `json:"kernel_drops"`
+	// CPUNs is the CPU time (user and system, every thread) the engine's
+	// process has used (getrusage RUSAGE_SELF): what the emulator costs
+	// the machine, where BusyNs is what of it went to frames.
+	CPUNs int64 `json:"cpu_ns"`
 }
 
 // Sub is the loop's account between two snapshots, o then s.
@@ -206,6 +222,7 @@ func (s LoopStats) Sub(o LoopStats) LoopStats {
 		BusyNs:              s.BusyNs - o.BusyNs,
 		Received:            s.Received - o.Received,
 		KernelDrops:         s.KernelDrops - o.KernelDrops,
+		CPUNs:               s.CPUNs - o.CPUNs,
 	}
 }
 
