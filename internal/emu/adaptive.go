@@ -12,12 +12,14 @@ import (
 // otherwise:
 //   - until the next release (or transmission) is due minus L, so that the
 //     wake-up's own lateness is spent spinning, not late;
-//   - for L after the last round that moved a frame, so that a burst's
-//     next frame, or a reply to what was just released, is read without a
-//     wake-up. Spinning for as long as a wake-up costs before blocking is
-//     the classic spin-then-block rule: it never costs more than twice
-//     what knowing the next arrival in advance would (the competitive
-//     spinning of Karlin, Li, Manasse and Owicki, SOSP 1991).
+//   - on links that may release a frame sooner than L after it arrived
+//     (a delay below maxSpinNs), also for L after the last round that
+//     moved a frame, so that a burst's next frame, or a reply to what was
+//     just released, is read without a wake-up: there a read's lag is a
+//     release error. Spinning for as long as a wake-up costs before
+//     blocking is the spin-then-block rule of Karlin, Li, Manasse and
+//     Owicki (SOSP 1991). On longer links a frame is timed by the kernel's
+//     receive timestamp, so reading it a wake-up late costs nothing.
 //
 // Releases are due on the link's clock from each frame's arrival and the
 // models (Direction), never from when the loop woke: a late wake-up delays
@@ -35,22 +37,16 @@ const (
 // mode: waitPoll to spin, waitForever to block until an event, or a
 // positive number of nanoseconds to block at most. due is when the next
 // frame is to be released or transmitted (math.MaxInt64: nothing waits),
-// lastMoved when a round last moved a frame, spinNs how long before due
-// the loop spins (ModeSleep's configured spin, ModeAdaptive's measured
-// wake-up latency).
-func loopWait(mode string, now, due, lastMoved, spinNs int64) int64 {
+// spinNs how long before due the loop spins (ModeSleep's configured spin,
+// ModeAdaptive's measured wake-up latency). lastMoved is when a round last
+// moved a frame; with linger, the adaptive loop spins for spinNs after it.
+func loopWait(mode string, now, due, lastMoved, spinNs int64, linger bool) int64 {
 	switch mode {
-	case ModeSleep:
+	case ModeSleep, ModeAdaptive:
 		switch {
-		case due == math.MaxInt64:
-			return waitForever
-		case due-now <= spinNs:
+		case due != math.MaxInt64 && due-now <= spinNs:
 			return waitPoll
-		}
-		return due - now - spinNs
-	case ModeAdaptive:
-		switch {
-		case now-lastMoved < spinNs, due != math.MaxInt64 && due-now <= spinNs:
+		case mode == ModeAdaptive && linger && now-lastMoved < spinNs:
 			return waitPoll
 		case due == math.MaxInt64:
 			return waitForever
@@ -61,13 +57,26 @@ func loopWait(mode string, now, due, lastMoved, spinNs int64) int64 {
 }
 
 // Bounds of the adaptive spin. Below minSpinNs a round of the loop itself
-// (reading, the models, a sendmmsg: a few microseconds) is the error; above
-// maxSpinNs the host stalls for longer than any spin is worth and the loop
-// spins nearly all the time at any traffic.
+// (reading, the models, a sendmmsg: a few microseconds) is the error.
+// maxSpinNs is the longest wake-up that spinning can save: a 2-vCPU VM of
+// the kind tlab is developed on wakes from idle in 50-60 µs; a later
+// wake-up is the thread waiting for its CPU behind another one (the host
+// preempting the VM, another thread's slice), which a spinning thread
+// meets as well, and sooner: it uses up its share of the CPU. Measured
+// on a loaded host (docs/methodology.md), a spin of a millisecond made the
+// release error's median 260 µs where the sleeping loop's was 0.5 µs.
 const (
 	minSpinNs = 5_000
-	maxSpinNs = 1_000_000
+	maxSpinNs = 250_000
 )
+
+// releasesSoonerThanSpin says whether a direction with this configuration may
+// release a frame sooner after its arrival than the longest adaptive spin:
+// its delay, less its jitter, under maxSpinNs. On such a link the adaptive
+// loop keeps spinning after it moved a frame (loopWait's linger).
+func releasesSoonerThanSpin(c DirectionConfig) bool {
+	return c.Delay.D().Nanoseconds()-c.Jitter.D().Nanoseconds() < maxSpinNs
+}
 
 // wakeWindow is how many timed wake-ups the adaptive loop gathers before
 // it takes their p99 as its new spin.

@@ -27,32 +27,57 @@ func TestLoopWaitSpinsOnlyWhenWorkIsNear(t *testing.T) {
 		mode      string
 		due       int64
 		lastMoved int64
+		linger    bool
 		want      int64
 	}{
-		{"busy idle", ModeBusy, never, long, waitPoll},
-		{"busy far release", ModeBusy, now + 10_000_000, long, waitPoll},
+		{"busy idle", ModeBusy, never, long, false, waitPoll},
+		{"busy far release", ModeBusy, now + 10_000_000, long, true, waitPoll},
 
-		{"sleep idle", ModeSleep, never, long, waitForever},
-		{"sleep release in 40 µs", ModeSleep, now + 40_000, long, waitPoll},
-		{"sleep release in exactly 50 µs", ModeSleep, now + 50_000, long, waitPoll},
-		{"sleep release in 300 µs: block 250", ModeSleep, now + 300_000, long, 250_000},
-		{"sleep ignores a frame just moved", ModeSleep, now + 300_000, now - 10_000, 250_000},
-		{"sleep overdue", ModeSleep, now - 5_000, long, waitPoll},
+		{"sleep idle", ModeSleep, never, long, false, waitForever},
+		{"sleep release in 40 µs", ModeSleep, now + 40_000, long, false, waitPoll},
+		{"sleep release in exactly 50 µs", ModeSleep, now + 50_000, long, false, waitPoll},
+		{"sleep release in 300 µs: block 250", ModeSleep, now + 300_000, long, false, 250_000},
+		{"sleep never lingers", ModeSleep, now + 300_000, now - 10_000, true, 250_000},
+		{"sleep overdue", ModeSleep, now - 5_000, long, false, waitPoll},
 
-		{"adaptive idle", ModeAdaptive, never, long, waitForever},
-		{"adaptive idle, a frame moved 10 µs ago", ModeAdaptive, never, now - 10_000, waitPoll},
-		{"adaptive idle, a frame moved 49.999 µs ago", ModeAdaptive, never, now - 49_999, waitPoll},
-		{"adaptive idle, a frame moved 50 µs ago", ModeAdaptive, never, now - 50_000, waitForever},
-		{"adaptive release in 40 µs", ModeAdaptive, now + 40_000, long, waitPoll},
-		{"adaptive release in exactly 50 µs", ModeAdaptive, now + 50_000, long, waitPoll},
-		{"adaptive release in 50.001 µs: block 1 ns", ModeAdaptive, now + 50_001, long, 1},
-		{"adaptive release in 300 µs: block 250", ModeAdaptive, now + 300_000, long, 250_000},
-		{"adaptive release in 300 µs, a frame moved 20 µs ago", ModeAdaptive, now + 300_000, now - 20_000, waitPoll},
-		{"adaptive release in 10 ms, a frame moved 1 ms ago", ModeAdaptive, now + 10_000_000, now - 1_000_000, 9_950_000},
-		{"adaptive overdue", ModeAdaptive, now - 5_000, long, waitPoll},
+		{"adaptive idle", ModeAdaptive, never, long, true, waitForever},
+		{"adaptive idle, a frame moved 10 µs ago", ModeAdaptive, never, now - 10_000, true, waitPoll},
+		{"adaptive idle, a frame moved 10 µs ago, no linger", ModeAdaptive, never, now - 10_000, false, waitForever},
+		{"adaptive idle, a frame moved 49.999 µs ago", ModeAdaptive, never, now - 49_999, true, waitPoll},
+		{"adaptive idle, a frame moved 50 µs ago", ModeAdaptive, never, now - 50_000, true, waitForever},
+		{"adaptive release in 40 µs", ModeAdaptive, now + 40_000, long, false, waitPoll},
+		{"adaptive release in exactly 50 µs", ModeAdaptive, now + 50_000, long, false, waitPoll},
+		{"adaptive release in 50.001 µs: block 1 ns", ModeAdaptive, now + 50_001, long, false, 1},
+		{"adaptive release in 300 µs: block 250", ModeAdaptive, now + 300_000, long, true, 250_000},
+		{"adaptive release in 300 µs, a frame moved 20 µs ago", ModeAdaptive, now + 300_000, now - 20_000, true, waitPoll},
+		{"adaptive release in 300 µs, a frame moved 20 µs ago, no linger", ModeAdaptive, now + 300_000, now - 20_000, false, 250_000},
+		{"adaptive release in 10 ms, a frame moved 1 ms ago", ModeAdaptive, now + 10_000_000, now - 1_000_000, true, 9_950_000},
+		{"adaptive overdue", ModeAdaptive, now - 5_000, long, false, waitPoll},
 	} {
-		if got := loopWait(c.mode, now, c.due, c.lastMoved, spin); got != c.want {
+		if got := loopWait(c.mode, now, c.due, c.lastMoved, spin, c.linger); got != c.want {
 			t.Errorf("%s: wait %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// TestLingerOnlyWhereAFrameMayBeDueAtOnce: the adaptive loop keeps
+// spinning after a frame only on a link whose delay less jitter is under
+// the longest spin (250 µs): there a frame may be due before a wake-up
+// ends.
+func TestLingerOnlyWhereAFrameMayBeDueAtOnce(t *testing.T) {
+	us := func(v int) units.Duration { return units.Duration(time.Duration(v) * time.Microsecond) }
+	for _, c := range []struct {
+		delay, jitter units.Duration
+		want          bool
+	}{
+		{0, 0, true},
+		{us(200), 0, true},
+		{us(250), 0, false},
+		{us(300), us(100), true},
+		{us(10000), 0, false},
+	} {
+		if got := releasesSoonerThanSpin(DirectionConfig{Delay: c.delay, Jitter: c.jitter}); got != c.want {
+			t.Errorf("delay %v, jitter %v: linger %v, want %v", c.delay, c.jitter, got, c.want)
 		}
 	}
 }
@@ -60,26 +85,26 @@ func TestLoopWaitSpinsOnlyWhenWorkIsNear(t *testing.T) {
 // TestWakeEstimateIsTheP99OfItsWindow: the spin is the nearest-rank p99 of
 // the last 256 timed wake-ups, ceil(0.99 × 256) = the 254th smallest, which
 // is the third largest; it changes only when a window is full, and stays
-// within [5 µs, 1 ms].
+// within [5 µs, 250 µs].
 func TestWakeEstimateIsTheP99OfItsWindow(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	us := func(v int) int64 { return int64(v) * 1000 }
 
-	// 1..256 µs in any order: the 254th smallest is 254 µs.
+	// 0.5, 1, ..., 128 µs in any order: the 254th smallest is 127 µs.
 	w := newWakeEstimate(nil)
 	if w.spinNs != minSpinNs {
 		t.Fatalf("no samples: spin %d, want the floor %d", w.spinNs, minSpinNs)
 	}
 	for _, i := range rng.Perm(wakeWindow) {
-		w.add(us(i + 1))
+		w.add(int64(i+1) * 500)
 	}
-	if w.spinNs != us(254) {
-		t.Errorf("1..256 µs: spin %d ns, want 254 µs", w.spinNs)
+	if w.spinNs != 127_000 {
+		t.Errorf("0.5..128 µs: spin %d ns, want 127 µs", w.spinNs)
 	}
 
 	// Two stalls of 5 ms among 10 µs wake-ups are the p99.5 and above:
 	// the p99 (third largest) is 10 µs. A third stall makes it 5 ms,
-	// bounded to 1 ms.
+	// bounded to 250 µs.
 	for stalls, want := range map[int]int64{2: us(10), 3: maxSpinNs} {
 		w := newWakeEstimate(nil)
 		for i := range wakeWindow {

@@ -114,6 +114,10 @@ type engine struct {
 	// wake is the host's wake-up latency as the adaptive loop measures
 	// it (ModeAdaptive only, nil otherwise).
 	wake *wakeEstimate
+	// linger: some link may release a frame sooner after it arrived than
+	// a wake-up takes (releasesSoonerThanSpin), so the adaptive loop spins for a
+	// wake-up latency after it moved a frame.
+	linger bool
 }
 
 func newEngine(spec EngineSpec, ctrlFD, outFD, firstPortFD int) (*engine, error) {
@@ -150,6 +154,7 @@ func newEngine(spec EngineSpec, ctrlFD, outFD, firstPortFD int) (*engine, error)
 		if st.dirs[0], st.dirs[1], err = NewLink(ls.Config, spec.Seed, ls.Name, ls.TraceUp, ls.TraceDown); err != nil {
 			return nil, err
 		}
+		e.linger = e.linger || releasesSoonerThanSpin(ls.Config.Up) || releasesSoonerThanSpin(ls.Config.Down)
 		for _, ps := range ls.Ports {
 			p := &port{fd: fd, link: li, side: ps.Side, msgs: make([]unix.Mmsghdr, batch), iovs: make([]unix.Iovec, batch)}
 			copy(p.mac[:], ps.HostMAC)
@@ -247,7 +252,7 @@ func (e *engine) run() error {
 		if release, ok := e.line.next(); ok {
 			due = min(due, release)
 		}
-		timeout := loopWait(e.spec.Mode, now, due, lastMoved, e.spinNs())
+		timeout := loopWait(e.spec.Mode, now, due, lastMoved, e.spinNs(), e.linger)
 		if e.useRing && timeout == 0 {
 			// Spinning: the rings are read directly, and epoll is
 			// asked only now and then, for the parent's requests.
