@@ -214,3 +214,52 @@ func TestAdaptiveReleaseErrorNoWorseThanBusy(t *testing.T) {
 		t.Errorf("release error p99: adaptive %.1f µs, busy %.1f µs: more than %g µs worse", a, b, targetReleaseP99Us)
 	}
 }
+
+// TestMeasureModesAccuracy is a measurement, not a test: with
+// TLAB_MEASURE_ACCURACY=rounds it runs quick calibration's added-latency
+// and delay steps for each mode of TLAB_MEASURE_MODES (default busy and
+// adaptive) in alternate rounds (A B B A ...) and logs the figures and
+// the engine's CPU. docs/methodology.md quotes it.
+//
+//	TLAB_MEASURE_ACCURACY=4 go test -p 1 -timeout 30m -run TestMeasureModesAccuracy -v ./internal/calibrate
+func TestMeasureModesAccuracy(t *testing.T) {
+	rounds, _ := strconv.Atoi(os.Getenv("TLAB_MEASURE_ACCURACY"))
+	if rounds <= 0 {
+		t.Skip("a measurement: set TLAB_MEASURE_ACCURACY to the number of rounds")
+	}
+	tbtest.RequirePrivileges(t)
+	modes := strings.Split(os.Getenv("TLAB_MEASURE_MODES"), ",")
+	if modes[0] == "" {
+		modes = []string{emu.ModeBusy, emu.ModeAdaptive}
+	}
+	for r := 0; r < rounds; r++ {
+		order := slices.Clone(modes)
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, mode := range order {
+			rep := &Report{}
+			opts := Options{Quick: true, Seed: 1, Emulator: emu.EngineOptions{Mode: mode}}
+			// A step that fails on a loaded host (a probe unanswered)
+			// is logged, and the round keeps what it measured.
+			if err := addedLatency(rep, opts); err != nil {
+				t.Logf("round %d %s: %v", r+1, mode, err)
+			}
+			if err := delayAccuracy(rep, opts); err != nil {
+				t.Logf("round %d %s: %v", r+1, mode, err)
+			}
+			var b strings.Builder
+			for _, c := range slices.Concat(rep.Checks, rep.Info) {
+				switch {
+				case strings.HasPrefix(c.Name, "added_latency"), strings.HasPrefix(c.Name, "release_error_"),
+					strings.HasSuffix(c.Name, "engine_cpu_s"), c.Name == "idle_engine_cpu_pct", c.Name == "engine_spin_us":
+					fmt.Fprintf(&b, " %s=%g", c.Name, c.Value)
+					if c.Interval != nil {
+						fmt.Fprintf(&b, "[%g,%g]", c.Interval[0], c.Interval[1])
+					}
+				}
+			}
+			t.Logf("round %d %-8s%s", r+1, mode, b.String())
+		}
+	}
+}

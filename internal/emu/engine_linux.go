@@ -124,6 +124,9 @@ func newEngine(spec EngineSpec, ctrlFD, outFD, firstPortFD int) (*engine, error)
 	if spec.MTU == 0 {
 		spec.MTU = 1500
 	}
+	if spec.Mode == "" {
+		spec.Mode = ModeAdaptive
+	}
 	e := &engine{
 		spec:     spec,
 		start:    time.Now(),
@@ -234,7 +237,9 @@ func (e *engine) run() error {
 	events := make([]unix.EpollEvent, len(e.ports)+1)
 	// A round that moved a frame is busy from its start to the next
 	// round's start, read from the clock the round reads anyway.
-	var roundStart, lastPoll int64
+	// A blocking wait's time is not: blocked is the part of the round
+	// spent in one.
+	var roundStart, lastPoll, blocked int64
 	busy := false
 	// lastMoved is when a round last moved a frame: the adaptive loop
 	// keeps spinning for a wake-up latency after it.
@@ -242,9 +247,9 @@ func (e *engine) run() error {
 	for !e.stopping {
 		now := e.now()
 		if busy {
-			e.busyNs += now - roundStart
+			e.busyNs += now - roundStart - blocked
 		}
-		roundStart = now
+		roundStart, blocked = now, 0
 		moved := e.fwd + e.received
 		next := e.transmit(now)
 		e.release(now)
@@ -268,17 +273,25 @@ func (e *engine) run() error {
 			}
 		}
 		lastPoll = now
+		var waitStart int64
+		if timeout != 0 {
+			waitStart = e.now()
+		}
 		n, err := sysx.EpollPwait2(e.epfd, events, timeout)
+		if timeout != 0 {
+			woke := e.now()
+			blocked = woke - waitStart
+			if n == 0 && timeout > 0 && e.wake != nil {
+				// A timed wait that ran out: how late it returned
+				// is a sample of this host's wake-up latency.
+				e.wake.add(woke - (now + timeout))
+			}
+		}
 		if err != nil {
 			if errors.Is(err, unix.EINTR) {
 				continue
 			}
 			return fmt.Errorf("epoll_pwait2: %w", err)
-		}
-		if n == 0 && timeout > 0 && e.wake != nil {
-			// A timed wait that ran out: how late it returned is a
-			// sample of this host's wake-up latency.
-			e.wake.add(e.now() - (now + timeout))
 		}
 		if n > 0 && !(e.useRing && timeout == 0) {
 			e.wakeups++

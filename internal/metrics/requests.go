@@ -213,7 +213,7 @@ func init() {
 		{Name: "emu_loop_switches_per_s", Kind: Instrument, Unit: "1/s", Header: "LOOP CSW/s", Precision: 1,
 			Definition: "Context switches per second of the emulator's forwarding loop thread over the cell's measured window (voluntary and involuntary, getrusage RUSAGE_THREAD): each one is a time the busy-polling loop lost its CPU, a likely part of the release error's tail. Near zero when nothing else runs on the emulator's CPU."},
 		{Name: "emu_busy_pct", Kind: Instrument, Unit: "%", Header: "LOOP BUSY %", Precision: 1,
-			Definition: "Share of the cell's measured window that the emulator's loop spent in rounds that moved a frame (received, released or dropped one), the rest being polling: its load, which a busy-polling loop's CPU time (always 100 %) does not show."},
+			Definition: "Share of the cell's measured window that the emulator's loop spent in rounds that moved a frame (received, released or dropped one), the rest being polling or blocked: its load, which a busy-polling loop's CPU time (always 100 %) does not show."},
 		{Name: "emu_cpu_s", Kind: Instrument, Unit: "s", Header: "EMU CPU s", Precision: 2,
 			Definition: "CPU time (user and system, all its threads) the emulator's process used over the cell's measured window (getrusage): what the instrument cost the machine, beside its release error. A busy-polling engine uses the whole window at any load; an adaptive one about what its traffic costs."},
 		{Name: "emu_kernel_drops", Kind: Instrument, Unit: "", Header: "KERNEL DROPS", Precision: 0,
