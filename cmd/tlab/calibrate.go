@@ -14,10 +14,10 @@ import (
 )
 
 func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("calibrate", "calibrate [--json] [--quick] [--mode sleep|busy] [--engine ring|mmsg] [--compare-engines [--rounds N]]", stderr)
+	fs := newFlags("calibrate", "calibrate [--json] [--quick] [--mode adaptive|busy|sleep] [--engine ring|mmsg] [--compare-engines [--rounds N]]", stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
 	quick := fs.Bool("quick", false, "shorter measurements (noisier figures)")
-	mode := fs.String("mode", emu.ModeBusy, "emulator timer mode: busy (polls, uses one core, most accurate) or sleep (epoll + short spin, less CPU, p99 suffers on idle VMs)")
+	mode := fs.String("mode", emu.ModeAdaptive, "emulator timer mode: adaptive (blocks, spinning only within the wake-up latency it measures on this host: an idle link costs no CPU), busy (polls, holds one core) or sleep (epoll + a fixed --spin before each release)")
 	spin := fs.Duration("spin", testbed.DefaultSpin, "in sleep mode, how long before a release the engine starts to spin")
 	engine := fs.String("engine", emu.EngineRing, "emulator engine: "+strings.Join(emu.Engines(), " or "))
 	compare := fs.Bool("compare-engines", false, "instead of the checks, measure the mmsg engine against the ring engine in alternate rounds and print each figure's paired difference")
@@ -33,8 +33,8 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "tlab calibrate: --rounds %d: want 2 or more, with --compare-engines\n", *rounds)
 		return exitUsage
 	}
-	if *mode != emu.ModeSleep && *mode != emu.ModeBusy {
-		fmt.Fprintf(stderr, "tlab calibrate: --mode %q: want sleep or busy\n", *mode)
+	if _, err := (emu.EngineOptions{Mode: *mode}).Validate(); err != nil {
+		fmt.Fprintf(stderr, "tlab calibrate: --%v\n", err)
 		return exitUsage
 	}
 	if code, handled := ensurePrivileges(append([]string{"calibrate"}, args...), stderr); handled {

@@ -90,7 +90,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Duration("idle-timeout", 5*time.Second, "HTTP/1.1: close a connection idle for this long")
 	fs.String("h1-client", proto.H1Strict, "HTTP/1.1 client: strict (tlab's: the idle connection or a new one the request waits for) or transport (net/http's Transport with its defaults)")
 	fs.Int("h1-max-idle", 1, "HTTP/1.1 strict client: idle connections it keeps (1: one persistent connection)")
-	fs.String("emulator-mode", emu.ModeBusy, "emulator timer mode: busy or sleep")
+	fs.String("emulator-mode", emu.ModeAdaptive, "emulator timer mode: "+strings.Join(emu.Modes(), ", "))
 	pos, code, ok := parseArgs(fs, args, 1)
 	if !ok {
 		return code

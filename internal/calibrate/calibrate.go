@@ -327,8 +327,10 @@ func delayAccuracy(r *Report, opts Options) error {
 	var zeroDelay []time.Duration
 	err := withTestbed(opts, emu.LinkConfig{}, false, func(tb *testbed.Testbed, c, s *testbed.Host) (err error) {
 		ip, _ := tb.Addr("client", "server")
-		zeroDelay, err = pingPong(c, s, ip, opts.scale(2000, 500), 100)
-		return err
+		if zeroDelay, err = pingPong(c, s, ip, opts.scale(2000, 500), 100); err != nil {
+			return err
+		}
+		return idleCost(r, tb, opts.dur(3*time.Second, time.Second))
 	})
 	if err != nil {
 		return err
@@ -583,6 +585,30 @@ func measureFlood(tb *testbed.Testbed, client *testbed.Host, payload int, floodF
 	return f, nil
 }
 
+// idleCost reports what the engine costs with no traffic over window: its
+// CPU time (a busy-polling loop holds a core; an adaptive one blocks) and,
+// when it sleeps, how long before a release it spins (adaptive: the
+// wake-up latency it measured on this host).
+func idleCost(r *Report, tb *testbed.Testbed, window time.Duration) error {
+	before, err := tb.Emulator().Stats()
+	if err != nil {
+		return err
+	}
+	time.Sleep(window)
+	after, err := tb.Emulator().Stats()
+	if err != nil {
+		return err
+	}
+	windowNs := after.ClockNs - before.ClockNs
+	cpu := after.Loop.Sub(before.Loop).CPUNs
+	addInfo(r, "idle_engine_cpu_pct", float64(cpu)/float64(windowNs)*100, "%",
+		fmt.Sprintf("the engine process's CPU time on an idle link, %.3f s over %.1f s (getrusage), as a share of a core", float64(cpu)/1e9, float64(windowNs)/1e9))
+	if after.SpinNs > 0 {
+		addInfo(r, "engine_spin_us", float64(after.SpinNs)/1e3, "us", "how long before a release the loop starts to spin: in adaptive mode the p99 of the wake-up latency it measured on this host, in sleep mode the configured --spin")
+	}
+	return nil
+}
+
 // addLoopInfo reports what the forwarding loop says of itself over a
 // window of windowNs: how busy it was (rounds that moved a frame, against
 // rounds that only polled), what a frame cost it, and how often its thread
@@ -596,6 +622,8 @@ func addLoopInfo(r *Report, prefix string, loop emu.LoopStats, windowNs int64) {
 	if loop.Received > 0 {
 		addInfo(r, prefix+"_engine_ns_per_frame", float64(loop.BusyNs)/float64(loop.Received), "ns", "busy time per frame read (reading, the models, the delay line, sending)")
 	}
+	addInfo(r, prefix+"_engine_cpu_s", float64(loop.CPUNs)/1e9, "s",
+		fmt.Sprintf("the engine process's CPU time over the %.1f s window (getrusage): %.1f %% of a core", secs, float64(loop.CPUNs)/float64(windowNs)*100))
 	addInfo(r, prefix+"_loop_switches_per_s", float64(loop.VoluntarySwitches+loop.InvoluntarySwitches)/secs, "1/s",
 		fmt.Sprintf("the loop thread lost its CPU %d times voluntarily, %d times to another thread", loop.VoluntarySwitches, loop.InvoluntarySwitches))
 }

@@ -111,11 +111,21 @@ type engine struct {
 	stopping bool
 	// useRing: frames come from the ports' receive rings (EngineRing).
 	useRing bool
+	// wake is the host's wake-up latency as the adaptive loop measures
+	// it (ModeAdaptive only, nil otherwise).
+	wake *wakeEstimate
+	// linger: some link may release a frame sooner after it arrived than
+	// a wake-up takes (releasesSoonerThanSpin), so the adaptive loop spins for a
+	// wake-up latency after it moved a frame.
+	linger bool
 }
 
 func newEngine(spec EngineSpec, ctrlFD, outFD, firstPortFD int) (*engine, error) {
 	if spec.MTU == 0 {
 		spec.MTU = 1500
+	}
+	if spec.Mode == "" {
+		spec.Mode = ModeAdaptive
 	}
 	e := &engine{
 		spec:     spec,
@@ -147,6 +157,7 @@ func newEngine(spec EngineSpec, ctrlFD, outFD, firstPortFD int) (*engine, error)
 		if st.dirs[0], st.dirs[1], err = NewLink(ls.Config, spec.Seed, ls.Name, ls.TraceUp, ls.TraceDown); err != nil {
 			return nil, err
 		}
+		e.linger = e.linger || releasesSoonerThanSpin(ls.Config.Up) || releasesSoonerThanSpin(ls.Config.Down)
 		for _, ps := range ls.Ports {
 			p := &port{fd: fd, link: li, side: ps.Side, msgs: make([]unix.Mmsghdr, batch), iovs: make([]unix.Iovec, batch)}
 			copy(p.mac[:], ps.HostMAC)
@@ -181,6 +192,13 @@ func newEngine(spec EngineSpec, ctrlFD, outFD, firstPortFD int) (*engine, error)
 		if err := unix.EpollCtl(e.epfd, unix.EPOLL_CTL_ADD, p.fd, &ev); err != nil {
 			return nil, fmt.Errorf("port %d: epoll: %w", i, err)
 		}
+	}
+	if spec.Mode == ModeAdaptive {
+		samples, err := measureWakeLatency(wakeProbes)
+		if err != nil {
+			return nil, fmt.Errorf("measuring the wake-up latency: %w", err)
+		}
+		e.wake = newWakeEstimate(samples)
 	}
 	if err := unix.SetNonblock(ctrlFD, true); err != nil {
 		return nil, err
@@ -219,33 +237,27 @@ func (e *engine) run() error {
 	events := make([]unix.EpollEvent, len(e.ports)+1)
 	// A round that moved a frame is busy from its start to the next
 	// round's start, read from the clock the round reads anyway.
-	var roundStart, lastPoll int64
+	// A blocking wait's time is not: blocked is the part of the round
+	// spent in one.
+	var roundStart, lastPoll, blocked int64
 	busy := false
+	// lastMoved is when a round last moved a frame: the adaptive loop
+	// keeps spinning for a wake-up latency after it.
+	lastMoved := int64(math.MinInt64 / 2)
 	for !e.stopping {
 		now := e.now()
 		if busy {
-			e.busyNs += now - roundStart
+			e.busyNs += now - roundStart - blocked
 		}
-		roundStart = now
+		roundStart, blocked = now, 0
 		moved := e.fwd + e.received
 		next := e.transmit(now)
 		e.release(now)
-		timeout := int64(-1)
 		due := next
 		if release, ok := e.line.next(); ok {
 			due = min(due, release)
 		}
-		if due != math.MaxInt64 {
-			wait := due - now
-			switch {
-			case e.spec.Mode == ModeBusy || wait <= e.spec.SpinNs:
-				timeout = 0
-			default:
-				timeout = wait - e.spec.SpinNs
-			}
-		} else if e.spec.Mode == ModeBusy {
-			timeout = 0
-		}
+		timeout := loopWait(e.spec.Mode, now, due, lastMoved, e.spinNs(), e.linger)
 		if e.useRing && timeout == 0 {
 			// Spinning: the rings are read directly, and epoll is
 			// asked only now and then, for the parent's requests.
@@ -254,11 +266,27 @@ func (e *engine) run() error {
 			}
 			if now-lastPoll < controlEveryNs {
 				busy = e.fwd+e.received != moved
+				if busy {
+					lastMoved = now
+				}
 				continue
 			}
 		}
 		lastPoll = now
+		var waitStart int64
+		if timeout != 0 {
+			waitStart = e.now()
+		}
 		n, err := sysx.EpollPwait2(e.epfd, events, timeout)
+		if timeout != 0 {
+			woke := e.now()
+			blocked = woke - waitStart
+			if n == 0 && timeout > 0 && e.wake != nil {
+				// A timed wait that ran out: how late it returned
+				// is a sample of this host's wake-up latency.
+				e.wake.add(woke - (now + timeout))
+			}
+		}
 		if err != nil {
 			if errors.Is(err, unix.EINTR) {
 				continue
@@ -278,8 +306,56 @@ func (e *engine) run() error {
 			e.receive(int(ev.Fd))
 		}
 		busy = e.fwd+e.received != moved
+		if busy {
+			lastMoved = now
+		}
 	}
 	return nil
+}
+
+// spinNs is how long before a release the loop starts to spin: the
+// measured wake-up latency in ModeAdaptive, the configured spin in
+// ModeSleep.
+func (e *engine) spinNs() int64 {
+	if e.wake != nil {
+		return e.wake.spinNs
+	}
+	return e.spec.SpinNs
+}
+
+// wakeProbes are the timed waits measureWakeLatency takes at start: 20 µs,
+// 100 µs and 500 µs in turn (the longer a CPU idles, the deeper it may
+// sleep and the later it wakes), about 31 ms in all: every testbed pays it
+// at its start, and the loop's own timed waits refine it as it runs. The
+// p99 of 150 is the second largest.
+var wakeProbes = func() []int64 {
+	var w []int64
+	for i := 0; i < 150; i++ {
+		w = append(w, []int64{20_000, 100_000, 500_000}[i%3])
+	}
+	return w
+}()
+
+// measureWakeLatency measures how late this thread returns from timed waits
+// in epoll_pwait2 (the wait the loop blocks in), on an epoll set with
+// nothing in it, one wait per duration given: the lateness of each, in ns.
+// Called once the thread has its CPU and timer slack (prepareThread).
+func measureWakeLatency(waits []int64) ([]int64, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(epfd)
+	events := make([]unix.EpollEvent, 1)
+	late := make([]int64, 0, len(waits))
+	for _, w := range waits {
+		start := time.Now()
+		if _, err := sysx.EpollPwait2(epfd, events, w); err != nil && !errors.Is(err, unix.EINTR) {
+			return nil, fmt.Errorf("epoll_pwait2: %w", err)
+		}
+		late = append(late, int64(time.Since(start))-w)
+	}
+	return late, nil
 }
 
 // pollRings reads every port's ring that holds a frame, and says whether
@@ -632,6 +708,9 @@ func (e *engine) control() error {
 
 func (e *engine) stats() EngineStats {
 	s := EngineStats{Lateness: e.lateness.Summary(), ReadLag: e.readLag.Summary(), Forwarded: e.fwd, Wakeups: e.wakeups, ClockNs: e.now()}
+	if e.spec.Mode != ModeBusy {
+		s.SpinNs = e.spinNs()
+	}
 	for _, p := range e.ports {
 		// Reading the kernel's counters resets them: they are added up.
 		if st, err := unix.GetsockoptTpacketStats(p.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS); err == nil {
@@ -643,6 +722,9 @@ func (e *engine) stats() EngineStats {
 	var ru unix.Rusage
 	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err == nil {
 		s.Loop.VoluntarySwitches, s.Loop.InvoluntarySwitches = uint64(ru.Nvcsw), uint64(ru.Nivcsw)
+	}
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err == nil {
+		s.Loop.CPUNs = ru.Utime.Nano() + ru.Stime.Nano()
 	}
 	for i, ls := range e.links {
 		s.Links = append(s.Links, LinkStats{Name: e.spec.Links[i].Name, Up: ls.dirs[0].Stats, Down: ls.dirs[1].Stats})

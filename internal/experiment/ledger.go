@@ -140,7 +140,7 @@ func (l *cellLedger) err() error {
 // emulatorFacts are the cell's figures of its emulator, which result fills
 // in (unknown, NaN, when no emulator ran: a remote cell).
 var emulatorFacts = []string{"emu_release_p50_us", "emu_release_p99_us", "emu_release_p999_us", "emu_release_max_us",
-	"emu_read_lag_p99_us", "emu_read_lag_max_us", "emu_loop_switches_per_s", "emu_busy_pct", "emu_kernel_drops"}
+	"emu_read_lag_p99_us", "emu_read_lag_max_us", "emu_loop_switches_per_s", "emu_busy_pct", "emu_kernel_drops", "emu_cpu_s"}
 
 // result accounts for the window: each link's counters since its start,
 // the measured link seen from the workload's first role (its up is what
@@ -168,6 +168,7 @@ func (l *cellLedger) result(end emu.EngineStats, measured string, upIsAtoB bool,
 		f["emu_busy_pct"] = float64(loop.BusyNs) / window * 100
 	}
 	f["emu_kernel_drops"] = float64(loop.KernelDrops)
+	f["emu_cpu_s"] = float64(loop.CPUNs) / 1e9
 	f["overlapping_runs"] = float64(len(overlaps))
 	f["host_steal_pct"], f["host_wakeup_p99_us"], f["host_wakeup_max_us"] = host.StealPct, host.WakeP99Us, host.WakeMaxUs
 	if host.Wakeups == 0 {

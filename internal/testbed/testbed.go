@@ -27,13 +27,12 @@ type Options struct {
 	// MTU of every interface (default 1500). All veths of a path share it:
 	// a mismatch black-holes TCP without an error.
 	MTU int
-	// Emulator chooses the engine: its timer mode (emu.ModeBusy, the
-	// default: one core polls, release errors of a few microseconds; or
-	// emu.ModeSleep: less CPU, and on a VM that idles wake-ups push the
-	// p99 error to hundreds of microseconds), where a frame's arrival time
-	// comes from, which engine, and its loop's CPU. Spin is how long
-	// before a release the sleeping engine starts to spin (default
-	// DefaultSpin).
+	// Emulator chooses the engine: its timer mode (emu.ModeAdaptive, the
+	// default: blocks, spinning only within the wake-up latency it
+	// measures; emu.ModeBusy: one core polls; or emu.ModeSleep: a fixed
+	// spin), where a frame's arrival time comes from, which engine, and
+	// its loop's CPU. Spin is how long before a release the sleep-mode
+	// engine starts to spin (default DefaultSpin).
 	Emulator emu.EngineOptions
 	Spin     time.Duration
 	// RealtimePriority runs the emulator under SCHED_FIFO when above 0.
@@ -162,7 +161,7 @@ func Build(topo Topology, opts Options) (tb *Testbed, err error) {
 		opts.MTU = 1500
 	}
 	if opts.Emulator.Mode == "" {
-		opts.Emulator.Mode = emu.ModeBusy
+		opts.Emulator.Mode = emu.ModeAdaptive
 	}
 	if opts.Spin == 0 {
 		opts.Spin = DefaultSpin

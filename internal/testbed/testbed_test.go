@@ -355,7 +355,9 @@ func TestEmulatorLivesOnItsCPU(t *testing.T) {
 	if cpu < 0 {
 		t.Skip("one CPU: the loop shares it with everything")
 	}
-	tb := build(t, ClientServer(delayLoss(time.Millisecond, 0)), Options{Seed: 1})
+	// The busy loop: it never blocks by design, so a voluntary switch is
+	// the runtime parking it (the adaptive loop blocks when idle).
+	tb := build(t, ClientServer(delayLoss(time.Millisecond, 0)), Options{Seed: 1, Emulator: emu.EngineOptions{Mode: emu.ModeBusy}})
 	var want unix.CPUSet
 	want.Set(cpu)
 	for tid, set := range cpuSets(t, tb.Emulator().PID()) {
