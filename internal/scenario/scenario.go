@@ -101,6 +101,10 @@ type Scenario struct {
 	// protocol listed by accident. Empty: figures that need one say
 	// which they took.
 	Baseline string `yaml:"baseline"`
+	// Explore names parameters with ranges (tlab explore): the package
+	// that searches them checks the section (RegisterSection); a cell
+	// is one point of it, without the section.
+	Explore yaml.Node `yaml:"explore"`
 
 	file     string
 	root     *yaml.Node
@@ -321,7 +325,10 @@ func (s *Scenario) validate() error {
 		}
 	}
 	s.settings = settings
-	return s.validateMatrix()
+	if err := s.validateMatrix(); err != nil {
+		return err
+	}
+	return s.checkSections()
 }
 
 // LinkFor resolves a profile stack with the scenario's link overrides. A
@@ -635,8 +642,10 @@ func (s *Scenario) with(keys []string, vals []*yaml.Node) (*Scenario, error) {
 			return nil, &strictyaml.Error{File: s.file, Line: vals[i].Line, Msg: fmt.Sprintf("matrix %s: %v", k, err)}
 		}
 	}
-	// Remove the matrix from the copy: a cell is one point.
+	// Remove the matrix (and a range to explore) from the copy: a cell
+	// is one point.
 	removeKey(root, "matrix")
+	removeKey(root, "explore")
 	return decode(s.file, root)
 }
 
