@@ -45,6 +45,9 @@ type Sweep struct {
 	RequireCalibration bool
 	// Shard, when set, runs only this shard's share of the cells.
 	Shard Shard
+	// Cells, when set, are the cells to run in place of the scenario's
+	// (an exploration's rounds so far: scenario.CellAt's points).
+	Cells []scenario.Cell
 	// Remote, when set, runs every cell across the real path to an agent;
 	// PathCheck is the path as measured at this start (or resume), for
 	// the manifest.
@@ -182,9 +185,12 @@ func (sw Sweep) logf(format string, args ...any) {
 // Run executes every cell not yet done and returns every row of the run.
 func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 	sc := sw.Scenario
-	all, err := sc.Cells()
-	if err != nil {
-		return nil, err
+	all := sw.Cells
+	if all == nil {
+		var err error
+		if all, err = sc.Cells(); err != nil {
+			return nil, err
+		}
 	}
 	if sw.Resume && sw.Shard.N == 0 {
 		if m, err := results.ReadManifest(sw.Dir); err == nil && m.Shard != "" {
