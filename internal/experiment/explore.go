@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"tlab/internal/emu"
@@ -37,8 +38,10 @@ type Exploration struct {
 	Budget *explore.Budget
 
 	NoCalibration, NoReport bool
-	Progress                func(Progress)
-	Log                     io.Writer
+	// Quality is the rule that re-runs disturbed cells (as Run's).
+	Quality  string
+	Progress func(Progress)
+	Log      io.Writer
 	// Ready is called once the scenario and directory are known, before
 	// any cell runs (the command line checks privileges there).
 	Ready func(ExploreReady) error
@@ -88,6 +91,9 @@ func (e Exploration) Execute(ctx context.Context) (Explored, error) {
 	if err != nil {
 		return Explored{}, inputErr(err)
 	}
+	if e.Quality != "" && !slices.Contains(QualityModes, e.Quality) {
+		return Explored{}, inputErr(fmt.Errorf("--quality %q: want %s", e.Quality, strings.Join(QualityModes, ", ")))
+	}
 	if e.Budget != nil {
 		spec.Budget = *e.Budget
 	}
@@ -113,7 +119,7 @@ func (e Exploration) Execute(ctx context.Context) (Explored, error) {
 	}
 	sweepDeadRuns(e.Log)
 	m := &cellMeasurer{scenario: sc, sweep: Sweep{Scenario: sc, Dir: out.Dir, Resume: e.Resume != "", SkipCalibration: e.NoCalibration,
-		Requirements: reqs, Progress: e.Progress, Log: e.Log, attempt: e.attempt, calibrate: e.calibrate}}
+		Requirements: reqs, Progress: e.Progress, Log: e.Log, Quality: Quality{Mode: e.Quality}, attempt: e.attempt, calibrate: e.calibrate}}
 	if p, ok := sc.QoOProfile(); ok {
 		m.sweep.QoO = &p
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"tlab/internal/emu"
 	"tlab/internal/explore"
@@ -119,5 +120,66 @@ func TestAnExplorationIsAnOrdinaryRunDirectory(t *testing.T) {
 	}
 	if again != 0 || res.Map.Cells != m.Cells || len(res.Map.Boundaries) != len(m.Boundaries) {
 		t.Errorf("resume ran %d cells, spent %d (first %d), %d boundaries (first %d)", again, res.Map.Cells, m.Cells, len(res.Map.Boundaries), len(m.Boundaries))
+	}
+}
+
+// A tiny real exploration, end to end: quic and tcp through the emulated
+// link in namespaces, over 0 % to 4 % loss, a budget of 12 cells. The
+// run directory holds ordinary complete cells (as many as the map spent,
+// within the budget) and the map's files, and the answer says what stayed
+// open.
+func TestATinyRealExploration(t *testing.T) {
+	requireRoot(t)
+	file := filepath.Join(t.TempDir(), "tiny.yaml")
+	src := `name: tiny-explore
+profiles: [ethernet]
+link: {rtt: 10ms}
+protocols: [quic, tcp]
+workload: {type: periodic, interval: 10ms, payload: 256}
+count: 40
+warmup: 0s
+require: ["delay_p99_ms<=30"]
+explore:
+  parameters:
+    link.loss: 0%..4%
+  coarse: 2
+  max_repetitions: 3
+  budget: 12
+`
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	dir := filepath.Join(t.TempDir(), "run")
+	got, err := Exploration{NameOrFile: file, Out: dir, NoCalibration: true, Quality: "off"}.Execute(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(got.Map.Answer())
+	if got.Map.Cells == 0 || got.Map.Cells > 12 {
+		t.Errorf("the map spent %d cells; the budget is 12", got.Map.Cells)
+	}
+	run, err := results.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(run.Rows) != got.Map.Cells {
+		t.Errorf("%d rows in summary.csv, %d cells spent", len(run.Rows), got.Map.Cells)
+	}
+	for _, r := range run.Rows {
+		// A busy host may leave requests unsent; a cell that measured
+		// none would be no cell at all.
+		if !results.CellDone(results.CellDir(dir, r.Cell)) || r.Int("requests") < 1 {
+			t.Errorf("cell %s: not complete, or no request completed (%d)", r.Cell, r.Int("requests"))
+		}
+	}
+	for _, f := range []string{explore.PointsFile, explore.BoundariesFile, explore.MapFile, "report.html"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("the run lacks %s: %v", f, err)
+		}
+	}
+	if got.Map.Stopped == "budget" && len(got.Map.Open) == 0 {
+		t.Errorf("the budget ran out and nothing is said to be open:\n%s", got.Map.Answer())
 	}
 }

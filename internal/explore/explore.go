@@ -178,16 +178,42 @@ func (c Comparison) Name() string {
 }
 
 // differences are, per repetition, the A stack's value minus B's (a
-// pair) or the stack's value minus the bound (a requirement).
+// pair) or the stack's value minus the bound (a requirement). A value
+// beyond any bound (a percentile that fell among messages that never
+// completed: +Inf) stands as ten times the largest finite value at the
+// point (or the bound): worse than anything measured, so that it counts
+// against its stack instead of dropping out of the evidence; two of them
+// are a tie (NaN, left out).
 func (c Comparison) differences(reps []map[string]map[string]float64) []float64 {
 	m := c.Requirement.Metric
+	worst := math.Max(1, math.Abs(c.Requirement.Bound))
+	for _, r := range reps {
+		for _, vals := range r {
+			if v := vals[m]; !math.IsInf(v, 0) && !math.IsNaN(v) {
+				worst = math.Max(worst, math.Abs(v))
+			}
+		}
+	}
+	val := func(v float64) float64 {
+		switch {
+		case math.IsInf(v, 1):
+			return 10 * worst
+		case math.IsInf(v, -1):
+			return -10 * worst
+		}
+		return v
+	}
 	var d []float64
 	for _, r := range reps {
+		a, b := val(r[c.Stack][m]), c.Requirement.Bound
 		if c.Kind == PairKind {
-			d = append(d, r[c.A][m]-r[c.B][m])
-		} else {
-			d = append(d, r[c.Stack][m]-c.Requirement.Bound)
+			a, b = val(r[c.A][m]), val(r[c.B][m])
+			if math.IsInf(r[c.A][m], 0) && math.IsInf(r[c.B][m], 0) {
+				d = append(d, math.NaN())
+				continue
+			}
 		}
+		d = append(d, a-b)
 	}
 	return d
 }

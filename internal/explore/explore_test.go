@@ -246,3 +246,35 @@ func TestTheBudgetStopsTheSearchAndSaysWhatIsOpen(t *testing.T) {
 		t.Errorf("a budget cut short, yet nothing is open:\n%s", m.Answer())
 	}
 }
+
+// A percentile beyond any bound (+Inf: more messages never came back than
+// it leaves out) counts against its stack: tcp's p99 is infinite in every
+// repetition and quic's is 20 ms, so quic is decided better and tcp
+// decided to fail the bound, at every point.
+func TestAnInfinitePercentileCountsAgainstItsStack(t *testing.T) {
+	lab := &fakeLab{seed: 5, own: 1, delay: func(st string, x []float64) float64 {
+		if st == "tcp" {
+			return math.Inf(1)
+		}
+		return 20
+	}}
+	cfg := Config{Params: []Param{lossRange}, Stacks: []string{"quic", "tcp"}, Require: require(50)}
+	m, err := Run(context.Background(), cfg, lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range m.Points {
+		for ci, c := range m.Comparisons {
+			want := "quic"
+			switch {
+			case c.Kind == RequirementKind && c.Stack == "tcp":
+				want = "fails"
+			case c.Kind == RequirementKind:
+				want = "meets"
+			}
+			if got := p.Verdicts[ci].Label; got != want {
+				t.Errorf("%s, %s: %s, want %s", p.Label(), c.Name(), got, want)
+			}
+		}
+	}
+}

@@ -152,14 +152,17 @@ func (m *Map) Answer() string {
 	for _, b := range m.Boundaries {
 		sb.WriteString("- " + m.Sentence(b) + "\n")
 	}
+	settled := !slices.ContainsFunc(m.Points, func(p *PointResult) bool { return !p.Settled })
 	for ci, c := range m.Comparisons {
 		labels := map[string]int{}
 		for _, p := range m.Points {
 			labels[p.Verdicts[ci].Label]++
 		}
 		switch {
+		case len(labels) == 1 && labels[Undecided] > 0 && settled:
+			fmt.Fprintf(&sb, "- %s: undecided at every point, each after %d repetitions: no difference the rule can tell from noise.\n", c.Name(), m.MaxReps)
 		case len(labels) == 1 && labels[Undecided] > 0:
-			fmt.Fprintf(&sb, "- %s: undecided at every point (up to %d repetitions each): no difference the rule can tell from noise.\n", c.Name(), m.MaxReps)
+			fmt.Fprintf(&sb, "- %s: undecided at every point so far (not every point had its %d repetitions).\n", c.Name(), m.MaxReps)
 		case len(labels) == 1:
 			for l := range labels {
 				fmt.Fprintf(&sb, "- %s at every point measured.\n", c.Says(l))
