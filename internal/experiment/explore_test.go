@@ -13,6 +13,7 @@ import (
 	"tlab/internal/emu"
 	"tlab/internal/explore"
 	"tlab/internal/results"
+	"tlab/internal/scenario"
 )
 
 const fakeExplore = `name: fake-explore
@@ -181,5 +182,118 @@ explore:
 	}
 	if got.Map.Stopped == "budget" && len(got.Map.Open) == 0 {
 		t.Errorf("the budget ran out and nothing is said to be open:\n%s", got.Map.Answer())
+	}
+}
+
+// repetitions: auto repeats a point only while a verdict there is open: a
+// clear difference (quic 20 ms below tcp at every loss, with noise) is
+// decided before the maximum, and two names for one stack are repeated up
+// to it, undecided. The extra repetitions are ordinary cells named after
+// their first repetition's.
+func TestAutoRepetitionsStopWhenDecided(t *testing.T) {
+	src := `name: auto
+profiles: [ethernet]
+protocols: [quic, tcp, h2]
+workload: {type: periodic, interval: 10ms}
+count: 5
+warmup: 0s
+repetitions: auto
+max_repetitions: 9
+require: ["delay_p99_ms<=1000"]
+`
+	sc, err := scenario.Parse("auto.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if maxReps, ok := sc.AutoRepetitions(); !ok || maxReps != 9 || sc.Repetitions != 2 {
+		t.Fatalf("auto %v, max %d, first repetitions %d", ok, maxReps, sc.Repetitions)
+	}
+	// quic is 20 ms faster than tcp; h2 is tcp under another name.
+	attempt := func(_ context.Context, spec CellSpec, sink func(results.Record) error, _ func(Progress)) (CellResult, error) {
+		shared := rand.New(rand.NewPCG(spec.Cell.Seed, 1)).NormFloat64() * 3
+		own := rand.New(rand.NewPCG(spec.Cell.Seed, uint64(len(spec.Cell.Protocol)))).NormFloat64()
+		base := 50.0
+		if spec.Cell.Protocol == "quic" {
+			base = 30
+		}
+		var recs []results.Record
+		for i := range 5 {
+			d := base + shared + own
+			r := results.Record{Seq: i, SentMs: float64(10 * i), DoneMs: float64(10*i) + d, DelayMs: d, ReqBytes: 256, RespBytes: 256, ConnID: 1}
+			if err := sink(r); err != nil {
+				return CellResult{}, err
+			}
+			recs = append(recs, r)
+		}
+		res := CellResult{Records: recs}
+		res.Summary, err = summarize(spec, spec.Workload.Info(), &Place{Emulated: true}, nil, recs, emu.LinkStats{}, map[string]float64{"conns_opened": 1})
+		return res, err
+	}
+	cells, err := sc.Cells()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := sc.Requirements()
+	sw := Sweep{Scenario: sc, Dir: filepath.Join(t.TempDir(), "run"), SkipCalibration: true, Quality: Quality{Mode: "off"}, attempt: attempt, Requirements: reqs}
+	rows, err := sw.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err = sw.repeatUntilDecided(context.Background(), cells, 9, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// tcp and h2 cannot be told apart, so the point goes to the maximum:
+	// 9 repetitions of 3 stacks. Meanwhile quic against tcp and h2 (a
+	// 20 ms gap over a spread of about 1.4 ms between stacks) is decided.
+	if len(rows) != 27 {
+		t.Errorf("%d rows, want 27 (9 repetitions of 3 stacks: tcp and h2 stay undecided)", len(rows))
+	}
+	// Without h2, the same point is decided before the maximum: the t
+	// mixture with a 20 ms gap over ~1.4 ms of spread reaches 1/alpha
+	// (3 comparisons: 60) within 6 repetitions (at n = 5 without any
+	// spread it is 21² = 441), and the first round already has 2.
+	two, err := scenario.Parse("auto.yaml", []byte(strings.Replace(src, "[quic, tcp, h2]", "[quic, tcp]", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	twoCells, _ := two.Cells()
+	sw2 := Sweep{Scenario: two, Dir: filepath.Join(t.TempDir(), "run"), SkipCalibration: true, Quality: Quality{Mode: "off"}, attempt: attempt, Requirements: reqs}
+	rows2, err := sw2.Run(context.Background())
+	if err == nil {
+		rows2, err = sw2.repeatUntilDecided(context.Background(), twoCells, 9, rows2)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rows2) / 2; n < 2 || n > 6 {
+		t.Errorf("quic against tcp took %d repetitions, want 2 to 6 (decided before the maximum of 9)", n)
+	}
+	var seq []map[string]map[string]float64
+	byRep := map[int]map[string]map[string]float64{}
+	for _, r := range rows {
+		if byRep[r.Rep] == nil {
+			byRep[r.Rep] = map[string]map[string]float64{}
+		}
+		byRep[r.Rep][r.Protocol] = map[string]float64{"delay_p99_ms": r.Float("delay_p99_ms")}
+		if r.Rep == 9 && r.Protocol == "quic" && r.Cell != "c0001_ethernet_quic_r9" {
+			t.Errorf("the ninth repetition of quic is cell %s, want c0001_ethernet_quic_r9", r.Cell)
+		}
+	}
+	for rep := 1; rep <= 9; rep++ {
+		seq = append(seq, byRep[rep])
+	}
+	for _, c := range explore.Comparisons(sc.Protocols, reqs) {
+		v := c.Judge(seq, explore.TMixture, autoAlpha, len(explore.Comparisons(sc.Protocols, reqs)))
+		want := "quic"
+		switch {
+		case c.Kind == explore.RequirementKind:
+			want = "meets"
+		case c.A == "tcp" && c.B == "h2":
+			want = explore.Undecided
+		}
+		if v.Label != want {
+			t.Errorf("%s: %s, want %s", c.Name(), v.Label, want)
+		}
 	}
 }

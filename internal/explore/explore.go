@@ -258,6 +258,29 @@ func (c Comparison) Says(label string) string {
 	return c.Stack + " " + label + " " + c.Requirement.String()
 }
 
+// Judge decides the comparison from repetitions (each stack's figures by
+// metric, one map per repetition) by the rule, at level alpha shared
+// among tests (Bonferroni). The rule's evidence is the running maximum
+// over every look from the second repetition on: its guarantee holds for
+// the whole sequence, so a verdict reached at an earlier look stands.
+func (c Comparison) Judge(reps []map[string]map[string]float64, rule Rule, alpha float64, tests int) Verdict {
+	d := c.differences(reps)
+	var e Evidence
+	for n := 2; n <= len(d); n++ {
+		e.Observe(rule, d[:n])
+	}
+	v := Verdict{Label: Undecided, P: e.P(tests), Effect: finiteMean(d), N: len(d)}
+	if e.Decided(alpha, tests) {
+		v.Label = c.label(e.Sign)
+	}
+	return v
+}
+
+// Comparisons are the questions asked at every point: every requirement
+// for every stack, then every pair of stacks on the first requirement's
+// metric.
+func Comparisons(stacks []string, reqs []advise.Requirement) []Comparison { return comparisons(stacks, reqs) }
+
 // comparisons are every requirement for every stack, then every pair of
 // stacks on the priority metric.
 func comparisons(stacks []string, reqs []advise.Requirement) []Comparison {
@@ -516,21 +539,8 @@ func (s *search) plan() []Request {
 func (s *search) judge(p *PointResult) {
 	all := true
 	for i, c := range s.comps {
-		d := c.differences(p.Reps)
-		var e Evidence
-		// The running maximum over every look: the rule's guarantee is
-		// for the whole sequence, so a verdict reached at an earlier
-		// look stands.
-		for n := 2; n <= len(d); n++ {
-			e.Observe(s.cfg.Rule, d[:n])
-		}
-		v := Verdict{Label: Undecided, P: e.P(s.tests), Effect: finiteMean(d), N: len(d)}
-		if e.Decided(s.cfg.Alpha, s.tests) {
-			v.Label = c.label(e.Sign)
-		} else {
-			all = false
-		}
-		p.Verdicts[i] = v
+		p.Verdicts[i] = c.Judge(p.Reps, s.cfg.Rule, s.cfg.Alpha, s.tests)
+		all = all && p.Verdicts[i].Label != Undecided
 	}
 	p.Settled = all || len(p.Reps) >= s.cfg.MaxReps
 	p.Meets, p.Best = nil, ""

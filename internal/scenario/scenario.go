@@ -58,7 +58,11 @@ type Scenario struct {
 	Duration    units.Duration `yaml:"duration"`
 	Count       int            `yaml:"count"`
 	Warmup      units.Duration `yaml:"warmup"`
-	Repetitions int            `yaml:"repetitions"`
+	// Repetitions is a count, or "auto": each cell's point is repeated
+	// (from AutoMinRepetitions) until the answer's verdicts there are
+	// decided by an always-valid sequential test, or MaxRepetitions.
+	Repetitions    int `yaml:"repetitions"`
+	MaxRepetitions int `yaml:"max_repetitions"`
 	Seed        uint64         `yaml:"seed"`
 	// Order is "fixed" (profiles, then matrix values, then protocols,
 	// then repetitions) or "random" (shuffled with the seed).
@@ -108,6 +112,8 @@ type Scenario struct {
 
 	file     string
 	root     *yaml.Node
+	// auto: repetitions: auto (the decoded Repetitions is the minimum).
+	auto bool
 	workload workload.Workload
 	// warnings are what validation found legitimate but worth saying
 	// (an overload experiment), each at its file and line.
@@ -168,10 +174,11 @@ func Parse(file string, data []byte, overrides ...string) (*Scenario, error) {
 // decode turns a node tree into a validated scenario.
 func decode(file string, root *yaml.Node) (*Scenario, error) {
 	s := &Scenario{}
-	if err := strictyaml.Decode(file, root, s); err != nil {
+	src, auto := withAutoRepetitions(root)
+	if err := strictyaml.Decode(file, src, s); err != nil {
 		return nil, err
 	}
-	s.file, s.root = file, root
+	s.file, s.root, s.auto = file, root, auto
 	s.defaults()
 	if err := s.validate(); err != nil {
 		return nil, err
@@ -182,6 +189,9 @@ func decode(file string, root *yaml.Node) (*Scenario, error) {
 func (s *Scenario) defaults() {
 	if s.Repetitions == 0 {
 		s.Repetitions = 1
+	}
+	if s.auto && s.MaxRepetitions == 0 {
+		s.MaxRepetitions = DefaultMaxRepetitions
 	}
 	if s.Order == "" {
 		s.Order = "fixed"
@@ -247,7 +257,11 @@ func (s *Scenario) validate() error {
 	case s.Warmup < 0:
 		return s.errAt([]any{"warmup"}, "warmup %v is negative", s.Warmup)
 	case s.Repetitions < 1:
-		return s.errAt([]any{"repetitions"}, "repetitions must be at least 1")
+		return s.errAt([]any{"repetitions"}, "repetitions must be at least 1, or auto")
+	case s.MaxRepetitions != 0 && !s.auto:
+		return s.errAt([]any{"max_repetitions"}, "max_repetitions goes with repetitions: auto")
+	case s.auto && s.MaxRepetitions < AutoMinRepetitions:
+		return s.errAt([]any{"max_repetitions"}, "max_repetitions %d: repetitions: auto starts with %d", s.MaxRepetitions, AutoMinRepetitions)
 	case s.Duration > 0 && s.Count > 0:
 		return s.errAt([]any{"count"}, "give duration or count, not both (duration %v, count %d)", s.Duration, s.Count)
 	}
