@@ -279,7 +279,9 @@ func (c Comparison) Judge(reps []map[string]map[string]float64, rule Rule, alpha
 // Comparisons are the questions asked at every point: every requirement
 // for every stack, then every pair of stacks on the first requirement's
 // metric.
-func Comparisons(stacks []string, reqs []advise.Requirement) []Comparison { return comparisons(stacks, reqs) }
+func Comparisons(stacks []string, reqs []advise.Requirement) []Comparison {
+	return comparisons(stacks, reqs)
+}
 
 // comparisons are every requirement for every stack, then every pair of
 // stacks on the priority metric.

@@ -55,15 +55,15 @@ type Scenario struct {
 	Workload yaml.Node `yaml:"workload"`
 	// Duration (or Count) is the measured part of each cell, after
 	// Warmup.
-	Duration    units.Duration `yaml:"duration"`
-	Count       int            `yaml:"count"`
-	Warmup      units.Duration `yaml:"warmup"`
+	Duration units.Duration `yaml:"duration"`
+	Count    int            `yaml:"count"`
+	Warmup   units.Duration `yaml:"warmup"`
 	// Repetitions is a count, or "auto": each cell's point is repeated
 	// (from AutoMinRepetitions) until the answer's verdicts there are
 	// decided by an always-valid sequential test, or MaxRepetitions.
-	Repetitions    int `yaml:"repetitions"`
-	MaxRepetitions int `yaml:"max_repetitions"`
-	Seed        uint64         `yaml:"seed"`
+	Repetitions    int    `yaml:"repetitions"`
+	MaxRepetitions int    `yaml:"max_repetitions"`
+	Seed           uint64 `yaml:"seed"`
 	// Order is "fixed" (profiles, then matrix values, then protocols,
 	// then repetitions) or "random" (shuffled with the seed).
 	Order string `yaml:"order"`
@@ -110,10 +110,10 @@ type Scenario struct {
 	// is one point of it, without the section.
 	Explore yaml.Node `yaml:"explore"`
 
-	file     string
-	root     *yaml.Node
+	file string
+	root *yaml.Node
 	// auto: repetitions: auto (the decoded Repetitions is the minimum).
-	auto bool
+	auto     bool
 	workload workload.Workload
 	// warnings are what validation found legitimate but worth saying
 	// (an overload experiment), each at its file and line.
