@@ -8,10 +8,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"tlab/internal/experiment"
 	"tlab/internal/explore"
+	"tlab/internal/scenario"
 	"tlab/internal/units"
 )
 
@@ -109,4 +111,29 @@ func runExplore(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fmt.Fprint(stdout, res.Map.Answer())
 	fmt.Fprintf(stdout, "\nResults in %s: report.html, %s, %s, %s, summary.csv, records.csv\n", res.Dir, explore.PointsFile, explore.BoundariesFile, explore.AnswerFile)
 	return exitOK
+}
+
+// exploreLine says what tlab explore would search in a scenario with an
+// explore: section ("" without one).
+func exploreLine(sc *scenario.Scenario) string {
+	if sc.Explore.Kind == 0 {
+		return ""
+	}
+	spec, err := explore.SpecOf(sc)
+	if err != nil {
+		return ""
+	}
+	cfg := spec.Config(sc.Protocols, sc.Requirements())
+	var names []string
+	for _, p := range cfg.Params {
+		names = append(names, fmt.Sprintf("%s %s..%s", p.Path, p.Format(p.Low), p.Format(p.High)))
+	}
+	spend := "until decided"
+	switch b := cfg.Budget; {
+	case b.Cells > 0:
+		spend = "at most " + units.Count(b.Cells, "cell")
+	case b.Duration > 0:
+		spend = "for at most " + b.Duration.String()
+	}
+	return fmt.Sprintf("explore: %s, at most %d points of %d to %d repetitions, %s (tlab explore runs it; tlab run runs the cells above)", strings.Join(names, " and "), cfg.MaxPoints, cfg.MinReps, cfg.MaxReps, spend)
 }

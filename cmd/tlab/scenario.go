@@ -250,6 +250,12 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 			for _, line := range sc.StackLines() {
 				fmt.Fprintln(stdout, line)
 			}
+			if maxReps, auto := sc.AutoRepetitions(); auto {
+				fmt.Fprintf(stdout, "repetitions: auto: each point repeated until its verdicts are decided, up to %d repetitions.\n", maxReps)
+			}
+			if line := exploreLine(sc); line != "" {
+				fmt.Fprintln(stdout, line)
+			}
 			for _, w := range scenario.CellWarnings(cells) {
 				fmt.Fprintf(stderr, "warning: %s\n", w)
 			}
