@@ -100,6 +100,7 @@ func (e Exploration) Execute(ctx context.Context) (Explored, error) {
 	reqs := sc.Requirements()
 	cfg := spec.Config(sc.Protocols, reqs)
 	cfg.Round = e.Round
+	cfg.Evidence = exploreEvidence
 	out := Explored{Scenario: sc, Dir: e.Out}
 	switch {
 	case e.Resume != "":
@@ -143,6 +144,13 @@ func (e Exploration) Execute(ctx context.Context) (Explored, error) {
 	out.Report = done.Report
 	return out, err
 }
+
+// exploreEvidence are the figures each boundary shows on either side, as
+// the records' account of what changed there: connections opened, bytes
+// on the wire per request (retransmissions and handshakes add to them),
+// sends behind schedule and never sent, messages that failed, and the
+// emulator's own release error (a host disturbance, not the network).
+var exploreEvidence = []string{"conns_per_1000", "bytes_per_request", "late_sends", "unsent", "failed_pct", "emu_release_p99_us"}
 
 // cellMeasurer runs an exploration's rounds as cells of one run
 // directory: each request is one cell per protocol at the point's values

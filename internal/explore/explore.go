@@ -91,6 +91,11 @@ type Config struct {
 	Now func() time.Time
 	// Round, when set, hears each round's plan before it is measured.
 	Round func(round int, reqs []Request)
+	// Evidence are figures the measurer reports beside the compared ones
+	// (connections opened, bytes per request, sends behind schedule):
+	// each boundary shows their means on either side, per stack, as the
+	// records' own account of what changed there.
+	Evidence []string
 }
 
 // Defaults fills what the configuration leaves out.
@@ -345,6 +350,20 @@ type Boundary struct {
 	Estimate   float64
 	Below      string
 	Above      string
+	// Accounts are the records' own account on either side: each
+	// evidence figure's mean over the bracketing points' repetitions,
+	// per stack.
+	Accounts []Account
+}
+
+// Account is one evidence figure's mean at one side of a boundary (the
+// bracketing point At) for one stack.
+type Account struct {
+	Side   string // "below" or "above"
+	At     float64
+	Stack  string
+	Figure string
+	Mean   float64
 }
 
 // Region is a part of the range the search left open, and why.

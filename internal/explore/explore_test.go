@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"tlab/internal/advise"
@@ -29,6 +30,11 @@ func (f *fakeLab) Measure(_ context.Context, reqs []Request) ([]Outcome, error) 
 		o := Outcome{Request: r, Values: map[string]map[string]float64{}}
 		for _, st := range []string{"quic", "tcp", "quic-again"} {
 			o.Values[st] = map[string]float64{"delay_p99_ms": f.delay(st, r.Point.Values) + common + f.own*rng.NormFloat64()}
+			// tcp opens a connection per 20 requests above 1.8 % loss.
+			o.Values[st]["conns_per_1000"] = 1
+			if st == "tcp" && r.Point.Values[0] > 1.8 {
+				o.Values[st]["conns_per_1000"] = 50
+			}
 		}
 		out = append(out, o)
 		f.cells += 2
@@ -119,7 +125,7 @@ func TestAKnownFlipIsLocatedWithFewPoints(t *testing.T) {
 		}
 		return 30 + 2.5*(x[0]-1.8)
 	}}
-	cfg := Config{Params: []Param{lossRange}, Stacks: []string{"quic", "tcp"}, Require: require(1000), MaxReps: 12}
+	cfg := Config{Params: []Param{lossRange}, Stacks: []string{"quic", "tcp"}, Require: require(1000), MaxReps: 12, Evidence: []string{"conns_per_1000"}}
 	m, err := Run(context.Background(), cfg, lab)
 	if err != nil {
 		t.Fatal(err)
@@ -143,6 +149,10 @@ func TestAKnownFlipIsLocatedWithFewPoints(t *testing.T) {
 	}
 	if b.Below != "tcp" || b.Above != "quic" {
 		t.Errorf("boundary says %s below and %s above, want tcp below, quic above", b.Below, b.Above)
+	}
+	// Beside it, the records' account: tcp's connections jump across it.
+	if a := m.Account(b); !strings.Contains(a, "tcp conns_per_1000 1 |") || !strings.Contains(a, "tcp conns_per_1000 50") {
+		t.Errorf("the account beside the boundary lacks tcp's connections on either side: %q", a)
 	}
 	if b.High-b.Low > 1.5 {
 		t.Errorf("boundary interval [%v, %v] is wider than 1.5 %% of loss", b.Low, b.High)

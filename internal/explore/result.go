@@ -100,6 +100,20 @@ func (s *search) boundaries(line []*PointResult, axis int, at float64) []Boundar
 					u = u0 + (u1-u0)*e0/(e0-e1)
 				}
 				b.Estimate = s.cfg.Params[axis].At(u / float64(s.n[axis]))
+				for _, side := range []struct {
+					name string
+					p    *PointResult
+				}{{"below", last}, {"above", p}} {
+					for _, st := range s.cfg.Stacks {
+						for _, fig := range s.cfg.Evidence {
+							var v []float64
+							for _, r := range side.p.Reps {
+								v = append(v, r[st][fig])
+							}
+							b.Accounts = append(b.Accounts, Account{Side: side.name, At: side.p.Values[axis], Stack: st, Figure: fig, Mean: finiteMean(v)})
+						}
+					}
+				}
 				out = append(out, b)
 			}
 			last = p
@@ -151,6 +165,9 @@ func (m *Map) Answer() string {
 	}
 	for _, b := range m.Boundaries {
 		sb.WriteString("- " + m.Sentence(b) + "\n")
+		if a := m.Account(b); a != "" {
+			sb.WriteString("  " + a + "\n")
+		}
 	}
 	settled := !slices.ContainsFunc(m.Points, func(p *PointResult) bool { return !p.Settled })
 	for ci, c := range m.Comparisons {
@@ -185,4 +202,46 @@ func (m *Map) Answer() string {
 	}
 	fmt.Fprintf(&sb, "Each verdict is decided by the %s rule's always-valid test at a map-wide error rate of %g (shared among %d tests).\n", m.Rule, m.Alpha, m.Tests)
 	return sb.String()
+}
+
+// Account says what the records show on either side of a boundary, for
+// the stacks the comparison involves: "at 1.25%: quic conns_per_1000 1,
+// late_sends 0; tcp ...; at 2.5%: ...". Empty without evidence figures.
+func (m *Map) Account(b Boundary) string {
+	c := m.Comparisons[b.Comparison]
+	involved := func(st string) bool {
+		if c.Kind == PairKind {
+			return st == c.A || st == c.B
+		}
+		return st == c.Stack
+	}
+	p := m.Params[b.Axis]
+	var sides []string
+	for _, side := range []string{"below", "above"} {
+		var stacks []string
+		byStack := map[string][]string{}
+		at := math.NaN()
+		for _, a := range b.Accounts {
+			if a.Side != side || !involved(a.Stack) || math.IsNaN(a.Mean) {
+				continue
+			}
+			at = a.At
+			if byStack[a.Stack] == nil {
+				stacks = append(stacks, a.Stack)
+			}
+			byStack[a.Stack] = append(byStack[a.Stack], fmt.Sprintf("%s %.3g", a.Figure, a.Mean))
+		}
+		if len(stacks) == 0 {
+			continue
+		}
+		var parts []string
+		for _, st := range stacks {
+			parts = append(parts, st+" "+strings.Join(byStack[st], ", "))
+		}
+		sides = append(sides, "at "+p.Format(at)+": "+strings.Join(parts, "; "))
+	}
+	if len(sides) == 0 {
+		return ""
+	}
+	return "the records beside it: " + strings.Join(sides, " | ")
 }

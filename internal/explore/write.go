@@ -14,11 +14,13 @@ import (
 
 // The files an exploration adds to its run directory: tidy data (one row
 // per measured point and stack, one per point and comparison, one per
-// boundary), the map's facts and its answer in words.
+// boundary, one per boundary, side, stack and evidence figure), the
+// map's facts and its answer in words.
 const (
 	PointsFile     = "explore-points.csv"
 	VerdictsFile   = "explore-verdicts.csv"
 	BoundariesFile = "explore-boundaries.csv"
+	EvidenceFile   = "explore-evidence.csv"
 	MapFile        = "explore.json"
 	AnswerFile     = "explore-answer.txt"
 )
@@ -133,7 +135,17 @@ func (m *Map) WriteFiles(dir string) error {
 		bounds = append(bounds, []string{c.Name(), c.Kind, c.Stack, c.A, c.B, c.Requirement.Metric, m.Params[b.Axis].Path,
 			num(b.Low), num(b.Estimate), num(b.High), atParam, at, b.Below, b.Above, s})
 	}
-	for name, rows := range map[string][][]string{PointsFile: points, VerdictsFile: verdicts, BoundariesFile: bounds} {
+	evidence := [][]string{{"comparison", "parameter", "at_parameter", "at", "side", "point", "stack", "figure", "mean"}}
+	for _, b := range m.Boundaries {
+		atParam, at := "", "NA"
+		if !math.IsNaN(b.At) {
+			atParam, at = m.Params[1-b.Axis].Path, num(b.At)
+		}
+		for _, a := range b.Accounts {
+			evidence = append(evidence, []string{m.Comparisons[b.Comparison].Name(), m.Params[b.Axis].Path, atParam, at, a.Side, num(a.At), a.Stack, a.Figure, num(a.Mean)})
+		}
+	}
+	for name, rows := range map[string][][]string{PointsFile: points, VerdictsFile: verdicts, BoundariesFile: bounds, EvidenceFile: evidence} {
 		var buf bytes.Buffer
 		w := csv.NewWriter(&buf)
 		if err := w.WriteAll(rows); err != nil {
