@@ -107,7 +107,7 @@ func (sw Sweep) repeatUntilDecided(ctx context.Context, cells []scenario.Cell, m
 		sw.logf("repetitions: auto, round %d: %d more cells where a verdict is still open", round, len(more))
 		all = append(all, more...)
 		next := sw
-		next.Cells, next.Resume, next.SkipCalibration = all, true, true
+		next.Cells, next.Resume, next.SkipCalibration, next.nextRound = all, true, true, true
 		var err error
 		if rows, err = next.Run(ctx); err != nil {
 			return rows, fmt.Errorf("repetitions: auto: %w", err)

@@ -194,7 +194,7 @@ func (m *cellMeasurer) Measure(ctx context.Context, reqs []explore.Request) ([]e
 	if m.rounds > 0 {
 		// The run directory exists: continue it, without another
 		// opening calibration.
-		sw.Resume, sw.SkipCalibration = true, true
+		sw.Resume, sw.SkipCalibration, sw.nextRound = true, true, true
 	}
 	m.rounds++
 	rows, err := sw.Run(ctx)

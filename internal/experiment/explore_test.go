@@ -88,6 +88,11 @@ func TestAnExplorationIsAnOrdinaryRunDirectory(t *testing.T) {
 	if len(run.Rows) != m.Cells {
 		t.Errorf("summary holds %d rows, the map spent %d cells", len(run.Rows), m.Cells)
 	}
+	// The manifest counts every cell (the live view's progress), and a
+	// round is no resume.
+	if mf, err := results.ReadManifest(dir); err != nil || mf.Cells != m.Cells || len(mf.Resumed) != 0 {
+		t.Errorf("manifest: %d cells (want %d), %d resumes (want 0), %v", mf.Cells, m.Cells, len(mf.Resumed), err)
+	}
 	for _, r := range run.Rows {
 		if !results.CellDone(results.CellDir(dir, r.Cell)) || r.Param("link.loss") == "" {
 			t.Errorf("row %s: no complete cell directory, or no link.loss column (%q)", r.Cell, r.Param("link.loss"))

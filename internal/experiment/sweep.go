@@ -48,6 +48,9 @@ type Sweep struct {
 	// Cells, when set, are the cells to run in place of the scenario's
 	// (an exploration's rounds so far: scenario.CellAt's points).
 	Cells []scenario.Cell
+	// nextRound marks a later round of this same run (an exploration's,
+	// repetitions: auto), with Resume: not a resume, and the run grows.
+	nextRound bool
 	// Remote, when set, runs every cell across the real path to an agent;
 	// PathCheck is the path as measured at this start (or resume), for
 	// the manifest.
@@ -234,7 +237,11 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 			return nil, err
 		}
 	} else {
-		m.Resumed = append(m.Resumed, time.Now())
+		if sw.nextRound {
+			m.Cells, m.TotalCells = len(cells), len(all)
+		} else {
+			m.Resumed = append(m.Resumed, time.Now())
+		}
 		m.Finished = nil
 		m.Params = params
 		if sw.Quality.Mode == "" {
