@@ -108,6 +108,15 @@ func (e Exploration) Execute(ctx context.Context) (Explored, error) {
 	case out.Dir == "":
 		out.Dir = DefaultDir(sc.Name, e.Now())
 	}
+	cfg.AfterRound = func(m *explore.Map) {
+		// The map so far, for the live view (tlab serve DIR): its files
+		// and its plot in the run's list. A failure here loses nothing
+		// the end does not write again.
+		if err := m.WriteFiles(out.Dir); err != nil && e.Log != nil {
+			fmt.Fprintf(e.Log, "warning: the map so far: %v\n", err)
+		}
+		addExplorePlot(out.Dir)
+	}
 	if e.Ready != nil {
 		if err := e.Ready(ExploreReady{Scenario: sc, Config: cfg, Dir: out.Dir}); err != nil {
 			return out, err
@@ -131,11 +140,8 @@ func (e Exploration) Execute(ctx context.Context) (Explored, error) {
 	if werr := out.Map.WriteFiles(out.Dir); werr != nil {
 		return out, errors.Join(err, fmt.Errorf("writing the map: %w", werr))
 	}
-	if mf, merr := results.ReadManifest(out.Dir); merr == nil && !slices.Contains(mf.Plots, ExplorePlot) {
-		mf.Plots = append([]string{ExplorePlot}, mf.Plots...)
-		if merr := mf.Save(out.Dir); merr != nil {
-			return out, errors.Join(err, merr)
-		}
+	if merr := addExplorePlot(out.Dir); merr != nil {
+		return out, errors.Join(err, merr)
 	}
 	if err != nil {
 		return out, err
@@ -222,4 +228,14 @@ func (m *cellMeasurer) Measure(ctx context.Context, reqs []explore.Request) ([]e
 		}
 	}
 	return out, err
+}
+
+// addExplorePlot puts the map's plot first in the run's plots, once.
+func addExplorePlot(dir string) error {
+	mf, err := results.ReadManifest(dir)
+	if err != nil || slices.Contains(mf.Plots, ExplorePlot) {
+		return nil
+	}
+	mf.Plots = append([]string{ExplorePlot}, mf.Plots...)
+	return mf.Save(dir)
 }

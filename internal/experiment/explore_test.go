@@ -2,9 +2,11 @@ package experiment
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -72,9 +74,25 @@ func TestAnExplorationIsAnOrdinaryRunDirectory(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	calls := 0
 	ex := Exploration{NameOrFile: file, Out: dir, NoCalibration: true, attempt: flipAttempt(&calls)}
+	// Between rounds the map so far is on disk, its plot listed: the live
+	// view draws it as it grows.
+	var midway error
+	ex.Round = func(round int, _ []explore.Request) {
+		if round != 2 {
+			return
+		}
+		if _, err := os.Stat(filepath.Join(dir, explore.MapFile)); err != nil {
+			midway = err
+		} else if mf, err := results.ReadManifest(dir); err != nil || !slices.Contains(mf.Plots, ExplorePlot) {
+			midway = fmt.Errorf("manifest plots lack %s (%v)", ExplorePlot, err)
+		}
+	}
 	got, err := ex.Execute(context.Background())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if midway != nil {
+		t.Errorf("after the first round: %v", midway)
 	}
 	m := got.Map
 	t.Logf("%d points, %d cells, %d rounds\n%s", len(m.Points), m.Cells, m.Rounds, m.Answer())

@@ -91,6 +91,9 @@ type Config struct {
 	Now func() time.Time
 	// Round, when set, hears each round's plan before it is measured.
 	Round func(round int, reqs []Request)
+	// AfterRound, when set, hears the map as it stands after each
+	// round (Stopped "running"): the live view draws it as it grows.
+	AfterRound func(*Map)
 	// Evidence are figures the measurer reports beside the compared ones
 	// (connections opened, bytes per request, sends behind schedule):
 	// each boundary shows their means on either side, per stack, as the
@@ -492,6 +495,9 @@ func Run(ctx context.Context, cfg Config, m Measurer) (*Map, error) {
 		// New points where settled neighbours disagree join the next
 		// round beside the points still repeating.
 		s.refine()
+		if cfg.AfterRound != nil {
+			cfg.AfterRound(s.result(spent, rounds, "running"))
+		}
 	}
 	return s.result(spent, rounds, stopped), nil
 }
