@@ -50,6 +50,7 @@ func commands() map[string]command {
 		"crosscheck": {"does tlab agree with curl? study B's phases, tlab against real clients", runCrossCheck},
 		"cleanup":    {"remove what killed runs left behind", runCleanup},
 		"run":        {"run a scenario or preset, resume one, or compare protocols ad hoc", runRun},
+		"explore":    {"where does the answer change? search a range of networks, cells spent where the verdict is open", runExplore},
 		"validate":   {"check a scenario file without running it", runValidate},
 		"report":     {"regenerate the report of a results directory", runReport},
 		"compare":    {"put several runs side by side in one report", runCompare},

@@ -275,6 +275,12 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 					fmt.Fprintln(stdout, "They come from a file: tlab run runs them only with --allow-commands.")
 				}
 			}
+			if maxReps, auto := sc.AutoRepetitions(); auto {
+				fmt.Fprintf(stdout, "repetitions: auto: each point repeated until its verdicts are decided, up to %d repetitions.\n", maxReps)
+			}
+			if line := exploreLine(sc); line != "" {
+				fmt.Fprintln(stdout, line)
+			}
 			for _, w := range scenario.CellWarnings(cells) {
 				fmt.Fprintf(stderr, "warning: %s\n", w)
 			}

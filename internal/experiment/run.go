@@ -223,6 +223,9 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 			return Outcome{}, inputErr(fmt.Errorf("--%w", err))
 		}
 	}
+	if _, auto := sc.AutoRepetitions(); auto && r.Shard != "" {
+		return Outcome{}, inputErr(errors.New("repetitions: auto decides where to repeat from every stack's cells at a point: run it whole, not as shards"))
+	}
 	out := Outcome{Scenario: sc, Dir: r.Out}
 	switch {
 	case r.Resume != "":
@@ -284,6 +287,9 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 		sw.Remote, sw.PathCheck = &RemotePath{Agent: agent, RTTMs: check.RTTMinMs, OffsetMs: check.OffsetMs, UncertaintyMs: check.UncertaintyMs}, &check
 	}
 	out.Rows, err = sw.Run(ctx)
+	if maxReps, auto := sc.AutoRepetitions(); err == nil && auto {
+		out.Rows, err = sw.repeatUntilDecided(ctx, cells, maxReps, out.Rows)
+	}
 	if err == nil && agent != nil {
 		check, cerr := checkPath(agent, "end")
 		if cerr == nil {

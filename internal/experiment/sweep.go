@@ -46,6 +46,12 @@ type Sweep struct {
 	RequireCalibration bool
 	// Shard, when set, runs only this shard's share of the cells.
 	Shard Shard
+	// Cells, when set, are the cells to run in place of the scenario's
+	// (an exploration's rounds so far: scenario.CellAt's points).
+	Cells []scenario.Cell
+	// nextRound marks a later round of this same run (an exploration's,
+	// repetitions: auto), with Resume: not a resume, and the run grows.
+	nextRound bool
 	// Remote, when set, runs every cell across the real path to an agent;
 	// PathCheck is the path as measured at this start (or resume), for
 	// the manifest.
@@ -188,9 +194,12 @@ func (sw Sweep) logf(format string, args ...any) {
 // Run executes every cell not yet done and returns every row of the run.
 func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 	sc := sw.Scenario
-	all, err := sc.Cells()
-	if err != nil {
-		return nil, err
+	all := sw.Cells
+	if all == nil {
+		var err error
+		if all, err = sc.Cells(); err != nil {
+			return nil, err
+		}
 	}
 	if sw.Resume && sw.Shard.N == 0 {
 		if m, err := results.ReadManifest(sw.Dir); err == nil && m.Shard != "" {
@@ -234,7 +243,11 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 			return nil, err
 		}
 	} else {
-		m.Resumed = append(m.Resumed, time.Now())
+		if sw.nextRound {
+			m.Cells, m.TotalCells = len(cells), len(all)
+		} else {
+			m.Resumed = append(m.Resumed, time.Now())
+		}
 		m.Finished = nil
 		m.Params = params
 		if sw.Quality.Mode == "" {

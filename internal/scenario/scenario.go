@@ -55,11 +55,15 @@ type Scenario struct {
 	Workload yaml.Node `yaml:"workload"`
 	// Duration (or Count) is the measured part of each cell, after
 	// Warmup.
-	Duration    units.Duration `yaml:"duration"`
-	Count       int            `yaml:"count"`
-	Warmup      units.Duration `yaml:"warmup"`
-	Repetitions int            `yaml:"repetitions"`
-	Seed        uint64         `yaml:"seed"`
+	Duration units.Duration `yaml:"duration"`
+	Count    int            `yaml:"count"`
+	Warmup   units.Duration `yaml:"warmup"`
+	// Repetitions is a count, or "auto": each cell's point is repeated
+	// (from AutoMinRepetitions) until the answer's verdicts there are
+	// decided by an always-valid sequential test, or MaxRepetitions.
+	Repetitions    int    `yaml:"repetitions"`
+	MaxRepetitions int    `yaml:"max_repetitions"`
+	Seed           uint64 `yaml:"seed"`
 	// Order is "fixed" (profiles, then matrix values, then protocols,
 	// then repetitions) or "random" (shuffled with the seed).
 	Order string `yaml:"order"`
@@ -101,9 +105,15 @@ type Scenario struct {
 	// protocol listed by accident. Empty: figures that need one say
 	// which they took.
 	Baseline string `yaml:"baseline"`
+	// Explore names parameters with ranges (tlab explore): the package
+	// that searches them checks the section (RegisterSection); a cell
+	// is one point of it, without the section.
+	Explore yaml.Node `yaml:"explore"`
 
-	file     string
-	root     *yaml.Node
+	file string
+	root *yaml.Node
+	// auto: repetitions: auto (the decoded Repetitions is the minimum).
+	auto     bool
 	workload workload.Workload
 	// warnings are what validation found legitimate but worth saying
 	// (an overload experiment), each at its file and line.
@@ -164,10 +174,11 @@ func Parse(file string, data []byte, overrides ...string) (*Scenario, error) {
 // decode turns a node tree into a validated scenario.
 func decode(file string, root *yaml.Node) (*Scenario, error) {
 	s := &Scenario{}
-	if err := strictyaml.Decode(file, root, s); err != nil {
+	src, auto := withAutoRepetitions(root)
+	if err := strictyaml.Decode(file, src, s); err != nil {
 		return nil, err
 	}
-	s.file, s.root = file, root
+	s.file, s.root, s.auto = file, root, auto
 	s.defaults()
 	if err := s.validate(); err != nil {
 		return nil, err
@@ -178,6 +189,9 @@ func decode(file string, root *yaml.Node) (*Scenario, error) {
 func (s *Scenario) defaults() {
 	if s.Repetitions == 0 {
 		s.Repetitions = 1
+	}
+	if s.auto && s.MaxRepetitions == 0 {
+		s.MaxRepetitions = DefaultMaxRepetitions
 	}
 	if s.Order == "" {
 		s.Order = "fixed"
@@ -243,7 +257,11 @@ func (s *Scenario) validate() error {
 	case s.Warmup < 0:
 		return s.errAt([]any{"warmup"}, "warmup %v is negative", s.Warmup)
 	case s.Repetitions < 1:
-		return s.errAt([]any{"repetitions"}, "repetitions must be at least 1")
+		return s.errAt([]any{"repetitions"}, "repetitions must be at least 1, or auto")
+	case s.MaxRepetitions != 0 && !s.auto:
+		return s.errAt([]any{"max_repetitions"}, "max_repetitions goes with repetitions: auto")
+	case s.auto && s.MaxRepetitions < AutoMinRepetitions:
+		return s.errAt([]any{"max_repetitions"}, "max_repetitions %d: repetitions: auto starts with %d", s.MaxRepetitions, AutoMinRepetitions)
 	case s.Duration > 0 && s.Count > 0:
 		return s.errAt([]any{"count"}, "give duration or count, not both (duration %v, count %d)", s.Duration, s.Count)
 	}
@@ -321,7 +339,10 @@ func (s *Scenario) validate() error {
 		}
 	}
 	s.settings = settings
-	return s.validateMatrix()
+	if err := s.validateMatrix(); err != nil {
+		return err
+	}
+	return s.checkSections()
 }
 
 // LinkFor resolves a profile stack with the scenario's link overrides. A
@@ -635,8 +656,10 @@ func (s *Scenario) with(keys []string, vals []*yaml.Node) (*Scenario, error) {
 			return nil, &strictyaml.Error{File: s.file, Line: vals[i].Line, Msg: fmt.Sprintf("matrix %s: %v", k, err)}
 		}
 	}
-	// Remove the matrix from the copy: a cell is one point.
+	// Remove the matrix (and a range to explore) from the copy: a cell
+	// is one point.
 	removeKey(root, "matrix")
+	removeKey(root, "explore")
 	return decode(s.file, root)
 }
 

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// tlab explore refuses what it cannot search before anything runs.
+func TestExploreRefusesBadInput(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"explore"}, "give a scenario file or preset, or --resume DIR"},
+		{[]string{"explore", "explore-quick", "--budget", "lots"}, `--budget "lots": want a number of cells (200) or a duration (30m)`},
+		{[]string{"explore", "quick"}, "no explore: section"},
+		{[]string{"explore", "explore-quick", "--quality", "perfect"}, `--quality "perfect"`},
+		{[]string{"explore", "explore-quick", "--set", "explore.rule=magic"}, `rule "magic": want t or sign`},
+	} {
+		code, out, errs := run(c.args...)
+		if code != exitUsage || !strings.Contains(out+errs, c.want) {
+			t.Errorf("tlab %v: exit %d, output %q; want exit %d and %q", c.args, code, out+errs, exitUsage, c.want)
+		}
+	}
+}
+
+// tlab validate says what tlab explore would search.
+func TestValidateNamesTheExploration(t *testing.T) {
+	code, out, errs := run("validate", "explore-quick")
+	if want := "explore: link.loss 0%..5%, at most 16 points of 2 to 8 repetitions, at most 80 cells"; code != exitOK || !strings.Contains(out, want) {
+		t.Errorf("tlab validate explore-quick: exit %d, %q %q; want %q", code, out, errs, want)
+	}
+}

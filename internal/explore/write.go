@@ -1,0 +1,177 @@
+package explore
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"tlab/internal/advise"
+)
+
+// The files an exploration adds to its run directory: tidy data (one row
+// per measured point and stack, one per point and comparison, one per
+// boundary, one per boundary, side, stack and evidence figure), the
+// map's facts and its answer in words.
+const (
+	PointsFile     = "explore-points.csv"
+	VerdictsFile   = "explore-verdicts.csv"
+	BoundariesFile = "explore-boundaries.csv"
+	EvidenceFile   = "explore-evidence.csv"
+	MapFile        = "explore.json"
+	AnswerFile     = "explore-answer.txt"
+)
+
+// Facts are explore.json: what the plots and a reader need beside the
+// tables.
+type Facts struct {
+	Parameters  []ParamFacts `json:"parameters"`
+	Stacks      []string     `json:"stacks"`
+	Comparisons []Comparison `json:"comparisons"`
+	Points      int          `json:"points"`
+	Cells       int          `json:"cells"`
+	GridPoints  int          `json:"grid_points"`
+	Rounds      int          `json:"rounds"`
+	Stopped     string       `json:"stopped"`
+	Alpha       float64      `json:"alpha"`
+	Tests       int          `json:"tests"`
+	Rule        Rule         `json:"rule"`
+	Boundaries  []string     `json:"boundaries"`
+	Open        []string     `json:"open"`
+}
+
+// ParamFacts is a parameter as explore.json writes it.
+type ParamFacts struct {
+	Path string  `json:"path"`
+	Low  float64 `json:"low"`
+	High float64 `json:"high"`
+	Unit string  `json:"unit"`
+	Log  bool    `json:"log"`
+}
+
+func num(v float64) string {
+	if math.IsNaN(v) {
+		return "NA"
+	}
+	return strconv.FormatFloat(v, 'g', 6, 64)
+}
+
+// confidence is 1 - p, the always-valid (adjusted) p-value's complement.
+func confidence(p float64) string { return num(1 - p) }
+
+// WriteFiles writes the map's files into dir.
+func (m *Map) WriteFiles(dir string) error {
+	var params []string
+	for _, p := range m.Params {
+		params = append(params, p.Path)
+	}
+	withParams := func(p *PointResult, rest ...string) []string {
+		row := []string{p.Label()}
+		for i := range m.Params {
+			row = append(row, num(p.Values[i]))
+		}
+		return append(row, rest...)
+	}
+	// One row per point and stack: does it meet every requirement (the
+	// least confident of its checks), is it the best, its mean value of
+	// the priority metric.
+	priority := m.Comparisons[0].Requirement
+	points := [][]string{append(append([]string{"point"}, params...), "stack", "repetitions", "status", "confidence", "best", "priority_metric", "priority_mean", "settled")}
+	for _, p := range m.Points {
+		for _, st := range m.Stacks {
+			status, worst := string(advise.Meets), 0.0
+			for ci, c := range m.Comparisons {
+				if c.Kind != RequirementKind || c.Stack != st {
+					continue
+				}
+				v := p.Verdicts[ci]
+				worst = math.Max(worst, v.P)
+				switch {
+				case v.Label == string(advise.Fails):
+					status = string(advise.Fails)
+				case v.Label == Undecided && status == string(advise.Meets):
+					status = Undecided
+				}
+			}
+			if status == string(advise.Fails) {
+				// Failing one requirement decidedly is enough: its own
+				// confidence is the status's.
+				worst = 1
+				for ci, c := range m.Comparisons {
+					if c.Kind == RequirementKind && c.Stack == st && p.Verdicts[ci].Label == string(advise.Fails) {
+						worst = math.Min(worst, p.Verdicts[ci].P)
+					}
+				}
+			}
+			var vals []float64
+			for _, r := range p.Reps {
+				vals = append(vals, r[st][priority.Metric])
+			}
+			points = append(points, withParams(p, st, strconv.Itoa(len(p.Reps)), status, confidence(worst),
+				strconv.FormatBool(p.Best == st), priority.Metric, num(finiteMean(vals)), strconv.FormatBool(p.Settled)))
+		}
+	}
+	verdicts := [][]string{append(append([]string{"point"}, params...), "comparison", "kind", "stack", "a", "b", "metric", "op", "bound", "label", "p", "confidence", "effect", "repetitions")}
+	for _, p := range m.Points {
+		for ci, c := range m.Comparisons {
+			v := p.Verdicts[ci]
+			verdicts = append(verdicts, withParams(p, c.Name(), c.Kind, c.Stack, c.A, c.B, c.Requirement.Metric, c.Requirement.Op,
+				num(c.Requirement.Bound), v.Label, num(v.P), confidence(v.P), num(v.Effect), strconv.Itoa(v.N)))
+		}
+	}
+	bounds := [][]string{{"comparison", "kind", "stack", "a", "b", "metric", "parameter", "low", "estimate", "high", "at_parameter", "at", "below", "above", "sentence"}}
+	var sentences []string
+	for _, b := range m.Boundaries {
+		c := m.Comparisons[b.Comparison]
+		atParam, at := "", "NA"
+		if !math.IsNaN(b.At) {
+			atParam, at = m.Params[1-b.Axis].Path, num(b.At)
+		}
+		s := m.Sentence(b)
+		sentences = append(sentences, s)
+		bounds = append(bounds, []string{c.Name(), c.Kind, c.Stack, c.A, c.B, c.Requirement.Metric, m.Params[b.Axis].Path,
+			num(b.Low), num(b.Estimate), num(b.High), atParam, at, b.Below, b.Above, s})
+	}
+	evidence := [][]string{{"comparison", "parameter", "at_parameter", "at", "side", "point", "stack", "figure", "mean"}}
+	for _, b := range m.Boundaries {
+		atParam, at := "", "NA"
+		if !math.IsNaN(b.At) {
+			atParam, at = m.Params[1-b.Axis].Path, num(b.At)
+		}
+		for _, a := range b.Accounts {
+			evidence = append(evidence, []string{m.Comparisons[b.Comparison].Name(), m.Params[b.Axis].Path, atParam, at, a.Side, num(a.At), a.Stack, a.Figure, num(a.Mean)})
+		}
+	}
+	for name, rows := range map[string][][]string{PointsFile: points, VerdictsFile: verdicts, BoundariesFile: bounds, EvidenceFile: evidence} {
+		var buf bytes.Buffer
+		w := csv.NewWriter(&buf)
+		if err := w.WriteAll(rows); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), buf.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	f := Facts{Stacks: m.Stacks, Comparisons: m.Comparisons, Points: len(m.Points), Cells: m.Cells, GridPoints: m.GridPoints,
+		Rounds: m.Rounds, Stopped: m.Stopped, Alpha: m.Alpha, Tests: m.Tests, Rule: m.Rule, Boundaries: sentences, Open: []string{}}
+	for _, p := range m.Params {
+		f.Parameters = append(f.Parameters, ParamFacts{Path: p.Path, Low: p.Low, High: p.High, Unit: p.Unit, Log: p.Log})
+	}
+	for _, r := range m.Open {
+		f.Open = append(f.Open, r.Why)
+	}
+	if f.Boundaries == nil {
+		f.Boundaries = []string{}
+	}
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, MapFile), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, AnswerFile), []byte(m.Answer()), 0o644)
+}

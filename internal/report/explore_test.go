@@ -1,0 +1,63 @@
+package report
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"tlab/internal/advise"
+	"tlab/internal/explore"
+)
+
+// plane is a fake lab: quic's delay falls below tcp's above 2 % loss,
+// whatever the RTT, with no noise.
+type plane struct{}
+
+func (plane) Measure(_ context.Context, reqs []explore.Request) ([]explore.Outcome, error) {
+	var out []explore.Outcome
+	for _, r := range reqs {
+		x := r.Point.Values[0]
+		out = append(out, explore.Outcome{Request: r, Values: map[string]map[string]float64{
+			"quic": {"delay_p99_ms": 30 - 3*(x-2) + 0.01*float64(r.Rep)},
+			"tcp":  {"delay_p99_ms": 30 + 3*(x-2) - 0.01*float64(r.Rep)},
+		}})
+	}
+	return out, nil
+}
+
+// The map is drawn from the files an exploration writes: a strip over
+// one parameter, a decision map over two, each with the boundaries'
+// intervals.
+func TestExploreMapDrawsStripAndPlane(t *testing.T) {
+	loss := explore.Param{Path: "link.loss", Low: 0, High: 5, Unit: "%"}
+	rtt := explore.Param{Path: "link.rtt", Low: 5, High: 300, Unit: "ms", Log: true}
+	for _, params := range [][]explore.Param{{loss}, {loss, rtt}} {
+		dir := t.TempDir()
+		cfg := explore.Config{Params: params, Stacks: []string{"quic", "tcp"}, Require: []advise.Requirement{{Metric: "delay_p99_ms", Op: "<=", Bound: 1000}}, MaxPoints: 40}
+		m, err := explore.Run(context.Background(), cfg, plane{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Boundaries) == 0 {
+			t.Fatalf("%d parameters: no boundary to draw:\n%s", len(params), m.Answer())
+		}
+		if err := m.WriteFiles(dir); err != nil {
+			t.Fatal(err)
+		}
+		figs, err := drawExploreMap(panel{run: &Run{Dir: dir}, dir: dir, profile: "ethernet", stem: "explore_map-1-ethernet"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "Where the verdicts change"
+		if len(params) == 2 {
+			want = "Decision map: quic vs tcp on delay_p99_ms"
+		}
+		if len(figs) != 1 || !strings.HasPrefix(figs[0].Title, want) || len(figs[0].SVG) == 0 {
+			t.Errorf("%d parameters: %d figures, title %q; want one titled %q", len(params), len(figs), figs[0].Title, want)
+		}
+	}
+	// A run that is no exploration draws nothing, without an error.
+	if figs, err := drawExploreMap(panel{run: &Run{Dir: t.TempDir()}}); err != nil || len(figs) != 0 {
+		t.Errorf("a plain run: %d figures, %v", len(figs), err)
+	}
+}
