@@ -367,18 +367,38 @@ func sweepDeadRuns(log io.Writer) {
 	if err != nil {
 		fmt.Fprintf(log, "warning: could not clean up after earlier runs: %v (tlab cleanup)\n", err)
 	}
-	runs := map[string]bool{}
+	for _, line := range sweepLines(actions) {
+		fmt.Fprintln(log, line)
+	}
+}
+
+// sweepLines says what a sweep of dead runs did: a warning for each
+// action that failed or was refused, and how many runs it cleaned up
+// after. A run counts only where something was done for it and nothing
+// failed: a refused record (another user's, or one with a field tlab
+// would not write) is a warning, never "removed".
+func sweepLines(actions []testbed.CleanupAction) []string {
+	var lines []string
+	cleaned, failed := map[string]bool{}, map[string]bool{}
 	for _, a := range actions {
-		runs[a.Run] = true
 		if a.Error != "" {
-			fmt.Fprintf(log, "warning: cleaning up after run %s: %s: %s\n", a.Run, a.What, a.Error)
+			failed[a.Run] = true
+			lines = append(lines, fmt.Sprintf("warning: cleaning up after run %s: %s: %s", a.Run, a.What, a.Error))
+			continue
+		}
+		if a.Done {
+			cleaned[a.Run] = true
 		}
 	}
-	switch len(runs) {
+	for run := range failed {
+		delete(cleaned, run)
+	}
+	switch len(cleaned) {
 	case 0:
 	case 1:
-		fmt.Fprintln(log, "removed what a killed tlab run left behind (temp files, its record)")
+		lines = append(lines, "removed what a killed tlab run left behind (temp files, its record)")
 	default:
-		fmt.Fprintf(log, "removed what %d killed tlab runs left behind (temp files, their records)\n", len(runs))
+		lines = append(lines, fmt.Sprintf("removed what %d killed tlab runs left behind (temp files, their records)", len(cleaned)))
 	}
+	return lines
 }
