@@ -32,9 +32,12 @@ func TestSweepLinesCountRunsCleanedUpAfter(t *testing.T) {
 		{Run: "b", What: "remove /tmp/tlab-b", Done: true},
 		{Run: "c", What: "kill 42", Done: true},
 		{Run: "c", What: "remove /tmp/tlab-c", Error: "permission denied"},
+		// Not done and no error: a step left alone (Reason says why).
+		{Run: "d", What: "kill 77", Reason: "its start time differs: another process"},
 	}
 	lines := sweepLines(actions)
-	// Runs a and b were cleaned up after; c failed part way and is a warning.
+	// Runs a and b were cleaned up after; c failed part way and is a
+	// warning; nothing was done for d.
 	want := []string{
 		"warning: cleaning up after run c: remove /tmp/tlab-c: permission denied",
 		"removed what 2 killed tlab runs left behind (temp files, their records)",
