@@ -7,11 +7,13 @@ package results
 
 import (
 	"bufio"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // FormatVersion is the version of the run-directory format this tlab
@@ -68,40 +70,96 @@ func SafeName(s string) string {
 
 // WriteAtomic writes a file through a temporary one in the same directory
 // and renames it into place, so that a reader (or a crash) never sees half
-// a file. Every error, of writing, syncing or closing, is returned.
+// a file. Every error, of writing, syncing or closing, is returned. It is
+// WriteAtomicIn on path's directory.
 func WriteAtomic(path string, fill func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	root, err := os.OpenRoot(filepath.Dir(path))
 	if err != nil {
 		return err
+	}
+	defer root.Close()
+	return WriteAtomicIn(root, filepath.Base(path), fill)
+}
+
+// WriteAtomicIn writes name inside root (a results directory) as
+// WriteAtomic does, trusting nothing else in the directory: a link or a
+// name that leads out of root is refused (os.Root), the temporary file is
+// created new (O_EXCL|O_NOFOLLOW), its mode and owner are set on the open
+// file, never by name, and the rename replaces whatever name was (a link
+// planted there is replaced, not written through). Run as root, the file
+// takes the owner of the directory it lands in, so that a user's results
+// stay theirs to remove.
+func WriteAtomicIn(root *os.Root, name string, fill func(io.Writer) error) error {
+	return atomicWriter{}.write(root, name, fill)
+}
+
+// atomicWriter holds WriteAtomicIn's one test seam: afterSync runs
+// between the temporary file's fsync and the setting of its mode, where a
+// watcher in the directory would swap the file for a link.
+type atomicWriter struct {
+	afterSync func(tmpName string)
+}
+
+func (aw atomicWriter) write(root *os.Root, name string, fill func(io.Writer) error) error {
+	shown := filepath.Join(root.Name(), name)
+	dir, base := filepath.Split(name)
+	tmpName := dir + "." + base + "." + rand.Text()[:12] + ".tmp"
+	tmp, err := root.OpenFile(tmpName, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return fmt.Errorf("%s: %w", shown, err)
 	}
 	ok := false
 	defer func() {
 		if !ok {
 			tmp.Close()
-			os.Remove(tmp.Name())
+			root.Remove(tmpName)
 		}
 	}()
 	bw := bufio.NewWriter(tmp)
 	if err := fill(bw); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", shown, err)
 	}
 	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", shown, err)
 	}
 	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", shown, err)
+	}
+	if aw.afterSync != nil {
+		aw.afterSync(tmpName)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return fmt.Errorf("%s: %w", shown, err)
+	}
+	if err := chownToDir(root, tmp, filepath.Dir(name)); err != nil {
+		return fmt.Errorf("%s: %w", shown, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", shown, err)
 	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
+	if err := root.Rename(tmpName, name); err != nil {
+		return fmt.Errorf("%s: %w", shown, err)
 	}
 	ok = true
 	return nil
+}
+
+// chownToDir gives f, created by root, the owner of the directory dir
+// (inside root) it is in. Another user cannot have a file made theirs
+// this way: a directory they own is theirs to fill anyway.
+func chownToDir(root *os.Root, f *os.File, dir string) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	st, err := root.Stat(dir)
+	if err != nil {
+		return err
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok || sys.Uid == 0 && sys.Gid == 0 {
+		return nil
+	}
+	return f.Chown(int(sys.Uid), int(sys.Gid))
 }
 
 // WriteFileAtomic is WriteAtomic for bytes already in memory.
