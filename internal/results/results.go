@@ -8,8 +8,10 @@ package results
 import (
 	"bufio"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -165,4 +167,41 @@ func chownToDir(root *os.Root, f *os.File, dir string) error {
 // WriteFileAtomic is WriteAtomic for bytes already in memory.
 func WriteFileAtomic(path string, data []byte) error {
 	return WriteAtomic(path, func(w io.Writer) error { _, err := w.Write(data); return err })
+}
+
+// MkdirIn makes the directory name inside root (a results directory) if
+// it is missing, refusing a name that is there as anything but a
+// directory: a link planted in its place (plots -> elsewhere) is not
+// followed. Run as root, a new directory takes the owner of its parent,
+// as WriteAtomicIn's files do.
+func MkdirIn(root *os.Root, name string) error {
+	shown := filepath.Join(root.Name(), name)
+	if parent := filepath.Dir(name); parent != "." {
+		if err := MkdirIn(root, parent); err != nil {
+			return err
+		}
+	}
+	err := root.Mkdir(name, 0o755)
+	if err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	st, lerr := root.Lstat(name)
+	if lerr != nil {
+		return lerr
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s: not a directory (%s), not written through", shown, st.Mode().Type())
+	}
+	if err != nil { // it was there already
+		return nil
+	}
+	d, err := root.Open(name)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := chownToDir(root, d, filepath.Dir(name)); err != nil {
+		return fmt.Errorf("%s: %w", shown, err)
+	}
+	return nil
 }
