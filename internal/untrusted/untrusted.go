@@ -1,4 +1,11 @@
-package sysx
+// Package untrusted is the one way tlab opens and reads a file that comes
+// from elsewhere: a profile, a scenario, a results directory someone sent,
+// a tool's output. tlab reads them as root. Whatever its name says, such a
+// file may be a FIFO (an open or a read that never returns), a device
+// (/dev/zero never ends) or far larger than it should be: only regular
+// files are read, and never more than a cap the caller names. It imports
+// nothing of tlab's.
+package untrusted
 
 import (
 	"errors"
@@ -8,13 +15,6 @@ import (
 	"os"
 	"syscall"
 )
-
-// Files that come from elsewhere (a profile, a scenario, a results
-// directory someone sent, a tool's output) are read by root. Whatever
-// their name says, such a file may be a FIFO (an open or a read that never
-// returns), a device (/dev/zero never ends) or far larger than it should
-// be. These are the one way tlab opens and reads them: regular files
-// only, and never more than a cap the caller names.
 
 // ErrNotRegular is returned for a file that is not a regular file.
 var ErrNotRegular = errors.New("not a regular file")
@@ -29,12 +29,12 @@ func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("%s: larger than %d bytes, the most tlab reads of such a file", e.Name, e.Limit)
 }
 
-// OpenRegular opens path for reading if it is a regular file. The open
+// Open opens path for reading if it is a regular file. The open
 // does not block (O_NONBLOCK: a FIFO without a writer would hold it
 // forever) and the check is made on the open descriptor (fstat), so the
 // name cannot be swapped between the check and the read. Links are
 // followed: a profile may well be one.
-func OpenRegular(path string) (*os.File, error) {
+func Open(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
@@ -42,10 +42,10 @@ func OpenRegular(path string) (*os.File, error) {
 	return checkRegular(f, path)
 }
 
-// OpenRegularIn is OpenRegular for name inside root: it also refuses a
+// OpenIn is Open for name inside root: it also refuses a
 // name or a link that leads out of root (a received results directory
 // whose manifest.json links to a file of this machine's).
-func OpenRegularIn(root *os.Root, name string) (*os.File, error) {
+func OpenIn(root *os.Root, name string) (*os.File, error) {
 	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
@@ -82,37 +82,37 @@ func kindOf(m fs.FileMode) string {
 	return m.Type().String()
 }
 
-// ReadRegular reads all of the regular file at path, refusing one larger
+// ReadFile reads all of the regular file at path, refusing one larger
 // than limit bytes with a *TooLargeError naming the file and the cap.
-func ReadRegular(path string, limit int64) ([]byte, error) {
-	f, err := OpenRegular(path)
+func ReadFile(path string, limit int64) ([]byte, error) {
+	f, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return ReadBounded(f, path, limit)
+	return ReadAll(f, path, limit)
 }
 
-// ReadRegularIn is ReadRegular for name inside root.
-func ReadRegularIn(root *os.Root, name string, limit int64) ([]byte, error) {
-	f, err := OpenRegularIn(root, name)
+// ReadFileIn is ReadFile for name inside root.
+func ReadFileIn(root *os.Root, name string, limit int64) ([]byte, error) {
+	f, err := OpenIn(root, name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return ReadBounded(f, f.Name(), limit)
+	return ReadAll(f, f.Name(), limit)
 }
 
-// ReadBounded reads r to its end, refusing more than limit bytes (named
+// ReadAll reads r to its end, refusing more than limit bytes (named
 // name in the error) without reading more than one byte past the cap.
-func ReadBounded(r io.Reader, name string, limit int64) ([]byte, error) {
-	return io.ReadAll(BoundedReader(r, name, limit))
+func ReadAll(r io.Reader, name string, limit int64) ([]byte, error) {
+	return io.ReadAll(Reader(r, name, limit))
 }
 
-// BoundedReader reads r until limit bytes; a byte beyond them is an error
+// Reader reads r until limit bytes; a byte beyond them is an error
 // (*TooLargeError), not a silent end as io.LimitReader's: a file cut at
 // the cap would otherwise read as a shorter, valid one.
-func BoundedReader(r io.Reader, name string, limit int64) io.Reader {
+func Reader(r io.Reader, name string, limit int64) io.Reader {
 	return &boundedReader{r: r, name: name, limit: limit, left: limit}
 }
 
