@@ -25,6 +25,8 @@ import (
 	"tlab/internal/metrics"
 	"tlab/internal/results"
 	"tlab/internal/stats"
+
+	"tlab/internal/untrusted"
 )
 
 // Run is one run directory's results, as the report needs them.
@@ -110,7 +112,7 @@ func FromRun(rr *results.Run) (*Run, error) {
 			Description string   `yaml:"description"`
 			Plots       []string `yaml:"plots"`
 		}
-		if b, err := os.ReadFile(filepath.Join(dir, results.ScenarioFile)); err == nil && yaml.Unmarshal(b, &legacy) == nil {
+		if b, err := untrusted.ReadFile(filepath.Join(dir, results.ScenarioFile), results.MaxScenarioFile); err == nil && yaml.Unmarshal(b, &legacy) == nil {
 			if legacy.Name != "" {
 				r.Name = legacy.Name
 			}

@@ -1,8 +1,9 @@
 // Package results owns what a run leaves behind: records (one row per
 // measured event), summaries (one row per cell), the manifest, and the
 // layout of a run directory, with a format version. It is a leaf: it
-// imports nothing of tlab's, so that the report, external tools and later
-// versions can read a run without the code that made it.
+// imports nothing of tlab's but package untrusted (the opener of files
+// from elsewhere), so that the report, external tools and later versions
+// can read a run without the code that made it.
 package results
 
 import (
@@ -43,6 +44,11 @@ const (
 	SummaryJSON  = "summary.json"
 	SummaryCSV   = "summary.csv"
 )
+
+// MaxScenarioFile bounds what is read of a scenario file (one given to
+// tlab run, or a run directory's scenario.yaml): the presets are a few
+// KiB of YAML; 1 MiB leaves room for long descriptions and stacks.
+const MaxScenarioFile = 1 << 20
 
 // Param is one swept field's value in a cell: Key is the field's dotted
 // path in the scenario ("workload.interval"), Value as written there.
