@@ -204,7 +204,10 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 	if _, err := os.Stat(filepath.Join(sw.Dir, results.ScenarioFile)); err == nil && !sw.Resume {
 		return nil, fmt.Errorf("%s: %w; continue it with --resume %s or choose another --out", sw.Dir, ErrRunExists, sw.Dir)
 	}
-	if err := os.MkdirAll(filepath.Join(sw.Dir, results.CellsDir), 0o755); err != nil {
+	if err := results.PrepareOut(sw.Dir); err != nil {
+		return nil, err
+	}
+	if err := results.Mkdir(filepath.Join(sw.Dir, results.CellsDir)); err != nil {
 		return nil, err
 	}
 	var params []string
@@ -323,7 +326,7 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 		if err := os.RemoveAll(dir); err != nil {
 			return rows, err
 		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := results.Mkdir(dir); err != nil {
 			return rows, err
 		}
 		row, overlaps, err := sw.runCell(ctx, cell, len(cells), dir, sites[cell.Site])
