@@ -201,11 +201,13 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(filepath.Join(sw.Dir, results.ScenarioFile)); err == nil && !sw.Resume {
-		return nil, fmt.Errorf("%s: %w; continue it with --resume %s or choose another --out", sw.Dir, ErrRunExists, sw.Dir)
-	}
+	// The directory is checked before anything in it is looked at: a
+	// directory another user controls says nothing about a run.
 	if err := results.PrepareOut(sw.Dir); err != nil {
 		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(sw.Dir, results.ScenarioFile)); err == nil && !sw.Resume {
+		return nil, fmt.Errorf("%s: %w; continue it with --resume %s or choose another --out", sw.Dir, ErrRunExists, sw.Dir)
 	}
 	if err := results.Mkdir(filepath.Join(sw.Dir, results.CellsDir)); err != nil {
 		return nil, err
