@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -17,6 +18,7 @@ import (
 
 	"tlab/internal/proto"
 	"tlab/internal/units"
+	"tlab/internal/untrusted"
 )
 
 // CommandStack is a user's own stack given as commands, beside the
@@ -263,13 +265,37 @@ func (c Command) Run(ctx context.Context, env *Env) error {
 // it printed (a tool told to write its JSON to standard output).
 func (c Command) readEvents(path, stdout string) ([]Event, error) {
 	for _, p := range []string{path, stdout} {
-		b, err := os.ReadFile(p)
-		if err != nil || len(bytes.TrimSpace(b)) == 0 {
+		// Streamed, not read whole: a client's file may be far larger
+		// than the events a cell keeps (ParseEvents stops at its cap).
+		f, err := untrusted.Open(p)
+		if err != nil {
 			continue
 		}
-		return ParseEvents(c.Stack.Events, filepath.Base(p), bytes.NewReader(b))
+		br := bufio.NewReader(f)
+		if !skipSpace(br) {
+			f.Close()
+			continue
+		}
+		evs, err := ParseEvents(c.Stack.Events, filepath.Base(p), br)
+		f.Close()
+		return evs, err
 	}
 	return nil, errors.New("the client wrote no events (to {events} or its standard output)")
+}
+
+// skipSpace skips leading white space in br and tells whether anything
+// follows it.
+func skipSpace(br *bufio.Reader) bool {
+	for {
+		b, err := br.ReadByte()
+		if err != nil {
+			return false
+		}
+		if !strings.ContainsRune(" \t\n\r\v\f", rune(b)) {
+			br.UnreadByte()
+			return true
+		}
+	}
 }
 
 // startCommand runs a shell command line in host h, isolated.
