@@ -11,7 +11,7 @@ import (
 
 // receivedRun writes a small run directory (rows and a manifest asking
 // for one box plot, delay_box-1-lan) as one a colleague would send.
-func receivedRun(t *testing.T) string {
+func receivedRun(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	var rows []results.Summary
