@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"tlab/internal/testbed/tbtest"
 )
@@ -116,5 +117,35 @@ func TestRunOutOfAnotherUserIsRefused(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(secret); string(b) != "root's only\n" {
 		t.Fatalf("root's file now holds %q", b)
+	}
+}
+
+// TestReportOfAReceivedDirectoryWithAFIFOEnds: tlab report DIR on a
+// received directory whose manifest.json is a FIFO hung until SIGKILL,
+// and one whose manifest.json links to /dev/zero ran out of memory; both
+// now end at once with an error naming the file.
+func TestReportOfAReceivedDirectoryWithAFIFOEnds(t *testing.T) {
+	for name, plant := range map[string]func(string) error{
+		"a FIFO":              func(p string) error { return syscall.Mkfifo(p, 0o644) },
+		"a link to /dev/zero": func(p string) error { return os.Symlink("/dev/zero", p) },
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "summary.json"), []byte("[]\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := plant(filepath.Join(dir, "manifest.json")); err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		done := make(chan int, 1)
+		go func() { done <- runReport(t.Context(), []string{dir}, &stdout, &stderr) }()
+		select {
+		case code := <-done:
+			if code == exitOK || !strings.Contains(stderr.String(), "manifest.json") {
+				t.Errorf("%s: exit %d, %q; want a failure naming manifest.json", name, code, stderr.String())
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: tlab report still running after 10 s", name)
+		}
 	}
 }
