@@ -154,7 +154,7 @@ type QlogFiles struct {
 
 func (q *QlogFiles) trace(_ context.Context, isClient bool, id quic.ConnectionID) qlogwriter.Trace {
 	_ = qlog.EventSchema // the qlog package registers its event schema
-	if err := results.Mkdir(q.dir); err != nil {
+	if err := results.MkdirAll(q.dir); err != nil {
 		return nil
 	}
 	role := "server"

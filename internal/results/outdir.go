@@ -102,6 +102,38 @@ func Mkdir(path string) error {
 	return MkdirIn(root, filepath.Base(path))
 }
 
+// MkdirAll is Mkdir for a path whose parents may be missing too: from
+// the deepest directory that exists, each missing one is made as MkdirIn
+// makes it (a link on the way is refused, not followed).
+func MkdirAll(path string) error {
+	path = filepath.Clean(path)
+	base := path
+	var st fs.FileInfo
+	for {
+		var err error
+		if st, err = os.Lstat(base); err == nil || base == filepath.Dir(base) {
+			break
+		}
+		base = filepath.Dir(base)
+	}
+	if base == path {
+		return Mkdir(path)
+	}
+	if st != nil && !st.IsDir() {
+		return fmt.Errorf("%s: not a directory (%s), not made through", base, st.Mode().Type())
+	}
+	root, err := os.OpenRoot(base)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	rel, err := filepath.Rel(base, path)
+	if err != nil {
+		return err
+	}
+	return MkdirIn(root, rel)
+}
+
 // InvokingUser is the user who ran tlab through sudo (SUDO_UID and
 // SUDO_GID, when tlab runs as root), the owner of what it writes for
 // them; ok is false otherwise.

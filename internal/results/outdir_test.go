@@ -152,3 +152,27 @@ func TestCreateAppendMkdirNeverFollowALink(t *testing.T) {
 		t.Error("Append opened a link to another file of the directory")
 	}
 }
+
+// TestMkdirAllRefusesALinkOnTheWay: MkdirAll makes missing parents, and a
+// link on the way (qlog -> root's directory) is refused, nothing made
+// where it points.
+func TestMkdirAllRefusesALinkOnTheWay(t *testing.T) {
+	needRoot(t)
+	t.Setenv("SUDO_UID", "")
+	dir, secret := nobodysDir(t)
+	if err := MkdirAll(filepath.Join(dir, "a", "b", "c")); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "a", "b", "c")); err != nil || !st.IsDir() {
+		t.Fatalf("a/b/c: %v", err)
+	}
+	elsewhere := filepath.Join(filepath.Dir(secret), "roots-dir")
+	os.Mkdir(elsewhere, 0o700)
+	asNobody(t, "ln -s '"+elsewhere+"' '"+filepath.Join(dir, "qlog")+"'")
+	if err := MkdirAll(filepath.Join(dir, "qlog", "static")); err == nil {
+		t.Error("MkdirAll went through a link")
+	}
+	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
+		t.Fatalf("made in root's directory: %v", entries)
+	}
+}
