@@ -48,13 +48,19 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 // The live view's own bounds: connections at once, and how long a client
-// may take to send a request, to read an answer, or to stay idle. A page
-// that reloads every few seconds needs one or two connections.
+// may take to send a request's header, the whole request, to read an
+// answer, or to stay idle. A page that reloads every few seconds needs
+// one or two connections; the cap is far above that so that a few dozen
+// clients sending their headers slowly (a slowloris) do not hold every
+// place while a reader waits: each costs a goroutine and a few KiB, and
+// is dropped when its header is not in after liveHeaderTimeout (a browser
+// sends it in one packet, on loopback or a LAN in a millisecond).
 const (
-	liveMaxConns     = 32
-	liveReadTimeout  = 10 * time.Second
-	liveWriteTimeout = 2 * time.Minute // the first snapshot draws every plot
-	liveIdleTimeout  = 30 * time.Second
+	liveMaxConns      = 256
+	liveHeaderTimeout = 2 * time.Second
+	liveReadTimeout   = 10 * time.Second
+	liveWriteTimeout  = 2 * time.Minute // the first snapshot draws every plot
+	liveIdleTimeout   = 30 * time.Second
 )
 
 // serveLive serves dir's live view on addr until the returned function
@@ -71,7 +77,7 @@ func serveLive(addr, dir string, allowHosts []string, w io.Writer) (stop func(),
 		fmt.Fprintf(w, "warning: the live view of %s is reachable beyond this machine, without authentication\n", dir)
 	}
 	srv := &http.Server{Handler: handler,
-		ReadHeaderTimeout: liveReadTimeout, ReadTimeout: liveReadTimeout,
+		ReadHeaderTimeout: liveHeaderTimeout, ReadTimeout: liveReadTimeout,
 		WriteTimeout: liveWriteTimeout, IdleTimeout: liveIdleTimeout, MaxHeaderBytes: 16 << 10,
 		// A client that goes away mid-answer is not news for the terminal.
 		ErrorLog: log.New(io.Discard, "", 0)}

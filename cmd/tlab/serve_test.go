@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -197,4 +199,71 @@ func TestLiveViewDropsSilentClients(t *testing.T) {
 		t.Fatalf("a silent connection stayed open %v", time.Since(start))
 	}
 	t.Logf("a silent connection was closed after %v", time.Since(start).Round(time.Millisecond))
+}
+
+// TestLiveViewAnswersBesideSlowHeaders: 40 clients that send a request
+// header a line at a time, a line a second (a slowloris), do not keep a
+// real request waiting: with one place per connection up to 32 and the
+// read timeout (10 s) as the header deadline, the request waited 10 s.
+// It is answered within a second (milliseconds on an idle loopback; the
+// margin is for a busy host), and each slow client is dropped once its
+// header deadline, shorter than the read timeout, has passed.
+func TestLiveViewAnswersBesideSlowHeaders(t *testing.T) {
+	if liveHeaderTimeout >= liveReadTimeout {
+		t.Fatalf("header deadline %v is not shorter than the read timeout %v", liveHeaderTimeout, liveReadTimeout)
+	}
+	addr := freeAddr(t)
+	var log strings.Builder
+	stop, err := serveLive(addr, t.TempDir(), nil, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	slow := make([]net.Conn, 40)
+	for i := range slow {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		slow[i] = c
+		go func() {
+			c.Write([]byte("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n"))
+			for j := 0; ctx.Err() == nil; j++ {
+				time.Sleep(time.Second)
+				if _, err := c.Write([]byte("X-Slow-" + strconv.Itoa(j) + ": 1\r\n")); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(200 * time.Millisecond) // every slow client connected and sending
+	start := time.Now()
+	client := &http.Client{Timeout: 30 * time.Second}
+	resp, err := client.Get("http://" + addr + "/")
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	t.Logf("a real request beside 40 slow headers: %v, status %d", took.Round(time.Millisecond), resp.StatusCode)
+	if took > time.Second {
+		t.Fatalf("the real request waited %v beside 40 slow headers", took)
+	}
+	// The slow clients are dropped at the header deadline, not after the
+	// read timeout (a margin of 3 s for a busy host).
+	c := slow[0]
+	c.SetReadDeadline(start.Add(liveHeaderTimeout + 3*time.Second))
+	b, err := io.ReadAll(c)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("a slow-header client was still connected %v after the first", time.Since(start))
+	}
+	t.Logf("a slow-header client was answered %q and closed", firstLine(string(b)))
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return strings.TrimSpace(line)
 }

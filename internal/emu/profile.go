@@ -4,7 +4,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"reflect"
 	"sort"
@@ -14,6 +13,7 @@ import (
 
 	"tlab/internal/strictyaml"
 	"tlab/internal/units"
+	"tlab/internal/untrusted"
 )
 
 //go:embed profiles/*.yaml
@@ -141,6 +141,12 @@ func BuiltinProfiles() []Profile {
 	return out
 }
 
+// MaxProfileFile bounds what is read of a profile file: a profile is a
+// few hundred bytes of YAML (the built-in ones are under 2 KiB), so 1 MiB
+// is generous, and a file that is not one (/dev/zero) ends with an error
+// naming it instead of filling memory.
+const MaxProfileFile = 1 << 20
+
 // LoadProfile resolves a profile by name (built-in) or path (a YAML file).
 func LoadProfile(nameOrPath string) (Profile, error) {
 	for _, p := range BuiltinProfiles() {
@@ -149,7 +155,7 @@ func LoadProfile(nameOrPath string) (Profile, error) {
 		}
 	}
 	if strings.ContainsAny(nameOrPath, "/.") {
-		data, err := os.ReadFile(nameOrPath)
+		data, err := untrusted.ReadFile(nameOrPath, MaxProfileFile)
 		if err != nil {
 			return Profile{}, fmt.Errorf("profile: %w", err)
 		}
@@ -206,7 +212,7 @@ func (p Profile) overlayNode() (*yaml.Node, error) {
 	if p.File == "builtin" {
 		data, err = builtinProfiles.ReadFile("profiles/" + p.Name + ".yaml")
 	} else {
-		data, err = os.ReadFile(p.File)
+		data, err = untrusted.ReadFile(p.File, MaxProfileFile)
 	}
 	if err != nil {
 		return nil, err

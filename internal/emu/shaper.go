@@ -4,10 +4,11 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
+
+	"tlab/internal/untrusted"
 )
 
 // Shaper decides when a packet has been fully transmitted onto the link. It
@@ -95,14 +96,19 @@ func ParseTrace(name string, r io.Reader) ([]int64, error) {
 // overflow (found by FuzzParseTrace).
 const maxTraceMs = 1 << 31
 
+// MaxTraceFile bounds what is read of a rate trace: a line is a
+// millisecond timestamp (under 11 bytes), so 256 MiB is over 20 million
+// delivery opportunities, an hour at about 70 Gbit/s.
+const MaxTraceFile = 256 << 20
+
 // LoadTrace reads a mahimahi trace file.
 func LoadTrace(path string) ([]int64, error) {
-	f, err := os.Open(path)
+	f, err := untrusted.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("rate trace: %w", err)
 	}
 	defer f.Close()
-	return ParseTrace(path, f)
+	return ParseTrace(path, untrusted.Reader(f, path, MaxTraceFile))
 }
 
 // TraceMeanRate is a trace's average rate in bits per second.

@@ -178,7 +178,7 @@ func (c *crossBeside) Start(ctx context.Context, place *Place, settings proto.Se
 	}
 	var out io.Writer
 	if c.log != "" {
-		if c.file, err = os.Create(c.log); err != nil {
+		if c.file, err = results.Create(c.log); err != nil {
 			return err
 		}
 		out = c.file

@@ -14,7 +14,6 @@ import (
 	"maps"
 	"math"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -173,10 +172,10 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 		if settings.QlogDir == "" {
 			settings.QlogDir = filepath.Join(spec.CaptureDir, "qlog")
 		}
-		if err := os.MkdirAll(spec.CaptureDir, 0o755); err != nil {
+		if err := results.Mkdir(spec.CaptureDir); err != nil {
 			return CellResult{}, err
 		}
-		kl, err := os.Create(filepath.Join(spec.CaptureDir, "keys.log"))
+		kl, err := results.Create(filepath.Join(spec.CaptureDir, "keys.log"))
 		if err != nil {
 			return CellResult{}, err
 		}
@@ -185,7 +184,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	}
 	var serverLines lineCounter
 	if spec.ServerLog != "" {
-		f, err := os.OpenFile(spec.ServerLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		f, err := results.Append(spec.ServerLog)
 		if err != nil {
 			return CellResult{}, err
 		}

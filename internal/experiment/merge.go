@@ -67,7 +67,10 @@ func Merge(dirs []string, out string) (missing []string, err error) {
 			from[id] = i
 		}
 	}
-	if err := os.MkdirAll(filepath.Join(out, results.CellsDir), 0o755); err != nil {
+	if err := results.PrepareOut(out); err != nil {
+		return nil, err
+	}
+	if err := results.Mkdir(filepath.Join(out, results.CellsDir)); err != nil {
 		return nil, err
 	}
 	m := *manifests[0]

@@ -158,7 +158,7 @@ func (sh Shell) Run(ctx context.Context) (*ShellAccount, error) {
 	}
 	spec.Label = "tlab shell on " + cell.Profile
 	if sh.Out != "" {
-		if err := os.MkdirAll(sh.Out, 0o755); err != nil {
+		if err := results.PrepareOut(sh.Out); err != nil {
 			return nil, err
 		}
 		if sh.Capture {
@@ -217,7 +217,7 @@ func (sh Shell) Run(ctx context.Context) (*ShellAccount, error) {
 	if sh.Server != "" {
 		var log io.Writer = io.Discard
 		if sh.Out != "" {
-			f, err := os.Create(filepath.Join(sh.Out, "server.log"))
+			f, err := results.Create(filepath.Join(sh.Out, "server.log"))
 			if err != nil {
 				probe.Stop()
 				return nil, err

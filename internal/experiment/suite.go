@@ -99,7 +99,7 @@ func (s Suite) Execute(base Run, runPart func(part string, r Run) error) (string
 	if s.Dir == "" {
 		s.Dir = DefaultDir(s.Record.Name, s.Now())
 	}
-	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+	if err := results.PrepareOut(s.Dir); err != nil {
 		return s.Dir, err
 	}
 	b, _ := json.MarshalIndent(s.Record, "", "  ")

@@ -216,10 +216,15 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The directory is checked before anything in it is looked at: a
+	// directory another user controls says nothing about a run.
+	if err := results.PrepareOut(sw.Dir); err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(filepath.Join(sw.Dir, results.ScenarioFile)); err == nil && !sw.Resume {
 		return nil, fmt.Errorf("%s: %w; continue it with --resume %s or choose another --out", sw.Dir, ErrRunExists, sw.Dir)
 	}
-	if err := os.MkdirAll(filepath.Join(sw.Dir, results.CellsDir), 0o755); err != nil {
+	if err := results.Mkdir(filepath.Join(sw.Dir, results.CellsDir)); err != nil {
 		return nil, err
 	}
 	var params []string
@@ -342,7 +347,7 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 		if err := os.RemoveAll(dir); err != nil {
 			return rows, err
 		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := results.Mkdir(dir); err != nil {
 			return rows, err
 		}
 		row, overlaps, err := sw.runCell(ctx, cell, len(cells), dir, sites[cell.Site])

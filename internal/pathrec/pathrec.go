@@ -22,7 +22,6 @@ import (
 	"maps"
 	"math"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -33,6 +32,8 @@ import (
 
 	"tlab/internal/emu"
 	"tlab/internal/remote"
+
+	"tlab/internal/results"
 )
 
 // Options say how to probe.
@@ -787,12 +788,14 @@ func RecordTo(ctx context.Context, addr string, dial remote.DialOptions, o Optio
 	profile, traces := fit.Profile(name, addr, rec, filepath.Dir(abs))
 	written := []string{abs}
 	for path, data := range traces {
-		if err := os.WriteFile(path, data, 0o644); err != nil {
+		if err := results.WriteFileAtomic(path, data); err != nil {
 			return fit, nil, err
 		}
 		written = append(written, path)
 	}
-	if err := os.WriteFile(abs, profile, 0o644); err != nil {
+	// Written as results are: a link at the profile's name is replaced,
+	// not written through (tlab record runs as root).
+	if err := results.WriteFileAtomic(abs, profile); err != nil {
 		return fit, nil, err
 	}
 	return fit, written, nil

@@ -19,6 +19,8 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/qlog"
 	"github.com/quic-go/quic-go/qlogwriter"
+
+	"tlab/internal/results"
 )
 
 // Deadliner is a connection or stream with deadlines (net.Conn,
@@ -152,14 +154,14 @@ type QlogFiles struct {
 
 func (q *QlogFiles) trace(_ context.Context, isClient bool, id quic.ConnectionID) qlogwriter.Trace {
 	_ = qlog.EventSchema // the qlog package registers its event schema
-	if err := os.MkdirAll(q.dir, 0o755); err != nil {
+	if err := results.MkdirAll(q.dir); err != nil {
 		return nil
 	}
 	role := "server"
 	if isClient {
 		role = "client"
 	}
-	f, err := os.Create(filepath.Join(q.dir, fmt.Sprintf("%s_%s.sqlog", id, role)))
+	f, err := results.Create(filepath.Join(q.dir, fmt.Sprintf("%s_%s.sqlog", id, role)))
 	if err != nil {
 		return nil
 	}

@@ -7,8 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
+
+	"tlab/internal/untrusted"
 )
 
 // The file format is LibreQoS's qoo_profiles.json, schema_version 2:
@@ -244,7 +245,7 @@ func Resolve(spec string) (Profile, error) {
 		return p, nil
 	}
 	path, id, _ := strings.Cut(spec, "#")
-	f, err := os.Open(path)
+	f, err := untrusted.Open(path)
 	if err != nil {
 		return Profile{}, fmt.Errorf("%q is neither one of tlab's profiles (%s) nor a file: %w", spec, strings.Join(builtin.IDs(), ", "), err)
 	}

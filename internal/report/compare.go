@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -71,7 +70,7 @@ func Compare(dirs []string, out string, requirements []advise.Requirement, profi
 		a.Requirements = reqs
 	}
 	merged.Description = "Runs: " + fmt.Sprint(names) + ". Each plot groups cells by run, then by swept values."
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	if err := results.PrepareOut(out); err != nil {
 		return nil, nil, "", err
 	}
 	if err := results.WriteSummaries(out, merged.Rows); err != nil {

@@ -1,12 +1,11 @@
 package report
 
 import (
-	"errors"
 	"fmt"
 	"html/template"
 	"image/color"
+	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"tlab/internal/flowsim"
+	tlresults "tlab/internal/results"
 	"tlab/internal/units"
 )
 
@@ -158,16 +158,13 @@ var flowsimPage = template.Must(template.New("flowsim").Funcs(template.FuncMap{
 // figures inlined, one file that works offline. setup describes the link
 // and the runs in one sentence.
 func WriteFlowsimHTML(dir, scenario, setup string, results []flowsim.Result, figs []Figure) error {
-	f, err := os.Create(filepath.Join(dir, "report.html"))
-	if err != nil {
-		return err
-	}
-	err = flowsimPage.Execute(f, struct {
-		Scenario, Setup string
-		Results         []flowsim.Result
-		Figures         []Figure
-	}{scenario, setup, results, figs})
-	return errors.Join(err, f.Close())
+	return tlresults.WriteAtomic(filepath.Join(dir, "report.html"), func(w io.Writer) error {
+		return flowsimPage.Execute(w, struct {
+			Scenario, Setup string
+			Results         []flowsim.Result
+			Figures         []Figure
+		}{scenario, setup, results, figs})
+	})
 }
 
 // GainMapPlot draws a gain map as a heat map: link rates across, RTTs up,

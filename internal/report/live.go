@@ -22,6 +22,8 @@ import (
 	"tlab/internal/analysis"
 	"tlab/internal/qoo"
 	"tlab/internal/results"
+
+	"tlab/internal/untrusted"
 )
 
 // Progress is how far a run directory's sweep has come, read from the
@@ -130,6 +132,9 @@ func live(dir string, scored map[string]qoo.Result) (*Snapshot, error) {
 // readProgress counts the cells that are complete (DONE) and those begun
 // but not complete, and paces the rest by the cells completed since the
 // run last started or resumed.
+// maxDoneFile bounds what is read of a cell's DONE marker: a timestamp.
+const maxDoneFile = 4 << 10
+
 func readProgress(dir string, m *results.Manifest, now time.Time) (Progress, error) {
 	p := Progress{Left: -1}
 	if m == nil {
@@ -147,7 +152,7 @@ func readProgress(dir string, m *results.Manifest, now time.Time) (Progress, err
 	var last time.Time
 	paced := 0
 	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(dir, results.CellsDir, e.Name(), results.DoneFile))
+		b, err := untrusted.ReadFile(filepath.Join(dir, results.CellsDir, e.Name(), results.DoneFile), maxDoneFile)
 		if err != nil {
 			if !p.Finished {
 				p.Running = append(p.Running, e.Name())

@@ -6,10 +6,10 @@ import (
 	"hash/fnv"
 	"image/color"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"tlab/internal/results"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/palette/moreland"
@@ -92,11 +92,22 @@ func render(p *plot.Plot, dir, name, title, caption string, w, h vg.Length) (Fig
 	if dir == "" { // in memory only: the live view writes nothing
 		return Figure{Name: name, Title: title, Caption: caption, SVG: buf.Bytes()}, nil
 	}
-	if err := os.WriteFile(filepath.Join(dir, name+".svg"), buf.Bytes(), 0o644); err != nil {
+	// Both drawings are made in memory and written as every results file
+	// is (results.WriteAtomic): a plots/NAME.png planted as a link is
+	// replaced, not written through.
+	pt, err := p.WriterTo(w, h, "png")
+	if err != nil {
 		return Figure{}, err
 	}
-	if err := p.Save(w, h, filepath.Join(dir, name+".png")); err != nil {
+	var png bytes.Buffer
+	if _, err := pt.WriteTo(&png); err != nil {
 		return Figure{}, fmt.Errorf("%s.png: %w", name, err)
+	}
+	if err := results.WriteFileAtomic(filepath.Join(dir, name+".svg"), buf.Bytes()); err != nil {
+		return Figure{}, err
+	}
+	if err := results.WriteFileAtomic(filepath.Join(dir, name+".png"), png.Bytes()); err != nil {
+		return Figure{}, err
 	}
 	return Figure{Name: name, Title: title, Caption: caption, SVG: buf.Bytes()}, nil
 }

@@ -25,6 +25,8 @@ import (
 	"tlab/internal/metrics"
 	"tlab/internal/results"
 	"tlab/internal/stats"
+
+	"tlab/internal/untrusted"
 )
 
 // Run is one run directory's results, as the report needs them.
@@ -110,7 +112,7 @@ func FromRun(rr *results.Run) (*Run, error) {
 			Description string   `yaml:"description"`
 			Plots       []string `yaml:"plots"`
 		}
-		if b, err := os.ReadFile(filepath.Join(dir, results.ScenarioFile)); err == nil && yaml.Unmarshal(b, &legacy) == nil {
+		if b, err := untrusted.ReadFile(filepath.Join(dir, results.ScenarioFile), results.MaxScenarioFile); err == nil && yaml.Unmarshal(b, &legacy) == nil {
 			if legacy.Name != "" {
 				r.Name = legacy.Name
 			}
@@ -239,11 +241,18 @@ func ordered(rows []results.Summary, f func(results.Summary) string) []string {
 // run's analysis (computed and written before, by package analysis), and
 // returns the report's path.
 func Build(r *Run, a *analysis.Analysis) (string, error) {
-	dir := filepath.Join(r.Dir, "plots")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// The run directory may be one received from elsewhere (a tarball
+	// keeps links): plots/ and report.html are written inside it only,
+	// never through a link planted there.
+	root, err := os.OpenRoot(r.Dir)
+	if err != nil {
 		return "", err
 	}
-	figs, notes, err := r.figures(dir)
+	defer root.Close()
+	if err := results.MkdirIn(root, "plots"); err != nil {
+		return "", err
+	}
+	figs, notes, err := r.figures(filepath.Join(r.Dir, "plots"))
 	if err != nil {
 		return "", err
 	}
@@ -251,8 +260,7 @@ func Build(r *Run, a *analysis.Analysis) (string, error) {
 		r.Verdicts, r.Load, r.Replay, r.Answers = a.Verdicts, a.Load, a.Replay, a.Answers
 		r.Requirements = a.RequirementTexts()
 	}
-	path := filepath.Join(r.Dir, "report.html")
-	return path, results.WriteAtomic(path, func(w io.Writer) error { return writeHTML(w, r, figs, notes) })
+	return filepath.Join(r.Dir, "report.html"), results.WriteAtomicIn(root, "report.html", func(w io.Writer) error { return writeHTML(w, r, figs, notes) })
 }
 
 // figures makes every plot the run asked for, kind by kind, each for every

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"tlab/internal/untrusted"
 )
 
 // CellDir is where a cell's files live in a run directory.
@@ -52,7 +54,7 @@ func JoinRecords(dir string) error {
 			if !CellDone(cdir) {
 				continue
 			}
-			f, err := os.Open(filepath.Join(cdir, RecordsFile))
+			f, err := untrusted.Open(filepath.Join(cdir, RecordsFile))
 			if err != nil {
 				return err
 			}

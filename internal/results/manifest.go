@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"tlab/internal/untrusted"
 )
 
 // Check is one figure of a calibration beside its target.
@@ -231,10 +233,22 @@ func (m *Manifest) Save(dir string) error {
 	return WriteFileAtomic(filepath.Join(dir, ManifestFile), append(b, '\n'))
 }
 
-// ReadManifest reads a run's manifest. A manifest of a newer format than
+// MaxManifestFile bounds what is read of a manifest.json: tlab writes a
+// few KiB (machine, sysctls, seeds, calibration); 16 MiB leaves room for
+// long requirement lists and notes.
+const MaxManifestFile = 16 << 20
+
+// ReadManifest reads a run's manifest. It is read inside the run
+// directory only (a manifest.json that links out of it is refused), and
+// only from a regular file (a FIFO or a device is refused at once). A manifest of a newer format than
 // this tlab reads is refused with ErrFormat, naming both versions.
 func ReadManifest(dir string) (*Manifest, error) {
-	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	b, err := untrusted.ReadFileIn(root, ManifestFile, MaxManifestFile)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
+
+	"tlab/internal/untrusted"
 )
 
 // The Parquet files beside records.csv and summary.csv hold the same rows
@@ -164,7 +166,7 @@ func (t *parquetTable) writer(w io.Writer, meta map[string]string) *parquet.Writ
 // the format version and, where the directory has it, the scenario.
 func parquetMeta(dir string) map[string]string {
 	meta := map[string]string{ParquetFormatKey: strconv.Itoa(FormatVersion)}
-	if b, err := os.ReadFile(filepath.Join(dir, ScenarioFile)); err == nil {
+	if b, err := untrusted.ReadFile(filepath.Join(dir, ScenarioFile), MaxScenarioFile); err == nil {
 		meta[ParquetScenarioKey] = string(b)
 	}
 	return meta
@@ -239,7 +241,7 @@ func WriteRecordsParquet(dir string, params []string) error {
 				return fmt.Errorf("cell %s: %w", e.Name(), err)
 			}
 		}
-		f, err := os.Open(path)
+		f, err := untrusted.Open(path)
 		if errors.Is(err, os.ErrNotExist) {
 			continue // a cell without records
 		}
@@ -298,7 +300,7 @@ func cellParquetFresh(cellDir string) bool {
 // (one row group in memory at a time). An empty src (not even a header)
 // writes no file.
 func csvToParquet(src, dst string, params []string, meta map[string]string) error {
-	f, err := os.Open(src)
+	f, err := untrusted.Open(src)
 	if err != nil {
 		return err
 	}

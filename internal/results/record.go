@@ -110,7 +110,7 @@ type RecordWriter struct {
 
 // CreateRecords creates a records file for one cell.
 func CreateRecords(path string, cell Cell, extra []string) (*RecordWriter, error) {
-	f, err := os.Create(path)
+	f, err := Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("records: %w", err)
 	}

@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"tlab/internal/untrusted"
 )
 
 // Field is one named value of a summary row: a number (float64), a string
@@ -352,10 +353,15 @@ func WriteSummaries(dir string, rows []Summary) error {
 	return writeSummaryParquet(dir, cols, rows)
 }
 
+// MaxSummaryFile bounds what is read of a summary.json: a row is about
+// 2 KiB, and a run has at most MaxCells cells (scenario.MaxCells), so
+// 512 MiB holds any run tlab writes.
+const MaxSummaryFile = 512 << 20
+
 // ReadSummaries reads the rows of a summary.json. params names the swept
 // fields (from the manifest); nil means "guess as format 1 did".
 func ReadSummaries(path string, params []string) ([]Summary, error) {
-	b, err := os.ReadFile(path)
+	b, err := untrusted.ReadFile(path, MaxSummaryFile)
 	if err != nil {
 		return nil, err
 	}

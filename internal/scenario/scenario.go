@@ -9,8 +9,8 @@ package scenario
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +26,7 @@ import (
 	"tlab/internal/results"
 	"tlab/internal/strictyaml"
 	"tlab/internal/units"
+	"tlab/internal/untrusted"
 	"tlab/internal/workload"
 )
 
@@ -139,7 +140,7 @@ type Emulator = emu.EngineOptions
 // Load reads and validates a scenario file, with overrides ("key=value",
 // dotted paths) applied on top.
 func Load(file string, overrides ...string) (*Scenario, error) {
-	data, err := os.ReadFile(file)
+	data, err := untrusted.ReadFile(file, results.MaxScenarioFile)
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
@@ -342,7 +343,51 @@ func (s *Scenario) validate() error {
 	if err := s.validateMatrix(); err != nil {
 		return err
 	}
+	if err := s.checkCellCount(); err != nil {
+		return err
+	}
 	return s.checkSections()
+}
+
+// MaxCells bounds the cells of one scenario: profiles x the matrix's
+// lists x protocols x repetitions. A cell runs for seconds at least, so
+// 100 000 cells is days of running; a few hundred bytes of YAML can ask
+// for millions (eight lists of eight values make 16.7 M), and building
+// them would exhaust memory before the first ran.
+const MaxCells = 100_000
+
+// checkCellCount refuses a scenario of more than MaxCells cells before
+// any is built, naming the product that makes them.
+func (s *Scenario) checkCellCount() error {
+	factors := []struct {
+		n    int
+		what string
+	}{{len(s.Profiles), "profiles"}, {len(s.Protocols), "protocols"}, {s.Repetitions, "repetitions"}}
+	keys, vals := s.matrix()
+	for i, k := range keys {
+		factors = append(factors, struct {
+			n    int
+			what string
+		}{len(vals[i]), k})
+	}
+	n, over := int64(1), false
+	var parts []string
+	for _, f := range factors {
+		parts = append(parts, fmt.Sprintf("%d %s", f.n, f.what))
+		if f.n > 0 && n > math.MaxInt64/int64(f.n) {
+			over = true // n stays as it was: the product does not fit
+		} else {
+			n *= int64(f.n)
+		}
+	}
+	if over || n > MaxCells {
+		how := strconv.FormatInt(n, 10)
+		if over {
+			how = "more than " + strconv.FormatInt(math.MaxInt64, 10)
+		}
+		return s.errAt([]any{"matrix"}, "%s make %s cells; a scenario may have at most %d (split it, or sweep fewer values)", strings.Join(parts, " x "), how, MaxCells)
+	}
+	return nil
 }
 
 // LinkFor resolves a profile stack with the scenario's link overrides. A
@@ -666,6 +711,9 @@ func (s *Scenario) with(keys []string, vals []*yaml.Node) (*Scenario, error) {
 // Cells expands the matrix, profiles, protocols and repetitions into the
 // cells to run, in the scenario's order.
 func (s *Scenario) Cells() ([]Cell, error) {
+	if err := s.checkCellCount(); err != nil {
+		return nil, err
+	}
 	keys, vals := s.matrix()
 	combos := [][]*yaml.Node{{}}
 	for _, vs := range vals {

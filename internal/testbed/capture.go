@@ -5,18 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
+
+	"tlab/internal/results"
 )
 
 // startCaptures writes one pcap per host interface into dir, named
 // HOST-IFACE.pcap, with nanosecond kernel timestamps: what the host itself
 // sent and received, as Wireshark would see it on that host.
 func (tb *Testbed) startCaptures(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := results.Mkdir(dir); err != nil {
 		return fmt.Errorf("capture: %w", err)
 	}
 	for _, h := range tb.Hosts() {
@@ -30,7 +31,7 @@ func (tb *Testbed) startCaptures(dir string) error {
 				return fmt.Errorf("capture %s/%s: %w", h.Name, ifc.Name, err)
 			}
 			path := filepath.Join(dir, h.Name+"-"+ifc.Name+".pcap")
-			f, err := os.Create(path)
+			f, err := results.Create(path)
 			if err != nil {
 				handle.Close()
 				return fmt.Errorf("capture: %w", err)

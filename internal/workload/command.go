@@ -1,11 +1,11 @@
 package workload
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -442,24 +442,31 @@ func (c Command) commandsDir(dir string) (string, error) {
 // that is not a regular one is refused, never followed.
 func (c Command) readEvents(path, stdout string) ([]Event, error) {
 	for _, p := range []string{path, stdout} {
-		b, err := readRegular(p, maxEventsFile)
+		// Streamed, not read whole: a client's file may be far larger
+		// than the events a cell keeps (ParseEvents stops at its cap).
+		f, err := openRegular(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		if len(bytes.TrimSpace(b)) == 0 {
+		br := bufio.NewReader(f)
+		if !skipSpace(br) {
+			f.Close()
 			continue
 		}
-		return ParseEvents(c.Stack.Events, filepath.Base(p), bytes.NewReader(b))
+		evs, err := ParseEvents(c.Stack.Events, filepath.Base(p), br)
+		f.Close()
+		return evs, err
 	}
 	return nil, errors.New("the client wrote no events (to {events} or its standard output)")
 }
 
-// readRegular reads a regular file of at most limit bytes without
-// following a link or blocking on a FIFO.
-func readRegular(path string, limit int64) ([]byte, error) {
+// openRegular opens a regular file without following a link or blocking
+// on a FIFO: the commands' directory is the user's, so whatever stands
+// there is theirs, and root must not read through it.
+func openRegular(path string) (*os.File, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) {
@@ -468,18 +475,16 @@ func readRegular(path string, limit int64) ([]byte, error) {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
+		f.Close()
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
+		f.Close()
 		return nil, fmt.Errorf("%s is not a regular file (%v)", filepath.Base(path), st.Mode().Type())
 	}
-	if st.Size() > limit {
-		return nil, fmt.Errorf("%s holds %d bytes, more than the %d tlab reads", filepath.Base(path), st.Size(), limit)
-	}
-	return io.ReadAll(io.LimitReader(f, limit))
+	return f, nil
 }
 
 // start runs a script under /bin/sh in host h, isolated, with env, as
@@ -488,6 +493,21 @@ func (c Command) start(h proto.ProcessHost, script string, env []string, stdout,
 	cmd := exec.Command("/bin/sh", "-c", script)
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, stdout, stderr
 	return proto.StartIsolated(h, cmd, c.Credential)
+}
+
+// skipSpace skips leading white space in br and tells whether anything
+// follows it.
+func skipSpace(br *bufio.Reader) bool {
+	for {
+		b, err := br.ReadByte()
+		if err != nil {
+			return false
+		}
+		if !strings.ContainsRune(" \t\n\r\v\f", rune(b)) {
+			br.UnreadByte()
+			return true
+		}
+	}
 }
 
 // tail is the last lines of a log file, for a failure's message.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"tlab/internal/results"
+	"tlab/internal/untrusted"
 )
 
 // Event formats a stack given as commands may report its messages in:
@@ -54,38 +55,39 @@ var EventColumns = []string{"seq", "sent_ns", "done_ns", "req_bytes", "resp_byte
 // ParseEvents reads a client's events in format. name is the file's name
 // for errors, which say the line (or the round trip) that is wrong.
 func ParseEvents(format, name string, r io.Reader) ([]Event, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxEventsFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxEventsFile {
-		return nil, fmt.Errorf("%s: over %d bytes of events", name, maxEventsFile)
-	}
+	// Read as a stream, never whole: memory follows the events kept (at
+	// most MaxEvents), not the file's size, and reading stops at the cap.
+	r = untrusted.Reader(r, name, maxEventsFile)
 	var evs []Event
+	var err error
 	switch format {
 	case EventsJSONL, "":
-		evs, err = parseJSONLEvents(name, data)
+		evs, err = parseJSONLEvents(name, r, MaxEvents)
 	case EventsCSV:
-		evs, err = parseCSVEvents(name, data)
+		evs, err = parseCSVEvents(name, r, MaxEvents)
 	case EventsIrtt:
-		evs, err = parseIrttEvents(name, data)
+		evs, err = parseIrttEvents(name, r, MaxEvents)
 	case EventsIperf3:
-		evs, err = parseIperf3Events(name, data)
+		evs, err = parseIperf3Events(name, r, MaxEvents)
 	default:
 		return nil, fmt.Errorf("events format %q: want one of %s", format, strings.Join(EventFormats(), ", "))
 	}
 	if err != nil {
 		return nil, err
 	}
-	if len(evs) > MaxEvents {
-		return nil, fmt.Errorf("%s: %d events, more than a cell may hold (%d)", name, len(evs), MaxEvents)
-	}
 	return evs, nil
 }
 
-func parseJSONLEvents(name string, data []byte) ([]Event, error) {
+// errTooManyEvents is said as soon as the one event too many is read.
+var errTooManyEvents = errors.New("more events than a cell may hold")
+
+func tooMany(name string, limit int) error {
+	return fmt.Errorf("%s: %w (%d)", name, errTooManyEvents, limit)
+}
+
+func parseJSONLEvents(name string, r io.Reader, limit int) ([]Event, error) {
 	var out []Event
-	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	line := 0
 	for sc.Scan() {
@@ -106,16 +108,23 @@ func parseJSONLEvents(name string, data []byte) ([]Event, error) {
 		if err := e.check(); err != nil {
 			return nil, fmt.Errorf("%s:%d: %v", name, line, err)
 		}
+		if len(out) == limit {
+			return nil, tooMany(name, limit)
+		}
 		out = append(out, e)
 	}
 	if err := sc.Err(); err != nil {
+		var tl *untrusted.TooLargeError
+		if errors.As(err, &tl) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%s:%d: %v", name, line+1, err)
 	}
 	return out, nil
 }
 
-func parseCSVEvents(name string, data []byte) ([]Event, error) {
-	cr := csv.NewReader(bytes.NewReader(data))
+func parseCSVEvents(name string, r io.Reader, limit int) ([]Event, error) {
+	cr := csv.NewReader(r)
 	header, err := cr.Read()
 	if err != nil {
 		return nil, fmt.Errorf("%s:1: %v", name, err)
@@ -172,6 +181,9 @@ func parseCSVEvents(name string, data []byte) ([]Event, error) {
 		if err := e.check(); err != nil {
 			return nil, fmt.Errorf("%s:%d: %v", name, line, err)
 		}
+		if len(out) == limit {
+			return nil, tooMany(name, limit)
+		}
 		out = append(out, e)
 	}
 }
@@ -192,35 +204,64 @@ func (e Event) check() error {
 	return nil
 }
 
-// irttOutput is what is read of irtt's JSON: its packet length and each
-// round trip's wall-clock times.
-type irttOutput struct {
-	Config struct {
-		Length int `json:"length"`
-	} `json:"config"`
-	RoundTrips []struct {
-		Seq        int    `json:"seqno"`
-		Lost       string `json:"lost"`
-		Timestamps struct {
-			Client struct {
-				Send    struct{ Wall int64 } `json:"send"`
-				Receive struct{ Wall int64 } `json:"receive"`
-			} `json:"client"`
-		} `json:"timestamps"`
-	} `json:"round_trips"`
+// irttRoundTrip is what is read of one of irtt's round trips: its
+// sequence number, whether it was lost, and its wall-clock times.
+type irttRoundTrip struct {
+	Seq        int    `json:"seqno"`
+	Lost       string `json:"lost"`
+	Timestamps struct {
+		Client struct {
+			Send    struct{ Wall int64 } `json:"send"`
+			Receive struct{ Wall int64 } `json:"receive"`
+		} `json:"client"`
+	} `json:"timestamps"`
 }
 
-func parseIrttEvents(name string, data []byte) ([]Event, error) {
-	var o irttOutput
-	if err := json.Unmarshal(data, &o); err != nil {
-		return nil, fmt.Errorf("%s: not irtt's JSON (irtt client -o FILE.json): %v", name, err)
+// parseIrttEvents reads irtt's JSON (irtt client -o FILE.json) as a
+// stream: the round trips are decoded one at a time and kept as events,
+// every other member skipped, so that memory follows the events kept.
+// The packet length (config.length) may come before or after them.
+func parseIrttEvents(name string, r io.Reader, limit int) ([]Event, error) {
+	var length int
+	var trips []irttRoundTrip
+	bad := func(err error) error {
+		return fmt.Errorf("%s: not irtt's JSON (irtt client -o FILE.json): %v", name, err)
 	}
-	out := make([]Event, 0, len(o.RoundTrips))
-	for i, rt := range o.RoundTrips {
-		e := Event{Seq: rt.Seq, SentNs: rt.Timestamps.Client.Send.Wall, ReqBytes: o.Config.Length}
+	err := walkObject(json.NewDecoder(r), map[string]func(*json.Decoder) error{
+		"config": func(dec *json.Decoder) error {
+			var c struct {
+				Length int `json:"length"`
+			}
+			err := dec.Decode(&c)
+			length = c.Length
+			return err
+		},
+		"round_trips": func(dec *json.Decoder) error {
+			return walkArray(dec, func(dec *json.Decoder) error {
+				if len(trips) == limit {
+					return tooMany(name, limit)
+				}
+				var rt irttRoundTrip
+				if err := dec.Decode(&rt); err != nil {
+					return err
+				}
+				trips = append(trips, rt)
+				return nil
+			})
+		},
+	})
+	if err != nil {
+		if isOwnError(err) {
+			return nil, err
+		}
+		return nil, bad(err)
+	}
+	out := make([]Event, 0, len(trips))
+	for i, rt := range trips {
+		e := Event{Seq: rt.Seq, SentNs: rt.Timestamps.Client.Send.Wall, ReqBytes: length}
 		switch rt.Lost {
 		case "false", "":
-			e.DoneNs, e.RespBytes = rt.Timestamps.Client.Receive.Wall, o.Config.Length
+			e.DoneNs, e.RespBytes = rt.Timestamps.Client.Receive.Wall, length
 		case "true", "true_up", "true_down":
 			e.Error = "lost (irtt: " + rt.Lost + ")"
 		default:
@@ -234,35 +275,61 @@ func parseIrttEvents(name string, data []byte) ([]Event, error) {
 	return out, nil
 }
 
-// iperf3Output is what is read of iperf3 -J: the test's start and each
-// interval's span and bytes.
-type iperf3Output struct {
-	Start struct {
-		Timestamp struct {
-			Timesecs int64 `json:"timesecs"`
-		} `json:"timestamp"`
-	} `json:"start"`
-	Intervals []struct {
-		Sum struct {
-			Start float64 `json:"start"`
-			End   float64 `json:"end"`
-			Bytes float64 `json:"bytes"`
-		} `json:"sum"`
-	} `json:"intervals"`
-	Error string `json:"error"`
+// iperf3Interval is what is read of one of iperf3's intervals: its span
+// in seconds from the test's start, and its bytes.
+type iperf3Interval struct {
+	Sum struct {
+		Start float64 `json:"start"`
+		End   float64 `json:"end"`
+		Bytes float64 `json:"bytes"`
+	} `json:"sum"`
 }
 
-func parseIperf3Events(name string, data []byte) ([]Event, error) {
-	var o iperf3Output
-	if err := json.Unmarshal(data, &o); err != nil {
+// parseIperf3Events reads iperf3 -J's output as a stream, as
+// parseIrttEvents does: the intervals one at a time, the test's start
+// and error wherever they come, everything else skipped.
+func parseIperf3Events(name string, r io.Reader, limit int) ([]Event, error) {
+	var startSecs int64
+	var ivs []iperf3Interval
+	var iperfErr string
+	err := walkObject(json.NewDecoder(r), map[string]func(*json.Decoder) error{
+		"start": func(dec *json.Decoder) error {
+			var st struct {
+				Timestamp struct {
+					Timesecs int64 `json:"timesecs"`
+				} `json:"timestamp"`
+			}
+			err := dec.Decode(&st)
+			startSecs = st.Timestamp.Timesecs
+			return err
+		},
+		"intervals": func(dec *json.Decoder) error {
+			return walkArray(dec, func(dec *json.Decoder) error {
+				if len(ivs) == limit {
+					return tooMany(name, limit)
+				}
+				var iv iperf3Interval
+				if err := dec.Decode(&iv); err != nil {
+					return err
+				}
+				ivs = append(ivs, iv)
+				return nil
+			})
+		},
+		"error": func(dec *json.Decoder) error { return dec.Decode(&iperfErr) },
+	})
+	if err != nil {
+		if isOwnError(err) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%s: not iperf3's JSON (iperf3 -J): %v", name, err)
 	}
-	if o.Error != "" {
-		return nil, fmt.Errorf("%s: iperf3: %s", name, o.Error)
+	if iperfErr != "" {
+		return nil, fmt.Errorf("%s: iperf3: %s", name, iperfErr)
 	}
-	base := time.Unix(o.Start.Timestamp.Timesecs, 0).UnixNano()
-	out := make([]Event, 0, len(o.Intervals))
-	for i, iv := range o.Intervals {
+	base := time.Unix(startSecs, 0).UnixNano()
+	out := make([]Event, 0, len(ivs))
+	for i, iv := range ivs {
 		s := iv.Sum
 		if math.IsNaN(s.Start) || math.IsNaN(s.End) || s.Bytes < 0 || s.Bytes > math.MaxInt32 || s.Start < 0 || s.End > 1e7 {
 			return nil, fmt.Errorf("%s: interval %d: start %g, end %g, %g bytes", name, i, s.Start, s.End, s.Bytes)
@@ -274,6 +341,107 @@ func parseIperf3Events(name string, data []byte) ([]Event, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// isOwnError tells an error to return as it is (too many events, a file
+// over its cap) from one to say as "not irtt's JSON".
+func isOwnError(err error) bool {
+	var tl *untrusted.TooLargeError
+	return errors.Is(err, errTooManyEvents) || errors.As(err, &tl)
+}
+
+// walkObject reads one JSON object from dec, handing each member named in
+// members to its function (which decodes the value) and skipping the
+// others token by token, so that nothing of theirs is kept. A member
+// given twice is an error: which one counts would be a guess.
+func walkObject(dec *json.Decoder, members map[string]func(*json.Decoder) error) error {
+	if err := expectDelim(dec, '{'); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := t.(string)
+		fn, ok := members[key]
+		if !ok {
+			if err := skipValue(dec); err != nil {
+				return err
+			}
+			continue
+		}
+		if seen[key] {
+			return fmt.Errorf("%q given twice", key)
+		}
+		seen[key] = true
+		if err := fn(dec); err != nil {
+			return err
+		}
+	}
+	if err := expectDelim(dec, '}'); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("more after the object")
+	}
+	return nil
+}
+
+// walkArray reads one JSON array (or null) from dec, handing each element
+// to fn to decode.
+func walkArray(dec *json.Decoder, fn func(*json.Decoder) error) error {
+	t, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if t == nil {
+		return nil // null: no elements
+	}
+	if t != json.Delim('[') {
+		return fmt.Errorf("want an array, found %v", t)
+	}
+	for dec.More() {
+		if err := fn(dec); err != nil {
+			return err
+		}
+	}
+	_, err = dec.Token() // the closing ]
+	return err
+}
+
+// expectDelim reads the delimiter want from dec.
+func expectDelim(dec *json.Decoder, want json.Delim) error {
+	t, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if t != want {
+		return fmt.Errorf("want %v, found %v", want, t)
+	}
+	return nil
+}
+
+// skipValue reads one JSON value from dec and drops it, nesting counted
+// rather than the value kept.
+func skipValue(dec *json.Decoder) error {
+	depth := 0
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch t {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
 }
 
 // EventsToRecords turns a client's events into records on the cell's

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -141,7 +140,7 @@ func (fs FlowStudy) logf(format string, args ...any) {
 // streams.csv (with real runs), the plots and report.html into dir. Every
 // file is written atomically and every write error is returned.
 func WriteFlowStudy(dir, name, setup string, r FlowStudyResult) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := results.PrepareOut(dir); err != nil {
 		return err
 	}
 	b, err := json.MarshalIndent(r.Results, "", "  ")
