@@ -23,8 +23,18 @@ func TestQuantileOfInfiniteTail(t *testing.T) {
 		{[]float64{1, inf, inf}, 0.5, inf},
 		{[]float64{1, inf, inf}, 0.75, inf}, // between inf and inf, not NaN
 		{[]float64{inf}, 0.5, inf},
+		// A difference of delays (B − A) is −Inf where A's is +Inf: type 7
+		// is (1−f)·x(k) + f·x(k+1), whose limit as x(k) → −Inf is −Inf for
+		// any f < 1 (not −Inf+Inf's NaN).
+		{[]float64{-inf, 1, 2}, 0.25, -inf},
+		{[]float64{-inf, -inf, 1}, 0.25, -inf}, // between −inf and −inf
+		{[]float64{-inf, -inf, 1}, 0.75, -inf}, // between −inf and 1
+		{[]float64{-inf, 1, 2}, 0.5, 1},
+		{[]float64{-inf, 1, 2}, 0.75, 1.5},
+		{[]float64{-inf, inf}, 0.5, math.NaN()}, // −Inf·½ + Inf·½: no limit
+		{[]float64{-inf, inf}, 1, inf},
 	} {
-		if got := Quantile(c.s, c.q); got != c.want && !(near(got, c.want)) {
+		if got := Quantile(c.s, c.q); got != c.want && !(near(got, c.want)) && !(math.IsNaN(got) && math.IsNaN(c.want)) {
 			t.Errorf("Quantile(%v, %v) = %v, want %v", c.s, c.q, got, c.want)
 		}
 	}

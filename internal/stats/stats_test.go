@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -497,4 +498,55 @@ func writeRecords(t *testing.T, dir string, cells []results.Cell, records func(r
 		t.Fatal(err)
 	}
 	return rows
+}
+
+// TestAnInfiniteTailInAIsAVerdict: 1000 delays of 20–21 ms of which 2 %
+// failed (a failed request is +Inf: later than any delay) against the same
+// 1000 without failures. A's p99 is the order statistic at (n−1)·0.99 =
+// 989.01 from 0, which lies among its 20 infinite values (ranks 980–999),
+// so A's p99 is +Inf and B's is finite: B − A is −Inf, and the bootstrap
+// draws almost always agree (a resample of A keeps fewer than 10 of its
+// failures — the count is Binomial(1000, 0.02), mean 20, sd 4.4 — with
+// probability under 1 %), so the interval lies below zero, the p-value is
+// under α and the verdict is B lower. The mirror case (B's tail infinite)
+// must give the same verdict the other way round.
+func TestAnInfiniteTailInAIsAVerdict(t *testing.T) {
+	finite := make([]float64, 1000)
+	for i := range finite {
+		finite[i] = 20 + float64(i)/999 // 20 to 21 ms
+	}
+	failing := slices.Clone(finite)
+	for i := 0; i < len(failing); i += 50 { // 20 of 1000: 2 %
+		failing[i] = math.Inf(1)
+	}
+	for _, tc := range []struct {
+		name       string
+		a, b       []float64
+		winner     string
+		wantDiffIn int // the sign of the difference's infinity
+	}{
+		{"A's tail infinite", failing, finite, "B lower than A", -1},
+		{"B's tail infinite", finite, failing, "A lower than B", +1},
+	} {
+		c := CompareQuantile(tc.a, tc.b, 0.99, 7)
+		c.A, c.B = "A", "B"
+		if !math.IsInf(c.Diff, tc.wantDiffIn) {
+			t.Errorf("%s: p99 difference %v, want %v", tc.name, c.Diff, math.Inf(tc.wantDiffIn))
+		}
+		if math.IsNaN(c.DiffLow) || math.IsNaN(c.DiffHigh) {
+			t.Errorf("%s: interval %v..%v, want one on the side of %v", tc.name, c.DiffLow, c.DiffHigh, math.Inf(tc.wantDiffIn))
+		}
+		if tc.wantDiffIn < 0 && !(c.DiffHigh < 0) || tc.wantDiffIn > 0 && !(c.DiffLow > 0) {
+			t.Errorf("%s: interval %v..%v includes zero", tc.name, c.DiffLow, c.DiffHigh)
+		}
+		if !(c.P < Alpha) {
+			t.Errorf("%s: p = %v, want under %v", tc.name, c.P, Alpha)
+		}
+		cs := []Comparison{c}
+		Holm(cs)
+		Judge(cs, "ms")
+		if !strings.HasPrefix(cs[0].Verdict, tc.winner) {
+			t.Errorf("%s: verdict %q, want %q…", tc.name, cs[0].Verdict, tc.winner)
+		}
+	}
 }
