@@ -143,3 +143,26 @@ func TestDeadlinesCountFromTheSchedule(t *testing.T) {
 		t.Errorf("without a period: %v, want 25 (the failure only)", got)
 	}
 }
+
+// TestDeadlineMissesByTheWorkloadsMarkAndUnsent: deadline_miss_pct is the
+// share of measured messages that missed, among all measured ones, the
+// never-sent included. Requests every 25 ms:
+//   - answered in 10 ms but marked by the workload as a miss
+//     (Extra["deadline_miss"] = 1: it judged its own deadline): a miss;
+//   - answered in 10 ms, marked 0: met;
+//   - answered in 24 ms: met;
+//   - never sent (the schedule ran past it): a miss, and a measured
+//     message, so in the denominator.
+//
+// 2 of 4: 50 % (not 25 % ignoring the mark, nor 2 of the 3 sent, 67 %).
+func TestDeadlineMissesByTheWorkloadsMarkAndUnsent(t *testing.T) {
+	in := &Input{Facts: map[string]float64{"interval_ms": 25}, Records: []results.Record{
+		{Seq: 0, ScheduledMs: 0, SentMs: 0, DoneMs: 10, DelayMs: 10, Extra: map[string]float64{"deadline_miss": 1}},
+		{Seq: 1, ScheduledMs: 25, SentMs: 25, DoneMs: 35, DelayMs: 10, Extra: map[string]float64{"deadline_miss": 0}},
+		{Seq: 2, ScheduledMs: 50, SentMs: 50, DoneMs: 74, DelayMs: 24},
+		{Seq: 3, ScheduledMs: 75, SentMs: math.NaN(), DoneMs: math.NaN(), DelayMs: math.NaN(), Unsent: true, Error: "unsent"},
+	}}
+	if got := compute(t, in, "deadline_miss_pct")["deadline_miss_pct"]; got != 50 {
+		t.Errorf("deadline_miss_pct = %v, want 50 (the marked miss and the unsent of 4)", got)
+	}
+}
