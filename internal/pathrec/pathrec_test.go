@@ -194,3 +194,23 @@ func TestTrainRateByHand(t *testing.T) {
 		}
 	}
 }
+
+// TestCoherenceByHand: the coherence of a residual series 0, 1, … 9
+// (probes 10 ms apart, nothing explained by the rate), worked by hand.
+// Its ranks are itself; their lag-1 correlation is
+// Σ(i−4.5)(i−5.5) over i = 1..9 / Σ(i−4.5)² over i = 0..9 = 57.75/82.5 =
+// 0.7 (Spearman's ρs). The latent normal's correlation, as the Gaussian
+// copula relates them, is ρ = 2·sin(π·0.7/6) = 2·0.358368 = 0.716736, and
+// the time constant −10 ms / ln 0.716736 = 10/0.333047 = 30.03 ms, which
+// the fit rounds to 30.0 ms (28.0 ms if ρs were taken for ρ).
+func TestCoherenceByHand(t *testing.T) {
+	owd := []float64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+	sd, dist, coherence := jitterShape(owd, make([]float64, len(owd)), 10*time.Millisecond)
+	// The sample standard deviation of 0..9: √(82.5/9) = 3.0277.
+	if math.Abs(sd-math.Sqrt(82.5/9)) > 1e-9 || dist != emu.DistNormal {
+		t.Errorf("jitter %v %s, want %v normal", sd, dist, math.Sqrt(82.5/9))
+	}
+	if coherence != 30*time.Millisecond {
+		t.Errorf("coherence %v, want 30ms", coherence)
+	}
+}
