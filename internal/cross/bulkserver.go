@@ -46,6 +46,9 @@ type BulkOptions struct {
 	// OnSend, when set, is told when a down flow starts sending, with a
 	// way to read its transport's smoothed RTT (ms), until ctx ends.
 	OnSend func(ctx context.Context, dir byte, index int, rtt func() (float64, bool))
+	// HeaderTimeout is how long a new flow has to name itself (0:
+	// headerTimeout, 10 s).
+	HeaderTimeout time.Duration
 }
 
 // FlowCount is what a BulkServer received of one up flow: bytes, and
@@ -67,13 +70,17 @@ type flowKey struct {
 // flows each way, with room for one reconnect each.
 const maxOpenFlows = 4 * MaxFlows
 
-// headerTimeout is how long a new flow has to name itself.
+// headerTimeout is how long a new flow has to name itself, unless
+// BulkOptions.HeaderTimeout says otherwise.
 const headerTimeout = 10 * time.Second
 
 // ServeBulk starts the far end of kind's flows in n on port (0: any),
 // with s's settings (QUIC's certificate). Close stops it.
 func ServeBulk(n proto.Net, kind string, port int, s proto.Settings, o BulkOptions) (*BulkServer, error) {
 	ctx, cancel := context.WithCancel(context.Background())
+	if o.HeaderTimeout <= 0 {
+		o.HeaderTimeout = headerTimeout
+	}
 	b := &BulkServer{o: o, ctx: ctx, cancel: cancel, counts: map[flowKey]*FlowCount{}}
 	if o.MaxSendBps > 0 {
 		b.pace = &pacer{bps: o.MaxSendBps}
@@ -135,7 +142,7 @@ func (b *BulkServer) listenQUIC(n proto.Net, port int, s proto.Settings) error {
 			b.wg.Add(1)
 			go func() {
 				defer b.wg.Done()
-				actx, cancel := context.WithTimeout(b.ctx, headerTimeout)
+				actx, cancel := context.WithTimeout(b.ctx, b.o.HeaderTimeout)
 				st, err := conn.AcceptStream(actx)
 				cancel()
 				if err != nil {
@@ -181,7 +188,7 @@ func (b *BulkServer) flow(c io.Closer, s bulkStream, setReadDeadline func(time.T
 		stop := context.AfterFunc(b.ctx, s.abort)
 		defer stop()
 		var hdr [2]byte
-		setReadDeadline(time.Now().Add(headerTimeout))
+		setReadDeadline(time.Now().Add(b.o.HeaderTimeout))
 		if _, err := io.ReadFull(s.rw, hdr[:]); err != nil {
 			return
 		}

@@ -168,3 +168,100 @@ func TestBulkServerBoundsItsSide(t *testing.T) {
 		t.Errorf("a flow beyond %d open ones was served", maxOpenFlows)
 	}
 }
+
+// TestBulkServerFreesAndCloses: a flow that does not name itself within
+// the header timeout is closed, one that does (late, but within it) is
+// served; a flow's slot among maxOpenFlows is free again once the flow
+// ends; and Close ends every flow, a receiving one and one waiting for
+// its header alike, and returns, leaving the port free.
+func TestBulkServerFreesAndCloses(t *testing.T) {
+	const timeout = 500 * time.Millisecond
+	srv, err := ServeBulk(proto.LocalNet{}, "tcp", 0, proto.DefaultSettings(), BulkOptions{NoDown: true, HeaderTimeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			srv.Close()
+		}
+	}()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(srv.Port))
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	// endsWithin tells whether the server ended c within d.
+	endsWithin := func(c net.Conn, d time.Duration) bool {
+		c.SetReadDeadline(time.Now().Add(d))
+		_, err := c.Read(make([]byte, 1))
+		var ne net.Error
+		return !(errors.As(err, &ne) && ne.Timeout())
+	}
+	silent := dial()
+	start := time.Now()
+	if !endsWithin(silent, 2*timeout) {
+		t.Errorf("a flow that never named itself was kept past %v, twice its time to name itself", 2*timeout)
+	} else if waited := time.Since(start); waited < timeout*8/10 {
+		t.Errorf("a silent flow was closed after %v, before its %v to name itself", waited, timeout)
+	}
+	late := dial()
+	time.Sleep(timeout / 3)
+	late.Write([]byte{'u', 0})
+	late.Write(make([]byte, 1000))
+	if endsWithin(late, 2*timeout) {
+		t.Error("a flow that named itself within the timeout was closed")
+	}
+
+	// Fill every slot, end them all: a new flow is served again.
+	held := []net.Conn{late}
+	for len(held) < maxOpenFlows {
+		c := dial()
+		c.Write([]byte{'u', 1})
+		held = append(held, c)
+	}
+	time.Sleep(200 * time.Millisecond)
+	// One more, named at once: closed, not served.
+	probe := dial()
+	probe.Write([]byte{'u', 3})
+	if !endsWithin(probe, 2*timeout) {
+		t.Fatalf("a flow beyond %d open ones was served", maxOpenFlows)
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	time.Sleep(200 * time.Millisecond)
+	again := dial()
+	again.Write([]byte{'u', 2})
+	if endsWithin(again, 2*timeout) {
+		t.Error("a flow after every slot was freed was closed")
+	}
+
+	// Close ends the receiving flow and one waiting for its header.
+	waiting := dial()
+	time.Sleep(50 * time.Millisecond)
+	done := make(chan struct{})
+	go func() { srv.Close(); close(done) }()
+	select {
+	case <-done:
+		closed = true
+	case <-time.After(5 * time.Second):
+		closed = true // a second Close would hang as well
+		t.Fatal("Close did not return within 5 s")
+	}
+	// Close returns once every flow ended: their ends are closed by
+	// then, well before the waiting one's header time (500 ms from 50 ms
+	// before Close) would have ended it.
+	if !endsWithin(again, 100*time.Millisecond) || !endsWithin(waiting, 100*time.Millisecond) {
+		t.Error("a flow outlived the server's Close")
+	}
+	if l, err := net.Listen("tcp", addr); err != nil {
+		t.Errorf("the port is still taken after Close: %v", err)
+	} else {
+		l.Close()
+	}
+}

@@ -23,8 +23,18 @@ func TestQuantileOfInfiniteTail(t *testing.T) {
 		{[]float64{1, inf, inf}, 0.5, inf},
 		{[]float64{1, inf, inf}, 0.75, inf}, // between inf and inf, not NaN
 		{[]float64{inf}, 0.5, inf},
+		// A difference of delays (B − A) is −Inf where A's is +Inf: type 7
+		// is (1−f)·x(k) + f·x(k+1), whose limit as x(k) → −Inf is −Inf for
+		// any f < 1 (not −Inf+Inf's NaN).
+		{[]float64{-inf, 1, 2}, 0.25, -inf},
+		{[]float64{-inf, -inf, 1}, 0.25, -inf}, // between −inf and −inf
+		{[]float64{-inf, -inf, 1}, 0.75, -inf}, // between −inf and 1
+		{[]float64{-inf, 1, 2}, 0.5, 1},
+		{[]float64{-inf, 1, 2}, 0.75, 1.5},
+		{[]float64{-inf, inf}, 0.5, math.NaN()}, // −Inf·½ + Inf·½: no limit
+		{[]float64{-inf, inf}, 1, inf},
 	} {
-		if got := Quantile(c.s, c.q); got != c.want && !(near(got, c.want)) {
+		if got := Quantile(c.s, c.q); got != c.want && !(near(got, c.want)) && !(math.IsNaN(got) && math.IsNaN(c.want)) {
 			t.Errorf("Quantile(%v, %v) = %v, want %v", c.s, c.q, got, c.want)
 		}
 	}
@@ -131,5 +141,28 @@ func TestDeadlinesCountFromTheSchedule(t *testing.T) {
 	in.Facts = nil
 	if got := compute(t, in, "deadline_miss_pct")["deadline_miss_pct"]; got != 25 {
 		t.Errorf("without a period: %v, want 25 (the failure only)", got)
+	}
+}
+
+// TestDeadlineMissesByTheWorkloadsMarkAndUnsent: deadline_miss_pct is the
+// share of measured messages that missed, among all measured ones, the
+// never-sent included. Requests every 25 ms:
+//   - answered in 10 ms but marked by the workload as a miss
+//     (Extra["deadline_miss"] = 1: it judged its own deadline): a miss;
+//   - answered in 10 ms, marked 0: met;
+//   - answered in 24 ms: met;
+//   - never sent (the schedule ran past it): a miss, and a measured
+//     message, so in the denominator.
+//
+// 2 of 4: 50 % (not 25 % ignoring the mark, nor 2 of the 3 sent, 67 %).
+func TestDeadlineMissesByTheWorkloadsMarkAndUnsent(t *testing.T) {
+	in := &Input{Facts: map[string]float64{"interval_ms": 25}, Records: []results.Record{
+		{Seq: 0, ScheduledMs: 0, SentMs: 0, DoneMs: 10, DelayMs: 10, Extra: map[string]float64{"deadline_miss": 1}},
+		{Seq: 1, ScheduledMs: 25, SentMs: 25, DoneMs: 35, DelayMs: 10, Extra: map[string]float64{"deadline_miss": 0}},
+		{Seq: 2, ScheduledMs: 50, SentMs: 50, DoneMs: 74, DelayMs: 24},
+		{Seq: 3, ScheduledMs: 75, SentMs: math.NaN(), DoneMs: math.NaN(), DelayMs: math.NaN(), Unsent: true, Error: "unsent"},
+	}}
+	if got := compute(t, in, "deadline_miss_pct")["deadline_miss_pct"]; got != 50 {
+		t.Errorf("deadline_miss_pct = %v, want 50 (the marked miss and the unsent of 4)", got)
 	}
 }

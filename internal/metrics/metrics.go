@@ -24,10 +24,18 @@ func Quantile(sorted []float64, q float64) float64 {
 	switch {
 	case i >= n-1 || frac == 0:
 		return sorted[i]
+	case math.IsInf(sorted[i], -1) && math.IsInf(sorted[i+1], 1):
+		// Between −Inf and +Inf the interpolation has no limit.
+		return math.NaN()
 	case math.IsInf(sorted[i+1], 1):
 		// Toward a message that never completed: beyond any bound (and
 		// not Inf−Inf's NaN, nor 0×Inf's).
 		return sorted[i+1]
+	case math.IsInf(sorted[i], -1):
+		// From −Inf (a difference of delays whose subtrahend never
+		// completed): (1−frac)·x(k) + frac·x(k+1) tends to −Inf for any
+		// frac < 1, not −Inf+Inf's NaN.
+		return sorted[i]
 	}
 	return sorted[i] + frac*(sorted[i+1]-sorted[i])
 }

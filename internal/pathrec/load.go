@@ -37,7 +37,7 @@ type LoadFit struct {
 	// does the added delay say anything of the buffer.
 	Saturated bool
 	// Queue is the discipline fitted ("" drop-tail; "fq_codel" or "pie"
-	// when the path marked ECN, by the delay it held), ECN whether to mark.
+	// when the path marked ECN, by how it marked), ECN whether to mark.
 	Queue string
 	ECN   bool
 }
@@ -102,13 +102,26 @@ func loadFit(run LoadRun, probes []loadedProbe, restMs float64) LoadFit {
 	// an AQM acted.
 	f.Filled = f.LossPct > 0.5 || f.CEPct > 0.5
 	f.Saturated = f.Filled || f.DeliveredBps < 0.9*f.OfferedBps
-	if f.CEPct > 0.5 {
-		// A queue that marks ECN is an AQM; which one, by the delay it
-		// holds: CoDel's 5 ms target, or PIE's 15 ms.
+	if run.Got.CE > 0 && f.Filled {
+		// A queue that marks ECN is an AQM (a drop-tail queue never
+		// marks); which one, by how it marks a load that does not answer
+		// the marks (the loaded phase's is paced and deaf to them),
+		// LoadFactor (1.5) times what the trains measured, so that a
+		// third of it must go:
+		//   - PIE marks only while its probability is at most 10 %
+		//     (RFC 8033, 5.1) and drops beyond: it drops the third and
+		//     marked only while its probability ramped up, well under
+		//     1 % of the load, holding the delay near its target;
+		//   - CoDel and FQ-CoDel mark an ECT packet instead of dropping
+		//     it (RFC 8289, 5; RFC 8290, 4.1) for as long as the buffer
+		//     lasts: the marks go on (their rate growing with the control
+		//     law's count) and the queue grows toward the buffer.
+		// The load, probes and trains share one socket, so a flow queue
+		// does not set the probes apart.
 		f.ECN = true
-		f.Queue = "pie"
-		if f.AddedMs <= 10 {
-			f.Queue = "fq_codel"
+		f.Queue = "fq_codel"
+		if f.CEPct < 1 && f.LossPct > f.CEPct {
+			f.Queue = "pie"
 		}
 	}
 	return f
@@ -140,7 +153,7 @@ func (f LoadFit) describe(way string) string {
 	case !f.Saturated:
 		s += "; the direction carried it all, so the load (capped by tlab record's --load-rate or the agent's --max-load) says nothing of its buffer, and the replay keeps the default queue"
 	case f.ECN:
-		s += fmt.Sprintf("; it marks ECN, so an AQM: %s with ECN, by the delay it held (assumed: which AQM)", f.Queue)
+		s += fmt.Sprintf("; it marks ECN, so an AQM: %s with ECN, by how it marked a load deaf to its marks (PIE drops once its probability passes 10 %%, CoDel marks on)", f.Queue)
 	case f.Filled:
 		s += fmt.Sprintf("; it dropped, so its buffer holds %d bytes (the load that crossed while a probe waited its p95 of %.1f ms), drop-tail (assumed: an AQM that drops without marking would look the same)", f.BufferBytes, f.AddedP95Ms)
 	default:

@@ -105,8 +105,26 @@ func TestProfileParsesAndTraceKeepsTheRate(t *testing.T) {
 	if got, want := float64(len(ops)), 190e6/(1500*8); math.Abs(got-want) > 0.01*want {
 		t.Errorf("%v delivery opportunities, want %v", got, want)
 	}
-	if link.Up.Loss.Model == "" || !strings.Contains(string(yaml), "gilbert") && !strings.Contains(string(yaml), "loss: 8.") {
-		t.Errorf("up loss not in the profile:\n%s", yaml)
+	// The probe at 6 of every 12 lost up, each alone: of 1000 probes
+	// those at 6, 18, … 990, (990−6)/12+1 = 83, 8.300 %, in runs of one,
+	// which is plain (Bernoulli) loss, not a burst model.
+	if !strings.Contains(string(yaml), "  loss: 8.300%\n") || strings.Contains(string(yaml), "gilbert") {
+		t.Errorf("up: want plain loss of 8.300 %%:\n%s", yaml)
+	}
+	// Two consecutive probes in 12 lost: 16.667 % in runs of two, which
+	// the simple Gilbert model carries as its mean burst.
+	bursty := synthetic(1200, "....uu......")
+	bf, err := bursty.Fit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byaml, _ := bf.Profile("bursty", "192.0.2.1:7447", bursty, dir)
+	bp, err := emu.ParseProfile("bursty.yaml", byaml)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, byaml)
+	}
+	if l := bp.Link.Up.Loss; l.Model != "gilbert-elliott" || l.MeanBurst != 2 || math.Abs(float64(l.Rate)-1.0/6) > 1e-5 {
+		t.Errorf("up, runs of two lost: loss %+v, want gilbert-elliott at 16.667 %% in bursts of 2\n%s", l, byaml)
 	}
 }
 
@@ -150,5 +168,49 @@ func TestOneBunchedTrainDoesNotMakeTheTrace(t *testing.T) {
 	}
 	if len(traces) != 1 {
 		t.Errorf("%d traces, want the down direction's", len(traces))
+	}
+}
+
+// TestTrainRateByHand: four packets of 1000 bits arriving at 0, 1, 2 and
+// 3 ms (in any order) carried three packets' bits in the 3 ms between the
+// first arrival and the last: 3000 bit / 3 ms = 1 Mbit/s. Fewer than four
+// packets, or all at once, give no rate.
+func TestTrainRateByHand(t *testing.T) {
+	if got := trainRate([]int64{3e6, 0, 2e6, 1e6}, 1000); math.Abs(got-1e6) > 1e-6 {
+		t.Errorf("four packets 1 ms apart: %v bit/s, want 1e6", got)
+	}
+	// 16 packets of 1270 bytes on the wire behind a 20 Mbit/s link leave
+	// it 1270·8/20e6 = 508 µs apart: the link's rate.
+	at := make([]int64, 16)
+	for i := range at {
+		at[i] = 5e9 + int64(i)*508e3
+	}
+	if got := trainRate(at, 1270*8); math.Abs(got-20e6) > 1 {
+		t.Errorf("a train 508 µs apart: %v bit/s, want 20e6", got)
+	}
+	for _, at := range [][]int64{{0, 1e6, 2e6}, {5, 5, 5, 5}} {
+		if got := trainRate(at, 1000); got != 0 {
+			t.Errorf("trainRate(%v) = %v, want none (0)", at, got)
+		}
+	}
+}
+
+// TestCoherenceByHand: the coherence of a residual series 0, 1, … 9
+// (probes 10 ms apart, nothing explained by the rate), worked by hand.
+// Its ranks are itself; their lag-1 correlation is
+// Σ(i−4.5)(i−5.5) over i = 1..9 / Σ(i−4.5)² over i = 0..9 = 57.75/82.5 =
+// 0.7 (Spearman's ρs). The latent normal's correlation, as the Gaussian
+// copula relates them, is ρ = 2·sin(π·0.7/6) = 2·0.358368 = 0.716736, and
+// the time constant −10 ms / ln 0.716736 = 10/0.333047 = 30.03 ms, which
+// the fit rounds to 30.0 ms (28.0 ms if ρs were taken for ρ).
+func TestCoherenceByHand(t *testing.T) {
+	owd := []float64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+	sd, dist, coherence := jitterShape(owd, make([]float64, len(owd)), 10*time.Millisecond)
+	// The sample standard deviation of 0..9: √(82.5/9) = 3.0277.
+	if math.Abs(sd-math.Sqrt(82.5/9)) > 1e-9 || dist != emu.DistNormal {
+		t.Errorf("jitter %v %s, want %v normal", sd, dist, math.Sqrt(82.5/9))
+	}
+	if coherence != 30*time.Millisecond {
+		t.Errorf("coherence %v, want 30ms", coherence)
 	}
 }

@@ -254,3 +254,76 @@ func TestPerIntervalFollowsThePeriod(t *testing.T) {
 		t.Errorf("tlab qoo --json left out %v, want control-loop alone", left)
 	}
 }
+
+// TestCellScoresHandWorked scores one cell worked by hand with the draft's
+// formulas (draft-ietf-ippm-qoo-09: a component is
+// 100·(1 − (M − ROP)/(CPUP − ROP)) clamped to 0..100, the throughput a step
+// at its minimum, QoO the minimum of the components).
+//
+// The cell: 10 warm-up records (500 ms, 100 kB, done at 10 s: left out,
+// else every number below moves), then 100 measured ones of which every
+// tenth failed and the 90 others took 1, 2, … 90 ms, each 1250 bytes, done
+// in reverse order (the first answer finished last, at 90 ms: a
+// multiplexed client's answers complete out of order).
+//
+//   - latency: p90 of the 90 completed delays, type 7: h = (90−1)·0.9 =
+//     80.1, between the 81st and 82nd values (81 and 82 ms): 81.1 ms;
+//     against ROP 61.1, CPUP 101.1: 1 − 20/40 = 50.
+//   - loss: 10 of 100 measured = 10 % (percent, not 0.1); against 5 and
+//     15 %: 1 − 5/10 = 50.
+//   - goodput: 90·1250·8 bit over the latest completion, 90 ms: 10 Mbit/s,
+//     which meets a 10 Mbit/s minimum (100) and misses 10.5 (0).
+func TestCellScoresHandWorked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "records.csv")
+	w, err := results.CreateRecords(path, results.Cell{ID: "c", Profile: "5g", Protocol: "tcp", Rep: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := 0
+	for range 10 {
+		w.Write(results.Record{Seq: seq, Warmup: true, DelayMs: 500, RespBytes: 100000, DoneMs: 10000})
+		seq++
+	}
+	completed := 0
+	for i := range 100 {
+		r := results.Record{Seq: seq, SentMs: float64(i)}
+		if i%10 == 9 {
+			r.Error, r.DelayMs, r.DoneMs = "timeout", math.NaN(), math.NaN()
+		} else {
+			completed++
+			r.DelayMs, r.RespBytes, r.DoneMs = float64(completed), 1250, float64(91-completed)
+		}
+		w.Write(r)
+		seq++
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	profile := Profile{ID: "hand", Name: "hand",
+		Latency: []LatencyPoint{{Percentile: 90, OptimalMs: 61.1, UnacceptableMs: 101.1}},
+		Loss:    Bounds{Optimal: 5, Unacceptable: 15}}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+	for _, tc := range []struct {
+		minMbps           float64
+		score, throughput float64
+		limit             string
+	}{
+		{0, 50, 100, "p90"},
+		{10, 50, 100, "p90"},
+		{10.5, 0, 0, "throughput"},
+	} {
+		p := profile
+		p.MinThroughputMbps = tc.minMbps
+		scores, err := CellScores(path, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, ok := scores["c"]
+		if !ok || len(scores) != 1 {
+			t.Fatalf("scores %+v, want cell c alone", scores)
+		}
+		if !near(r.Latency, 50) || !near(r.Loss, 50) || !near(r.Score, tc.score) || r.Throughput != tc.throughput || r.Limit != tc.limit {
+			t.Errorf("minimum %g Mbit/s: %+v, want latency 50, loss 50, throughput %g, score %g limited by %s", tc.minMbps, r, tc.throughput, tc.score, tc.limit)
+		}
+	}
+}

@@ -512,6 +512,14 @@ func TestProberFillIsBounded(t *testing.T) {
 	if rep.Load.Packets != 20 || rep.Load.Bytes != 20000 {
 		t.Errorf("the prober counted %d load packets, %d bytes; want 20 and 20000", rep.Load.Packets, rep.Load.Bytes)
 	}
+	// The fill paces whole frames, 1000 bytes and 42 of headers (UDP, IP,
+	// Ethernet): at 8 Mbit/s one every 1042·8/8e6 = 1.042 ms, so 960 start
+	// within 1 s (959·1.042 < 1000 ≤ 960·1.042); at 0.1 Mbit/s one every
+	// 83.36 ms, 12 in 1 s, for each of the two more fills: 984 sent in
+	// all (1000 + 24 = 1024 if the headers were not counted).
+	if rep.Filled != 984 {
+		t.Errorf("the prober sent %d fill packets, want 984 (960 + 2·12)", rep.Filled)
+	}
 	// --max-load 0: no fill at all.
 	limits.MaxLoadMbps = 0
 	_, addr0, pairing0, _ := testAgent(t, limits)
