@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+
+	"tlab/internal/invoker"
 )
 
 // Files tlab writes as it goes (a server's log, a pcap, the TLS key log, a
@@ -134,19 +136,19 @@ func MkdirAll(path string) error {
 	return MkdirIn(root, rel)
 }
 
-// InvokingUser is the user who ran tlab through sudo (SUDO_UID and
-// SUDO_GID, when tlab runs as root), the owner of what it writes for
+// InvokingUser is the user who ran tlab through sudo, doas or pkexec
+// (invoker.Find, the same user commands run as), when tlab runs as root:
+// the owner of what it writes for
 // them; ok is false otherwise.
 func InvokingUser() (uid, gid int, ok bool) {
 	if os.Geteuid() != 0 {
 		return 0, 0, false
 	}
-	u, err1 := strconv.ParseUint(os.Getenv("SUDO_UID"), 10, 32)
-	g, err2 := strconv.ParseUint(os.Getenv("SUDO_GID"), 10, 32)
-	if err1 != nil || err2 != nil || u == 0 {
+	u := invoker.Find()
+	if u.Cred == nil || u.Cred.Uid == 0 {
 		return 0, 0, false
 	}
-	return int(u), int(g), true
+	return int(u.Cred.Uid), int(u.Cred.Gid), true
 }
 
 // PrepareOut makes or checks an output directory (--out) before root
