@@ -87,6 +87,11 @@ type Agent struct {
 	pendingByIP map[string]int
 	// refusals keeps the log from growing as fast as strangers knock.
 	refusals rateLimiter
+	// load is the line of Limits.MaxLoadMbps that everything sending the
+	// controller a load shares (probers' fills, bulk servers' down
+	// flows), across sessions: --max-load is one budget for the agent.
+	// nil: the agent sends no load.
+	load *cross.Pacer
 }
 
 // NewAgent makes an agent whose paired controllers are kept in dir.
@@ -105,7 +110,13 @@ func NewAgent(id Identity, dir, token string, limits Limits, log io.Writer) (*Ag
 	if limits.MaxPendingPerIP <= 0 {
 		limits.MaxPendingPerIP = def.MaxPendingPerIP
 	}
-	return &Agent{Identity: id, Token: token, Limits: limits, Log: log, controllers: l, pendingByIP: map[string]int{}}, nil
+	a := &Agent{Identity: id, Token: token, Limits: limits, Log: log, controllers: l, pendingByIP: map[string]int{}}
+	if limits.MaxLoadMbps > 0 {
+		if a.load, err = cross.NewPacer(float64(limits.MaxLoadMbps) * 1e6); err != nil {
+			return nil, fmt.Errorf("--max-load: %w", err)
+		}
+	}
+	return a, nil
 }
 
 func (a *Agent) logf(format string, args ...any) {
@@ -507,7 +518,7 @@ func (s *session) handle(req Request) (any, error) {
 			return nil, fmt.Errorf("no prober %d in this session", args.ID)
 		}
 		l := s.agent.Limits
-		if err := r.fill(args, float64(l.MaxLoadMbps)*1e6, time.Duration(l.MaxLoadS)*time.Second); err != nil {
+		if err := r.fill(args, s.agent.load, time.Duration(l.MaxLoadS)*time.Second); err != nil {
 			return nil, err
 		}
 		s.agent.logf("controller %s: prober %d sends a load of %.1f Mbit/s for %d ms", short(s.peer), args.ID, args.RateBps/1e6, args.Millis)
@@ -670,10 +681,10 @@ func (s *session) serveProtocol(args ServeArgs) (io.Closer, error) {
 		return s.serveFrames(n, stack, args, settings)
 	}
 	if args.Kind == KindBulk {
-		// The down flows send toward the controller alone (allowNet), at
-		// most at the agent's load bound together; none when it is 0.
-		l := s.agent.Limits
-		return cross.ServeBulk(n, args.Protocol, args.Port, settings, cross.BulkOptions{MaxSendBps: float64(l.MaxLoadMbps) * 1e6, NoDown: l.MaxLoadMbps == 0})
+		// The down flows send toward the controller alone (allowNet), on
+		// the agent's one line of --max-load, shared with every other
+		// bulk server and fill; none when it is 0.
+		return cross.ServeBulk(n, args.Protocol, args.Port, settings, cross.BulkOptions{Pacer: s.agent.load, NoDown: s.agent.load == nil})
 	}
 	if args.Kind == KindBroker {
 		ps, ok := proto.As[proto.PubSub](stack)
