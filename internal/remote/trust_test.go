@@ -168,3 +168,48 @@ func TestFillsAndDownFlowsShareTheCap(t *testing.T) {
 		t.Errorf("down flows %d B, fill %d B: both should have sent within the cap", down, fill)
 	}
 }
+
+// TestFrameServerAnswersOnlyTheControllersPort: the udp frame server's
+// socket filter admits the controller's address, any port; a 12-byte
+// frame from the controller's address but another port (as a forger
+// sends it, or another program of the controller's machine) asking for a
+// 1400-byte result gets nothing back (issue 48, finding 6: 116 times
+// what it sent). The controller's own stream, which spoke first, is
+// answered before and after.
+func TestFrameServerAnswersOnlyTheControllersPort(t *testing.T) {
+	_, addr, pairing, _ := testAgent(t, DefaultLimits())
+	c := pairedFrom(t, addr, pairing)
+	port := freePort(t)
+	if _, err := c.Serve(ServeArgs{Kind: KindFrames, Protocol: "udp", Port: port, Frames: &FrameServeArgs{FPS: 30, ReassemblyMs: 200, ResultSize: proto.MaxResultSize}}); err != nil {
+		t.Fatal(err)
+	}
+	server := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}
+	stream := listen(t, controllerIP)
+	other := listen(t, controllerIP)
+	waitFor := func(l *listener, n int64) bool {
+		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if l.bytes.Load() >= n {
+				return true
+			}
+		}
+		return false
+	}
+	stream.conn.WriteToUDP(wholeFrame(1, 0), server)
+	if !waitFor(stream, int64(proto.MaxResultSize)) {
+		t.Fatalf("the controller's stream got %d bytes for its first frame, want its %d-byte result", stream.bytes.Load(), proto.MaxResultSize)
+	}
+	sent := 0
+	for i := range 10 {
+		b := wholeFrame(uint32(100+i), 0)
+		other.conn.WriteToUDP(b, server)
+		sent += len(b)
+	}
+	stream.conn.WriteToUDP(wholeFrame(2, 0), server)
+	if !waitFor(stream, 2*int64(proto.MaxResultSize)) {
+		t.Errorf("the controller's stream got %d bytes after another port's frames, want two results", stream.bytes.Load())
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := other.bytes.Load(); n != 0 {
+		t.Errorf("another port of the controller's address got %d bytes for %d bytes of frames (%.0f times)", n, sent, float64(n)/float64(sent))
+	}
+}
