@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -211,5 +212,276 @@ func TestFrameServerAnswersOnlyTheControllersPort(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	if n := other.bytes.Load(); n != 0 {
 		t.Errorf("another port of the controller's address got %d bytes for %d bytes of frames (%.0f times)", n, sent, float64(n)/float64(sent))
+	}
+}
+
+// A stranger's connections cannot lock a paired controller out (issue 48,
+// finding 7): 8 addresses x 8 connections that sent a ClientHello's first
+// byte and then nothing held every pending place, and the legitimate
+// controller was refused.
+
+// holdPlaces opens connections from ip that each send the first byte of
+// a TLS record (a handshake, 0x16) and then nothing, in rounds of up to
+// 40, until want of them are held open by the agent or tries run out (the
+// agent's random early drop refuses most near the limit: an attacker
+// tries again); it returns those held and closes the rest.
+func holdPlaces(t *testing.T, addr string, ip net.IP, want, tries int) []net.Conn {
+	t.Helper()
+	var held []net.Conn
+	t.Cleanup(func() {
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}}
+	for try := 0; len(held) < want && try < tries; {
+		var batch []net.Conn
+		for ; len(batch) < 40 && try < tries; try++ {
+			c, err := d.Dial("tcp", addr)
+			if err != nil {
+				t.Fatalf("from %v: %v", ip, err)
+			}
+			c.Write([]byte{0x16})
+			batch = append(batch, c)
+		}
+		// A refused connection is closed at once: its EOF is here well
+		// within 50 ms; a held one reads nothing.
+		time.Sleep(50 * time.Millisecond)
+		for _, c := range batch {
+			c.SetReadDeadline(time.Now().Add(time.Millisecond))
+			if _, err := c.Read(make([]byte, 1)); isTimeout(err) && len(held) < want {
+				c.SetReadDeadline(time.Time{})
+				held = append(held, c)
+			} else {
+				c.Close()
+			}
+		}
+		// What was closed beyond want gives its place back.
+		time.Sleep(20 * time.Millisecond)
+	}
+	return held
+}
+
+// TestPairedControllerGetsPastHeldPlaces: with every pending place held
+// by half-open handshakes from eight other networks (127.1.0.1 to
+// 127.8.0.1, 8 each: MaxPending 64), a stranger from a ninth is refused,
+// and the controller that paired before, from its address, gets in.
+func TestPairedControllerGetsPastHeldPlaces(t *testing.T) {
+	a, addr, pairing, _ := testAgent(t, DefaultLimits())
+	state := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, addr, DialOptions{StateDir: state, Pairing: &pairing, Dialer: ownerDialer()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	// The same controller from another address of its own: it paired
+	// before, so that address is kept a place too.
+	elsewhere := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 2, 2)}}
+	if c, err = Dial(ctx, addr, DialOptions{StateDir: state, Dialer: elsewhere}); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	a.pendingMu.Lock()
+	known := []bool{a.known[netip.MustParseAddr("127.0.0.2")], a.known[netip.MustParseAddr("127.0.2.2")]}
+	a.pendingMu.Unlock()
+	if !known[0] || !known[1] {
+		t.Errorf("the agent keeps places for the pairing's address %v and the paired controller's other one %v, want both", known[0], known[1])
+	}
+
+	l := DefaultLimits()
+	held := 0
+	for n := byte(1); n <= 8; n++ {
+		held += len(holdPlaces(t, addr, net.IPv4(127, n, 0, 1), l.MaxPendingPerIP, 400))
+	}
+	a.pendingMu.Lock()
+	pending := a.pending
+	a.pendingMu.Unlock()
+	if held != l.MaxPending || pending != l.MaxPending {
+		t.Fatalf("the strangers hold %d places (the agent counts %d), want all %d", held, pending, l.MaxPending)
+	}
+	if n := len(holdPlaces(t, addr, net.IPv4(127, 9, 0, 1), 1, 40)); n != 0 {
+		t.Errorf("a stranger from a ninth network got a place beyond the %d", l.MaxPending)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err = Dial(ctx, addr, DialOptions{StateDir: state, Dialer: ownerDialer()})
+	if err != nil {
+		t.Fatalf("the paired controller, with every place held by strangers: %v", err)
+	}
+	if _, err := c.MeasureClock(3, 0); err != nil {
+		t.Errorf("the paired controller's session: %v", err)
+	}
+	c.Close()
+}
+
+// TestSilentConnectionsAreClosedSoon: a connection that sends nothing is
+// closed helloWait after it was accepted, not at the end of the whole
+// unpaired life (10 s); one whose first byte is not a TLS handshake
+// record's (0x16) is closed at once.
+func TestSilentConnectionsAreClosedSoon(t *testing.T) {
+	_, addr, _, _ := testAgent(t, DefaultLimits())
+	silent, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	start := time.Now()
+	silent.SetReadDeadline(start.Add(unpairedLife + 2*time.Second))
+	_, err = silent.Read(make([]byte, 1))
+	took := time.Since(start)
+	if isTimeout(err) || took > helloWait+time.Second || took < helloWait-500*time.Millisecond {
+		t.Errorf("a silent connection was closed after %v (%v), want %v", took, err, helloWait)
+	}
+	garbage, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer garbage.Close()
+	garbage.Write([]byte("G")) // an HTTP request's first byte, and then nothing
+	start = time.Now()
+	garbage.SetReadDeadline(start.Add(unpairedLife + 2*time.Second))
+	garbage.Read(make([]byte, 1))
+	if took := time.Since(start); took > 500*time.Millisecond {
+		t.Errorf("a connection that began with a byte no TLS record begins with was closed after %v, want at once", took)
+	}
+}
+
+// TestPendingPlacesAreCountedPerNetwork: nine addresses of one /24
+// (127.0.0.3 to 127.0.0.11), one half-open handshake each, are one
+// network: MaxPendingPerIP (8) of them are held, the ninth refused.
+func TestPendingPlacesAreCountedPerNetwork(t *testing.T) {
+	_, addr, _, _ := testAgent(t, DefaultLimits())
+	held := 0
+	for host := byte(3); host <= 11; host++ {
+		held += len(holdPlaces(t, addr, net.IPv4(127, 0, 0, host), 1, 1))
+	}
+	if want := DefaultLimits().MaxPendingPerIP; held != want {
+		t.Errorf("nine addresses of one /24 hold %d places, want %d", held, want)
+	}
+}
+
+// TestNetworksAreSlash24AndSlash64: the networks places are counted by.
+func TestNetworksAreSlash24AndSlash64(t *testing.T) {
+	for _, c := range []struct{ a, b string }{
+		{"192.0.2.1", "192.0.2.254"},
+		{"192.0.2.1", "::ffff:192.0.2.77"}, // as a dual-stack socket reads it
+		{"2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:ffff"},
+	} {
+		if a, b := networkOf(netip.MustParseAddr(c.a)), networkOf(netip.MustParseAddr(c.b)); a != b {
+			t.Errorf("%s is in %v, %s in %v: want one network", c.a, a, c.b, b)
+		}
+	}
+	for _, c := range []struct{ a, b string }{
+		{"192.0.2.1", "192.0.3.1"},
+		{"2001:db8:1:2::1", "2001:db8:1:3::1"},
+	} {
+		if a, b := networkOf(netip.MustParseAddr(c.a)), networkOf(netip.MustParseAddr(c.b)); a == b {
+			t.Errorf("%s and %s are both in %v: want two networks", c.a, c.b, a)
+		}
+	}
+}
+
+// admissionAgent is an agent of MaxPending 64, 64 a network (so that
+// only the total and the early drop decide), its random draw fixed.
+func admissionAgent(t *testing.T, draw float64) *Agent {
+	t.Helper()
+	id, err := NewIdentity("test agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := DefaultLimits()
+	l.MaxPending, l.MaxPendingPerIP = 64, 64
+	a, err := NewAgent(id, t.TempDir(), "", l, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.earlyDrop = func() float64 { return draw }
+	return a
+}
+
+// TestEarlyDropRisesToTheLimit: sshd's MaxStartups 32:30:64. Below 32
+// pending, no connection is dropped whatever the draw; at 32 one is
+// dropped with probability 0.3; at 48 (half way to 64) with 0.3 + 0.7 x
+// 16/32 = 0.65: a draw of 0.64 is dropped, 0.66 admitted; at 64 every one
+// is refused. An address that paired before is admitted at 64 all the
+// same, keptPlaces times.
+func TestEarlyDropRisesToTheLimit(t *testing.T) {
+	ip := netip.MustParseAddr("192.0.2.1")
+	fill := func(a *Agent, n int) {
+		a.pendingMu.Lock()
+		a.pending = n
+		a.pendingMu.Unlock()
+	}
+	for _, c := range []struct {
+		pending int
+		draw    float64
+		admit   bool
+	}{
+		{31, 0, true}, {32, 0.29, false}, {32, 0.31, true},
+		{48, 0.64, false}, {48, 0.66, true}, {63, 0.99, true}, {64, 0.9999, false},
+	} {
+		a := admissionAgent(t, c.draw)
+		fill(a, c.pending)
+		_, err := a.admit(ip)
+		if (err == nil) != c.admit {
+			t.Errorf("with %d pending and a draw of %g: %v, want admitted %v", c.pending, c.draw, err, c.admit)
+		}
+	}
+	a := admissionAgent(t, 0.5)
+	fill(a, 64)
+	a.remember(netip.MustParseAddr("::ffff:192.0.2.9"))
+	var places []place
+	for range keptPlaces {
+		p, err := a.admit(netip.MustParseAddr("192.0.2.9"))
+		if err != nil {
+			t.Fatalf("an address that paired before, with every place taken: %v", err)
+		}
+		places = append(places, p)
+	}
+	if _, err := a.admit(netip.MustParseAddr("192.0.2.9")); err == nil {
+		t.Errorf("an address that paired before got more than its %d kept places", keptPlaces)
+	}
+	for _, p := range places {
+		a.release(p)
+	}
+	if a.kept != 0 || a.pending != 64 {
+		t.Errorf("after releasing the kept places: %d kept, %d pending; want 0 and 64", a.kept, a.pending)
+	}
+}
+
+// TestPairedAddressesOutliveTheAgent: the address a controller paired
+// from, as its line in the controllers file says, has kept places in the
+// next agent on that directory; a note that names none is skipped.
+func TestPairedAddressesOutliveTheAgent(t *testing.T) {
+	dir := t.TempDir()
+	l, err := loadPeerList(dir + "/controllers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := strings.Repeat("ab", 32)
+	if err := l.put(fp, "paired 2026-01-01T00:00:00Z from 198.51.100.7:40000"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.put(strings.Repeat("cd", 32), "paired long ago"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.put(strings.Repeat("ef", 32), "paired 2026-01-01T00:00:00Z from [2001:db8::5]:40000"); err != nil {
+		t.Fatal(err)
+	}
+	id, _ := NewIdentity("test agent")
+	limits := DefaultLimits()
+	a, err := NewAgent(id, dir, "", limits, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ip := range []string{"198.51.100.7", "2001:db8::5"} {
+		if !a.known[netip.MustParseAddr(ip)] {
+			t.Errorf("%s paired before, but the agent does not keep it a place (known %v)", ip, a.known)
+		}
+	}
+	if len(a.known) != 2 {
+		t.Errorf("known addresses %v, want the two that notes name", a.known)
 	}
 }
