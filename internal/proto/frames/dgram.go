@@ -162,57 +162,78 @@ func (dc *datagramClient) Close() error {
 }
 
 // udpServerConn belongs to one stream: the address (IP and port) its
-// first frame came from. From then on the socket is connected to it, so
-// the kernel queues nothing from anywhere else, and the server neither
-// hears nor answers another address: a frame forged from the stream's IP
-// with another port (the only source an agent's socket filter lets in)
-// brings nothing back to that port, where a 12-byte frame once drew a
-// 1400-byte result.
+// first frame came from (firstPeer).
 type udpServerConn struct {
-	udp *net.UDPConn
-	mu  sync.Mutex
-	// peer is the stream's address, as read and in comparable form.
-	peer   *net.UDPAddr
-	peerAP netip.AddrPort
+	udp    *net.UDPConn
+	stream firstPeer
 }
 
 func (u *udpServerConn) receive() ([]byte, error) {
 	buf := make([]byte, 65536)
 	for {
-		n, from, err := u.udp.ReadFromUDP(buf)
-		if errors.Is(err, syscall.ECONNREFUSED) {
-			// A connected socket reports an ICMP error for what it sent
-			// (the stream's socket closed before its last result) on
-			// the next read: that is no reason to stop hearing it.
-			continue
-		}
+		n, from, err := readFromPeer(u.udp, buf)
 		if err != nil {
 			return nil, err
 		}
-		if u.admit(from, buf[:n]) {
+		magic, _, _, _, ok := parseFragHeader(buf[:n])
+		if u.stream.admit(u.udp, from, ok && magic == fragMagic) {
 			return buf[:n], nil
 		}
 	}
 }
 
-// admit says whether a datagram d from from belongs to the stream: the
-// first frame fragment names the stream, and nothing from elsewhere does.
-func (u *udpServerConn) admit(from *net.UDPAddr, d []byte) bool {
-	ap := unmapped(from)
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.peer != nil {
-		return ap == u.peerAP
+// readFromPeer reads a datagram from a socket that firstPeer may have
+// connected: a connected socket reports an ICMP error for what it sent
+// (the stream's socket closed before its last result) on the next read,
+// which is no reason to stop hearing it.
+func readFromPeer(c *net.UDPConn, buf []byte) (int, *net.UDPAddr, error) {
+	for {
+		n, from, err := c.ReadFromUDP(buf)
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			return n, from, err
+		}
 	}
-	if magic, _, _, _, ok := parseFragHeader(d); !ok || magic != fragMagic {
+}
+
+// firstPeer is the one address a server socket hears and answers: the one
+// its first valid datagram came from (IP and port). From then on the
+// socket is connected to it, so the kernel queues nothing from anywhere
+// else, and admit refuses every other address itself: a datagram forged
+// from the stream's IP with another port (the only source an agent's
+// socket filter lets in) brings nothing back to that port, where a
+// 12-byte frame once drew a 1400-byte result.
+type firstPeer struct {
+	mu sync.Mutex
+	// peer is the stream's address, as read and in comparable form.
+	peer   *net.UDPAddr
+	peerAP netip.AddrPort
+}
+
+// admit says whether a datagram from from, read on c, belongs to the
+// stream; valid says whether it may name the stream if none is yet.
+func (f *firstPeer) admit(c *net.UDPConn, from *net.UDPAddr, valid bool) bool {
+	ap := unmapped(from)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.peer != nil {
+		return ap == f.peerAP
+	}
+	if !valid {
 		return false
 	}
-	u.peer, u.peerAP = from, ap
+	f.peer, f.peerAP = from, ap
 	// The check above holds without it; connecting makes the kernel drop
 	// the rest before it is queued, so a flood from other ports cannot
-	// crowd the stream's frames out of the socket's buffer.
-	connectUDP(u.udp, from)
+	// crowd the stream's datagrams out of the socket's buffer.
+	connectUDP(c, from)
 	return true
+}
+
+// get is the stream's address (nil before its first datagram).
+func (f *firstPeer) get() *net.UDPAddr {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.peer
 }
 
 // unmapped is a UDP address as an AddrPort, an IPv4-mapped IPv6 address
@@ -260,9 +281,7 @@ func connectUDP(c *net.UDPConn, to *net.UDPAddr) error {
 }
 
 func (u *udpServerConn) send(d []byte) error {
-	u.mu.Lock()
-	peer := u.peer
-	u.mu.Unlock()
+	peer := u.stream.get()
 	if peer == nil {
 		return errors.New("no client yet")
 	}
