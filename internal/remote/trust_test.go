@@ -485,3 +485,28 @@ func TestPairedAddressesOutliveTheAgent(t *testing.T) {
 		t.Errorf("known addresses %v, want the two that notes name", a.known)
 	}
 }
+
+// TestFillsEndAtTheirTime: two fills that share a line of 1 Mbit/s, each
+// asking for all of it for 500 ms, get half of it each and still end at
+// 500 ms: together 1e6 / 8 x 0.5 = 62.5 kB (15 % slack), not the 125 kB
+// each asked for, sent over a second.
+func TestFillsEndAtTheirTime(t *testing.T) {
+	limits := DefaultLimits()
+	limits.MaxLoadMbps, limits.MaxLoadS = 1, 1
+	_, addr, pairing, _ := testAgent(t, limits)
+	c := pairedFrom(t, addr, pairing)
+	ctl := listen(t, controllerIP)
+	probes := startProbers(t, c, ctl, 2)
+	before := ctl.bytes.Load()
+	for _, p := range probes {
+		if err := c.Call(OpProbeFill, FillArgs{ID: p.ID, RateBps: 1e6, Millis: 500, Size: 1000}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(1500 * time.Millisecond)
+	got := ctl.bytes.Load() - before
+	t.Logf("two fills of 500 ms on a 1 Mbit/s line sent %d bytes", got)
+	if want := int64(1e6 / 8 * 0.5); got > want*115/100 || got < want/2 {
+		t.Errorf("two fills of 500 ms on a 1 Mbit/s line sent %d bytes, want about %d", got, want)
+	}
+}
