@@ -21,7 +21,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&limits.MaxServers, "max-servers", limits.MaxServers, "servers one controller may run at once")
 	fs.IntVar(&limits.MinPort, "min-port", limits.MinPort, "lowest port a server may bind")
 	fs.IntVar(&limits.MaxPort, "max-port", limits.MaxPort, "highest port a server may bind")
-	maxLoad := fs.String("max-load", fmt.Sprintf("%dMbit", limits.MaxLoadMbps), "most load this agent sends the controller: a loaded recording's (tlab record), and cross traffic's down flows together (0: none)")
+	maxLoad := fs.String("max-load", fmt.Sprintf("%dMbit", limits.MaxLoadMbps), "most load this agent sends the controller, all of it together: loaded recordings' fills (tlab record) and cross traffic's down flows, across sessions (0: none; else whole Mbit/s)")
 	fs.IntVar(&limits.MaxLoadS, "max-load-time", limits.MaxLoadS, "longest such load, seconds")
 	idle := fs.Duration("idle", time.Duration(limits.IdleS)*time.Second, "end a session whose controller is silent this long, stopping its servers")
 	maxSession := fs.Duration("max-session", time.Duration(limits.MaxSessionS)*time.Second, "end any session after this long")
@@ -30,8 +30,10 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	limits.IdleS, limits.MaxSessionS = max(int(idle.Seconds()), 1), max(int(maxSession.Seconds()), 1)
 	ml, err := units.ParseBitrate(*maxLoad)
-	if err != nil || ml < 0 {
-		fmt.Fprintf(stderr, "tlab agent: --max-load %q: want a rate such as 50Mbit, or 0\n", *maxLoad)
+	// The limit is whole Mbit/s: a rate between 0 and 1 Mbit/s would be
+	// taken as 0 and silently refuse every load.
+	if err != nil || ml < 0 || (ml > 0 && ml < 1e6) {
+		fmt.Fprintf(stderr, "tlab agent: --max-load %q: want a rate of at least 1Mbit, such as 50Mbit, or 0 for none\n", *maxLoad)
 		return exitUsage
 	}
 	limits.MaxLoadMbps = int(float64(ml) / 1e6)

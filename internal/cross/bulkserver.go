@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"sync"
 	"time"
@@ -26,7 +27,7 @@ type BulkServer struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	pace   *pacer
+	pace   *Pacer
 
 	mu      sync.Mutex
 	counts  map[flowKey]*FlowCount
@@ -38,6 +39,11 @@ type BulkServer struct {
 type BulkOptions struct {
 	// MaxSendBps bounds what the down flows send together (0: no bound).
 	MaxSendBps float64
+	// Pacer, when set, is the line the down flows send on instead:
+	// shared with whatever else was given it (a tlab agent's other bulk
+	// servers and its probers' fills), so that they all stay within its
+	// rate together. MaxSendBps is then not used.
+	Pacer *Pacer
 	// NoDown refuses down flows (the server only receives).
 	NoDown bool
 	// OnReceive, when set, is told of each read of an up flow (its
@@ -81,11 +87,14 @@ func ServeBulk(n proto.Net, kind string, port int, s proto.Settings, o BulkOptio
 	if o.HeaderTimeout <= 0 {
 		o.HeaderTimeout = headerTimeout
 	}
-	b := &BulkServer{o: o, ctx: ctx, cancel: cancel, counts: map[flowKey]*FlowCount{}}
-	if o.MaxSendBps > 0 {
-		b.pace = &pacer{bps: o.MaxSendBps}
-	}
+	b := &BulkServer{o: o, ctx: ctx, cancel: cancel, counts: map[flowKey]*FlowCount{}, pace: o.Pacer}
 	var err error
+	if b.pace == nil && o.MaxSendBps > 0 {
+		if b.pace, err = NewPacer(o.MaxSendBps); err != nil {
+			cancel()
+			return nil, fmt.Errorf("bulk server: %w", err)
+		}
+	}
 	switch kind {
 	case "tcp":
 		err = b.listenTCP(n, port, s)
@@ -243,7 +252,7 @@ func (b *BulkServer) send(w io.Writer) {
 		chunk := buf
 		if b.pace != nil {
 			chunk = buf[:16<<10] // finer steps under a bound
-			if !b.pace.wait(b.ctx, len(chunk)) {
+			if !b.pace.Wait(b.ctx, len(chunk)) {
 				return
 			}
 		}
@@ -286,16 +295,43 @@ func (b *BulkServer) Close() error {
 	return nil
 }
 
-// pacer spaces the down flows' writes so that together they stay within
-// bps: each write reserves its bytes' time on one shared line.
-type pacer struct {
+// Pacer is a line of a fixed rate that senders share: each send reserves
+// its bytes' time on it, after the sends before it, so that together they
+// never go faster than the rate (a token bucket one send deep). A tlab
+// agent gives one Pacer to everything that sends its controller a load
+// (every bulk server's down flows and every path prober's fill): its
+// --max-load is one budget, not one per server.
+type Pacer struct {
 	bps  float64
 	mu   sync.Mutex
 	next time.Time
 }
 
-// wait blocks until n more bytes may go; false when ctx ended first.
-func (p *pacer) wait(ctx context.Context, n int) bool {
+// MinPaceBps and MaxPaceSend bound a Pacer's rate and one send: a send's
+// time on the line, at most MaxPaceSend*8/MinPaceBps s (some 2.3 h), is
+// always a Duration (no float that overflows to a negative time).
+const (
+	MinPaceBps  = 1000
+	MaxPaceSend = 1 << 20
+)
+
+// NewPacer makes a line of bps bits a second, shared by whoever is given
+// it.
+func NewPacer(bps float64) (*Pacer, error) {
+	if !(bps >= MinPaceBps) || math.IsInf(bps, 0) {
+		return nil, fmt.Errorf("a send rate of %g bit/s: want at least %d and finite", bps, MinPaceBps)
+	}
+	return &Pacer{bps: bps}, nil
+}
+
+// Bps is the line's rate.
+func (p *Pacer) Bps() float64 { return p.bps }
+
+// Wait blocks until n more bytes may go (n is taken as MaxPaceSend when
+// larger); false when ctx ended first. Bytes that were waited for and
+// then not sent keep their time: the line errs on the slow side.
+func (p *Pacer) Wait(ctx context.Context, n int) bool {
+	n = min(max(n, 0), MaxPaceSend)
 	p.mu.Lock()
 	now := time.Now()
 	if p.next.Before(now) {
@@ -308,7 +344,7 @@ func (p *pacer) wait(ctx context.Context, n int) bool {
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return true
+		return ctx.Err() == nil
 	case <-ctx.Done():
 		return false
 	}

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
@@ -39,9 +41,15 @@ type Limits struct {
 	MaxNoiseMs int `json:"max_noise_ms"`
 	// MaxPending bounds the connections that have not yet shown a paired
 	// identity (in the TLS handshake, or unpaired and pairing), in all and
-	// per source address: beyond them a new connection is closed at once.
-	// An unpaired peer can hold its share for unpairedLife at the most.
-	MaxPending      int `json:"max_pending"`
+	// per source network (an IPv4 /24, an IPv6 /64: one host's or one
+	// site's addresses): beyond them a new connection is closed at once,
+	// and past half of MaxPending a new one is closed at random, more
+	// often the fuller (admission.go). Addresses that paired before have
+	// places of their own. An unpaired peer holds its place for helloWait
+	// if it sends nothing, for unpairedLife at the most.
+	MaxPending int `json:"max_pending"`
+	// MaxPendingPerIP is the bound per source network (the JSON name
+	// predates networks).
 	MaxPendingPerIP int `json:"max_pending_per_ip"`
 	// MaxLoadMbps and MaxLoadS bound the load a path prober sends the
 	// controller for a loaded recording (0 Mbit/s: none): it fills the
@@ -81,12 +89,22 @@ type Agent struct {
 	controlPort int
 
 	// pending counts connections not yet known to be paired, in all and
-	// by source address (Limits.MaxPending).
-	pendingMu   sync.Mutex
-	pending     int
-	pendingByIP map[string]int
+	// by source network (Limits.MaxPending), kept the places taken by
+	// addresses that paired before (keptPlaces), known those addresses,
+	// and earlyDrop draws the random early drop's number in [0, 1).
+	pendingMu        sync.Mutex
+	pending          int
+	pendingByNetwork map[netip.Prefix]int
+	kept             int
+	known            map[netip.Addr]bool
+	earlyDrop        func() float64
 	// refusals keeps the log from growing as fast as strangers knock.
 	refusals rateLimiter
+	// load is the line of Limits.MaxLoadMbps that everything sending the
+	// controller a load shares (probers' fills, bulk servers' down
+	// flows), across sessions: --max-load is one budget for the agent.
+	// nil: the agent sends no load.
+	load *cross.Pacer
 }
 
 // NewAgent makes an agent whose paired controllers are kept in dir.
@@ -105,7 +123,14 @@ func NewAgent(id Identity, dir, token string, limits Limits, log io.Writer) (*Ag
 	if limits.MaxPendingPerIP <= 0 {
 		limits.MaxPendingPerIP = def.MaxPendingPerIP
 	}
-	return &Agent{Identity: id, Token: token, Limits: limits, Log: log, controllers: l, pendingByIP: map[string]int{}}, nil
+	a := &Agent{Identity: id, Token: token, Limits: limits, Log: log, controllers: l,
+		pendingByNetwork: map[netip.Prefix]int{}, known: pairedAddresses(l), earlyDrop: rand.Float64}
+	if limits.MaxLoadMbps > 0 {
+		if a.load, err = cross.NewPacer(float64(limits.MaxLoadMbps) * 1e6); err != nil {
+			return nil, fmt.Errorf("--max-load: %w", err)
+		}
+	}
+	return a, nil
 }
 
 func (a *Agent) logf(format string, args ...any) {
@@ -158,31 +183,6 @@ func (r *rateLimiter) allow(now time.Time) (ok bool, skipped int) {
 	return true, skipped
 }
 
-// admit takes a pending place for a connection from ip, or says why not.
-func (a *Agent) admit(ip string) error {
-	a.pendingMu.Lock()
-	defer a.pendingMu.Unlock()
-	if a.pending >= a.Limits.MaxPending {
-		return fmt.Errorf("%d connections are not yet paired (the limit)", a.pending)
-	}
-	if a.pendingByIP[ip] >= a.Limits.MaxPendingPerIP {
-		return fmt.Errorf("%d connections from %s are not yet paired (the limit per address)", a.pendingByIP[ip], ip)
-	}
-	a.pending++
-	a.pendingByIP[ip]++
-	return nil
-}
-
-// release gives back the pending place of a connection from ip.
-func (a *Agent) release(ip string) {
-	a.pendingMu.Lock()
-	defer a.pendingMu.Unlock()
-	a.pending--
-	if a.pendingByIP[ip]--; a.pendingByIP[ip] <= 0 {
-		delete(a.pendingByIP, ip)
-	}
-}
-
 // tlsConfig asks every peer for a certificate; who it is decides what it
 // may do (pair only, or everything).
 func (a *Agent) tlsConfig() *tls.Config {
@@ -229,7 +229,8 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		backoff = 0
 		ip := remoteIP(c)
-		if err := a.admit(ip); err != nil {
+		p, err := a.admit(ip)
+		if err != nil {
 			a.refusedf("%s: refused: %v", c.RemoteAddr(), err)
 			c.Close()
 			continue
@@ -237,38 +238,55 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a.session(ctx, c, ip)
+			a.session(ctx, c, ip, p)
 		}()
 	}
 }
 
-// remoteIP is a connection's source address without its port.
-func remoteIP(c net.Conn) string {
+// remoteIP is a connection's source address without its port (an
+// IPv4-mapped one as IPv4; the zero Addr if it is not IP's).
+func remoteIP(c net.Conn) netip.Addr {
 	if tcp, ok := c.RemoteAddr().(*net.TCPAddr); ok {
-		return tcp.IP.String()
+		return tcp.AddrPort().Addr().Unmap()
 	}
-	return c.RemoteAddr().String()
+	return netip.Addr{}
 }
 
 // session is one controller connection. It holds a pending place (taken
 // by Serve) until its peer proves to be paired.
-func (a *Agent) session(ctx context.Context, raw net.Conn, ip string) {
+func (a *Agent) session(ctx context.Context, raw net.Conn, ip netip.Addr, p place) {
 	defer raw.Close()
 	var releaseOnce sync.Once
-	release := func() { releaseOnce.Do(func() { a.release(ip) }) }
+	release := func() { releaseOnce.Do(func() { a.release(p) }) }
 	defer release()
-	conn := tls.Server(raw, a.tlsConfig())
-	raw.SetDeadline(time.Now().Add(unpairedLife))
+	accepted := time.Now()
+	// The first byte of a ClientHello comes within helloWait, or the
+	// place goes to someone else: a connection that says nothing holds
+	// it no longer.
+	raw.SetDeadline(accepted.Add(helloWait))
+	var first [1]byte
+	if _, err := io.ReadFull(raw, first[:]); err != nil {
+		a.refusedf("%s: refused: no TLS handshake within %v: %v", raw.RemoteAddr(), helloWait, err)
+		return
+	}
+	if first[0] != tlsHandshakeRecord {
+		a.refusedf("%s: refused: not a TLS handshake (first byte %#x)", raw.RemoteAddr(), first[0])
+		return
+	}
+	raw.SetDeadline(accepted.Add(unpairedLife))
+	conn := tls.Server(&readAfter{Conn: raw, head: first[:]}, a.tlsConfig())
 	if err := conn.HandshakeContext(ctx); err != nil {
 		a.refusedf("%s: refused: TLS handshake: %v", raw.RemoteAddr(), err)
 		return
 	}
 	peer := Fingerprint(conn.ConnectionState().PeerCertificates[0].Raw)
-	s := &session{agent: a, conn: conn, peer: peer, servers: map[int]io.Closer{}, local: raw.LocalAddr(), onPaired: release}
+	s := &session{agent: a, conn: conn, peer: peer, servers: map[int]io.Closer{}, local: raw.LocalAddr(),
+		onPaired: func() { release(); a.remember(ip) }}
 	_, s.paired = a.controllers.get(peer)
 	if s.paired {
 		raw.SetDeadline(time.Time{})
 		release()
+		a.remember(ip)
 		a.logf("%s: controller %s connected (paired)", raw.RemoteAddr(), short(peer))
 	} else {
 		// The handshake's deadline stands: an unpaired peer has what is
@@ -507,7 +525,7 @@ func (s *session) handle(req Request) (any, error) {
 			return nil, fmt.Errorf("no prober %d in this session", args.ID)
 		}
 		l := s.agent.Limits
-		if err := r.fill(args, float64(l.MaxLoadMbps)*1e6, time.Duration(l.MaxLoadS)*time.Second); err != nil {
+		if err := r.fill(args, s.agent.load, time.Duration(l.MaxLoadS)*time.Second); err != nil {
 			return nil, err
 		}
 		s.agent.logf("controller %s: prober %d sends a load of %.1f Mbit/s for %d ms", short(s.peer), args.ID, args.RateBps/1e6, args.Millis)
@@ -670,10 +688,10 @@ func (s *session) serveProtocol(args ServeArgs) (io.Closer, error) {
 		return s.serveFrames(n, stack, args, settings)
 	}
 	if args.Kind == KindBulk {
-		// The down flows send toward the controller alone (allowNet), at
-		// most at the agent's load bound together; none when it is 0.
-		l := s.agent.Limits
-		return cross.ServeBulk(n, args.Protocol, args.Port, settings, cross.BulkOptions{MaxSendBps: float64(l.MaxLoadMbps) * 1e6, NoDown: l.MaxLoadMbps == 0})
+		// The down flows send toward the controller alone (allowNet), on
+		// the agent's one line of --max-load, shared with every other
+		// bulk server and fill; none when it is 0.
+		return cross.ServeBulk(n, args.Protocol, args.Port, settings, cross.BulkOptions{Pacer: s.agent.load, NoDown: s.agent.load == nil})
 	}
 	if args.Kind == KindBroker {
 		ps, ok := proto.As[proto.PubSub](stack)

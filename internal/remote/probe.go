@@ -1,13 +1,17 @@
 package remote
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"sync"
 	"time"
+
+	"tlab/internal/cross"
 )
 
 // The path prober: the controller sends UDP probes to a reflector the
@@ -46,6 +50,14 @@ const (
 	// FillsPerProber is how many of the agent's longest loads one
 	// reflector may send in all (a loaded recording asks for one).
 	FillsPerProber = 3
+	// MinLoadBps is the slowest fill a reflector sends: below it a
+	// load loads nothing (tlab record asks 1.5 times a path's measured
+	// rate), and a rate near zero is a controller's mistake or a probe
+	// of the agent's arithmetic.
+	MinLoadBps = 10_000
+	// fillWire is what a fill packet adds on the wire (Ethernet, IPv4,
+	// UDP): a fill's rate counts it.
+	fillWire = 42
 	// probeSentEnd is where an echo's optional second agent time ends:
 	// an echo of at least this size also carries when the agent sent it.
 	probeSentEnd = probeHeader + 8
@@ -207,8 +219,11 @@ type reflector struct {
 	fillBudgeted bool
 	fillLeft     time.Duration
 	filled       int
-	done         chan struct{}
-	once         sync.Once
+	// ctx ends with done: what a fill waits on (the agent's load line).
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
 }
 
 func startReflector(n allowNet, port int, life time.Duration) (*reflector, error) {
@@ -228,6 +243,7 @@ func startReflector(n allowNet, port int, life time.Duration) (*reflector, error
 	}
 	r := &reflector{conn: sc, allowed: net.IP(n.peer.AsSlice()), cookie: binary.BigEndian.Uint64(cookie[:]),
 		trainTokens: TrainBurst, seen: make([]byte, TrackedProbes/8), done: make(chan struct{})}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
 	go r.serve()
 	go func() {
 		select {
@@ -319,25 +335,41 @@ func (r *reflector) report() ProbeReport {
 	return ProbeReport{Received: append([]byte(nil), r.seen[:last]...), Count: r.count, Trains: r.trains, Refused: r.refused, Load: r.load, Filled: r.filled}
 }
 
-// fill sends the controller a paced load, within the limits: at most
-// maxBps and maxTime per fill, one at a time, and no more fill time in
+// fill sends the controller a paced load, within the limits: at most the
+// agent's load line's rate, shared with everything else that sends a load
+// (line), and maxTime per fill, one at a time, and no more fill time in
 // all than the reflector was given. It returns once the fill has begun.
-func (r *reflector) fill(a FillArgs, maxBps float64, maxTime time.Duration) error {
+//
+// The fill is a count of packets (the rate's share of the time), each
+// sent at its place between the start and the fill's end and only once
+// the agent's line has room for it; whatever the line has not let go by
+// the end is not sent. No time is derived from the rate alone: a rate
+// near zero is refused, never turned into a gap of no length.
+func (r *reflector) fill(a FillArgs, line *cross.Pacer, maxTime time.Duration) error {
 	r.mu.Lock()
 	if !r.fillBudgeted {
 		r.fillLeft, r.fillBudgeted = FillsPerProber*maxTime, true
 	}
 	r.mu.Unlock()
+	if line == nil {
+		return errors.New("refused: this agent sends no load (--max-load 0)")
+	}
+	maxBps := line.Bps()
 	d := time.Duration(a.Millis) * time.Millisecond
 	switch {
-	case maxBps <= 0:
-		return errors.New("refused: this agent sends no load (--max-load 0)")
-	case a.RateBps <= 0 || a.RateBps > maxBps:
-		return fmt.Errorf("refused: a load of %.0f bit/s: want up to %.0f (the agent's --max-load)", a.RateBps, maxBps)
+	case !(a.RateBps >= MinLoadBps && a.RateBps <= maxBps):
+		return fmt.Errorf("refused: a load of %g bit/s: want at least %d and at most %.0f (the agent's --max-load)", a.RateBps, MinLoadBps, maxBps)
 	case d <= 0 || d > maxTime:
 		return fmt.Errorf("refused: a load for %v: want up to %v", d, maxTime)
 	case a.Size < probeHeader || a.Size > MaxProbeSize:
 		return fmt.Errorf("refused: load packets of %d bytes: want %d to %d", a.Size, probeHeader, MaxProbeSize)
+	}
+	// Both factors are bounded above (the line's rate, maxTime), so the
+	// count is a finite float before it is an int.
+	packets := int(math.Floor(a.RateBps * d.Seconds() / float64((a.Size+fillWire)*8)))
+	if packets < 1 {
+		return fmt.Errorf("refused: a load of %g bit/s for %v is not one packet of %d bytes: want at least %.0f bit/s", a.RateBps, d, a.Size,
+			math.Ceil(float64((a.Size+fillWire)*8)/d.Seconds()))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -357,19 +389,20 @@ func (r *reflector) fill(a FillArgs, maxBps float64, maxTime time.Duration) erro
 			r.filling = false
 			r.mu.Unlock()
 		}()
-		gap := time.Duration(float64(a.Size+42) * 8 / a.RateBps * 1e9)
 		start := time.Now()
-		for i := 0; ; i++ {
-			at := start.Add(time.Duration(i) * gap)
-			if at.Sub(start) >= d {
-				return
-			}
+		end := start.Add(d)
+		for i := range packets {
+			// Packet i's place, a fraction of d: never beyond it.
+			at := start.Add(time.Duration(float64(d) * float64(i) / float64(packets)))
 			if w := time.Until(at); w > 0 {
 				select {
 				case <-time.After(w):
 				case <-r.done:
 					return
 				}
+			}
+			if !line.Wait(r.ctx, a.Size+fillWire) || time.Now().After(end) {
+				return
 			}
 			pkt := ProbePacket{Kind: probeFill, Cookie: r.cookie, Seq: uint32(i), TimeNs: time.Now().UnixNano()}.Marshal(a.Size)
 			if r.conn.WriteECN(pkt, &to, 2) != nil {
@@ -385,6 +418,6 @@ func (r *reflector) fill(a FillArgs, maxBps float64, maxTime time.Duration) erro
 
 // Close stops the reflector.
 func (r *reflector) Close() error {
-	r.once.Do(func() { close(r.done); r.conn.Close() })
+	r.once.Do(func() { r.cancel(); close(r.done); r.conn.Close() })
 	return nil
 }

@@ -290,7 +290,9 @@ func TestStrangersCannotHoldTheAgent(t *testing.T) {
 	if _, err := owner.MeasureClock(3, 0); err != nil {
 		t.Errorf("the owner's session beside 200 silent connections: %v", err)
 	}
-	second, err := Dial(ctx, addr, DialOptions{StateDir: ownerState, Dialer: &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 3)}}})
+	// From another network than the strangers' (127.0.0.1): places are
+	// counted per /24.
+	second, err := Dial(ctx, addr, DialOptions{StateDir: ownerState, Dialer: &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 1, 3)}}})
 	if err != nil || second.Close() != nil {
 		// Busy is the right answer while the owner's first session holds
 		// the agent; anything else means a stranger held it.

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"sync"
+	"syscall"
 	"time"
+
 	"tlab/internal/proto"
 
 	"github.com/quic-go/quic-go"
@@ -33,10 +36,12 @@ type datagramConn interface {
 }
 
 // serveDatagrams runs a frame server on one datagram conversation (a UDP
-// socket with a reply address, or a QUIC connection).
+// socket with a reply address, or a QUIC connection). Its results go out
+// at most at the stream's frame rate (resultAllowance).
 func serveDatagrams(c datagramConn, o proto.FrameOptions, onFrame func(proto.FrameArrival) int) func() error {
+	results := newResultAllowance(o.FPS)
 	re := newReassembler(o.ReassemblyTimeout, func(a proto.FrameArrival) {
-		if size := onFrame(a); size > 0 && a.Complete {
+		if size := onFrame(a); size > 0 && a.Complete && results.take(time.Now()) {
 			c.send(resultDatagram(a.ID, size))
 		}
 	})
@@ -62,6 +67,46 @@ func serveDatagrams(c datagramConn, o proto.FrameOptions, onFrame func(proto.Fra
 		re.close()
 		return err
 	}
+}
+
+// resultBurst is how many seconds of its stream's results a frame server
+// may send at once: a link that stalled that long and then delivers its
+// queue of frames together still has every one answered.
+const resultBurst = 10 * time.Second
+
+// resultAllowance is a token bucket of results: the stream's frame rate a
+// second, resultBurst of them at once. A frame costs its sender 12 bytes
+// and may ask for a result of proto.MaxResultSize (1400): whoever sends
+// frames faster than the stream's rate gets no more results for them, so
+// a server answers no faster than the stream it serves would make it.
+type resultAllowance struct {
+	mu     sync.Mutex
+	rate   float64 // results a second
+	depth  float64
+	tokens float64
+	at     time.Time
+}
+
+func newResultAllowance(fps float64) *resultAllowance {
+	depth := max(1, fps*resultBurst.Seconds())
+	return &resultAllowance{rate: fps, depth: depth, tokens: depth}
+}
+
+// take spends one result at now, or says the stream's rate is used up.
+func (r *resultAllowance) take(now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.at.IsZero() && now.After(r.at) {
+		r.tokens = min(r.depth, r.tokens+now.Sub(r.at).Seconds()*r.rate)
+	}
+	if now.After(r.at) {
+		r.at = now
+	}
+	if r.tokens < 1 {
+		return false
+	}
+	r.tokens--
+	return true
 }
 
 // datagramClient sends fragments and reads results on a datagram conn.
@@ -116,29 +161,127 @@ func (dc *datagramClient) Close() error {
 	return err
 }
 
-// udpServerConn answers the address the frames came from.
+// udpServerConn belongs to one stream: the address (IP and port) its
+// first frame came from (firstPeer).
 type udpServerConn struct {
-	udp  *net.UDPConn
-	mu   sync.Mutex
-	peer *net.UDPAddr
+	udp    *net.UDPConn
+	stream firstPeer
 }
 
 func (u *udpServerConn) receive() ([]byte, error) {
 	buf := make([]byte, 65536)
-	n, from, err := u.udp.ReadFromUDP(buf)
-	if err != nil {
-		return nil, err
+	for {
+		n, from, err := readFromPeer(u.udp, buf)
+		if err != nil {
+			return nil, err
+		}
+		magic, _, _, _, ok := parseFragHeader(buf[:n])
+		if u.stream.admit(u.udp, from, ok && magic == fragMagic) {
+			return buf[:n], nil
+		}
 	}
-	u.mu.Lock()
-	u.peer = from
-	u.mu.Unlock()
-	return buf[:n], nil
+}
+
+// readFromPeer reads a datagram from a socket that firstPeer may have
+// connected: a connected socket reports an ICMP error for what it sent
+// (the stream's socket closed before its last result) on the next read,
+// which is no reason to stop hearing it.
+func readFromPeer(c *net.UDPConn, buf []byte) (int, *net.UDPAddr, error) {
+	for {
+		n, from, err := c.ReadFromUDP(buf)
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			return n, from, err
+		}
+	}
+}
+
+// firstPeer is the one address a server socket hears and answers: the one
+// its first valid datagram came from (IP and port). From then on the
+// socket is connected to it, so the kernel queues nothing from anywhere
+// else, and admit refuses every other address itself: a datagram forged
+// from the stream's IP with another port (the only source an agent's
+// socket filter lets in) brings nothing back to that port, where a
+// 12-byte frame once drew a 1400-byte result.
+type firstPeer struct {
+	mu sync.Mutex
+	// peer is the stream's address, as read and in comparable form.
+	peer   *net.UDPAddr
+	peerAP netip.AddrPort
+}
+
+// admit says whether a datagram from from, read on c, belongs to the
+// stream; valid says whether it may name the stream if none is yet.
+func (f *firstPeer) admit(c *net.UDPConn, from *net.UDPAddr, valid bool) bool {
+	ap := unmapped(from)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.peer != nil {
+		return ap == f.peerAP
+	}
+	if !valid {
+		return false
+	}
+	f.peer, f.peerAP = from, ap
+	// The check above holds without it; connecting makes the kernel drop
+	// the rest before it is queued, so a flood from other ports cannot
+	// crowd the stream's datagrams out of the socket's buffer.
+	connectUDP(c, from)
+	return true
+}
+
+// get is the stream's address (nil before its first datagram).
+func (f *firstPeer) get() *net.UDPAddr {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.peer
+}
+
+// unmapped is a UDP address as an AddrPort, an IPv4-mapped IPv6 address
+// as its IPv4 one (a dual-stack socket reads either).
+func unmapped(a *net.UDPAddr) netip.AddrPort {
+	ap := a.AddrPort()
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
+
+// connectUDP connects c to to (connect(2)) in the family of c's socket.
+func connectUDP(c *net.UDPConn, to *net.UDPAddr) error {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var cerr error
+	err = rc.Control(func(fd uintptr) {
+		local, err := syscall.Getsockname(int(fd))
+		if err != nil {
+			cerr = err
+			return
+		}
+		var sa syscall.Sockaddr
+		switch local.(type) {
+		case *syscall.SockaddrInet4:
+			ip := to.IP.To4()
+			if ip == nil {
+				cerr = fmt.Errorf("an IPv4 socket cannot reach %v", to)
+				return
+			}
+			a := &syscall.SockaddrInet4{Port: to.Port}
+			copy(a.Addr[:], ip)
+			sa = a
+		case *syscall.SockaddrInet6:
+			a := &syscall.SockaddrInet6{Port: to.Port}
+			copy(a.Addr[:], to.IP.To16())
+			sa = a
+		default:
+			cerr = fmt.Errorf("a socket of address %T", local)
+			return
+		}
+		cerr = syscall.Connect(int(fd), sa)
+	})
+	return errors.Join(err, cerr)
 }
 
 func (u *udpServerConn) send(d []byte) error {
-	u.mu.Lock()
-	peer := u.peer
-	u.mu.Unlock()
+	peer := u.stream.get()
 	if peer == nil {
 		return errors.New("no client yet")
 	}

@@ -60,8 +60,11 @@ type rtpServer struct {
 	re            *reassembler
 	done          chan struct{}
 
+	// stream and reports are the client's RTP and RTCP addresses: the
+	// first to send a frame's packet and a sender report (firstPeer).
+	stream, reports firstPeer
+
 	mu        sync.Mutex
-	peer      *net.UDPAddr
 	received  uint32
 	highest   uint16
 	started   bool
@@ -88,12 +91,10 @@ func (rtpFrames) ServeFrames(n proto.Net, port int, _ proto.Settings, o proto.Fr
 		return nil, err
 	}
 	s := &rtpServer{udp: udp, rtcpConn: rc, done: make(chan struct{}), base: time.Now()}
+	results := newResultAllowance(o.FPS)
 	s.re = newReassembler(o.ReassemblyTimeout, func(a proto.FrameArrival) {
-		if size := onFrame(a); size > 0 && a.Complete {
-			s.mu.Lock()
-			peer := s.peer
-			s.mu.Unlock()
-			if peer != nil {
+		if size := onFrame(a); size > 0 && a.Complete && results.take(time.Now()) {
+			if peer := s.stream.get(); peer != nil {
 				udp.WriteToUDP(resultDatagram(a.ID, size), peer)
 			}
 		}
@@ -113,7 +114,7 @@ func (s *rtpServer) serveRTP() {
 	defer close(s.done)
 	buf := make([]byte, 65536)
 	for {
-		n, from, err := s.udp.ReadFromUDP(buf)
+		n, from, err := readFromPeer(s.udp, buf)
 		if err != nil {
 			return
 		}
@@ -123,11 +124,13 @@ func (s *rtpServer) serveRTP() {
 		if p.Unmarshal(d) != nil {
 			continue
 		}
+		id, length, ok := frameExtension(&p)
+		if !s.stream.admit(s.udp, from, ok) {
+			continue
+		}
 		s.mu.Lock()
-		s.peer = from
 		s.account(p, at)
 		s.mu.Unlock()
-		id, length, ok := frameExtension(&p)
 		if !ok {
 			continue
 		}
@@ -153,12 +156,12 @@ func (s *rtpServer) account(p rtp.Packet, at time.Time) {
 func (s *rtpServer) serveRTCP() {
 	buf := make([]byte, 1500)
 	for {
-		n, from, err := s.rtcpConn.ReadFromUDP(buf)
+		n, from, err := readFromPeer(s.rtcpConn, buf)
 		if err != nil {
 			return
 		}
 		pkts, err := rtcp.Unmarshal(buf[:n])
-		if err != nil {
+		if err != nil || !s.reports.admit(s.rtcpConn, from, len(pkts) > 0) {
 			continue
 		}
 		for _, p := range pkts {
