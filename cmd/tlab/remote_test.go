@@ -85,11 +85,18 @@ func (m *twoMachines) startAgent(t *testing.T, token bool) {
 		t.Fatal(err)
 	}
 	m.agent = p
+	// Ready once it listens and, when it pairs, once the pairing file is
+	// written: the agent announces the one before it writes the other, and
+	// a controller started in between (a busy machine) found no file.
+	readyLine := "tlab agent listening"
+	if token {
+		readyLine = "pairing written to "
+	}
 	ready := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "tlab agent listening") {
+			if strings.HasPrefix(sc.Text(), readyLine) {
 				ready <- sc.Text()
 			}
 		}
