@@ -114,6 +114,15 @@ func TestKillAtRandomAndResume(t *testing.T) {
 	t.Logf("kill moments from seed %d (TLAB_KILL_SEED=%d replays them)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 0x6b696c6c))
 	bin := buildTlab(t)
+	// The runs' temporary directories go to a directory of this test's
+	// own, so that what it finds left over is its runs', not those of
+	// another tlab on the same machine (short: it holds sockets).
+	tmp, err := os.MkdirTemp("", "tlab-kill-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	t.Setenv("TMPDIR", tmp)
 	linksBefore := linkCount(t)
 	runDirsBefore := tempRunDirs()
 	survived, landedInCell := 0, 0
@@ -362,8 +371,8 @@ func runRecordCounts(t *testing.T, out string) map[string]int {
 	return counts
 }
 
-// tempRunDirs lists the runs' temp directories (tlab-RUNID) in the
-// system's temp directory.
+// tempRunDirs lists the runs' temp directories (tlab-RUNID) under
+// $TMPDIR (TestKillAtRandomAndResume's own).
 func tempRunDirs() map[string]bool {
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "tlab-2*"))
 	out := map[string]bool{}

@@ -21,6 +21,7 @@ import (
 	"tlab/internal/emu"
 	"tlab/internal/results"
 	"tlab/internal/testbed"
+	"tlab/internal/testbed/tbtest"
 )
 
 // egressState is what an egress may leave in the controller's namespace:
@@ -115,9 +116,11 @@ func TestLinkInFrontOfARealPath(t *testing.T) {
 	for p, row := range readRows(t, dir) {
 		rtt, p50, release := row.Float("rtt_ms"), row.Float("delay_p50_ms"), row.Float("emu_release_p99_us")
 		t.Logf("%s: rtt %.2f, p50 %.2f, the emulator's release p99 %.0f µs, %d errors", p, rtt, p50, release, row.IntOr("errors", -1))
-		// The path's 20 ms and the emulated 15 ms, one after the other.
-		if !(rtt >= 35 && rtt <= 45) || !(p50 >= 34 && p50 <= 48) {
-			t.Errorf("%s: rtt %.2f ms, p50 %.2f ms; want the path's 20 ms plus the emulated 15", p, rtt, p50)
+		// The path's 20 ms and the emulated 15 ms, one after the other;
+		// a busy host adds to the median what its noise measured.
+		slack := tbtest.NoiseSlackMs(35, row)
+		if !(rtt >= 35 && rtt <= 45) || !(p50 >= 34 && p50 <= 48+slack) {
+			t.Errorf("%s: rtt %.2f ms, p50 %.2f ms; want the path's 20 ms plus the emulated 15 (p50 up to %.2f ms with the host's noise)", p, rtt, p50, 48+slack)
 		}
 		// The emulated link's figures are measured: the instrument's
 		// error is beside the result, and the bytes it carried.

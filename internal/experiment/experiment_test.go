@@ -175,11 +175,14 @@ func TestNonMultiplexingProtocolIsLateBelowRTT(t *testing.T) {
 	// its send (no faster: 20 ms; a busy host adds its wake-ups, 2 ms at
 	// their p99.9), and the schedule's delay exceeds the send's only by
 	// the scheduler's lateness, whose median is well under 2 ms.
-	if d := rows[1].Float("delay_p50_ms"); !(d >= 20 && d < 25) {
-		t.Errorf("quic-streams: delay from the send p50 %.2f ms; want the 20 ms RTT and at most a few ms of host noise", d)
+	// On a busier host than that, both bounds widen by what the cell's
+	// own noise measures (tbtest.NoiseSlackMs).
+	slack := tbtest.NoiseSlackMs(20, rows[1])
+	if d := rows[1].Float("delay_p50_ms"); !(d >= 20 && d < 25+slack) {
+		t.Errorf("quic-streams: delay from the send p50 %.2f ms; want the 20 ms RTT and at most a few ms of host noise (under %.2f ms)", d, 25+slack)
 	}
-	if s, d := rows[1].Float("sched_delay_p50_ms"), rows[1].Float("delay_p50_ms"); !(s-d >= 0 && s-d < 2) {
-		t.Errorf("quic-streams: delay from the schedule p50 %.2f ms, from the send %.2f ms; want them within the scheduler's lateness", s, d)
+	if s, d := rows[1].Float("sched_delay_p50_ms"), rows[1].Float("delay_p50_ms"); !(s-d >= 0 && s-d < 2+slack) {
+		t.Errorf("quic-streams: delay from the schedule p50 %.2f ms, from the send %.2f ms; want them within the scheduler's lateness (under %.2f ms)", s, d, 2+slack)
 	}
 }
 

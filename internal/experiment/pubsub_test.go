@@ -13,6 +13,7 @@ import (
 
 	"tlab/internal/results"
 	"tlab/internal/scenario"
+	"tlab/internal/testbed/tbtest"
 )
 
 // runText parses a scenario and sweeps it into a fresh directory, quality
@@ -66,8 +67,9 @@ workload: {type: pubsub, messages: 15, qos: 1}
 		if d := r.Float("completion_ms"); !(d >= 15*10) {
 			t.Errorf("%s: Δ %.1f ms for 15 messages that each cross two 5 ms one-way links", r.Protocol, d)
 		}
-		if lat := r.Float("message_latency_p50_ms"); !(lat >= 10 && lat < 20) {
-			t.Errorf("%s: median publish-to-delivery latency %.2f ms, want two 5 ms one-way trips", r.Protocol, lat)
+		// Under 20 ms on a quiet host; a busy one adds what it measured.
+		if lat, most := r.Float("message_latency_p50_ms"), 20+tbtest.NoiseSlackMs(10, r); !(lat >= 10 && lat < most) {
+			t.Errorf("%s: median publish-to-delivery latency %.2f ms, want two 5 ms one-way trips (under %.2f ms)", r.Protocol, lat, most)
 		}
 		for i, rec := range recs[r.Cell] {
 			if rec["seq"] != strconv.Itoa(i) || rec["error"] != "" {
@@ -174,7 +176,9 @@ matrix:
 		t.Errorf("%d mosquitto processes seen while the cells ran; want one per mosquitto cell (2)", len(seen))
 	}
 	lat := map[string]map[string]float64{}
+	byProto := map[string][]results.Summary{} // the two brokers' rows
 	for _, r := range rows {
+		byProto[r.Protocol] = append(byProto[r.Protocol], r)
 		if r.IntOr("messages_failed", -1) != 0 {
 			t.Fatalf("%s via %s: %d failed: %s", r.Protocol, r.Param("workload.broker"), r.Int("messages_failed"), r.Label("cell_error"))
 		}
@@ -185,8 +189,10 @@ matrix:
 	}
 	for proto, m := range lat {
 		t.Logf("%s: median latency %.3f ms via mosquitto, %.3f ms embedded", proto, m["mosquitto"], m["embedded"])
-		if d := math.Abs(m["mosquitto"] - m["embedded"]); !(d < 1) {
-			t.Errorf("%s: median latency %.2f ms via mosquitto, %.2f ms embedded: differ by %.2f ms", proto, m["mosquitto"], m["embedded"], d)
+		// Within 1 ms on a quiet host, plus what the host's noise during
+		// either cell can add.
+		if d, most := math.Abs(m["mosquitto"]-m["embedded"]), 1+tbtest.NoiseSlackMs(m["embedded"], byProto[proto]...); !(d < most) {
+			t.Errorf("%s: median latency %.2f ms via mosquitto, %.2f ms embedded: differ by %.2f ms (at most %.2f)", proto, m["mosquitto"], m["embedded"], d, most)
 		}
 	}
 }
@@ -280,11 +286,13 @@ settings: {zero_rtt: true}
 `)
 	by := byProtocol(rows)
 	quic, tcp := by["mqtt-quic"], by["mqtt-tcp"]
-	if quic.Float("used_0rtt") != 1 || !(quic.Float("reconnect_ms") < 20) {
-		t.Errorf("pipelined QUIC: 0-RTT %.2f, Δ+ %.1f ms; want 0-RTT on every reconnection and Δ+ under the 20 ms round trip", quic.Float("used_0rtt"), quic.Float("reconnect_ms"))
+	// Δ+ is one one-way trip (10 ms), under the round trip on a quiet host
+	// (a busy one adds what it measured); 0-RTT itself is used_0rtt.
+	if most := 20 + tbtest.NoiseSlackMs(10, quic); quic.Float("used_0rtt") != 1 || !(quic.Float("reconnect_ms") < most) {
+		t.Errorf("pipelined QUIC: 0-RTT %.2f, Δ+ %.1f ms; want 0-RTT on every reconnection and Δ+ under the 20 ms round trip (%.2f ms with the host's noise)", quic.Float("used_0rtt"), quic.Float("reconnect_ms"), most)
 	}
-	if d := tcp.Float("reconnect_ms"); !(d >= 30 && d < 40) {
-		t.Errorf("pipelined TCP: Δ+ %.1f ms; want the SYN's round trip and the one-way trip, about 30.5 ms", d)
+	if d, most := tcp.Float("reconnect_ms"), 40+tbtest.NoiseSlackMs(30, tcp); !(d >= 30 && d < most) {
+		t.Errorf("pipelined TCP: Δ+ %.1f ms; want the SYN's round trip and the one-way trip, about 30.5 ms (under %.2f ms)", d, most)
 	}
 	if _, err := scenario.Parse("p.yaml", []byte("name: p\nprofiles: [ethernet]\nprotocols: [mqtt-tcp]\nworkload: {type: pubsub, pattern: reconnect, pipeline: true, qos: 1}\n")); err == nil || !strings.Contains(err.Error(), "QoS 0") {
 		t.Errorf("a pipelined QoS 1 publish: %v", err)
