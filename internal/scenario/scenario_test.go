@@ -372,3 +372,19 @@ func TestRecordBudgetTakesAnHourAtOneMillisecond(t *testing.T) {
 		t.Errorf("two hours at 1 ms: %v, want the budget refused at duration's line", err)
 	}
 }
+
+// repetitions: 0 is a number a user wrote, not an absent field: it is
+// refused where it was written (it silently meant 1), in a file and in
+// --set. Left out, repetitions is still 1.
+func TestZeroRepetitionsIsRefused(t *testing.T) {
+	if _, err := Parse("bad.yaml", []byte(base+"repetitions: 0\n")); err == nil || !strings.Contains(err.Error(), "bad.yaml:9: repetitions") {
+		t.Errorf("repetitions: 0 in a file: %v", err)
+	}
+	if _, err := Parse("o.yaml", []byte(base), "repetitions=0"); err == nil || !strings.Contains(err.Error(), "repetitions must be at least 1") {
+		t.Errorf("--set repetitions=0: %v", err)
+	}
+	s, err := Parse("o.yaml", []byte(base))
+	if err != nil || s.Repetitions != 1 {
+		t.Errorf("repetitions left out: %v, %v; want 1", s, err)
+	}
+}
