@@ -38,40 +38,53 @@ const (
 	exitCanceled     = 130
 )
 
-// command is one subcommand.
+// command is one subcommand: the group it is listed under on tlab's first
+// screen, a one-line summary in plain words, and its entry point.
 type command struct {
+	group   string
 	summary string
 	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
+// The groups of the first screen, in the order they are listed.
+const (
+	groupMeasure = "Measure"
+	groupResults = "Read and compare results"
+	groupLookUp  = "Look up what there is"
+	groupRemote  = "Real paths and many machines"
+	groupMachine = "This machine"
+)
+
+var commandGroups = []string{groupMeasure, groupResults, groupLookUp, groupRemote, groupMachine}
+
 func commands() map[string]command {
 	return map[string]command{
-		"calibrate":  {"measure the emulator's own accuracy on this machine", runCalibrate},
-		"crosscheck": {"does tlab agree with curl? study B's phases, tlab against real clients", runCrossCheck},
-		"cleanup":    {"remove what killed runs left behind", runCleanup},
-		"run":        {"run a scenario or preset, resume one, or compare protocols ad hoc", runRun},
-		"explore":    {"where does the answer change? search a range of networks, cells spent where the verdict is open", runExplore},
-		"validate":   {"check a scenario file without running it", runValidate},
-		"report":     {"regenerate the report of a results directory", runReport},
-		"compare":    {"put several runs side by side in one report", runCompare},
-		"merge":      {"join the run directories of a scenario's shards", runMerge},
-		"k8s":        {"write a Kubernetes Indexed Job (or a Slurm job array) running a scenario's shards", runK8s},
-		"stats":      {"is A faster than B? pairwise comparisons and verdicts of a run", runStats},
-		"presets":    {"list the built-in scenarios (one per study)", runPresets},
-		"flowsim":    {"simulate study C's QUIC flow-control allowances", runFlowsim},
-		"profiles":   {"list the built-in link profiles, or show one", runProfiles},
-		"workloads":  {"list the workload types with their parameters", runWorkloads},
-		"protocols":  {"list the protocols and the settings each honours", runProtocols},
-		"metrics":    {"list every summary column and its definition", runMetrics},
-		"plots":      {"list the plot kinds a scenario can ask for", runPlots},
-		"queues":     {"list the queue disciplines a link can use (drop-tail, CoDel, FQ-CoDel, PIE, DualPI2)", runQueues},
-		"version":    {"print the version", runVersion},
-		"agent":      {"serve tlab's servers on a far machine for remote runs", runAgent},
-		"advise":     {"which stack meets the application's requirements on each network of a run", runAdvise},
-		"qoo":        {"the Quality of Outcome requirement profiles tlab ships (LibreQoS's format)", runQoO},
-		"record":     {"record the real path to an agent as a link profile to replay", runRecord},
-		"serve":      {"serve a live view of a run directory as its cells complete", runServe},
-		"shell":      {"run your own command or a shell inside an emulated network (as mahimahi's shells)", runShell},
+		"run":        {groupMeasure, "run a scenario or preset, resume one, or compare ad hoc", runRun},
+		"shell":      {groupMeasure, "run your own program or a shell inside an emulated network", runShell},
+		"explore":    {groupMeasure, "where does the answer change? search a range of networks", runExplore},
+		"validate":   {groupMeasure, "check a scenario file without running it: cells and time", runValidate},
+		"crosscheck": {groupMeasure, "check tlab's HTTP upload timings against curl's own", runCrossCheck},
+		"flowsim":    {groupMeasure, "simulate QUIC flow-control windows on a link (no stacks run)", runFlowsim},
+		"report":     {groupResults, "rebuild the report of a results directory", runReport},
+		"stats":      {groupResults, "is A faster than B? pairwise comparisons and verdicts", runStats},
+		"advise":     {groupResults, "which stack meets the application's requirements, per network", runAdvise},
+		"compare":    {groupResults, "put several runs side by side in one report", runCompare},
+		"serve":      {groupResults, "a live view of a run directory in the browser", runServe},
+		"presets":    {groupLookUp, "the built-in scenarios, ready for tlab run NAME", runPresets},
+		"profiles":   {groupLookUp, "the built-in link profiles (ethernet, wifi, 5g...), or one", runProfiles},
+		"workloads":  {groupLookUp, "the workload types (traffic patterns) and their parameters", runWorkloads},
+		"protocols":  {groupLookUp, "the protocols and the settings each honours", runProtocols},
+		"metrics":    {groupLookUp, "every summary column and its definition", runMetrics},
+		"plots":      {groupLookUp, "the plot kinds a scenario can ask for", runPlots},
+		"queues":     {groupLookUp, "the queue disciplines a link can use (CoDel, FQ-CoDel...)", runQueues},
+		"qoo":        {groupLookUp, "Quality of Outcome requirement profiles (LibreQoS format)", runQoO},
+		"agent":      {groupRemote, "serve tlab's servers on a far machine for remote runs", runAgent},
+		"record":     {groupRemote, "record the real path to an agent as a profile to replay", runRecord},
+		"merge":      {groupRemote, "join the result directories of a scenario's shards", runMerge},
+		"k8s":        {groupRemote, "write a Kubernetes job (or Slurm array) running shards", runK8s},
+		"calibrate":  {groupMachine, "measure the emulator's own accuracy on this machine", runCalibrate},
+		"cleanup":    {groupMachine, "remove what killed runs left behind", runCleanup},
+		"version":    {groupMachine, "print the version (also tlab --version)", runVersion},
 	}
 }
 
@@ -92,6 +105,9 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		usage(stdout)
 		return exitOK
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = []string{"version"}
+	}
 	c, ok := commands()[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "tlab: unknown command %q\n\n", args[0])
@@ -103,18 +119,35 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	return c.run(ctx, args[1:], stdout, stderr)
 }
 
+// startHere is the first screen's first lines: commands that start a new
+// user, each with what it does.
+var startHere = [][2]string{
+	{"tlab run quick", "QUIC, TCP, HTTP/3, HTTPS on LAN and 5G (2 min)"},
+	{"tlab shell", "your own program in an emulated network"},
+	{"tlab explore explore-quick", "QUIC or TCP as loss grows (10 min)"},
+}
+
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "tlab: a transport-protocol lab on emulated networks.\n\nUsage:\n  tlab <command> [flags]\n\nCommands:")
+	fmt.Fprintln(w, "tlab: a transport-protocol lab: real protocol stacks between network\nnamespaces joined by an emulated link (delay, loss, rate, queue).\n\nUsage: tlab <command> [flags]\n\nStart here (as root):")
+	for _, s := range startHere {
+		fmt.Fprintf(w, "  %-27s %s\n", s[0], s[1])
+	}
+	fmt.Fprintln(w, "\nCommands:")
 	cmds := commands()
 	names := make([]string, 0, len(cmds))
 	for n := range cmds {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
+	for _, g := range commandGroups {
+		fmt.Fprintf(w, "  %s\n", g)
+		for _, n := range names {
+			if cmds[n].group == g {
+				fmt.Fprintf(w, "    %-11s %s\n", n, cmds[n].summary)
+			}
+		}
 	}
-	fmt.Fprintln(w, "\nRun \"tlab <command> --help\" for a command's flags.")
+	fmt.Fprintln(w, "\nRun \"tlab <command> --help\" for a command's flags; docs/guide.md for the rest.")
 }
 
 // newFlags makes a flag set that prints its usage with a one-line synopsis
