@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 	_ "tlab/internal/proto/all" // every protocol family registers itself
 
@@ -110,8 +111,11 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	}
 	c, ok := commands()[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "tlab: unknown command %q\n\n", args[0])
-		usage(stderr)
+		names := make([]string, 0, len(commands()))
+		for n := range commands() {
+			names = append(names, n)
+		}
+		fmt.Fprintf(stderr, "tlab: unknown command %q%s\nRun \"tlab\" for the list of commands.\n", args[0], didYouMean(args[0], names, ""))
 		return exitUsage
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -168,10 +172,12 @@ func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 // stop, with code as its exit status (help asked for, or a flag error).
 func parseArgs(fs *flag.FlagSet, args []string, maxPositional int) (positional []string, code int, ok bool) {
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseQuietly(fs, args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				fs.Usage()
 				return nil, exitOK, false
 			}
+			reportFlagError(fs, err)
 			return nil, exitUsage, false
 		}
 		rest := fs.Args()
@@ -191,6 +197,72 @@ func parseArgs(fs *flag.FlagSet, args []string, maxPositional int) (positional [
 		return nil, exitUsage, false
 	}
 	return positional, 0, true
+}
+
+// parseQuietly parses with the flag package's own printing switched off:
+// on a mistake it prints the error and then the whole usage (88 lines for
+// run), which buries the one line that matters.
+func parseQuietly(fs *flag.FlagSet, args []string) error {
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	defer func() { fs.SetOutput(out); fs.Usage = usage }()
+	return fs.Parse(args)
+}
+
+// reportFlagError prints a flag error in one line, flags written as the
+// docs write them (--name), with the nearest flag's name for an unknown
+// one, and where the full list is.
+func reportFlagError(fs *flag.FlagSet, err error) {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		name = strings.TrimPrefix(name, "-")
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		msg = "unknown flag --" + name + didYouMean(name, names, "--")
+	} else {
+		msg = strings.ReplaceAll(msg, "flag -", "flag --")
+		msg = strings.ReplaceAll(msg, "argument: -", "argument: --")
+	}
+	fmt.Fprintf(fs.Output(), "%s: %s\nRun \"%s --help\" for every flag.\n", fs.Name(), msg, fs.Name())
+}
+
+// didYouMean suggests the candidate nearest to name, when one is within
+// a third of its length in edit distance (at least 1, at most 3): a
+// typo's distance, not another word's.
+func didYouMean(name string, candidates []string, prefix string) string {
+	best, bestDist := "", min(max(len(name)/3, 1), 3)+1
+	for _, c := range candidates {
+		if d := editDistance(name, c); d < bestDist || d == bestDist && c < best {
+			best, bestDist = c, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return "; did you mean " + prefix + best + "?"
+}
+
+// editDistance is the Levenshtein distance between a and b (insertions,
+// deletions and substitutions, each costing 1).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // parseFlags parses a command that takes no positional argument.

@@ -31,7 +31,7 @@ func TestExitCodesAndHelp(t *testing.T) {
 	}{
 		{[]string{"--help"}, exitOK, "Commands:"},
 		{[]string{"bogus"}, exitUsage, `unknown command "bogus"`},
-		{[]string{"calibrate", "--nope"}, exitUsage, "flag provided but not defined"},
+		{[]string{"calibrate", "--nope"}, exitUsage, "unknown flag --nope"},
 		{[]string{"calibrate", "--mode", "lazy"}, exitUsage, "want busy, sleep or adaptive"},
 		{[]string{"calibrate", "--engine", "turbo"}, exitUsage, `engine "turbo": want ring or mmsg`},
 		{[]string{"calibrate", "--rounds", "4"}, exitUsage, "with --compare-engines"},
@@ -48,7 +48,7 @@ func TestExitCodesAndHelp(t *testing.T) {
 		{[]string{"run", "--remote", "nohost", "quick"}, exitUsage, "want HOST:PORT"},
 		{[]string{"run", "--remote", "h:1", "--replay", "x.yaml", "--link", "up.loss=1%"}, exitUsage, "run the two apart"},
 		{[]string{"record", "--remote", "h:1"}, exitUsage, "give --remote HOST:PORT and --out"},
-		{[]string{"agent", "--bogus"}, exitUsage, "flag provided but not defined"},
+		{[]string{"agent", "--bogus"}, exitUsage, "unknown flag --bogus"},
 	}
 	for _, c := range cases {
 		code, out, errs := run(c.args...)

@@ -388,3 +388,12 @@ func TestZeroRepetitionsIsRefused(t *testing.T) {
 		t.Errorf("repetitions left out: %v, %v; want 1", s, err)
 	}
 }
+
+// TestListFieldGivenAsTextShowsTheList: --set protocols=tcp,quic is a
+// string where a list belongs; the error writes the list to type.
+func TestListFieldGivenAsTextShowsTheList(t *testing.T) {
+	_, err := Parse("o.yaml", []byte(base), "protocols=tcp,quic")
+	if err == nil || !strings.Contains(err.Error(), "[tcp, quic]") {
+		t.Errorf("--set protocols=tcp,quic: %v; want the fix [tcp, quic]", err)
+	}
+}
