@@ -70,7 +70,7 @@ func TestRunRequireExitsOneWhenNothingMeetsIt(t *testing.T) {
 		code  int
 	}{{"delay_p99_ms<=0.001", exitFailure}, {"delay_p99_ms<=10000", exitOK}} {
 		cmd := exec.Command(bin, "run", "--protocols", "tcp", "--profile", "ethernet", "--count", "10", "--interval", "10ms",
-			"--warmup", "0s", "--require", c.bound)
+			"--warmup", "0s", "--quality", "off", "--require", c.bound)
 		cmd.Env = append(os.Environ(), "TLAB_NO_PROGRESS=1")
 		out, err := cmd.CombinedOutput()
 		code := 0
