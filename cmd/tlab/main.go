@@ -132,7 +132,7 @@ var startHere = [][2]string{
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "tlab: a transport-protocol lab: real protocol stacks between network\nnamespaces joined by an emulated link (delay, loss, rate, queue).\n\nUsage: tlab <command> [flags]\n\nStart here (as root):")
+	fmt.Fprintln(w, "tlab: a transport-protocol lab: real protocol stacks between network\nnamespaces joined by an emulated link (delay, loss, rate, queue).\n\nUsage: tlab <command> [flags]\n\nStart here (as root, or see Privileges in docs/guide.md):")
 	for _, s := range startHere {
 		fmt.Fprintf(w, "  %-27s %s\n", s[0], s[1])
 	}
