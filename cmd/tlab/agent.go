@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"strconv"
 	"time"
 
 	"tlab/internal/remote"
@@ -27,6 +29,10 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	maxSession := fs.Duration("max-session", time.Duration(limits.MaxSessionS)*time.Second, "end any session after this long")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
+	}
+	if _, port, err := net.SplitHostPort(*listen); err != nil || !validPort(port) {
+		fmt.Fprintf(stderr, "tlab agent: --listen %q: want [HOST]:PORT, such as :%d or 192.0.2.7:%d\n", *listen, remote.DefaultPort, remote.DefaultPort)
+		return exitUsage
 	}
 	limits.IdleS, limits.MaxSessionS = max(int(idle.Seconds()), 1), max(int(maxSession.Seconds()), 1)
 	ml, err := units.ParseBitrate(*maxLoad)
@@ -62,4 +68,10 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return errorExit(stderr, err)
 	}
 	return exitOK
+}
+
+// validPort says whether text is a TCP port number (0: any free port).
+func validPort(text string) bool {
+	n, err := strconv.Atoi(text)
+	return err == nil && n >= 0 && n <= 65535
 }

@@ -10,7 +10,7 @@ import (
 )
 
 func runCleanup(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("cleanup", "cleanup [--dry-run] [--json]", stderr)
+	fs := newFlags("cleanup", "cleanup [--dry-run] [--json]\n\nRemove what killed runs left behind: the processes they started, the nftables tables they\nadded to reach a real path, their temporary directories and registry records. Only runs\nwhose tlab process is gone are touched; live runs are left alone.", stderr)
 	dry := fs.Bool("dry-run", false, "list what would be removed, remove nothing")
 	asJSON := fs.Bool("json", false, "print the actions as JSON")
 	if code, ok := parseFlags(fs, args); !ok {

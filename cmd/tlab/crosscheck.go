@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -13,6 +15,11 @@ import (
 	"tlab/internal/proto"
 	"tlab/internal/units"
 )
+
+// crossCheckable are the protocols crosscheck has a real client for (curl
+// for HTTP/1.1, libcurl for h2 and h3): checked before anything runs, so
+// that a typo is a usage error.
+var crossCheckable = []string{"h1", "h1s", "h2", "h3"}
 
 func runCrossCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("crosscheck", "crosscheck [--protocols h1,h1s,h2,h3] [--profile P] [--link key=value,...] [--count N] [--size B] [--json]\n\nDoes tlab agree with curl? Time study B's requests (a POST on a fresh connection, every phase as\ncurl's -w variables) with tlab's clients and with real ones on the same emulated link, alternating:\nDebian's curl for h1, h1s and h2, libcurl with HTTP/3 (curl_cffi) for h3. Each phase's medians are\ncompared; a difference above 1 ms + 10 % of curl's value fails (docs/presets.md says why).\nExit 0 all agree, 1 some differ, 3 cannot run.", stderr)
@@ -31,6 +38,12 @@ func runCrossCheck(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil || *count < 3 {
 		fmt.Fprintf(stderr, "tlab crosscheck: %v\n", errors.Join(err, map[bool]error{true: errors.New("--count: at least 3 requests")}[*count < 3]))
 		return exitUsage
+	}
+	for _, p := range splitList(*protocols) {
+		if !slices.Contains(crossCheckable, p) {
+			fmt.Fprintf(stderr, "tlab crosscheck: --protocols %s: no real client to check it against; want some of %s\n", p, strings.Join(crossCheckable, ", "))
+			return exitUsage
+		}
 	}
 	ov, err := emu.ParseOverrides(*link)
 	if err == nil {

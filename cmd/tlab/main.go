@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 	_ "tlab/internal/proto/all" // every protocol family registers itself
 
@@ -38,40 +39,53 @@ const (
 	exitCanceled     = 130
 )
 
-// command is one subcommand.
+// command is one subcommand: the group it is listed under on tlab's first
+// screen, a one-line summary in plain words, and its entry point.
 type command struct {
+	group   string
 	summary string
 	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
+// The groups of the first screen, in the order they are listed.
+const (
+	groupMeasure = "Measure"
+	groupResults = "Read and compare results"
+	groupLookUp  = "Look up what there is"
+	groupRemote  = "Real paths and many machines"
+	groupMachine = "This machine"
+)
+
+var commandGroups = []string{groupMeasure, groupResults, groupLookUp, groupRemote, groupMachine}
+
 func commands() map[string]command {
 	return map[string]command{
-		"calibrate":  {"measure the emulator's own accuracy on this machine", runCalibrate},
-		"crosscheck": {"does tlab agree with curl? study B's phases, tlab against real clients", runCrossCheck},
-		"cleanup":    {"remove what killed runs left behind", runCleanup},
-		"run":        {"run a scenario or preset, resume one, or compare protocols ad hoc", runRun},
-		"explore":    {"where does the answer change? search a range of networks, cells spent where the verdict is open", runExplore},
-		"validate":   {"check a scenario file without running it", runValidate},
-		"report":     {"regenerate the report of a results directory", runReport},
-		"compare":    {"put several runs side by side in one report", runCompare},
-		"merge":      {"join the run directories of a scenario's shards", runMerge},
-		"k8s":        {"write a Kubernetes Indexed Job (or a Slurm job array) running a scenario's shards", runK8s},
-		"stats":      {"is A faster than B? pairwise comparisons and verdicts of a run", runStats},
-		"presets":    {"list the built-in scenarios (one per study)", runPresets},
-		"flowsim":    {"simulate study C's QUIC flow-control allowances", runFlowsim},
-		"profiles":   {"list the built-in link profiles, or show one", runProfiles},
-		"workloads":  {"list the workload types with their parameters", runWorkloads},
-		"protocols":  {"list the protocols and the settings each honours", runProtocols},
-		"metrics":    {"list every summary column and its definition", runMetrics},
-		"plots":      {"list the plot kinds a scenario can ask for", runPlots},
-		"queues":     {"list the queue disciplines a link can use (drop-tail, CoDel, FQ-CoDel, PIE, DualPI2)", runQueues},
-		"version":    {"print the version", runVersion},
-		"agent":      {"serve tlab's servers on a far machine for remote runs", runAgent},
-		"advise":     {"which stack meets the application's requirements on each network of a run", runAdvise},
-		"qoo":        {"the Quality of Outcome requirement profiles tlab ships (LibreQoS's format)", runQoO},
-		"record":     {"record the real path to an agent as a link profile to replay", runRecord},
-		"serve":      {"serve a live view of a run directory as its cells complete", runServe},
-		"shell":      {"run your own command or a shell inside an emulated network (as mahimahi's shells)", runShell},
+		"run":        {groupMeasure, "run a scenario or preset, resume one, or compare ad hoc", runRun},
+		"shell":      {groupMeasure, "run your own program or a shell inside an emulated network", runShell},
+		"explore":    {groupMeasure, "where does the answer change? search a range of networks", runExplore},
+		"validate":   {groupMeasure, "check a scenario file without running it: cells and time", runValidate},
+		"crosscheck": {groupMeasure, "check tlab's HTTP upload timings against curl's own", runCrossCheck},
+		"flowsim":    {groupMeasure, "simulate QUIC flow-control windows on a link (no stacks run)", runFlowsim},
+		"report":     {groupResults, "rebuild the report of a results directory", runReport},
+		"stats":      {groupResults, "is A faster than B? pairwise comparisons and verdicts", runStats},
+		"advise":     {groupResults, "which stack meets the application's requirements, per network", runAdvise},
+		"compare":    {groupResults, "put several runs side by side in one report", runCompare},
+		"serve":      {groupResults, "a live view of a run directory in the browser", runServe},
+		"presets":    {groupLookUp, "the built-in scenarios, ready for tlab run NAME", runPresets},
+		"profiles":   {groupLookUp, "the built-in link profiles (ethernet, wifi, 5g...), or one", runProfiles},
+		"workloads":  {groupLookUp, "the workload types (traffic patterns) and their parameters", runWorkloads},
+		"protocols":  {groupLookUp, "the protocols and the settings each honours", runProtocols},
+		"metrics":    {groupLookUp, "every summary column and its definition", runMetrics},
+		"plots":      {groupLookUp, "the plot kinds a scenario can ask for", runPlots},
+		"queues":     {groupLookUp, "the queue disciplines a link can use (CoDel, FQ-CoDel...)", runQueues},
+		"qoo":        {groupLookUp, "Quality of Outcome requirement profiles (LibreQoS format)", runQoO},
+		"agent":      {groupRemote, "serve tlab's servers on a far machine for remote runs", runAgent},
+		"record":     {groupRemote, "record the real path to an agent as a profile to replay", runRecord},
+		"merge":      {groupRemote, "join the result directories of a scenario's shards", runMerge},
+		"k8s":        {groupRemote, "write a Kubernetes job (or Slurm array) running shards", runK8s},
+		"calibrate":  {groupMachine, "measure the emulator's own accuracy on this machine", runCalibrate},
+		"cleanup":    {groupMachine, "remove what killed runs left behind", runCleanup},
+		"version":    {groupMachine, "print the version (also tlab --version)", runVersion},
 	}
 }
 
@@ -92,10 +106,16 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		usage(stdout)
 		return exitOK
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = []string{"version"}
+	}
 	c, ok := commands()[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "tlab: unknown command %q\n\n", args[0])
-		usage(stderr)
+		names := make([]string, 0, len(commands()))
+		for n := range commands() {
+			names = append(names, n)
+		}
+		fmt.Fprintf(stderr, "tlab: unknown command %q%s\nRun \"tlab\" for the list of commands.\n", args[0], didYouMean(args[0], names, ""))
 		return exitUsage
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -103,18 +123,35 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	return c.run(ctx, args[1:], stdout, stderr)
 }
 
+// startHere is the first screen's first lines: commands that start a new
+// user, each with what it does.
+var startHere = [][2]string{
+	{"tlab run quick", "QUIC, TCP, HTTP/3, HTTPS on LAN and 5G (2 min)"},
+	{"tlab shell", "your own program in an emulated network"},
+	{"tlab explore explore-quick", "QUIC or TCP as loss grows (10 min)"},
+}
+
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "tlab: a transport-protocol lab on emulated networks.\n\nUsage:\n  tlab <command> [flags]\n\nCommands:")
+	fmt.Fprintln(w, "tlab: a transport-protocol lab: real protocol stacks between network\nnamespaces joined by an emulated link (delay, loss, rate, queue).\n\nUsage: tlab <command> [flags]\n\nStart here (as root, or see Privileges in docs/guide.md):")
+	for _, s := range startHere {
+		fmt.Fprintf(w, "  %-27s %s\n", s[0], s[1])
+	}
+	fmt.Fprintln(w, "\nCommands:")
 	cmds := commands()
 	names := make([]string, 0, len(cmds))
 	for n := range cmds {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
+	for _, g := range commandGroups {
+		fmt.Fprintf(w, "  %s\n", g)
+		for _, n := range names {
+			if cmds[n].group == g {
+				fmt.Fprintf(w, "    %-11s %s\n", n, cmds[n].summary)
+			}
+		}
 	}
-	fmt.Fprintln(w, "\nRun \"tlab <command> --help\" for a command's flags.")
+	fmt.Fprintln(w, "\nRun \"tlab <command> --help\" for a command's flags; docs/guide.md for the rest.")
 }
 
 // newFlags makes a flag set that prints its usage with a one-line synopsis
@@ -135,10 +172,12 @@ func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 // stop, with code as its exit status (help asked for, or a flag error).
 func parseArgs(fs *flag.FlagSet, args []string, maxPositional int) (positional []string, code int, ok bool) {
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseQuietly(fs, args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				fs.Usage()
 				return nil, exitOK, false
 			}
+			reportFlagError(fs, err)
 			return nil, exitUsage, false
 		}
 		rest := fs.Args()
@@ -158,6 +197,72 @@ func parseArgs(fs *flag.FlagSet, args []string, maxPositional int) (positional [
 		return nil, exitUsage, false
 	}
 	return positional, 0, true
+}
+
+// parseQuietly parses with the flag package's own printing switched off:
+// on a mistake it prints the error and then the whole usage (88 lines for
+// run), which buries the one line that matters.
+func parseQuietly(fs *flag.FlagSet, args []string) error {
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	defer func() { fs.SetOutput(out); fs.Usage = usage }()
+	return fs.Parse(args)
+}
+
+// reportFlagError prints a flag error in one line, flags written as the
+// docs write them (--name), with the nearest flag's name for an unknown
+// one, and where the full list is.
+func reportFlagError(fs *flag.FlagSet, err error) {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		name = strings.TrimPrefix(name, "-")
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		msg = "unknown flag --" + name + didYouMean(name, names, "--")
+	} else {
+		msg = strings.ReplaceAll(msg, "flag -", "flag --")
+		msg = strings.ReplaceAll(msg, "argument: -", "argument: --")
+	}
+	fmt.Fprintf(fs.Output(), "%s: %s\nRun \"%s --help\" for every flag.\n", fs.Name(), msg, fs.Name())
+}
+
+// didYouMean suggests the candidate nearest to name, when one is within
+// a third of its length in edit distance (at least 1, at most 3): a
+// typo's distance, not another word's.
+func didYouMean(name string, candidates []string, prefix string) string {
+	best, bestDist := "", min(max(len(name)/3, 1), 3)+1
+	for _, c := range candidates {
+		if d := editDistance(name, c); d < bestDist || d == bestDist && c < best {
+			best, bestDist = c, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return "; did you mean " + prefix + best + "?"
+}
+
+// editDistance is the Levenshtein distance between a and b (insertions,
+// deletions and substitutions, each costing 1).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // parseFlags parses a command that takes no positional argument.

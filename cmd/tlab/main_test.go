@@ -31,13 +31,15 @@ func TestExitCodesAndHelp(t *testing.T) {
 	}{
 		{[]string{"--help"}, exitOK, "Commands:"},
 		{[]string{"bogus"}, exitUsage, `unknown command "bogus"`},
-		{[]string{"calibrate", "--nope"}, exitUsage, "flag provided but not defined"},
-		{[]string{"calibrate", "--mode", "lazy"}, exitUsage, "want sleep or busy"},
+		{[]string{"calibrate", "--nope"}, exitUsage, "unknown flag --nope"},
+		{[]string{"calibrate", "--mode", "lazy"}, exitUsage, "want busy, sleep or adaptive"},
 		{[]string{"calibrate", "--engine", "turbo"}, exitUsage, `engine "turbo": want ring or mmsg`},
 		{[]string{"calibrate", "--rounds", "4"}, exitUsage, "with --compare-engines"},
 		{[]string{"calibrate", "--compare-engines", "--rounds", "1"}, exitUsage, "want 2 or more"},
 		{[]string{"calibrate", "--help"}, exitOK, "-json"},
 		{[]string{"profiles", "wfi"}, exitUsage, "built-in profiles are"},
+		// Two output formats at once: refused, not one silently chosen.
+		{[]string{"metrics", "--json", "--markdown"}, exitUsage, "--json or --markdown, not both"},
 		{[]string{"profiles", "wifi", "--link", "rate"}, exitUsage, "want key=value"},
 		{[]string{"profiles", "wifi", "--link", "up.rate=5Mbit"}, exitOK, "rate 5Mbit"},
 		{[]string{"version", "extra"}, exitUsage, "unexpected argument"},
@@ -46,7 +48,7 @@ func TestExitCodesAndHelp(t *testing.T) {
 		{[]string{"run", "--remote", "nohost", "quick"}, exitUsage, "want HOST:PORT"},
 		{[]string{"run", "--remote", "h:1", "--replay", "x.yaml", "--link", "up.loss=1%"}, exitUsage, "run the two apart"},
 		{[]string{"record", "--remote", "h:1"}, exitUsage, "give --remote HOST:PORT and --out"},
-		{[]string{"agent", "--bogus"}, exitUsage, "flag provided but not defined"},
+		{[]string{"agent", "--bogus"}, exitUsage, "unknown flag --bogus"},
 	}
 	for _, c := range cases {
 		code, out, errs := run(c.args...)

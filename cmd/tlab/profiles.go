@@ -11,7 +11,7 @@ import (
 )
 
 func runProfiles(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("profiles", "profiles [--json] [NAME[+NAME...]] [--link key=value,...]", stderr)
+	fs := newFlags("profiles", "profiles [--json] [NAME[+NAME...]] [--link key=value,...]\n\nList the built-in link profiles (a network's delay, jitter, rate, queue and loss each way), or show\none profile, or a stack of them (wifi+loss-ge-b), with --link overrides applied on top.", stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
 	link := fs.String("link", "", "overrides applied on top, e.g. rate=50Mbit,up.loss=1%")
 	names, code, ok := parseArgs(fs, args, 1)

@@ -51,6 +51,10 @@ func runMetrics(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
+	if *md && *asJSON {
+		fmt.Fprintln(stderr, "tlab metrics: give --json or --markdown, not both")
+		return exitUsage
+	}
 	switch {
 	case *md:
 		if err := catalog.WriteMetricsMarkdown(stdout, metrics.Default); err != nil {

@@ -48,8 +48,26 @@ var adhocFlags = map[string]string{
 	"link": "link",
 }
 
+// runExamples is what tlab run alone prints: it used to start a
+// two-minute run of the defaults at once.
+const runExamples = `Usage: tlab run FILE|PRESET [--set key=value ...] [--out DIR]
+       tlab run --resume DIR
+       tlab run [ad-hoc flags] [--set key=value ...]
+
+For example:
+  tlab run quick                          the first preset (about 2 minutes)
+  tlab run --protocols tcp,quic --profile 5g --interval 25ms
+                                          an ad-hoc comparison
+
+tlab presets lists the presets; tlab run --help lists every flag.
+`
+
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("run", "run FILE|PRESET [--set key=value ...] [--out DIR]\n       tlab run --resume DIR\n       tlab run [ad-hoc flags] [--set key=value ...]\n\nRun a scenario (a YAML file or a preset: see tlab presets) into a results directory with a report,\ncontinue an interrupted one, or compare protocols ad hoc with the flags below (an in-memory scenario:\nevery flag is a shorthand for a --set, and --set reaches any field; see docs/guide.md).\nWithout arguments: "+defaultProtocols+" on "+defaultProfiles+", 25 ms interval, 256 B, 12 s each (about 2 minutes).", stderr)
+	if len(args) == 0 {
+		fmt.Fprint(stderr, runExamples)
+		return exitUsage
+	}
+	fs := newFlags("run", "run FILE|PRESET [--set key=value ...] [--out DIR]\n       tlab run --resume DIR\n       tlab run [ad-hoc flags] [--set key=value ...]\n\nRun a scenario (a YAML file or a preset: see tlab presets) into a results directory with a report,\ncontinue an interrupted one, or compare protocols ad hoc with the flags below (an in-memory scenario:\nevery flag is a shorthand for a --set, and --set reaches any field; see docs/guide.md).\nAd hoc, what no flag sets is: "+defaultProtocols+" on "+defaultProfiles+", 25 ms interval, 256 B, 12 s each\n(about 2 minutes). Without any argument, tlab run prints examples and runs nothing.", stderr)
 	var sets, require listFlag
 	qooSpec := fs.String("qoo", "", "a Quality of Outcome requirement profile (tlab qoo, or a LibreQoS FILE[#ID]): the answer also scores each stack 0-100 against it (a shorthand for --set qoo=...)")
 	fs.Var(&require, "require", "what the application needs, such as delay_p99_ms<=20 (repeatable; the first is the priority): the terminal and the report open with which stack meets it on each network (tlab advise)")

@@ -187,6 +187,14 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 		fmt.Fprintf(stderr, "tlab run: %d of %d cells completed no request (%s): see the error column of their records.csv\n", len(empty), len(rows), strings.Join(empty, ", "))
 		return exitFailure
 	}
+	// Requirements given on the command line are a question whose answer
+	// scripts read from the exit status, as tlab advise's and tlab
+	// compare's: 1 when no stack meets them on every network. A
+	// scenario's own require: leaves the status alone.
+	if result == exitOK && len(o.require) > 0 && out.Analysis != nil && !advise.Met(out.Analysis.Answers) {
+		fmt.Fprintln(stderr, "tlab run: no stack meets the requirements on every network (exit 1, as tlab advise)")
+		return exitFailure
+	}
 	return result
 }
 

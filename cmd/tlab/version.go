@@ -9,7 +9,7 @@ import (
 )
 
 func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("version", "version", stderr)
+	fs := newFlags("version", "version\n\nPrint tlab's version, the commit it was built from and the Go version (also tlab --version).", stderr)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}

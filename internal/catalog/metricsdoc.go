@@ -134,7 +134,15 @@ const docSummary = `
 order; ` + "`summary.csv`" + ` has the same columns. Every row starts with
 ` + "`cell`, `profile`, `protocol`, `workload`, `rep`, `seed`" + ` and ends with
 one column per swept field. Undefined values (no requests, one delay only)
-are ` + "`null`" + ` in JSON and empty in CSV.
+are ` + "`null`" + ` in JSON and empty in CSV. A value beyond any bound (a
+percentile that falls among messages that never completed) is ` + "`inf`" + ` in
+CSV and, JSON having no infinity, the largest double
+` + "`1.7976931348623157e308`" + ` in JSON (its negative for −inf): a number, so
+that pandas, polars and DuckDB type the column as a float, and larger than
+any measured value, so that sorting and bounds treat it as infinity. Any
+value of 1e308 or more is one (pandas:
+` + "`df.replace(1.7976931348623157e308, float(\"inf\"))`" + `); comparisons.json
+writes infinite medians the same way.
 
 A scenario with ` + "`beside:`" + ` workloads adds, for each, its workload's measured
 metrics below prefixed ` + "`beside_NAME_`" + ` (` + "`beside_loop_delay_p99_ms`" + `), with the

@@ -185,23 +185,28 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// Infinite numbers have no JSON form: summary.json (and every JSON file
-// of a run, through JSONNumber) writes them as the strings "inf" and
-// "-inf" (what summary.csv holds too, and what pandas and pyarrow read as
-// infinity), and decodeSummary reads them back.
+// Infinite numbers have no JSON form. summary.json (and every JSON file of
+// a run, through JSONNumber) writes +Inf as the largest double,
+// 1.7976931348623157e308 (math.MaxFloat64), and -Inf as its negative: a
+// number, so that pandas, polars and DuckDB type the column as a float
+// (the strings "inf" and "-inf" written before made it text), larger than
+// any measured value, so that sorting and bounds treat it as infinity.
+// decodeSummary reads it back as infinity, and also the strings of
+// directories written before. summary.csv keeps "inf", which CSV readers
+// parse as a float.
 const (
 	posInf = "inf"
 	negInf = "-inf"
 )
 
-// JSONNumber is v as JSON can hold it: an infinite float as "inf" or
-// "-inf", anything else as it is.
+// JSONNumber is v as JSON can hold it: an infinite float as ±the largest
+// double, anything else as it is.
 func JSONNumber(v any) any {
 	if x, ok := v.(float64); ok && math.IsInf(x, 0) {
 		if x > 0 {
-			return posInf
+			return math.MaxFloat64
 		}
-		return negInf
+		return -math.MaxFloat64
 	}
 	return v
 }
@@ -259,9 +264,9 @@ func decodeSummary(dec *json.Decoder, params map[string]bool) (Summary, error) {
 				s.Params = append(s.Params, Param{Key: key, Value: FormatValue(v)})
 			case v == nil:
 				s.Fields = append(s.Fields, Field{key, math.NaN()})
-			case v == posInf:
+			case v == posInf || v == math.MaxFloat64:
 				s.Fields = append(s.Fields, Field{key, math.Inf(1)})
-			case v == negInf:
+			case v == negInf || v == -math.MaxFloat64:
 				s.Fields = append(s.Fields, Field{key, math.Inf(-1)})
 			default:
 				s.Fields = append(s.Fields, Field{key, v})

@@ -188,7 +188,9 @@ func decode(file string, root *yaml.Node) (*Scenario, error) {
 }
 
 func (s *Scenario) defaults() {
-	if s.Repetitions == 0 {
+	// Only an absent repetitions means one: a written 0 is refused by
+	// validate where it was written.
+	if s.Repetitions == 0 && nodeAt(s.root, []any{"repetitions"}) == nil {
 		s.Repetitions = 1
 	}
 	if s.auto && s.MaxRepetitions == 0 {

@@ -372,3 +372,28 @@ func TestRecordBudgetTakesAnHourAtOneMillisecond(t *testing.T) {
 		t.Errorf("two hours at 1 ms: %v, want the budget refused at duration's line", err)
 	}
 }
+
+// repetitions: 0 is a number a user wrote, not an absent field: it is
+// refused where it was written (it silently meant 1), in a file and in
+// --set. Left out, repetitions is still 1.
+func TestZeroRepetitionsIsRefused(t *testing.T) {
+	if _, err := Parse("bad.yaml", []byte(base+"repetitions: 0\n")); err == nil || !strings.Contains(err.Error(), "bad.yaml:9: repetitions") {
+		t.Errorf("repetitions: 0 in a file: %v", err)
+	}
+	if _, err := Parse("o.yaml", []byte(base), "repetitions=0"); err == nil || !strings.Contains(err.Error(), "repetitions must be at least 1") {
+		t.Errorf("--set repetitions=0: %v", err)
+	}
+	s, err := Parse("o.yaml", []byte(base))
+	if err != nil || s.Repetitions != 1 {
+		t.Errorf("repetitions left out: %v, %v; want 1", s, err)
+	}
+}
+
+// TestListFieldGivenAsTextShowsTheList: --set protocols=tcp,quic is a
+// string where a list belongs; the error writes the list to type.
+func TestListFieldGivenAsTextShowsTheList(t *testing.T) {
+	_, err := Parse("o.yaml", []byte(base), "protocols=tcp,quic")
+	if err == nil || !strings.Contains(err.Error(), "[tcp, quic]") {
+		t.Errorf("--set protocols=tcp,quic: %v; want the fix [tcp, quic]", err)
+	}
+}

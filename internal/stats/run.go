@@ -334,8 +334,8 @@ func WriteNamed(dir, name string, cs []Comparison) error {
 }
 
 // values is the comparison by its JSON names, NaN as nil and an
-// infinite value (a median among requests that never completed) as
-// "inf" or "-inf", as summary.json writes it.
+// infinite value (a median among requests that never completed) as the
+// largest double or its negative, as summary.json writes it.
 func (c Comparison) values() map[string]any {
 	num := func(v float64) any {
 		if v != v {

@@ -117,7 +117,7 @@ func Check(file string, node *yaml.Node, t reflect.Type) error {
 			return nil
 		}
 		if node.Kind != yaml.SequenceNode {
-			return &Error{file, node.Line, fmt.Sprintf("want a list, got %s", describe(node))}
+			return &Error{file, node.Line, fmt.Sprintf("want a list, got %s%s", describe(node), listFix(node))}
 		}
 		for _, item := range node.Content {
 			if err := Check(file, item, t.Elem()); err != nil {
@@ -182,6 +182,19 @@ func fieldNames(t reflect.Type) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// listFix writes a scalar given where a list belongs as the list it
+// likely meant: "tcp,quic" is [tcp, quic] (--set protocols=tcp,quic).
+func listFix(n *yaml.Node) string {
+	if n.Kind != yaml.ScalarNode || strings.TrimSpace(n.Value) == "" {
+		return ""
+	}
+	items := strings.Split(n.Value, ",")
+	for i := range items {
+		items[i] = strings.TrimSpace(items[i])
+	}
+	return "; write it as a list: [" + strings.Join(items, ", ") + "]"
 }
 
 func describe(n *yaml.Node) string {

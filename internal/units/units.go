@@ -5,6 +5,7 @@
 package units
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -50,9 +51,13 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 
 func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
 
-// Bitrate is a rate in bits per second. It reads "20Mbit", "1.5Mbit/s",
-// "500kbps" or "10Gbit"; prefixes are decimal (k = 1000), as in link
-// specifications.
+// Bitrate is a rate in bits per second. It reads bit rates ("20Mbit",
+// "1.5Mbit/s", "3Mb/s", "10Gbit") and byte rates ("50MB/s" and "50MBps"
+// are 400 Mbit/s). Prefixes k, M and G are decimal (k = 1000, M = 10^6, as
+// in link specifications; a lowercase m is mega, as tc writes "mbit"),
+// Ki, Mi and Gi binary (1MiB/s = 8 388 608 bit/s). "bps" in any case but
+// "Bps" is refused: most tools read "mbps" as megabits per second and tc
+// as megabytes, and an 8x error in a link rate goes unnoticed.
 type Bitrate float64
 
 // BitsPerSecond returns the rate as a float.
@@ -73,34 +78,85 @@ func (r Bitrate) String() string {
 	return trimFloat(v) + "bit"
 }
 
-// ParseBitrate parses a rate such as "20Mbit", "1.5 Mbit/s", "500kbps".
+// ParseBitrate parses a rate such as "20Mbit", "1.5 Mbit/s", "50MB/s" or
+// "1MiB/s"; see Bitrate for the units it accepts and refuses.
 func ParseBitrate(s string) (Bitrate, error) {
-	orig := s
-	s = strings.ToLower(strings.TrimSpace(s))
-	s = strings.TrimSuffix(s, "/s")
-	s = strings.TrimSuffix(s, "ps")
-	s = strings.TrimSuffix(s, "bit")
-	s = strings.TrimSuffix(s, "b")
-	mult := 1.0
-	switch {
-	case strings.HasSuffix(s, "g"):
-		mult, s = 1e9, strings.TrimSuffix(s, "g")
-	case strings.HasSuffix(s, "m"):
-		mult, s = 1e6, strings.TrimSuffix(s, "m")
-	case strings.HasSuffix(s, "k"):
-		mult, s = 1e3, strings.TrimSuffix(s, "k")
-	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	orig := strings.TrimSpace(s)
+	num, unit := splitUnit(orig)
+	v, err := strconv.ParseFloat(num, 64)
 	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
-		return 0, fmt.Errorf("%q is not a bit rate: want a number with a unit such as 20Mbit, 1.5Mbit/s or 500kbit", orig)
+		return 0, fmt.Errorf("%q is not a bit rate: want a number with a unit such as 20Mbit, 1.5Mbit/s, 500kbit or 50MB/s", orig)
 	}
 	if v < 0 {
-		return 0, fmt.Errorf("bit rate %q is negative", strings.TrimSpace(orig))
+		return 0, fmt.Errorf("bit rate %q is negative", orig)
 	}
-	if v != 0 && !strings.ContainsAny(strings.ToLower(orig), "kmgbp") {
-		return 0, fmt.Errorf("%q is not a bit rate: the unit is missing (20Mbit, 500kbit, 1Gbit)", orig)
+	if unit == "" {
+		if v != 0 {
+			return 0, fmt.Errorf("%q is not a bit rate: the unit is missing (20Mbit, 500kbit, 1Gbit, or 50MB/s for bytes)", orig)
+		}
+		return 0, nil
 	}
-	return Bitrate(v * mult), nil
+	prefix, perByte, err := rateUnit(unit)
+	if err != nil {
+		return 0, fmt.Errorf("%q: %w", orig, rateUnitFix(err, v, prefix, unit))
+	}
+	bits := v * prefix
+	if perByte {
+		bits *= 8
+	}
+	return Bitrate(bits), nil
+}
+
+// splitUnit cuts "50 MB/s" into "50" and "MB/s": the unit is the trailing
+// run of letters and slashes.
+func splitUnit(s string) (num, unit string) {
+	i := len(s)
+	for i > 0 {
+		c := s[i-1]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '/') {
+			break
+		}
+		i--
+	}
+	return strings.TrimSpace(s[:i]), s[i:]
+}
+
+// errAmbiguousBps marks a "bps" unit, which tc and everyone else read
+// 8x apart.
+var errAmbiguousBps = errors.New("ambiguous bps")
+
+// rateUnit reads a rate's unit: its prefix multiplier and whether it
+// counts bytes.
+func rateUnit(unit string) (prefix float64, perByte bool, err error) {
+	prefix, rest := 1.0, unit
+	if len(unit) >= 2 && unit[1] == 'i' && strings.ContainsRune("kKmMgG", rune(unit[0])) {
+		prefix, rest = map[byte]float64{'k': 1 << 10, 'm': 1 << 20, 'g': 1 << 30}[unit[0]|0x20], unit[2:]
+	} else if len(unit) >= 1 && strings.ContainsRune("kKmMgG", rune(unit[0])) {
+		prefix, rest = map[byte]float64{'k': 1e3, 'm': 1e6, 'g': 1e9}[unit[0]|0x20], unit[1:]
+	}
+	switch lower := strings.ToLower(rest); {
+	case lower == "bit" || lower == "bits" || lower == "bit/s" || lower == "bits/s" || rest == "b/s":
+		return prefix, false, nil
+	case rest == "B/s" || rest == "Bps" || lower == "byte/s" || lower == "bytes/s":
+		return prefix, true, nil
+	case lower == "bps":
+		return prefix, false, errAmbiguousBps
+	}
+	return prefix, false, fmt.Errorf("unknown unit %q: want bit, bit/s or b/s for bits (20Mbit, 3Mb/s), B/s or Bps for bytes (50MB/s), with k, M, G (powers of 1000) or Ki, Mi, Gi (of 1024)", unit)
+}
+
+// rateUnitFix explains an ambiguous "bps" with both readings written out.
+func rateUnitFix(err error, v, prefix float64, unit string) error {
+	if err != errAmbiguousBps {
+		return err
+	}
+	prefixText := unit[:len(unit)-len("bps")]
+	if prefixText != "" && prefixText[0] != 'k' {
+		prefixText = strings.ToUpper(prefixText[:1]) + prefixText[1:]
+	}
+	asBytes := trimFloat(v) + prefixText + "B/s"
+	return fmt.Errorf("\"bps\" is ambiguous (tc's mbps means megabytes per second, most tools' megabits): write %s for bits per second, or %s (the same as %s) for bytes",
+		Bitrate(v*prefix).String(), Bitrate(v*prefix*8).String(), asBytes)
 }
 
 func (r *Bitrate) UnmarshalText(b []byte) error {

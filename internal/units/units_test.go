@@ -9,14 +9,15 @@ import (
 )
 
 func TestParseBitrate(t *testing.T) {
-	good := map[string]float64{"20Mbit": 20e6, "1.5Mbit/s": 1.5e6, "500kbps": 500e3, "10Gbit": 10e9, "0": 0, "64kbit": 64e3}
+	good := map[string]float64{"20Mbit": 20e6, "1.5Mbit/s": 1.5e6, "500kbit/s": 500e3, "10Gbit": 10e9, "0": 0, "64kbit": 64e3,
+		"50mbit": 50e6, "20 Mbit/s": 20e6, "3Mb/s": 3e6, "100bit": 100}
 	for in, want := range good {
 		got, err := ParseBitrate(in)
 		if err != nil || float64(got) != want {
 			t.Errorf("ParseBitrate(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"20", "fast", "-1Mbit", "Mbit"} {
+	for _, in := range []string{"20", "fast", "-1Mbit", "Mbit", "20M", "20Mb", "20MB"} {
 		if _, err := ParseBitrate(in); err == nil {
 			t.Errorf("ParseBitrate(%q) accepted", in)
 		}
@@ -27,6 +28,50 @@ func TestParseBitrate(t *testing.T) {
 	}
 	if _, err := ParseSize("-3KB"); err == nil || !strings.Contains(err.Error(), "negative") {
 		t.Errorf("ParseSize(-3KB): %v", err)
+	}
+}
+
+// A byte rate is a byte rate: 50MB/s was read as 50 Mbit/s, an 8x error.
+// Expected values by hand, SI prefixes (M = 10^6) and IEC ones (Mi = 2^20),
+// 8 bits to the byte:
+//
+//	50MB/s   = 50 * 10^6 * 8      = 400 000 000 bit/s
+//	50MBps   = the same            = 400 000 000 bit/s
+//	1.5GB/s  = 1.5 * 10^9 * 8     =  12 000 000 000 bit/s
+//	125kB/s  = 125 * 10^3 * 8     =   1 000 000 bit/s
+//	1MiB/s   = 1 048 576 * 8      =   8 388 608 bit/s
+//	2Mibit   = 2 * 1 048 576      =   2 097 152 bit/s
+//	10 bytes/s = 80 bit/s
+func TestParseBitrateReadsByteRatesAsBytes(t *testing.T) {
+	for in, want := range map[string]float64{
+		"50MB/s": 400e6, "50MBps": 400e6, "1.5GB/s": 12e9, "125kB/s": 1e6, "125KB/s": 1e6,
+		"1MiB/s": 8388608, "2Mibit": 2097152, "10 bytes/s": 80, "3 Mbyte/s": 24e6,
+	} {
+		got, err := ParseBitrate(in)
+		if err != nil || float64(got) != want {
+			t.Errorf("ParseBitrate(%q) = %v, %v; want %v bit/s", in, float64(got), err, want)
+		}
+	}
+}
+
+// "bps" is megabits to most people and megabytes to tc ("mbps: megabytes
+// per second", tc(8)), whatever its case: every such spelling is refused
+// with both readings written out, so the user picks one. 50 mbps read as
+// megabytes is 50 * 8 = 400 Mbit.
+func TestParseBitrateRefusesAmbiguousBps(t *testing.T) {
+	for _, in := range []string{"50mbps", "50Mbps", "50MBPS", "500kbps", "1Gbps", "800bps"} {
+		_, err := ParseBitrate(in)
+		if err == nil {
+			t.Errorf("ParseBitrate(%q) accepted an ambiguous unit", in)
+			continue
+		}
+		if !strings.Contains(err.Error(), "megabytes per second") {
+			t.Errorf("ParseBitrate(%q): the error does not say tc's reading: %v", in, err)
+		}
+	}
+	_, err := ParseBitrate("50mbps")
+	if err == nil || !strings.Contains(err.Error(), "50Mbit") || !strings.Contains(err.Error(), "400Mbit") {
+		t.Errorf("ParseBitrate(50mbps) should show both fixes, 50Mbit and 400Mbit: %v", err)
 	}
 }
 
