@@ -38,6 +38,10 @@ type Exploration struct {
 	Budget *explore.Budget
 
 	NoCalibration, NoReport bool
+	// NoWhy leaves the boundaries unexplained: by default each is
+	// re-measured with one impairment removed at a time (ablation/),
+	// within what the budget leaves after the map.
+	NoWhy bool
 	// Quality is the rule that re-runs disturbed cells (as Run's).
 	Quality  string
 	Progress func(Progress)
@@ -74,6 +78,7 @@ func (e Exploration) Execute(ctx context.Context) (Explored, error) {
 	if e.Now == nil {
 		e.Now = time.Now
 	}
+	start := e.Now()
 	var sc *scenario.Scenario
 	var err error
 	if e.Resume != "" {
@@ -136,6 +141,12 @@ func (e Exploration) Execute(ctx context.Context) (Explored, error) {
 	out.Map, err = explore.Run(ctx, cfg, m)
 	if out.Map == nil || m.rounds == 0 {
 		return out, err
+	}
+	if err == nil && !e.NoWhy && len(out.Map.Boundaries) > 0 {
+		err = e.explain(ctx, sc, out.Map, cfg, out.Dir, m.sweep, start)
+		if err != nil {
+			err = fmt.Errorf("why: %w", err)
+		}
 	}
 	if werr := out.Map.WriteFiles(out.Dir); werr != nil {
 		return out, errors.Join(err, fmt.Errorf("writing the map: %w", werr))

@@ -105,8 +105,8 @@ type Explanation struct {
 // decided as before is not the flip's cause. A removal that sets the
 // parameter the boundary lies along is not measured (the map varies it).
 // Repetitions at a point serve every boundary bracketed by it; the
-// budget (cells, wall time from cfg.Now) bounds all of it, and what it
-// cuts off stays "not measured".
+// budget (cells, wall time from cfg.Now; Cells < 0: nothing left)
+// bounds all of it, and what it cuts off stays "not measured".
 func Explain(ctx context.Context, m *Map, cfg Config, abl []Ablation, measurerFor func(Ablation) (Measurer, error), budget Budget) (*Explanation, error) {
 	cfg.Defaults()
 	ex := &Explanation{Stopped: "decided"}
@@ -149,10 +149,7 @@ func Explain(ctx context.Context, m *Map, cfg Config, abl []Ablation, measurerFo
 		if len(pending) == 0 {
 			continue
 		}
-		meas, err := measurerFor(a)
-		if err != nil {
-			return ex, fmt.Errorf("explore: %s: %w", a.Name, err)
-		}
+		var meas Measurer // made when there is something to measure
 		reps := map[[2]int][]map[string]map[string]float64{}
 		points := map[[2]int]Point{}
 		for i := range pending {
@@ -189,7 +186,7 @@ func Explain(ctx context.Context, m *Map, cfg Config, abl []Ablation, measurerFo
 			if len(reqs) == 0 {
 				break
 			}
-			if budget.Cells > 0 {
+			if budget.Cells != 0 {
 				left := (budget.Cells - ex.Cells) / max(1, per)
 				if left < len(reqs) {
 					reqs, cut = reqs[:max(0, left)], true
@@ -200,6 +197,12 @@ func Explain(ctx context.Context, m *Map, cfg Config, abl []Ablation, measurerFo
 			}
 			if len(reqs) == 0 {
 				break
+			}
+			if meas == nil {
+				var err error
+				if meas, err = measurerFor(a); err != nil {
+					return ex, fmt.Errorf("explore: %s: %w", a.Name, err)
+				}
 			}
 			outs, err := meas.Measure(ctx, reqs)
 			ex.Cells += len(outs) * per
