@@ -464,4 +464,17 @@ func TestTheWhyRunsEachRemovalAsItsOwnRun(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir2, AblationDir)); err == nil || calls != got.Map.Cells || got.Map.Why != nil {
 		t.Errorf("--no-why: %d cells for a map of %d, ablation dir: %v", calls, got.Map.Cells, err)
 	}
+	// A budget of the map's cells and 4 more: the ablations get 4 (two
+	// repetitions of the two stacks), too few to decide anything, and
+	// attribute nothing.
+	calls = 0
+	bud := explore.Budget{Cells: got.Map.Cells + 4}
+	got, err = Exploration{NameOrFile: file, Out: filepath.Join(t.TempDir(), "run"), NoCalibration: true, NoReport: true, Budget: &bud,
+		attempt: jitterFlipAttempt(&calls, map[string]uint64{})}.Execute(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := got.Map.Why; w == nil || w.Cells > 4 || calls > bud.Cells || w.Stopped != "budget" || len(w.Whys[pair].Mechanism) != 0 {
+		t.Errorf("budget %d: %d cells run, why %+v", bud.Cells, calls, w)
+	}
 }
