@@ -475,6 +475,9 @@ func TestTheWhyRunsEachRemovalAsItsOwnRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	if w := got.Map.Why; w == nil || w.Cells > 4 || calls > bud.Cells || w.Stopped != "budget" || len(w.Whys[pair].Mechanism) != 0 {
-		t.Errorf("budget %d: %d cells run, why %+v", bud.Cells, calls, w)
+		t.Errorf("budget %d: %d cells run; the why: %v", bud.Cells, calls, w != nil)
+		if w != nil {
+			t.Logf("ablations spent %d, stopped %s: %s", w.Cells, w.Stopped, w.Whys[pair].Says)
+		}
 	}
 }
