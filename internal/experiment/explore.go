@@ -165,9 +165,11 @@ func (e Exploration) Execute(ctx context.Context) (Explored, error) {
 // exploreEvidence are the figures each boundary shows on either side, as
 // the records' account of what changed there: connections opened, bytes
 // on the wire per request (retransmissions and handshakes add to them),
-// sends behind schedule and never sent, messages that failed, and the
-// emulator's own release error (a host disturbance, not the network).
-var exploreEvidence = []string{"conns_per_1000", "bytes_per_request", "late_sends", "unsent", "failed_pct", "emu_release_p99_us"}
+// sends behind schedule and never sent, the sender's lateness (its 99th
+// percentile: a stack that cannot multiplex makes the next send wait),
+// messages that failed, and the emulator's own release error (a host
+// disturbance, not the network).
+var exploreEvidence = []string{"conns_per_1000", "bytes_per_request", "late_sends", "unsent", "lateness_p99_ms", "failed_pct", "emu_release_p99_us"}
 
 // cellMeasurer runs an exploration's rounds as cells of one run
 // directory: each request is one cell per protocol at the point's values
