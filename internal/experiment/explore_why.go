@@ -59,7 +59,7 @@ var removals = []removal{
 			}
 			return s
 		}},
-	{name: "no queue", impairment: "queue", field: "rate",
+	{name: "no queue", impairment: "queueing", field: "rate",
 		present: func(d emu.DirectionConfig) bool { return d.Rate > 0 || d.Trace != "" },
 		settings: func(emu.LinkConfig) []explore.Setting {
 			return []explore.Setting{{Path: "link.rate", Value: "0"}}
@@ -84,7 +84,7 @@ func ablationsFor(sc *scenario.Scenario, params []explore.Param) []explore.Ablat
 		case !explored && !r.present(link.Up) && !r.present(link.Down):
 			a.Absent, a.Note = true, fmt.Sprintf("the link has no %s to remove", r.impairment)
 		case link.Up.Trace != "" || link.Down.Trace != "":
-			if r.impairment == "queue" {
+			if r.impairment == "queueing" {
 				a.Absent, a.Note = true, "the link's rate is a trace: its queue is not removed"
 				break
 			}
