@@ -20,7 +20,7 @@ import (
 // runExplore searches a scenario's explore: section (experiment.Exploration)
 // and prints its rounds and the map's answer.
 func runExplore(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("explore", "explore FILE|PRESET [--budget CELLS|DURATION] [--set key=value ...] [--out DIR] [--json]\n       tlab explore --resume DIR\n\nWhere does the answer change? Search the scenario's explore: section (parameters with ranges,\nsuch as link.loss: 0%..5%): a coarse grid first, then points where neighbours' verdicts disagree,\neach repeated only until its comparisons are decided by an always-valid sequential test. Every cell\nis an ordinary cell of the run directory (tlab report, tlab stats and --resume work on it); the map\nis explore-points.csv, explore-boundaries.csv and the report's explore_map. See docs/guide.md.", stderr)
+	fs := newFlags("explore", "explore FILE|PRESET [--budget CELLS|DURATION] [--set key=value ...] [--out DIR] [--no-why] [--json]\n       tlab explore --resume DIR\n\nWhere does the answer change? Search the scenario's explore: section (parameters with ranges,\nsuch as link.loss: 0%..5%): a coarse grid first, then points where neighbours' verdicts disagree,\neach repeated only until its comparisons are decided by an always-valid sequential test. Every cell\nis an ordinary cell of the run directory (tlab report, tlab stats and --resume work on it); the map\nis explore-points.csv, explore-boundaries.csv and the report's explore_map. Each boundary is then\nexplained by ablation: its neighbours measured again without loss, jitter or the queue, each removal\nits own run under ablation/; explore-why.csv says which removal moves it. See docs/guide.md.", stderr)
 	var sets listFlag
 	fs.Var(&sets, "set", "override a scenario field, e.g. workload.interval=10ms or explore.max_repetitions=6 (repeatable)")
 	budget := fs.String("budget", "", "what the search may spend: a number of cells (200) or a duration (30m); replaces the section's")
@@ -29,6 +29,8 @@ func runExplore(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	noCal := fs.Bool("no-calibration", false, "skip the emulator calibration recorded in the manifest")
 	noReport := fs.Bool("no-report", false, "do not write report.html")
 	quality := fs.String("quality", "", "re-run cells the host disturbed: normal (default: up to 3 attempts), strict (5, tighter), off")
+	why := fs.Bool("why", true, "explain each boundary by ablation: re-measure its neighbours without loss, jitter or the queue (ablation/ in the run), within the budget's rest")
+	noWhy := fs.Bool("no-why", false, "do not explain the boundaries (the same as --why=false)")
 	asJSON := fs.Bool("json", false, "print the map (explore.json's facts and every point's verdicts) as JSON")
 	pos, code, ok := parseArgs(fs, args, 1)
 	if !ok {
@@ -38,7 +40,7 @@ func runExplore(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "tlab explore: give a scenario file or preset, or --resume DIR")
 		return exitUsage
 	}
-	ex := experiment.Exploration{Sets: sets, Out: *out, Resume: *resume, NoCalibration: *noCal, NoReport: *noReport, Quality: *quality,
+	ex := experiment.Exploration{Sets: sets, Out: *out, Resume: *resume, NoCalibration: *noCal, NoReport: *noReport, NoWhy: *noWhy || !*why, Quality: *quality,
 		Progress: progressPrinter(stderr), Log: stderr}
 	if len(pos) == 1 {
 		ex.NameOrFile = pos[0]
@@ -109,7 +111,11 @@ func runExplore(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	fmt.Fprintln(stdout, "THE MAP")
 	fmt.Fprint(stdout, res.Map.Answer())
-	fmt.Fprintf(stdout, "\nResults in %s: report.html, %s, %s, %s, summary.csv, records.csv\n", res.Dir, explore.PointsFile, explore.BoundariesFile, explore.AnswerFile)
+	files := []string{"report.html", explore.PointsFile, explore.BoundariesFile, explore.AnswerFile}
+	if res.Map.Why != nil {
+		files = append(files, explore.WhyFile, experiment.AblationDir+"/")
+	}
+	fmt.Fprintf(stdout, "\nResults in %s: %s, summary.csv, records.csv\n", res.Dir, strings.Join(files, ", "))
 	return exitOK
 }
 

@@ -16,6 +16,9 @@ func TestExploreRefusesBadInput(t *testing.T) {
 		{[]string{"explore", "quick"}, "no explore: section"},
 		{[]string{"explore", "explore-quick", "--quality", "perfect"}, `--quality "perfect"`},
 		{[]string{"explore", "explore-quick", "--set", "explore.rule=magic"}, `rule "magic": want t or sign`},
+		// --no-why and --why=false are flags (the quality still refused).
+		{[]string{"explore", "explore-quick", "--no-why", "--quality", "perfect"}, `--quality "perfect"`},
+		{[]string{"explore", "explore-quick", "--why=false", "--quality", "perfect"}, `--quality "perfect"`},
 	} {
 		code, out, errs := run(c.args...)
 		if code != exitUsage || !strings.Contains(out+errs, c.want) {

@@ -38,6 +38,10 @@ type Exploration struct {
 	Budget *explore.Budget
 
 	NoCalibration, NoReport bool
+	// NoWhy leaves the boundaries unexplained: by default each is
+	// re-measured with one impairment removed at a time (ablation/),
+	// within what the budget leaves after the map.
+	NoWhy bool
 	// Quality is the rule that re-runs disturbed cells (as Run's).
 	Quality  string
 	Progress func(Progress)
@@ -74,6 +78,7 @@ func (e Exploration) Execute(ctx context.Context) (Explored, error) {
 	if e.Now == nil {
 		e.Now = time.Now
 	}
+	start := e.Now()
 	var sc *scenario.Scenario
 	var err error
 	if e.Resume != "" {
@@ -137,6 +142,12 @@ func (e Exploration) Execute(ctx context.Context) (Explored, error) {
 	if out.Map == nil || m.rounds == 0 {
 		return out, err
 	}
+	if err == nil && !e.NoWhy && len(out.Map.Boundaries) > 0 {
+		err = e.explain(ctx, sc, out.Map, cfg, out.Dir, m.sweep, start)
+		if err != nil {
+			err = fmt.Errorf("why: %w", err)
+		}
+	}
 	if werr := out.Map.WriteFiles(out.Dir); werr != nil {
 		return out, errors.Join(err, fmt.Errorf("writing the map: %w", werr))
 	}
@@ -154,9 +165,11 @@ func (e Exploration) Execute(ctx context.Context) (Explored, error) {
 // exploreEvidence are the figures each boundary shows on either side, as
 // the records' account of what changed there: connections opened, bytes
 // on the wire per request (retransmissions and handshakes add to them),
-// sends behind schedule and never sent, messages that failed, and the
-// emulator's own release error (a host disturbance, not the network).
-var exploreEvidence = []string{"conns_per_1000", "bytes_per_request", "late_sends", "unsent", "failed_pct", "emu_release_p99_us"}
+// sends behind schedule and never sent, the sender's lateness (its 99th
+// percentile: a stack that cannot multiplex makes the next send wait),
+// messages that failed, and the emulator's own release error (a host
+// disturbance, not the network).
+var exploreEvidence = []string{"conns_per_1000", "bytes_per_request", "late_sends", "unsent", "lateness_p99_ms", "failed_pct", "emu_release_p99_us"}
 
 // cellMeasurer runs an exploration's rounds as cells of one run
 // directory: each request is one cell per protocol at the point's values

@@ -2,67 +2,241 @@ package explore
 
 import (
 	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// jitterLab is the flip of TestAKnownFlipIsLocatedWithFewPoints made by
-// jitter: with link.jitter=0ms among a point's settings quic is 5 ms
-// faster everywhere (no flip); link.loss=0% changes nothing.
-type jitterLab struct{ fakeLab }
-
-func (j *jitterLab) Measure(ctx context.Context, reqs []Request) ([]Outcome, error) {
-	outs, err := j.fakeLab.Measure(ctx, reqs)
-	for i, r := range reqs {
-		for _, s := range r.Point.Settings {
-			if s.Path == "link.jitter" && s.Value == "0ms" {
-				outs[i].Values["quic"]["delay_p99_ms"] = outs[i].Values["tcp"]["delay_p99_ms"] - 5
-			}
+// The decision alone, against verdicts built by hand (before: quic below
+// the boundary, tcp above it).
+func TestMovementDecidesFromTheVerdicts(t *testing.T) {
+	for _, c := range []struct {
+		below, above, want string
+		why                string
+	}{
+		{"quic", "tcp", MovedNo, "both sides decided as before"},
+		{"quic", "quic", MovedYes, "the side above now decided the other way: no flip left"},
+		{"tcp", "tcp", MovedYes, "the side below decided the other way"},
+		{"tcp", "quic", MovedYes, "both sides changed: the flip reversed"},
+		{"tcp", Undecided, MovedYes, "a decided side changed, whatever the other says"},
+		{"quic", Undecided, MovedUndecided, "one side as before, the other undecided: no evidence of a move"},
+		{Undecided, "tcp", MovedUndecided, "as above, mirrored"},
+		{Undecided, Undecided, MovedUndecided, "nothing decided"},
+	} {
+		if got := Movement("quic", "tcp", c.below, c.above); got != c.want {
+			t.Errorf("after %s below, %s above: %s, want %s (%s)", c.below, c.above, got, c.want, c.why)
 		}
 	}
-	return outs, err
 }
 
-// Removing the impairment the flip needs moves the boundary; removing one
-// it does not need leaves it.
-func TestAblationSaysWhichRemovalMovesTheBoundary(t *testing.T) {
-	lab := &jitterLab{fakeLab{seed: 2, shared: 2, own: 0.3, delay: func(st string, x []float64) float64 {
-		if st == "quic" {
-			return 30 - 2.5*(x[0]-1.8)
+// mechLab is a lab where one impairment makes a flip along the explored
+// parameter: quic's delay minus tcp's is slope·(x − 50) while the cause
+// is on the link (tcp better above x = 50), and -5 ms everywhere without
+// it (quic better at every point: no flip). The base link has 1 % loss
+// and 5 ms of jitter; a point's settings link.loss=0% or link.jitter=0ms
+// remove one. cause "rtt" is a flip no removal touches; "equal" makes the
+// stacks equal without loss (the comparison cannot decide there),
+// "equal-jitter" without jitter.
+// Shared noise is drawn per point index and repetition: the same
+// repetition meets the same noise with or without an impairment (the
+// repetition's seed).
+type mechLab struct {
+	cause string
+	// scale multiplies the explored value into x (0: 1).
+	scale float64
+	cells int
+}
+
+func (l *mechLab) Measure(_ context.Context, reqs []Request) ([]Outcome, error) {
+	var out []Outcome
+	for _, r := range reqs {
+		loss, jitter := true, true
+		for _, s := range r.Point.Settings {
+			if s.Path == "link.loss" && s.Value == "0%" {
+				loss = false
+			}
+			if s.Path == "link.jitter" && s.Value == "0ms" {
+				jitter = false
+			}
 		}
-		return 30 + 2.5*(x[0]-1.8)
-	}}}
-	cfg := Config{Params: []Param{lossRange}, Stacks: []string{"quic", "tcp"}, Require: require(1000), MaxReps: 10}
+		x := r.Point.Values[0] * max(l.scale, 1)
+		diff := -5.0
+		switch {
+		case l.cause == "loss" && loss, l.cause == "jitter" && jitter, l.cause == "rtt":
+			diff = 0.4 * (x - 50)
+		case l.cause == "equal" && loss:
+			diff = 0.4 * (x - 50)
+		case l.cause == "equal":
+			diff = 0
+		case l.cause == "equal-jitter" && jitter:
+			diff = 0.4 * (x - 50)
+		case l.cause == "equal-jitter":
+			diff = 0
+		}
+		rng := rand.New(rand.NewPCG(7, uint64(r.Point.Index[0])<<8|uint64(r.Rep)))
+		common := 2 * rng.NormFloat64()
+		o := Outcome{Request: r, Values: map[string]map[string]float64{
+			"quic": {"delay_p99_ms": 40 + diff + common + 0.3*rng.NormFloat64(), "conns_per_1000": 1},
+			"tcp":  {"delay_p99_ms": 40 + common + 0.3*rng.NormFloat64(), "conns_per_1000": 1},
+		}}
+		if loss {
+			// tcp reconnects where packets are lost: the records' evidence.
+			o.Values["tcp"]["conns_per_1000"] = 20
+		}
+		out = append(out, o)
+		l.cells += 2
+	}
+	return out, nil
+}
+
+var (
+	rttRange = Param{Path: "link.rtt", Low: 10, High: 90, Unit: "ms", Resolution: 1}
+	removals = []Ablation{noLoss, noJitter, noQueue}
+	noLoss   = Ablation{Name: "no loss", Impairment: "loss", Settings: []Setting{{Path: "link.loss", Value: "0%"}}}
+	noJitter = Ablation{Name: "no jitter", Impairment: "jitter", Settings: []Setting{{Path: "link.jitter", Value: "0ms"}}}
+	noQueue  = Ablation{Name: "no queue", Impairment: "queue", Absent: true, Note: "the link has no rate limit"}
+)
+
+// explained maps the lab over the range and ablates its pair boundary;
+// every removal's run is the same lab (it reads the settings).
+func explained(t *testing.T, lab *mechLab, p Param, budget Budget) (*Map, Why) {
+	t.Helper()
+	cfg := Config{Params: []Param{p}, Stacks: []string{"quic", "tcp"}, Require: require(1000), MaxReps: 10, Evidence: []string{"conns_per_1000"}}
 	m, err := Run(context.Background(), cfg, lab)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pair := pairOf(m)
-	var b *Boundary
-	for i := range m.Boundaries {
-		if m.Boundaries[i].Comparison == pair {
-			b = &m.Boundaries[i]
+	var bs []Boundary
+	for _, b := range m.Boundaries {
+		if b.Comparison == pair {
+			bs = append(bs, b)
 		}
 	}
-	if b == nil {
-		t.Fatalf("no boundary:\n%s", m.Answer())
+	if len(bs) != 1 {
+		t.Fatalf("%d pair boundaries, want the one at 50:\n%s", len(bs), m.Answer())
 	}
-	abl := []Ablation{
-		{Name: "no jitter", Settings: []Setting{{Path: "link.jitter", Value: "0ms"}}},
-		{Name: "no loss", Settings: []Setting{{Path: "link.loss", Value: "0%"}}}, // explored: skipped
-		{Name: "no queue", Settings: []Setting{{Path: "link.queue_packets", Value: "100000"}}},
-	}
-	res, err := Ablate(context.Background(), m, *b, cfg, abl, lab)
+	m.Boundaries = bs
+	var asked []string
+	ex, err := Explain(context.Background(), m, cfg, removals, func(a Ablation) (Measurer, error) {
+		asked = append(asked, a.Name)
+		return lab, nil
+	}, budget)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res) != 2 {
-		t.Fatalf("%d results, want 2 (no loss sets the explored parameter)", len(res))
+	if slices.Contains(asked, "no queue") {
+		t.Errorf("a removal with nothing to remove was measured")
 	}
-	if !res[0].Moves || res[0].Below.Label != "quic" || res[0].Above.Label != "quic" {
-		t.Errorf("no jitter: moves %v, %s below, %s above; want the boundary gone, quic on both sides: %s", res[0].Moves, res[0].Below.Label, res[0].Above.Label, res[0].Says)
+	m.Why = ex
+	return m, ex.Whys[0]
+}
+
+func removal(w Why, name string) AblationResult {
+	for _, r := range w.Removals {
+		if r.Ablation.Name == name {
+			return r
+		}
 	}
-	if res[1].Moves || !strings.Contains(res[1].Says, "not its cause") {
-		t.Errorf("no queue: %s; want the flip to stay", res[1].Says)
+	return AblationResult{}
+}
+
+// A flip along RTT that loss makes is loss's, one jitter makes is
+// jitter's; a flip no removal touches, or one whose removal leaves the
+// stacks equal (undecidable), is attributed to nothing: never to a
+// mechanism the measurements do not show.
+func TestTheRemovalThatMovesTheBoundaryIsItsMechanism(t *testing.T) {
+	for _, c := range []struct {
+		cause         string
+		mechanism     []string
+		loss, jitter  string
+		sentenceSays  string
+		sentenceLacks string
+	}{
+		{cause: "loss", mechanism: []string{"loss"}, loss: MovedYes, jitter: MovedNo, sentenceSays: "is loss's", sentenceLacks: "jitter's"},
+		{cause: "jitter", mechanism: []string{"jitter"}, loss: MovedNo, jitter: MovedYes, sentenceSays: "is jitter's", sentenceLacks: "loss's"},
+		{cause: "rtt", mechanism: nil, loss: MovedNo, jitter: MovedNo, sentenceSays: "not attributed", sentenceLacks: "'s:"},
+		{cause: "equal", mechanism: nil, loss: MovedUndecided, jitter: MovedNo, sentenceSays: "not attributed", sentenceLacks: "'s:"},
+	} {
+		t.Run(c.cause, func(t *testing.T) {
+			lab := &mechLab{cause: c.cause}
+			m, w := explained(t, lab, rttRange, Budget{})
+			t.Log(w.Says)
+			if !slices.Equal(w.Mechanism, c.mechanism) {
+				t.Errorf("mechanism %v, want %v: %s", w.Mechanism, c.mechanism, w.Says)
+			}
+			if got := removal(w, "no loss").Moved; got != c.loss {
+				t.Errorf("no loss: %s, want %s: %s", got, c.loss, removal(w, "no loss").Says)
+			}
+			if got := removal(w, "no jitter").Moved; got != c.jitter {
+				t.Errorf("no jitter: %s, want %s: %s", got, c.jitter, removal(w, "no jitter").Says)
+			}
+			if got := removal(w, "no queue").Moved; got != MovedAbsent {
+				t.Errorf("no queue: %s, want %s", got, MovedAbsent)
+			}
+			if !strings.Contains(w.Says, c.sentenceSays) || strings.Contains(w.Says, c.sentenceLacks) {
+				t.Errorf("the line says %q; want %q in it and not %q", w.Says, c.sentenceSays, c.sentenceLacks)
+			}
+			if !strings.Contains(m.Answer(), "Why: "+w.Says) {
+				t.Errorf("the answer lacks the why line:\n%s", m.Answer())
+			}
+			// The records' evidence without loss: tcp opens 1
+			// connection per 1000 requests instead of 20.
+			for _, a := range removal(w, "no loss").Accounts {
+				if a.Stack == "tcp" && a.Figure == "conns_per_1000" && a.Mean != 1 {
+					t.Errorf("tcp conns_per_1000 without loss %v at %s, want 1", a.Mean, a.Side)
+				}
+			}
+			dir := t.TempDir()
+			if err := m.WriteFiles(dir); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(filepath.Join(dir, WhyFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// One row per removal and stack of the pair, under the header.
+			if rows := strings.Count(string(b), "\n"); rows != 1+3*2 {
+				t.Errorf("%s has %d lines, want 7:\n%s", WhyFile, rows, b)
+			}
+			if !strings.Contains(string(b), "conns_per_1000_below_after") {
+				t.Errorf("%s lacks the evidence columns:\n%s", WhyFile, b)
+			}
+		})
+	}
+}
+
+// A flip along loss that loss alone makes: removing loss is the explored
+// parameter (not measured), removing jitter leaves it: it is loss's,
+// loss being what changes across it. The same flip made by jitter is
+// jitter's, not loss's. One whose stacks are equal without jitter
+// (undecidable there) is not attributed, not even to loss.
+func TestAFlipAlongTheExploredImpairment(t *testing.T) {
+	for _, c := range []struct{ cause, want string }{{"loss", "loss"}, {"jitter", "jitter"}, {"equal-jitter", ""}} {
+		// The lab's x is the loss in % ×10 here (0..10 % → 0..100), so
+		// the flip sits at 5 %.
+		_, w := explained(t, &mechLab{cause: c.cause, scale: 10}, lossRange, Budget{})
+		t.Log(w.Says)
+		if strings.Join(w.Mechanism, "+") != c.want {
+			t.Errorf("flip made by %s: mechanism %v (%s)", c.cause, w.Mechanism, w.Says)
+		}
+		if got := removal(w, "no loss").Moved; got != MovedExplored {
+			t.Errorf("no loss along loss: %s, want %s", got, MovedExplored)
+		}
+	}
+}
+
+// A budget too small for the ablations attributes nothing.
+func TestAnAblationCutByTheBudgetAttributesNothing(t *testing.T) {
+	lab := &mechLab{cause: "loss"}
+	m, w := explained(t, lab, rttRange, Budget{Cells: 4})
+	if len(w.Mechanism) != 0 || removal(w, "no loss").Moved != MovedNotMeasured {
+		t.Errorf("with 4 cells: mechanism %v, no loss %s: %s", w.Mechanism, removal(w, "no loss").Moved, w.Says)
+	}
+	if m.Why.Cells > 4 {
+		t.Errorf("the ablations spent %d cells of 4", m.Why.Cells)
 	}
 }

@@ -394,6 +394,9 @@ type Map struct {
 	Tests   int
 	Rule    Rule
 	MaxReps int
+	// Why, when the boundaries were ablated (Explain), is what each
+	// removal did to them.
+	Why *Explanation
 }
 
 // search is the state of one Run.

@@ -163,11 +163,22 @@ func (m *Map) Answer() string {
 	if len(m.Boundaries) == 0 {
 		sb.WriteString("No boundary: no decided verdict changes across the range.\n")
 	}
-	for _, b := range m.Boundaries {
+	for i, b := range m.Boundaries {
 		sb.WriteString("- " + m.Sentence(b) + "\n")
 		if a := m.Account(b); a != "" {
 			sb.WriteString("  " + a + "\n")
 		}
+		if m.Why != nil && i < len(m.Why.Whys) {
+			sb.WriteString("  Why: " + m.Why.Whys[i].Says + "\n")
+		}
+	}
+	switch {
+	case m.Why != nil && m.Why.Stopped == "budget" && m.Why.Cells == 0:
+		sb.WriteString("No budget was left to explain the boundaries by ablation (more --budget, with --resume, would).\n")
+	case m.Why != nil && m.Why.Stopped == "budget":
+		fmt.Fprintf(&sb, "The budget ran out during the ablations (%d cells): a removal not measured to a decision attributes nothing.\n", m.Why.Cells)
+	case m.Why != nil:
+		fmt.Fprintf(&sb, "The ablations (the why) spent %d cells more.\n", m.Why.Cells)
 	}
 	settled := !slices.ContainsFunc(m.Points, func(p *PointResult) bool { return !p.Settled })
 	for ci, c := range m.Comparisons {

@@ -7,7 +7,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 
 	"tlab/internal/advise"
 )
@@ -21,6 +23,7 @@ const (
 	VerdictsFile   = "explore-verdicts.csv"
 	BoundariesFile = "explore-boundaries.csv"
 	EvidenceFile   = "explore-evidence.csv"
+	WhyFile        = "explore-why.csv"
 	MapFile        = "explore.json"
 	AnswerFile     = "explore-answer.txt"
 )
@@ -41,6 +44,8 @@ type Facts struct {
 	Rule        Rule         `json:"rule"`
 	Boundaries  []string     `json:"boundaries"`
 	Open        []string     `json:"open"`
+	// Why is each boundary's attribution in words (tlab explore --why).
+	Why []string `json:"why,omitempty"`
 }
 
 // ParamFacts is a parameter as explore.json writes it.
@@ -145,7 +150,11 @@ func (m *Map) WriteFiles(dir string) error {
 			evidence = append(evidence, []string{m.Comparisons[b.Comparison].Name(), m.Params[b.Axis].Path, atParam, at, a.Side, num(a.At), a.Stack, a.Figure, num(a.Mean)})
 		}
 	}
-	for name, rows := range map[string][][]string{PointsFile: points, VerdictsFile: verdicts, BoundariesFile: bounds, EvidenceFile: evidence} {
+	files := map[string][][]string{PointsFile: points, VerdictsFile: verdicts, BoundariesFile: bounds, EvidenceFile: evidence}
+	if m.Why != nil {
+		files[WhyFile] = m.whyRows()
+	}
+	for name, rows := range files {
 		var buf bytes.Buffer
 		w := csv.NewWriter(&buf)
 		if err := w.WriteAll(rows); err != nil {
@@ -163,6 +172,11 @@ func (m *Map) WriteFiles(dir string) error {
 	for _, r := range m.Open {
 		f.Open = append(f.Open, r.Why)
 	}
+	if m.Why != nil {
+		for _, w := range m.Why.Whys {
+			f.Why = append(f.Why, w.Says)
+		}
+	}
 	if f.Boundaries == nil {
 		f.Boundaries = []string{}
 	}
@@ -174,4 +188,72 @@ func (m *Map) WriteFiles(dir string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, AnswerFile), []byte(m.Answer()), 0o644)
+}
+
+// whyRows are explore-why.csv: one row per boundary, removal and stack
+// the boundary's comparison involves: the verdicts on either side before
+// and after the removal, whether it moved the boundary, the boundary's
+// mechanism, and each evidence figure on either side before and after
+// (the stack's mean over the side's repetitions; NA where not measured).
+func (m *Map) whyRows() [][]string {
+	var figures []string
+	for _, w := range m.Why.Whys {
+		for _, a := range w.Boundary.Accounts {
+			if !slices.Contains(figures, a.Figure) {
+				figures = append(figures, a.Figure)
+			}
+		}
+	}
+	head := []string{"comparison", "parameter", "low", "estimate", "high", "at_parameter", "at", "removal", "impairment", "removed",
+		"below_before", "above_before", "below_after", "above_after", "repetitions_below", "repetitions_above", "moved", "mechanism", "stack"}
+	for _, f := range figures {
+		head = append(head, f+"_below_before", f+"_below_after", f+"_above_before", f+"_above_after")
+	}
+	head = append(head, "says", "why")
+	rows := [][]string{head}
+	mean := func(acc []Account, side, stack, fig string) string {
+		for _, a := range acc {
+			if a.Side == side && a.Stack == stack && a.Figure == fig {
+				return num(a.Mean)
+			}
+		}
+		return "NA"
+	}
+	for _, w := range m.Why.Whys {
+		b := w.Boundary
+		c := m.Comparisons[b.Comparison]
+		stacks := []string{c.Stack}
+		if c.Kind == PairKind {
+			stacks = []string{c.A, c.B}
+		}
+		atParam, at := "", "NA"
+		if !math.IsNaN(b.At) {
+			atParam, at = m.Params[1-b.Axis].Path, num(b.At)
+		}
+		mech := strings.Join(w.Mechanism, "+")
+		if mech == "" {
+			mech = "not attributed"
+		}
+		for _, r := range w.Removals {
+			var removed []string
+			for _, s := range r.Ablation.Settings {
+				removed = append(removed, s.Path+"="+s.Value)
+			}
+			below, above := r.Below.Label, r.Above.Label
+			nb, na := strconv.Itoa(r.Below.N), strconv.Itoa(r.Above.N)
+			if r.Moved == MovedAbsent || r.Moved == MovedExplored {
+				below, above, nb, na = "NA", "NA", "0", "0"
+			}
+			for _, st := range stacks {
+				row := []string{c.Name(), m.Params[b.Axis].Path, num(b.Low), num(b.Estimate), num(b.High), atParam, at,
+					r.Ablation.Name, r.Ablation.Impairment, strings.Join(removed, " "), b.Below, b.Above, below, above, nb, na, r.Moved, mech, st}
+				for _, f := range figures {
+					row = append(row, mean(b.Accounts, "below", st, f), mean(r.Accounts, "below", st, f),
+						mean(b.Accounts, "above", st, f), mean(r.Accounts, "above", st, f))
+				}
+				rows = append(rows, append(row, r.Says, w.Says))
+			}
+		}
+	}
+	return rows
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -33,6 +34,8 @@ type exploreFacts struct {
 	Comparisons []struct {
 		Kind string `json:"kind"`
 	} `json:"comparisons"`
+	// Why is each boundary's attribution by ablation, in words.
+	Why []string `json:"why"`
 }
 
 // readTable reads a CSV file into rows by column name.
@@ -203,6 +206,9 @@ func drawExploreMap(p panel) ([]Figure, error) {
 				return nil, err
 			}
 		}
+	}
+	if len(facts.Why) > 0 {
+		caption += " Why (each boundary's neighbours measured again with one impairment removed; explore-why.csv, the runs in ablation/): " + strings.Join(facts.Why, ". ") + "."
 	}
 	pl.Legend.Top = true
 	fig, err := render(pl, p.dir, p.stem, title, caption, figW, figH)

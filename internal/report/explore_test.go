@@ -41,6 +41,10 @@ func TestExploreMapDrawsStripAndPlane(t *testing.T) {
 		if len(m.Boundaries) == 0 {
 			t.Fatalf("%d parameters: no boundary to draw:\n%s", len(params), m.Answer())
 		}
+		// The why's line, as tlab explore's ablations would say it,
+		// goes under the map.
+		const why = "the boundary at link.loss = 2% is loss's: without jitter it stays"
+		m.Why = &explore.Explanation{Whys: []explore.Why{{Boundary: m.Boundaries[0], Says: why}}}
 		if err := m.WriteFiles(dir); err != nil {
 			t.Fatal(err)
 		}
@@ -54,6 +58,9 @@ func TestExploreMapDrawsStripAndPlane(t *testing.T) {
 		}
 		if len(figs) != 1 || !strings.HasPrefix(figs[0].Title, want) || len(figs[0].SVG) == 0 {
 			t.Errorf("%d parameters: %d figures, title %q; want one titled %q", len(params), len(figs), figs[0].Title, want)
+		}
+		if !strings.Contains(figs[0].Caption, why) {
+			t.Errorf("%d parameters: the caption lacks the why: %s", len(params), figs[0].Caption)
 		}
 	}
 	// A run that is no exploration draws nothing, without an error.
