@@ -123,6 +123,12 @@ type Scenario struct {
 	plotKinds []string
 	settings  proto.Settings
 	beside    []BesideFlow
+	// cell: one point of a matrix (a cell's scenario, or a swept value
+	// checked alone), whose requirements the whole scenario judges.
+	cell bool
+	// unjudged are the warnings about requirements no cell produces,
+	// found on the whole scenario and carried by every cell's.
+	unjudged []string
 }
 
 // Metrics choose optional statistics.
@@ -168,12 +174,13 @@ func Parse(file string, data []byte, overrides ...string) (*Scenario, error) {
 			return nil, fmt.Errorf("--set %s: %w", k, err)
 		}
 	}
-	return decode(file, root)
+	return decode(file, root, false)
 }
 
-// decode turns a node tree into a validated scenario.
-func decode(file string, root *yaml.Node) (*Scenario, error) {
-	s := &Scenario{}
+// decode turns a node tree into a validated scenario; cell marks one point
+// of a matrix.
+func decode(file string, root *yaml.Node, cell bool) (*Scenario, error) {
+	s := &Scenario{cell: cell}
 	src, auto := withAutoRepetitions(root)
 	if err := strictyaml.Decode(file, src, s); err != nil {
 		return nil, err
@@ -341,6 +348,11 @@ func (s *Scenario) validate() error {
 	s.settings = settings
 	if err := s.validateMatrix(); err != nil {
 		return err
+	}
+	if !s.cell {
+		if err := s.checkRequirementsProduced(); err != nil {
+			return err
+		}
 	}
 	return s.checkSections()
 }
@@ -660,7 +672,7 @@ func (s *Scenario) with(keys []string, vals []*yaml.Node) (*Scenario, error) {
 	// is one point.
 	removeKey(root, "matrix")
 	removeKey(root, "explore")
-	return decode(s.file, root)
+	return decode(s.file, root, true)
 }
 
 // Cells expands the matrix, profiles, protocols and repetitions into the
@@ -684,6 +696,7 @@ func (s *Scenario) Cells() ([]Cell, error) {
 			if err != nil {
 				return nil, err
 			}
+			inst.warnings = append(inst.warnings, s.unjudged...)
 			var params []results.Param
 			for i, k := range keys {
 				params = append(params, results.Param{Key: k, Value: combo[i].Value})
