@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 	"tlab/internal/advise"
 	"tlab/internal/cross"
 	"tlab/internal/metrics"
+	"tlab/internal/results"
 	"tlab/internal/workload"
 )
 
@@ -54,9 +56,8 @@ func (s *Scenario) checkRequirementsProduced() error {
 			}
 		}
 		w := s.errAt([]any{"require", i}, "require %s: no cell of this scenario produces %s: %s, so no stack can be judged on it", text, req.Metric, why)
-		s.unjudged = append(s.unjudged, w.Error())
+		s.whole = append(s.whole, w.Error())
 	}
-	s.warnings = append(s.warnings, s.unjudged...)
 	return nil
 }
 
@@ -101,4 +102,28 @@ func (s *Scenario) workloadInfos() ([]workload.Info, error) {
 		infos = append(infos, w.Info())
 	}
 	return infos, nil
+}
+
+// checkFixed finds a plot that fixes a key the matrix does not sweep, or a
+// value it does not take: no row would be drawn. A cell's scenario (no
+// matrix) has nothing to check.
+func (s *Scenario) checkFixed(spec results.PlotSpec) error {
+	if s.cell {
+		return nil
+	}
+	keys, vals := s.matrix()
+	for _, f := range spec.Fixed {
+		i := slices.Index(keys, f.Key)
+		if i < 0 {
+			return fmt.Errorf("%s is not swept (the matrix sweeps %s)", f.Key, strings.Join(keys, ", "))
+		}
+		var values []string
+		for _, v := range vals[i] {
+			values = append(values, v.Value)
+		}
+		if !slices.Contains(values, f.Value) {
+			return fmt.Errorf("%s takes %s, not %s", f.Key, strings.Join(values, ", "), f.Value)
+		}
+	}
+	return nil
 }

@@ -73,3 +73,36 @@ func TestPresetsRequireWhatTheyMeasure(t *testing.T) {
 		}
 	}
 }
+
+// TestPlotsFixSweptValues: a plots entry may fix swept values
+// ("delay_box@workload.interval=25ms", study A's Fig. 1 at d = 25 ms);
+// a key the matrix does not sweep, or a value it does not take, draws
+// nothing and is warned of (not refused: --set matrix=... may sweep
+// other keys than a preset's figures fix); an unknown kind is refused.
+func TestPlotsFixSweptValues(t *testing.T) {
+	src := base + "matrix:\n  workload.interval: [5ms, 25ms]\n  workload.payload: [128, 256]\nplots: [PLOT]\n"
+	for plot, want := range map[string]string{
+		"delay_box@workload.interval=25ms":                        "",
+		"jitter_bars@workload.interval=25ms&workload.payload=256": "",
+		"delay_box@workload.interval=7ms":                         "warning",
+		"delay_box@link.loss=1%":                                  "warning",
+		"nonsense@workload.interval=25ms":                         "error",
+	} {
+		s, err := Parse("p.yaml", []byte(strings.Replace(src, "PLOT", plot, 1)))
+		got := ""
+		switch {
+		case err != nil:
+			got = "error"
+		default:
+			cells, _ := s.Cells()
+			for _, w := range CellWarnings(cells) {
+				if strings.Contains(w, "draws nothing") {
+					got = "warning"
+				}
+			}
+		}
+		if got != want {
+			t.Errorf("plots: [%s]: %q (%v), want %q", plot, got, err, want)
+		}
+	}
+}

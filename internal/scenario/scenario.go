@@ -126,9 +126,9 @@ type Scenario struct {
 	// cell: one point of a matrix (a cell's scenario, or a swept value
 	// checked alone), whose requirements the whole scenario judges.
 	cell bool
-	// unjudged are the warnings about requirements no cell produces,
-	// found on the whole scenario and carried by every cell's.
-	unjudged []string
+	// whole are the warnings found on the whole scenario (a requirement
+	// no cell produces, a figure no row fits), carried by every cell's.
+	whole []string
 }
 
 // Metrics choose optional statistics.
@@ -303,8 +303,17 @@ func (s *Scenario) validate() error {
 		return s.errAt([]any{"order"}, "order %q: want fixed or random", s.Order)
 	}
 	for i, p := range s.Plots {
-		if !slices.Contains(s.plotKinds, p) && s.plotKinds != nil {
-			return s.errAt([]any{"plots", i}, "plot %q: want one of %s", p, strings.Join(s.plotKinds, ", "))
+		spec, err := results.ParsePlotSpec(p)
+		if err != nil {
+			return s.errAt([]any{"plots", i}, "%v", err)
+		}
+		if !slices.Contains(s.plotKinds, spec.Kind) && s.plotKinds != nil {
+			return s.errAt([]any{"plots", i}, "plot %q: want one of %s", spec.Kind, strings.Join(s.plotKinds, ", "))
+		}
+		if err := s.checkFixed(spec); err != nil {
+			// A warning, not a refusal: --set matrix=... may sweep other
+			// keys than a preset's figures fix.
+			s.whole = append(s.whole, s.errAt([]any{"plots", i}, "plot %q draws nothing: %v", p, err).Error())
 		}
 	}
 	for i, r := range s.Require {
@@ -354,6 +363,7 @@ func (s *Scenario) validate() error {
 			return err
 		}
 	}
+	s.warnings = append(s.warnings, s.whole...)
 	return s.checkSections()
 }
 
@@ -696,7 +706,7 @@ func (s *Scenario) Cells() ([]Cell, error) {
 			if err != nil {
 				return nil, err
 			}
-			inst.warnings = append(inst.warnings, s.unjudged...)
+			inst.warnings = append(inst.warnings, s.whole...)
 			var params []results.Param
 			for i, k := range keys {
 				params = append(params, results.Param{Key: k, Value: combo[i].Value})
