@@ -25,6 +25,11 @@ func runFlowsim(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	cwnd := fs.Int("initial-cwnd", 10, "the simulator's initial congestion window, packets (its quic-go model always uses quic-go's 32)")
 	consume := fs.String("consume-rate", "0", "application read rate (e.g. 50Mbit); 0 reads at once (simulator only)")
 	seed := fs.Uint64("seed", 1, "seed of the loss decisions")
+	streamWindow := fs.String("stream-window", "", "each stream's initial receive window, e.g. 8KiB (default: the scenario's, the study's)")
+	streamUpper := fs.String("stream-upper", "", "each stream's upper bound for the window, e.g. 512KiB (default: the scenario's, the study's stated bound)")
+	connWindow := fs.String("conn-window", "", "the connection's initial receive window (default: the scenario's)")
+	connUpper := fs.String("conn-upper", "", "the connection's upper bound for the window (default: the scenario's)")
+	size := fs.String("size", "", "the data each stream carries, e.g. 5MB (default: the scenario's; not with size-sweep, whose sizes are its sweep)")
 	real := fs.Bool("real", false, "also measure quic-go through the emulated link (needs root or a user namespace)")
 	mode := fs.String("emulator-mode", "", "emulator timer mode with --real: busy (default) or sleep")
 	asJSON := fs.Bool("json", false, "print one object per allowance (and size) as JSON")
@@ -65,6 +70,38 @@ func runFlowsim(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if *real {
 		if code, handled := ensurePrivileges(append([]string{"flowsim"}, args...), stderr); handled {
 			return code
+		}
+	}
+	if *size != "" && *name == "size-sweep" {
+		fmt.Fprintf(stderr, "tlab flowsim: --size: size-sweep sweeps the data size; give another scenario\n")
+		return exitUsage
+	}
+	for _, o := range []struct {
+		flag, value string
+		set         func(c *flowsim.Config, v int64)
+	}{
+		{"stream-window", *streamWindow, func(c *flowsim.Config, v int64) { c.StreamWindow = v }},
+		{"stream-upper", *streamUpper, func(c *flowsim.Config, v int64) { c.StreamUpper = v }},
+		{"conn-window", *connWindow, func(c *flowsim.Config, v int64) { c.ConnWindow = v }},
+		{"conn-upper", *connUpper, func(c *flowsim.Config, v int64) { c.ConnUpper = v }},
+		{"size", *size, func(c *flowsim.Config, v int64) { c.BytesPerStream = v }},
+	} {
+		if o.value == "" {
+			continue
+		}
+		v, err := units.ParseSize(o.value)
+		if err != nil || v < 1 {
+			fmt.Fprintf(stderr, "tlab flowsim: --%s %q: want a positive size such as 512KiB\n", o.flag, o.value)
+			return exitUsage
+		}
+		for i := range cfgs {
+			o.set(&cfgs[i], int64(v))
+		}
+	}
+	for _, c := range cfgs {
+		if err := c.Validate(); err != nil {
+			fmt.Fprintf(stderr, "tlab flowsim: %s: %v\n", c.Name, err)
+			return exitUsage
 		}
 	}
 	for i := range cfgs {

@@ -28,6 +28,29 @@ func sent(in *Input) float64 {
 	return float64(n)
 }
 
+// sessionsUsed counts the connections the window used: the ones the
+// client established in it (fact conns_opened) and the ones established
+// before it that carried one of its requests. A client numbers its
+// connections in the order it first uses them, so the latter are the
+// window's connection numbers up to the highest the warm-up used (fact
+// warmup_conn_id_max; none without a warm-up, whose window holds the
+// first connection's dial).
+func sessionsUsed(in *Input) float64 {
+	opened := in.Fact("conns_opened")
+	if math.IsNaN(opened) {
+		return math.NaN()
+	}
+	carried := map[int]bool{}
+	if last, ok := in.Facts["warmup_conn_id_max"]; ok {
+		for _, r := range in.Records {
+			if !Unsent(r) && r.ConnID > 0 && float64(r.ConnID) <= last {
+				carried[r.ConnID] = true
+			}
+		}
+	}
+	return opened + float64(len(carried))
+}
+
 func ratio(a, b float64) float64 {
 	if b == 0 {
 		return math.NaN()
@@ -164,8 +187,8 @@ func init() {
 			Definition: "All bytes delivered to the client during the window divided by the responses it received.",
 			Compute:    func(in *Input) float64 { return ratio(in.Bytes(in.Down.TxBytes), float64(len(in.Delays())+in.removed)) }},
 		{Name: "conns_per_1000", Kind: Measured, Header: "CONN/1000", Precision: 1,
-			Definition: "Transport connections the client established during the window per 1000 requests sent.",
-			Compute:    func(in *Input) float64 { return ratio(in.Fact("conns_opened")*1000, sent(in)) }},
+			Definition: "Transport connections (sessions) used during the window per 1000 requests sent, as study A counts the sessions \"used during each experiment\": those the client established in the window, and those it opened before (in the warm-up) that carried a request in it, so one connection kept throughout counts once. Its mean over repetitions is the study's average over a series of experiments.",
+			Compute:    func(in *Input) float64 { return ratio(sessionsUsed(in)*1000, sent(in)) }},
 		{Name: "late_sends", Kind: Measured, Header: "LATE",
 			Definition: "Requests sent more than 1 ms after their schedule.",
 			Compute: func(in *Input) float64 {

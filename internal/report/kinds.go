@@ -441,10 +441,12 @@ func fractionBelow(cdf plotter.XYs, x float64) float64 {
 }
 
 func init() {
+	registerPlot(bySizeKind("pkt_rtt_by_size", "pkt_rtt_mean_ms", "packet round trip, mean (ms)", "Packet round trip by frame size",
+		"Study E's RTT, packet level as its probes saw it: the mean client-to-server packet delay plus the mean server-to-client one (pkt_rtt_mean_ms), by frame size; one line per protocol. The frame round trip below is tlab's per-frame figure."))
 	registerPlot(bySizeKind("rtt_by_size", "frame_rtt_p50_ms", "frame round trip, median (ms)", "Frame round trip by frame size",
-		"Median time from a frame's first byte sent to its result received (study E's RTT), by frame size; one line per protocol."))
-	registerPlot(bySizeKind("jitter_by_size", "pkt_jitter_ms", "packet delay variation (ms)", "Jitter by frame size",
-		"Study E's jitter: the variation of the client-to-server packet delay over the whole run, the mean absolute difference between consecutive packets' one-way delays, every packet the link delivered and every transport alike (pkt_jitter_ms), by frame size."))
+		"Median time from a frame's first byte sent to its result received (tlab's per-frame figure; study E's RTT is packet level, the figure above), by frame size; one line per protocol."))
+	registerPlot(bySizeKind("jitter_by_size", "pkt_owd_std_ms", "packet delay spread, SD (ms)", "Jitter by frame size",
+		"Study E's jitter as tlab reads it: the spread (standard deviation) of the client-to-server packet delay over the whole run, every packet the link delivered and every transport alike (pkt_owd_std_ms), the statistic the study's network profiles were calibrated to; by frame size. The study cites Ferrari (1992) and does not say which statistic its probe reports; pkt_jitter_ms, the mean step between consecutive packets, is in the summary."))
 	registerPlot(bySizeKind("pkt_owd_by_size", "pkt_owd_p50_ms", "packet one-way delay, median (ms)", "Packet one-way delay by frame size",
 		"Median client-to-server one-way delay of every packet, as a passive probe on both ends (study E's Qosium) sees it, by frame size; the frame round trip above is tlab's per-frame figure."))
 	registerPlot(bySizeKind("throughput_by_size", "throughput_mbps", "throughput (Mbit/s)", "Client-to-server throughput by frame size",

@@ -120,8 +120,9 @@ func live(dir string, scored map[string]qoo.Result) (*Snapshot, error) {
 		r.Plots = Supported(r.Rows)
 	}
 	r.Plots = slices.DeleteFunc(slices.Clone(r.Plots), func(kind string) bool {
-		k, ok := plotKinds[kind]
-		return !ok || slices.Contains(k.Needs, "records")
+		spec, err := results.ParsePlotSpec(kind)
+		k, ok := plotKinds[spec.Kind]
+		return err != nil || !ok || slices.Contains(k.Needs, "records")
 	})
 	if s.Figures, s.Notes, err = r.figures(""); err != nil {
 		return nil, fmt.Errorf("live view: %w", err)

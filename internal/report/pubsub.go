@@ -18,7 +18,7 @@ func init() {
 		Needs: []string{"completion_ms"}, Draw: drawCompletionBox})
 	registerPlot(PlotKind{Name: "xi", Doc: "ξ = mean Δ of a protocol over mean Δ of mqtt-tcp (or the first protocol), by the swept values, with 95 % bootstrap intervals (study D)",
 		Needs: []string{"completion_ms"}, Draw: drawXi})
-	registerPlot(PlotKind{Name: "xi_box", Doc: "ξ per repetition, the study's view: each repetition's Δ over the baseline's Δ in the same repetition (same seed), boxes Q1-Q3 with whiskers at 1.5 IQR, by the swept values (study D)",
+	registerPlot(PlotKind{Name: "xi_box", Doc: "ξ per repetition, the study's view: each repetition's Δ over the baseline's mean Δ over the repetitions (so the spread is the protocol's alone), boxes Q1-Q3 with whiskers at 1.5 IQR, by the swept values (study D)",
 		Needs: []string{"completion_ms"}, Draw: drawXiBox})
 	registerPlot(PlotKind{Name: "reconnect_box", Doc: "Δ+ per repetition, the study's view: the first reconnection's Δ+ (the cell's second connection) over repetitions, boxes Q1-Q3 with whiskers at 1.5 IQR, by the swept values (study D)",
 		Needs: []string{"reconnect_first_ms"}, Draw: drawReconnectBox})
@@ -133,8 +133,8 @@ func repetitionBoxes(p panel, field, ylabel, title, caption string) ([]Figure, e
 }
 
 // drawXiBox draws ξ as the study did: one ratio per repetition, each
-// protocol's Δ over the baseline's Δ of the same repetition (the same
-// seed: both met the same loss pattern), as boxes.
+// protocol's Δ over the baseline's mean Δ over the repetitions, as boxes
+// (the spread is the protocol's alone).
 func drawXiBox(p panel) ([]Figure, error) {
 	q, cat := p.definedFor("completion_ms")
 	if len(q.protos) < 2 {
@@ -166,16 +166,31 @@ func drawXiBox(p panel) ([]Figure, error) {
 		}
 	}
 	why := baselineWhy(named)
-	pl := groupedBoxes(q.cats, series, boxes, q.xLabel(), "ξ = T / T("+ref+") per repetition")
+	pl := groupedBoxes(q.cats, series, boxes, q.xLabel(), "ξ = T / mean T("+ref+") per repetition")
 	fig, err := render(pl, p.dir, p.stem, "Completion ratio ξ per repetition against "+ref+", "+p.profile,
-		"Each repetition's completion time Δ over "+ref+"'s ("+why+") in the same repetition, which met the same seeded loss: boxes from the first to the third quartile with the median, whiskers at the furthest repetition within 1.5 IQR (study D's view; the xi figure shows the ratio of the means with its interval).", figW, figH)
+		"Each repetition's completion time Δ over "+ref+"'s ("+why+") mean Δ over the repetitions, as the study divided by the average TCP time, so the spread is the protocol's alone: boxes from the first to the third quartile with the median, whiskers at the furthest repetition within 1.5 IQR (study D's view; the xi figure shows the ratio of the means with its interval).", figW, figH)
 	return []Figure{fig}, err
 }
 
-// repetitionRatios pairs two protocols' values by repetition and returns
-// other / base for each repetition both have, in repetition order: the
-// study's ξ per repetition, not a ratio of means.
+// repetitionRatios returns, for each repetition of other in repetition
+// order, its value over the mean of base's values: study D's ξ per
+// repetition divides each QUIC repetition by the *average* TLS time, "so
+// the variability ... reflects that seen with the QUIC protocol" alone.
+// NaN values (failed repetitions) are left out on both sides; with no
+// positive baseline mean there is no ratio.
 func repetitionRatios(base, other map[int]float64) []float64 {
+	var sum float64
+	var n int
+	for _, b := range base {
+		if !math.IsNaN(b) {
+			sum += b
+			n++
+		}
+	}
+	if n == 0 || sum <= 0 {
+		return nil
+	}
+	mean := sum / float64(n)
 	reps := make([]int, 0, len(other))
 	for rep := range other {
 		reps = append(reps, rep)
@@ -183,8 +198,8 @@ func repetitionRatios(base, other map[int]float64) []float64 {
 	slices.Sort(reps)
 	var out []float64
 	for _, rep := range reps {
-		if b, ok := base[rep]; ok && b > 0 && !math.IsNaN(other[rep]) {
-			out = append(out, other[rep]/b)
+		if v := other[rep]; !math.IsNaN(v) {
+			out = append(out, v/mean)
 		}
 	}
 	return out

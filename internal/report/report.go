@@ -272,8 +272,9 @@ func (r *Run) figures(dir string) ([]Figure, []string, error) {
 	profiles := ordered(r.Rows, func(s results.Summary) string { return s.Profile })
 	axis := comboAxis(r.Rows)
 	for _, kind := range r.Plots {
-		k, ok := plotKinds[kind]
-		if !ok {
+		spec, err := results.ParsePlotSpec(kind)
+		k, ok := plotKinds[spec.Kind]
+		if err != nil || !ok {
 			notes = append(notes, fmt.Sprintf("plot %q: this tlab does not know it", kind))
 			continue
 		}
@@ -281,24 +282,43 @@ func (r *Run) figures(dir string) ([]Figure, []string, error) {
 			notes = append(notes, fmt.Sprintf("plot %q: the rows lack %s", kind, strings.Join(missing, ", ")))
 			continue
 		}
+		// A figure at a study's fixed values (kind@key=value) draws the
+		// rows swept at them only, under a stem and title of its own.
+		stemKind, fixes := spec.Kind, spec.Fixes()
+		if fixes != "" {
+			stemKind = results.SafeName(kind)
+		}
+		drawn := 0
 		for pi, profile := range profiles {
 			var rows []results.Summary
 			for _, row := range r.Rows {
-				if row.Profile == profile {
+				if row.Profile == profile && spec.Keeps(row) {
 					rows = append(rows, row)
 				}
+			}
+			if len(rows) == 0 {
+				continue
 			}
 			pn := panel{
 				run: r, dir: dir, profile: profile, rows: rows, axis: axis,
 				cats:   ordered(rows, comboLabel),
 				protos: ordered(rows, func(s results.Summary) string { return s.Protocol }),
-				stem:   fmt.Sprintf("%s-%d-%s", kind, pi+1, results.SafeName(profile)),
+				stem:   fmt.Sprintf("%s-%d-%s", stemKind, pi+1, results.SafeName(profile)),
 			}
 			fs, err := k.Draw(pn)
 			if err != nil {
 				return nil, nil, fmt.Errorf("plot %s, %s: %w", kind, profile, err)
 			}
+			for i := range fs {
+				if fixes != "" {
+					fs[i].Title += " (" + fixes + ")"
+				}
+			}
+			drawn += len(fs)
 			figs = append(figs, fs...)
+		}
+		if drawn == 0 && fixes != "" {
+			notes = append(notes, fmt.Sprintf("plot %q: no row is swept at %s", kind, fixes))
 		}
 	}
 	return figs, notes, nil

@@ -124,6 +124,12 @@ type Scenario struct {
 	plotKinds []string
 	settings  proto.Settings
 	beside    []BesideFlow
+	// cell: one point of a matrix (a cell's scenario, or a swept value
+	// checked alone), whose requirements the whole scenario judges.
+	cell bool
+	// whole are the warnings found on the whole scenario (a requirement
+	// no cell produces, a figure no row fits), carried by every cell's.
+	whole []string
 }
 
 // Metrics choose optional statistics.
@@ -169,12 +175,13 @@ func Parse(file string, data []byte, overrides ...string) (*Scenario, error) {
 			return nil, fmt.Errorf("--set %s: %w", k, err)
 		}
 	}
-	return decode(file, root)
+	return decode(file, root, false)
 }
 
-// decode turns a node tree into a validated scenario.
-func decode(file string, root *yaml.Node) (*Scenario, error) {
-	s := &Scenario{}
+// decode turns a node tree into a validated scenario; cell marks one point
+// of a matrix.
+func decode(file string, root *yaml.Node, cell bool) (*Scenario, error) {
+	s := &Scenario{cell: cell}
 	src, auto := withAutoRepetitions(root)
 	if err := strictyaml.Decode(file, src, s); err != nil {
 		return nil, err
@@ -299,8 +306,17 @@ func (s *Scenario) validate() error {
 		return s.errAt([]any{"order"}, "order %q: want fixed or random", s.Order)
 	}
 	for i, p := range s.Plots {
-		if !slices.Contains(s.plotKinds, p) && s.plotKinds != nil {
-			return s.errAt([]any{"plots", i}, "plot %q: want one of %s", p, strings.Join(s.plotKinds, ", "))
+		spec, err := results.ParsePlotSpec(p)
+		if err != nil {
+			return s.errAt([]any{"plots", i}, "%v", err)
+		}
+		if !slices.Contains(s.plotKinds, spec.Kind) && s.plotKinds != nil {
+			return s.errAt([]any{"plots", i}, "plot %q: want one of %s", spec.Kind, strings.Join(s.plotKinds, ", "))
+		}
+		if err := s.checkFixed(spec); err != nil {
+			// A warning, not a refusal: --set matrix=... may sweep other
+			// keys than a preset's figures fix.
+			s.whole = append(s.whole, s.errAt([]any{"plots", i}, "plot %q draws nothing: %v", p, err).Error())
 		}
 	}
 	for i, r := range s.Require {
@@ -348,6 +364,12 @@ func (s *Scenario) validate() error {
 	if err := s.checkCellCount(); err != nil {
 		return err
 	}
+	if !s.cell {
+		if err := s.checkRequirementsProduced(); err != nil {
+			return err
+		}
+	}
+	s.warnings = append(s.warnings, s.whole...)
 	return s.checkSections()
 }
 
@@ -707,7 +729,7 @@ func (s *Scenario) with(keys []string, vals []*yaml.Node) (*Scenario, error) {
 	// is one point.
 	removeKey(root, "matrix")
 	removeKey(root, "explore")
-	return decode(s.file, root)
+	return decode(s.file, root, true)
 }
 
 // Cells expands the matrix, profiles, protocols and repetitions into the
@@ -734,6 +756,7 @@ func (s *Scenario) Cells() ([]Cell, error) {
 			if err != nil {
 				return nil, err
 			}
+			inst.warnings = append(inst.warnings, s.whole...)
 			var params []results.Param
 			for i, k := range keys {
 				params = append(params, results.Param{Key: k, Value: combo[i].Value})

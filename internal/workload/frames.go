@@ -74,7 +74,7 @@ func init() {
 				return ratioPct(lost, len(in.Records))
 			}},
 		{Name: "frame_rtt_p50_ms", Kind: metrics.Measured, Unit: "ms", Header: "RTT P50 ms", Precision: 2,
-			Definition: "Median frame round trip: from the frame's first byte sent to its result received (study E's RTT). A frame whose result never came counts as beyond any bound (`inf` when the percentile falls among them).", Compute: delayQ(0.5)},
+			Definition: "Median frame round trip: from the frame's first byte sent to its result received (tlab's per-frame figure; study E's RTT is packet level, pkt_rtt_mean_ms). A frame whose result never came counts as beyond any bound (`inf` when the percentile falls among them).", Compute: delayQ(0.5)},
 		{Name: "frame_rtt_p95_ms", Kind: metrics.Measured, Unit: "ms", Header: "RTT P95 ms", Precision: 2, Definition: "95th percentile of the frame round trip.", Compute: delayQ(0.95)},
 		{Name: "frame_rtt_p99_ms", Kind: metrics.Measured, Unit: "ms", Header: "RTT P99 ms", Precision: 2, Definition: "99th percentile of the frame round trip.", Compute: delayQ(0.99)},
 		{Name: "frame_rtt_mean_ms", Kind: metrics.Measured, OverCompleted: true, Unit: "ms", Header: "RTT MEAN ms", Precision: 2, Definition: "Mean frame round trip of the frames whose result came (`frames_lost_pct` counts the others).",
@@ -178,10 +178,10 @@ func (f Frames) Info() Info {
 		Needs:   proto.CapFrames,
 		Metrics: []string{"frames", "frames_lost_pct", "failed_pct", "frame_rtt_p50_ms", "frame_rtt_p95_ms", "frame_rtt_p99_ms", "frame_rtt_mean_ms",
 			"delay_p50_ci_low_ms", "delay_p50_ci_high_ms", "delay_p95_ci_low_ms", "delay_p95_ci_high_ms", "deadline_miss_pct", "owd_p50_ms", "owd_p99_ms", "owd_offset_uncertainty_ms", "jitter_rfc3550_ms",
-			"pkt_owd_mean_ms", "pkt_owd_p50_ms", "pkt_owd_p99_ms", "pkt_owd_std_ms", "pkt_jitter_ms", "pkt_owd_queued_mean_ms", "pkt_owd_queued_p99_ms", "packets_lost_pct", "throughput_mbps", "late_sends"},
-		Table:    []string{"frames", "frames_lost_pct", "frame_rtt_p50_ms", "frame_rtt_p99_ms", "deadline_miss_pct", "pkt_owd_p50_ms", "pkt_jitter_ms", "packets_lost_pct", "throughput_mbps"},
+			"pkt_owd_mean_ms", "pkt_owd_p50_ms", "pkt_owd_p99_ms", "pkt_owd_std_ms", "pkt_jitter_ms", "pkt_rtt_mean_ms", "pkt_owd_queued_mean_ms", "pkt_owd_queued_p99_ms", "packets_lost_pct", "throughput_mbps", "late_sends"},
+		Table:    []string{"frames", "frames_lost_pct", "frame_rtt_p50_ms", "frame_rtt_p99_ms", "deadline_miss_pct", "pkt_rtt_mean_ms", "pkt_owd_p50_ms", "pkt_owd_std_ms", "packets_lost_pct", "throughput_mbps"},
 		Columns:  []string{"owd_ms", "packets_sent", "packets_arrived", "deadline_miss"},
-		Plots:    []string{"rtt_by_size", "pkt_owd_by_size", "jitter_by_size", "throughput_by_size", "delay_cdf"},
+		Plots:    []string{"pkt_rtt_by_size", "rtt_by_size", "pkt_owd_by_size", "jitter_by_size", "throughput_by_size", "delay_cdf"},
 		Describe: fmt.Sprintf("Frames of %d B at %g Hz, open loop, a %d B result each", f.Size, f.FPS, f.ResultSize),
 		Offered:  Offered{UpBps: float64(f.Size) * 8 * f.FPS, DownBps: float64(f.ResultSize) * 8 * f.FPS, UpParam: "size", DownParam: "result_size", UpMessage: f.Size, DownMessage: f.ResultSize},
 	}

@@ -144,8 +144,24 @@ func (p Periodic) Run(ctx context.Context, env *Env) error {
 		connsAtStart.Store(int64(client.Connections()))
 		env.StartWindow()
 	}
-	err = p.Drive(ctx, client, env.Emit)
+	// The highest connection the warm-up's requests used: connections up
+	// to it that carry a measured request are sessions the window used
+	// without opening them (study A counts every session used).
+	var warmupConnMax atomic.Int64
+	emit := func(r results.Record) {
+		for id := int64(r.ConnID); r.Warmup; {
+			cur := warmupConnMax.Load()
+			if id <= cur || warmupConnMax.CompareAndSwap(cur, id) {
+				break
+			}
+		}
+		env.Emit(r)
+	}
+	err = p.Drive(ctx, client, emit)
 	env.Note("conns_opened", float64(int64(client.Connections())-connsAtStart.Load()))
+	if p.Warmup >= p.Interval {
+		env.Note("warmup_conn_id_max", float64(warmupConnMax.Load()))
+	}
 	return err
 }
 

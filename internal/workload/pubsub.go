@@ -273,10 +273,11 @@ func (p PubSub) Info() Info {
 		Metrics: []string{"messages", "messages_failed", "failed_pct", "completion_ms", "reconnect_ms", "reconnect_first_ms", "reconnect_p50_ms", "reconnect_p95_ms",
 			"message_latency_p50_ms", "message_latency_p95_ms", "message_latency_p99_ms", "message_latency_mean_ms",
 			"delay_p50_ci_low_ms", "delay_p50_ci_high_ms", "used_0rtt", "resumed", "wire_bytes_per_message", "publishers"},
-		Table:    pubsubTable,
-		Columns:  []string{"latency_ms", "session_ms"},
-		Plots:    pubsubPlots,
-		Describe: p.describe(),
+		Undefined: p.undefined(),
+		Table:     pubsubTable,
+		Columns:   []string{"latency_ms", "session_ms"},
+		Plots:     pubsubPlots,
+		Describe:  p.describe(),
 	}
 }
 
@@ -287,6 +288,16 @@ var (
 	pubsubTable = []string{"messages", "messages_failed", "completion_ms", "reconnect_ms", "message_latency_p50_ms", "message_latency_p95_ms", "used_0rtt", "resumed", "wire_bytes_per_message"}
 	pubsubPlots = []string{"completion_box", "xi", "xi_box", "reconnect_by_network", "reconnect_box", "delay_cdf"}
 )
+
+// undefined are the metrics the pattern cannot produce: Δ is pattern
+// A's (stop-and-wait, one connection), Δ+ pattern B's (a new connection
+// per message).
+func (p PubSub) undefined() []string {
+	if p.Pattern == PatternReconnect {
+		return []string{"completion_ms"}
+	}
+	return []string{"reconnect_ms", "reconnect_first_ms", "reconnect_p50_ms", "reconnect_p95_ms"}
+}
 
 func (p PubSub) describe() string {
 	what := fmt.Sprintf("%d messages of %d B stop-and-wait on one connection; delay = publish → delivery; Δ = first publish → last delivery", p.Messages, p.Size)

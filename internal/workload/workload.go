@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -64,6 +65,11 @@ type Info struct {
 	// Metrics are the registered metrics the workload's summaries have,
 	// in column order; Table is the subset for the terminal table.
 	Metrics, Table []string
+	// Undefined are the metrics of Metrics that this configuration leaves
+	// NaN in every cell (study D's Δ+ under the stop-and-wait pattern):
+	// the columns stay, so that a scenario sweeping the configuration has
+	// one set of columns, but a requirement on one cannot be judged.
+	Undefined []string
 	// Columns are the workload's own record columns (Record.Extra).
 	Columns []string
 	// Plots are the plot kinds (see tlab plots) that suit the workload's
@@ -82,6 +88,13 @@ type Info struct {
 	// scenario to compare with the link (zero: not known, or saturating
 	// by design as bulk is).
 	Offered Offered
+}
+
+// Produces tells whether the workload's summaries can hold a value of the
+// metric: it is one of Metrics and not one this configuration leaves
+// undefined.
+func (i Info) Produces(metric string) bool {
+	return slices.Contains(i.Metrics, metric) && !slices.Contains(i.Undefined, metric)
 }
 
 // Offered is a workload's payload rate from its first role outward (Up)
