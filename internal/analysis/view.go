@@ -59,6 +59,10 @@ func (v *View) HasRecords() bool {
 	return err == nil
 }
 
+// ErrNoColumn says the records lack a column a step asked for (or the
+// step did not declare it): a step whose column is optional skips the run.
+var ErrNoColumn = errors.New("the records have no such column (or no step declared it)")
+
 // Records hands fn each record with the number columns named by need, as
 // results.ScanRecords would from the file: a column no step declared (in
 // Step.Columns) or the file lacks is an error naming it.
@@ -69,7 +73,7 @@ func (v *View) Records(need []string, fn func(results.RecordRow) error) error {
 	idx := make([]int, len(need))
 	for i, c := range need {
 		if idx[i] = slices.Index(v.cols, c); idx[i] < 0 {
-			return fmt.Errorf("%s: no column %s", v.recordsPath(), c)
+			return fmt.Errorf("%s: no column %s: %w", v.recordsPath(), c, ErrNoColumn)
 		}
 	}
 	row := results.RecordRow{Values: make([]float64, len(need))}
