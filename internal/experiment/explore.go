@@ -38,6 +38,8 @@ type Exploration struct {
 	Budget *explore.Budget
 
 	NoCalibration, NoReport bool
+	// Render renders the report (report.Render; nil: none).
+	Render Renderer
 	// Quality is the rule that re-runs disturbed cells (as Run's).
 	Quality  string
 	Progress func(Progress)
@@ -146,7 +148,11 @@ func (e Exploration) Execute(ctx context.Context) (Explored, error) {
 	if err != nil {
 		return out, err
 	}
-	done, err := Analyze(out.Dir, reqs, e.NoReport)
+	render := e.Render
+	if e.NoReport {
+		render = nil
+	}
+	done, err := Analyze(out.Dir, reqs, render)
 	out.Report = done.Report
 	return out, err
 }
