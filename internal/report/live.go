@@ -77,14 +77,14 @@ func live(dir string, scored map[string]qoo.Result) (*Snapshot, error) {
 		return nil, fmt.Errorf("live view: %w", err)
 	}
 	r := runOf(dir, m)
-	if _, err := os.Stat(filepath.Join(dir, results.SummaryJSON)); err == nil {
-		var params []string
-		if m != nil {
-			params = m.Params
-		}
-		if r.Rows, err = results.ReadSummaries(filepath.Join(dir, results.SummaryJSON), params); err != nil {
-			return nil, fmt.Errorf("live view: %w", err)
-		}
+	// The rows so far: the complete cells' while the run goes on
+	// (summary.json is written at its end), none before the first.
+	var params []string
+	if m != nil {
+		params = m.Params
+	}
+	if r.Rows, err = results.Rows(dir, m, params); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("live view: %w", err)
 	}
 	s := &Snapshot{Run: r}
 	s.Progress, err = readProgress(dir, m, time.Now())
