@@ -2,14 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"tlab/internal/advise"
+	"tlab/internal/analysis"
 	"tlab/internal/qoo"
 	"tlab/internal/results"
 )
@@ -37,31 +38,28 @@ func runAdvise(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tlab advise: %v\n", err)
 		return exitUsage
 	}
-	var profile qoo.Profile
+	var profile *qoo.Profile
 	if *qooFlag != "" {
-		if profile, err = qoo.Resolve(*qooFlag); err != nil {
+		p, err := qoo.Resolve(*qooFlag)
+		if err != nil {
 			fmt.Fprintf(stderr, "tlab advise: --qoo: %v\n", err)
 			return exitUsage
 		}
+		profile = &p
 	}
 	r, err := results.Open(pos[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "tlab advise: %v\n", err)
 		return exitUsage
 	}
-	answers := advise.Skeleton(r.Rows)
-	if len(parsed) > 0 {
-		if answers, err = advise.Evaluate(r.Rows, parsed); err != nil {
-			fmt.Fprintf(stderr, "tlab advise: %v\n", err)
-			return exitUsage
-		}
-	}
-	if *qooFlag != "" {
-		scores, err := qoo.CellScores(filepath.Join(r.Dir, results.RecordsFile), profile)
-		if err != nil {
-			return errorExit(stderr, fmt.Errorf("--qoo needs the run's records: %w", err))
-		}
-		advise.WithQoO(answers, r.Rows, profile.ID, scores)
+	answers, err := analysis.Ask(r, parsed, profile)
+	var scoring *analysis.ScoreError
+	switch {
+	case errors.As(err, &scoring):
+		return errorExit(stderr, fmt.Errorf("--qoo needs the run's records: %w", scoring.Err))
+	case err != nil:
+		fmt.Fprintf(stderr, "tlab advise: %v\n", err)
+		return exitUsage
 	}
 	if *asJSON {
 		if c := writeJSON(stdout, answers); c != exitOK {
@@ -71,8 +69,8 @@ func runAdvise(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		if len(parsed) > 0 {
 			printAnswers(stdout, answers)
 		}
-		if *qooFlag != "" {
-			printQoO(stdout, profile, answers)
+		if profile != nil {
+			printQoO(stdout, *profile, answers)
 		}
 	}
 	if len(parsed) == 0 || advise.Met(answers) {

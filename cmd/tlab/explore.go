@@ -13,6 +13,7 @@ import (
 
 	"tlab/internal/experiment"
 	"tlab/internal/explore"
+	"tlab/internal/report"
 	"tlab/internal/scenario"
 	"tlab/internal/units"
 )
@@ -40,7 +41,7 @@ func runExplore(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "tlab explore: give a scenario file or preset, or --resume DIR")
 		return exitUsage
 	}
-	ex := experiment.Exploration{Sets: sets, Out: *out, Resume: *resume, NoCalibration: *noCal, NoReport: *noReport, NoWhy: *noWhy || !*why, Quality: *quality,
+	ex := experiment.Exploration{Sets: sets, Out: *out, Resume: *resume, NoCalibration: *noCal, NoReport: *noReport, NoWhy: *noWhy || !*why, Render: report.Render, Quality: *quality,
 		Progress: progressPrinter(stderr), Log: stderr}
 	if len(pos) == 1 {
 		ex.NameOrFile = pos[0]

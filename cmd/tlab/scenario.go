@@ -81,7 +81,7 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 		AllowCommands: o.allowCommands, CommandsAs: commandsAs,
 		Scenario: o.scenario, NameOrFile: o.nameOrFile, Sets: o.sets, Resume: o.resume, Out: o.out,
 		Temporary: o.adhoc && o.out == "", ResumeExisting: o.resumeExisting, Shard: o.shard,
-		NoCalibration: o.noCal, RequireCalibration: o.requireCal, NoReport: o.noReport, Quality: o.quality,
+		NoCalibration: o.noCal, RequireCalibration: o.requireCal, NoReport: o.noReport, Render: report.Render, Quality: o.quality,
 		Remote: o.remote, Replay: o.replay, Requirements: o.require,
 		Progress: progressPrinter(stderr), Log: stderr,
 		Ready: func(r experiment.Ready) error {
@@ -226,7 +226,11 @@ func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tlab %v\n", err)
 		return exitUsage
 	}
-	if _, err := experiment.Analyze(*out, nil, *noReport); err != nil {
+	render := experiment.Renderer(report.Render)
+	if *noReport {
+		render = nil
+	}
+	if _, err := experiment.Analyze(*out, nil, render); err != nil {
 		return errorExit(stderr, err)
 	}
 	fmt.Fprintf(stdout, "merged %d run directories into %s\n", len(pos), *out)
@@ -309,7 +313,7 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "tlab report: give a results directory")
 		return exitUsage
 	}
-	done, err := experiment.Analyze(pos[0], nil, false)
+	done, err := experiment.Analyze(pos[0], nil, report.Render)
 	if err != nil {
 		if errors.Is(err, experiment.ErrReport) {
 			return errorExit(stderr, err)

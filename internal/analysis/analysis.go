@@ -10,13 +10,7 @@
 package analysis
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"slices"
 
 	"tlab/internal/advise"
 	"tlab/internal/qoo"
@@ -59,9 +53,13 @@ type Analysis struct {
 	// against (the manifest's), nil without one.
 	QoO     *qoo.Profile
 	Answers []advise.Answer
+	// Files are the files Write wrote, in the steps' order.
+	Files []string
 	// compared says comparisons were possible (records or repetitions):
 	// comparisons.csv is written then, even when empty.
 	compared bool
+	// outputs are the results of steps the report does not know, by name.
+	outputs map[string]any
 }
 
 // Seed is the seed every bootstrap of a run's analysis uses: the run's,
@@ -73,96 +71,61 @@ func Seed(m *results.Manifest) uint64 {
 	return 1
 }
 
-// Of analyses a run for the requirements given (none: the manifest's).
-// Comparisons need records.csv or repetitions; the replay, a remote run
-// with one recording beside its path; the load effects, a sweep of
+// Of analyses a run for the requirements given (none: the manifest's):
+// every registered step over one View of it, which reads records.csv
+// once. Comparisons need records.csv or repetitions; the replay, a remote
+// run with one recording beside its path; the load effects, a sweep of
 // cross.flows from 0.
 func Of(run *results.Run, reqs []advise.Requirement) (*Analysis, error) {
-	seed := Seed(run.Manifest)
+	return OfView(NewView(run, nil), reqs)
+}
+
+// OfView is Of over a view of the run already made.
+func OfView(v *View, reqs []advise.Requirement) (*Analysis, error) {
 	a := &Analysis{Requirements: reqs}
-	if len(a.Requirements) == 0 && run.Manifest != nil {
+	if len(a.Requirements) == 0 && v.Run.Manifest != nil {
 		var err error
-		if a.Requirements, err = advise.ParseAll(run.Manifest.Requirements); err != nil {
+		if a.Requirements, err = advise.ParseAll(v.Run.Manifest.Requirements); err != nil {
 			return nil, fmt.Errorf("the run's requirements: %w", err)
 		}
 	}
-	var err error
-	if a.compared = hasRecords(run.Dir) || hasRepeats(run.Rows); a.compared {
-		if a.Verdicts, err = stats.ForRun(run, seed); err != nil {
-			return nil, fmt.Errorf("comparisons: %w", err)
-		}
-	}
-	if a.Load, a.LoadComparisons, err = loadEffects(run, seed); err != nil {
-		return nil, fmt.Errorf("latency under load: %w", err)
-	}
-	if real, replay, ok := realAndReplay(run); ok {
-		if a.Replay, err = stats.AgainstRecording(run, real, replay, seed); err != nil {
-			return nil, fmt.Errorf("replay against the path: %w", err)
-		}
-	}
-	if a.Answers, err = Answers(run.Rows, a.Requirements); err != nil {
-		return nil, err
-	}
-	if run.Manifest != nil && len(run.Manifest.QoO) > 0 {
-		f, err := qoo.Parse("the manifest's qoo", bytes.NewReader(run.Manifest.QoO))
-		if err != nil {
+	for _, s := range steps {
+		if err := s.Compute(v, a); err != nil {
 			return nil, err
-		}
-		a.QoO = &f.Profiles[0]
-		if hasRecords(run.Dir) {
-			scores, err := qoo.CellScores(filepath.Join(run.Dir, results.RecordsFile), *a.QoO)
-			if err != nil {
-				return nil, fmt.Errorf("quality of outcome: %w", err)
-			}
-			if len(a.Answers) == 0 {
-				a.Answers = advise.Skeleton(run.Rows)
-			}
-			advise.WithQoO(a.Answers, run.Rows, a.QoO.ID, scores)
 		}
 	}
 	return a, nil
 }
 
-// Answers evaluates requirements on rows (none: no answers), as the
-// analysis of a whole run and the live view of one in flight do.
-func Answers(rows []results.Summary, reqs []advise.Requirement) ([]advise.Answer, error) {
-	if len(reqs) == 0 {
-		return nil, nil
+// Output is what a step that the report does not know set (SetOutput),
+// nil when it set nothing.
+func (a *Analysis) Output(step string) any { return a.outputs[step] }
+
+// SetOutput keeps a step's own result for its Write.
+func (a *Analysis) SetOutput(step string, v any) {
+	if a.outputs == nil {
+		a.outputs = map[string]any{}
 	}
-	return advise.Evaluate(rows, reqs)
+	a.outputs[step] = v
 }
 
-// Write writes the analysis into dir: comparisons where the run could be
-// compared (an empty list when nothing was), load and replay where the
-// run has them, and the answers where it has requirements.
+// Write writes the analysis into dir, each step its files (comparisons
+// where the run could be compared, an empty list when nothing was; load
+// and replay where the run has them; the answers where it has
+// requirements or a Quality of Outcome profile), and lists them in Files.
 func (a *Analysis) Write(dir string) error {
-	if a.compared || len(a.Verdicts) > 0 {
-		if err := stats.WriteNamed(dir, ComparisonsFile, a.Verdicts); err != nil {
-			return err
+	a.Files = nil
+	for _, s := range steps {
+		if s.Write == nil {
+			continue
 		}
-	}
-	if len(a.LoadComparisons) > 0 {
-		if err := stats.WriteNamed(dir, LoadFile, a.LoadComparisons); err != nil {
-			return err
+		files, err := s.Write(a, dir)
+		if err != nil {
+			return fmt.Errorf("analysis %s: %w", s.Name, err)
 		}
+		a.Files = append(a.Files, files...)
 	}
-	if len(a.Replay) > 0 {
-		if err := stats.WriteNamed(dir, ReplayFile, a.Replay); err != nil {
-			return err
-		}
-	}
-	if len(a.Requirements) == 0 && a.QoO == nil {
-		return nil
-	}
-	return results.WriteAtomic(filepath.Join(dir, AnswersFile), func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
-			Requirements []advise.Requirement `json:"requirements"`
-			Answers      []advise.Answer      `json:"answers"`
-			Met          bool                 `json:"met_everywhere"`
-		}{a.Requirements, a.Answers, advise.Met(a.Answers)})
-	})
+	return nil
 }
 
 // RequirementTexts are the requirements as the manifest and the report
@@ -173,33 +136,6 @@ func (a *Analysis) RequirementTexts() []string {
 		out = append(out, r.String())
 	}
 	return out
-}
-
-// realAndReplay names the two networks of a remote run checked against
-// its recording: the real path and the recording.
-func realAndReplay(r *results.Run) (string, string, bool) {
-	if r.Manifest == nil || r.Manifest.Remote == nil {
-		return "", "", false
-	}
-	var nets []string
-	for _, row := range r.Rows {
-		if !slices.Contains(nets, row.Profile) {
-			nets = append(nets, row.Profile)
-		}
-	}
-	if len(nets) != 2 || !slices.Contains(nets, RealPath) {
-		return "", "", false
-	}
-	if nets[0] == RealPath {
-		return nets[0], nets[1], true
-	}
-	return nets[1], nets[0], true
-}
-
-// hasRecords says whether the run directory holds the joined records.
-func hasRecords(dir string) bool {
-	_, err := os.Stat(filepath.Join(dir, results.RecordsFile))
-	return err == nil
 }
 
 // hasRepeats says whether some cell is repeated.

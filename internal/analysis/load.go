@@ -1,12 +1,35 @@
 package analysis
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
 	"tlab/internal/results"
 	"tlab/internal/stats"
 )
+
+func init() {
+	Register(Step{
+		Name:    "load",
+		Doc:     "what cross traffic adds to each stack's delay, where the run sweeps cross.flows from 0",
+		Columns: []string{"delay_ms"},
+		Files:   comparisonFiles(LoadFile),
+		Compute: func(v *View, a *Analysis) error {
+			var err error
+			if a.Load, a.LoadComparisons, err = loadEffects(v); err != nil {
+				return fmt.Errorf("latency under load: %w", err)
+			}
+			return nil
+		},
+		Write: func(a *Analysis, dir string) ([]string, error) {
+			if len(a.LoadComparisons) == 0 {
+				return nil, nil
+			}
+			return comparisonFiles(LoadFile), stats.WriteNamed(dir, LoadFile, a.LoadComparisons)
+		},
+	})
+}
 
 // LoadKey is the swept field whose baseline value "0" is the unloaded
 // link: a run that sweeps it gets the report's "Latency under load".
@@ -34,7 +57,8 @@ var tailColumns = []string{"delay_p99_ms", "frame_rtt_p99_ms", "message_latency_
 
 // loadEffects compares every loaded cell with its unloaded twin, when the
 // run sweeps cross.flows with 0 among its values.
-func loadEffects(r *results.Run, seed uint64) ([]LoadEffect, []stats.Comparison, error) {
+func loadEffects(v *View) ([]LoadEffect, []stats.Comparison, error) {
+	r := v.Run
 	has0, hasLoad := false, false
 	for _, row := range r.Rows {
 		switch v := row.Param(LoadKey); {
@@ -47,7 +71,7 @@ func loadEffects(r *results.Run, seed uint64) ([]LoadEffect, []stats.Comparison,
 	if !has0 || !hasLoad {
 		return nil, nil, nil
 	}
-	cs, err := stats.AgainstBaseline(r, LoadKey, "0", seed)
+	cs, err := stats.AgainstBaselineOver(r, v.records(), LoadKey, "0", v.Seed)
 	if err != nil {
 		return nil, nil, err
 	}

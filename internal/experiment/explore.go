@@ -42,6 +42,8 @@ type Exploration struct {
 	// re-measured with one impairment removed at a time (ablation/),
 	// within what the budget leaves after the map.
 	NoWhy bool
+	// Render renders the report (report.Render; nil: none).
+	Render Renderer
 	// Quality is the rule that re-runs disturbed cells (as Run's).
 	Quality  string
 	Progress func(Progress)
@@ -157,7 +159,11 @@ func (e Exploration) Execute(ctx context.Context) (Explored, error) {
 	if err != nil {
 		return out, err
 	}
-	done, err := Analyze(out.Dir, reqs, e.NoReport)
+	render := e.Render
+	if e.NoReport {
+		render = nil
+	}
+	done, err := Analyze(out.Dir, reqs, render)
 	out.Report = done.Report
 	return out, err
 }

@@ -15,6 +15,7 @@ import (
 	"tlab/internal/analysis"
 	"tlab/internal/emu"
 	"tlab/internal/explore"
+	"tlab/internal/report"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
 )
@@ -75,7 +76,7 @@ func TestAnExplorationIsAnOrdinaryRunDirectory(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	calls := 0
 	// The why has its own test (TestTheWhyRunsEachRemovalAsItsOwnRun).
-	ex := Exploration{NameOrFile: file, Out: dir, NoCalibration: true, NoWhy: true, attempt: flipAttempt(&calls)}
+	ex := Exploration{NameOrFile: file, Out: dir, NoCalibration: true, NoWhy: true, Render: report.Render, attempt: flipAttempt(&calls)}
 	// Between rounds the map so far is on disk, its plot listed: the live
 	// view draws it as it grows.
 	var midway error
@@ -140,7 +141,7 @@ func TestAnExplorationIsAnOrdinaryRunDirectory(t *testing.T) {
 	}
 	// A resume asks for the same cells, finds them done, runs none.
 	again := 0
-	res, err := Exploration{Resume: dir, NoCalibration: true, NoWhy: true, attempt: flipAttempt(&again)}.Execute(context.Background())
+	res, err := Exploration{Resume: dir, NoCalibration: true, NoWhy: true, Render: report.Render, attempt: flipAttempt(&again)}.Execute(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,7 @@ explore:
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	dir := filepath.Join(t.TempDir(), "run")
-	got, err := Exploration{NameOrFile: file, Out: dir, NoCalibration: true, Quality: "off"}.Execute(ctx)
+	got, err := Exploration{NameOrFile: file, Out: dir, NoCalibration: true, Quality: "off", Render: report.Render}.Execute(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,6 +60,9 @@ type Run struct {
 	Getenv func(string) string
 
 	NoCalibration, RequireCalibration, NoReport bool
+	// Render renders the run's report (report.Render); nil, or NoReport:
+	// the run has every file but report.html and plots/.
+	Render Renderer
 	// Quality is the rule that re-runs disturbed cells ("" keeps a
 	// resumed run's own, and means normal otherwise).
 	Quality string
@@ -309,7 +312,11 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 		}
 		return out, err
 	}
-	done, err := Analyze(out.Dir, r.Requirements, r.NoReport)
+	render := r.Render
+	if r.NoReport {
+		render = nil
+	}
+	done, err := Analyze(out.Dir, r.Requirements, render)
 	out.Report, out.Analysis = done.Report, done.Analysis
 	return out, err
 }

@@ -381,10 +381,11 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 				return rows, err
 			}
 		}
+		// The cell's own summary is on disk (cells/ID/summary.json), and
+		// results.Rows reads the run's so far from those: the run's
+		// summaries are written once, below, not rewritten after every
+		// cell (quadratic in the cells of a long study).
 		rows = append(rows, row)
-		if err := results.WriteSummaries(sw.Dir, rows); err != nil {
-			return rows, err
-		}
 		if sw.OnRow != nil {
 			sw.OnRow(row)
 		}

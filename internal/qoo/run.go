@@ -25,6 +25,15 @@ import (
 // follows a swept period. Records without that column are an error, not
 // a score against a guessed period.
 func CellScores(recordsPath string, p Profile) (map[string]Result, error) {
+	return CellScoresOver(func(need []string, fn func(results.RecordRow) error) error {
+		return results.ScanRecords(recordsPath, need, fn)
+	}, p)
+}
+
+// CellScoresOver is CellScores over records handed by scan (as
+// results.ScanRecords hands them): the analysis reads a run's records once
+// for every step.
+func CellScoresOver(scan func(need []string, fn func(results.RecordRow) error) error, p Profile) (map[string]Result, error) {
 	delays := map[string][]float64{}
 	total := map[string]int{}
 	bytes, last := map[string]float64{}, map[string]float64{}
@@ -33,7 +42,7 @@ func CellScores(recordsPath string, p Profile) (map[string]Result, error) {
 	if p.PerInterval {
 		need = append(need, "interval_ms")
 	}
-	err := results.ScanRecords(recordsPath, need, func(row results.RecordRow) error {
+	err := scan(need, func(row results.RecordRow) error {
 		if row.Warmup {
 			return nil
 		}

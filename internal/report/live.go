@@ -1,13 +1,11 @@
 package report
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
-	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -81,14 +79,14 @@ func live(dir string, scored map[string]qoo.Result) (*Snapshot, error) {
 		return nil, fmt.Errorf("live view: %w", err)
 	}
 	r := runOf(dir, m)
-	if _, err := os.Stat(filepath.Join(dir, results.SummaryJSON)); err == nil {
-		var params []string
-		if m != nil {
-			params = m.Params
-		}
-		if r.Rows, err = results.ReadSummaries(filepath.Join(dir, results.SummaryJSON), params); err != nil {
-			return nil, fmt.Errorf("live view: %w", err)
-		}
+	// The rows so far: the complete cells' while the run goes on
+	// (summary.json is written at its end), none before the first.
+	var params []string
+	if m != nil {
+		params = m.Params
+	}
+	if r.Rows, err = results.Rows(dir, m, params); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("live view: %w", err)
 	}
 	s := &Snapshot{Run: r}
 	s.Progress, err = readProgress(dir, m, time.Now())
@@ -103,17 +101,9 @@ func live(dir string, scored map[string]qoo.Result) (*Snapshot, error) {
 	if len(r.Rows) == 0 {
 		return s, nil
 	}
-	reqs, err := advise.ParseAll(r.Requirements)
-	if err != nil {
-		return nil, fmt.Errorf("live view: the run's requirements: %w", err)
-	}
-	if r.Answers, err = analysis.Answers(r.Rows, reqs); err != nil {
+	// The answer so far is the analysis's; the view renders it.
+	if r.Answers, err = analysis.SoFar(dir, m, r.Rows, scored); err != nil {
 		return nil, fmt.Errorf("live view: %w", err)
-	}
-	if m != nil && len(m.QoO) > 0 {
-		if err := liveQoO(r, dir, m.QoO, scored); err != nil {
-			return nil, fmt.Errorf("live view: %w", err)
-		}
 	}
 	// Plots from the summary only: the records are joined at the end.
 	if len(r.Plots) == 0 {
@@ -432,34 +422,3 @@ var livePage = template.Must(template.Must(page.Clone()).New("live").Funcs(templ
 {{end}}</table>{{else}}<p>No cell is complete yet.</p>{{end}}
 <p>Data: <a href="files/summary.csv">summary.csv</a>, <a href="files/summary.json">summary.json</a>, <a href="status.json">status.json</a>; the run directory is under <a href="files/">files/</a>.</p>
 </body></html>`))
-
-// liveQoO scores the cells done so far against the run's Quality of
-// Outcome profile, each from its own records (joined only at the end) but
-// for those in scored already, and sets each stack's outcome in the
-// answer so far.
-func liveQoO(r *Run, dir string, wire []byte, scored map[string]qoo.Result) error {
-	f, err := qoo.Parse("the run's qoo", bytes.NewReader(wire))
-	if err != nil {
-		return err
-	}
-	p := f.Profiles[0]
-	for _, row := range r.Rows {
-		if _, ok := scored[row.Cell]; ok {
-			continue
-		}
-		path := filepath.Join(results.CellDir(dir, row.Cell), results.RecordsFile)
-		if _, err := os.Stat(path); err != nil {
-			continue // a cell still running, or re-run
-		}
-		s, err := qoo.CellScores(path, p)
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		maps.Copy(scored, s)
-	}
-	if len(r.Answers) == 0 {
-		r.Answers = advise.Skeleton(r.Rows)
-	}
-	advise.WithQoO(r.Answers, r.Rows, p.ID, scored)
-	return nil
-}

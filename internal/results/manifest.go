@@ -294,7 +294,7 @@ func Open(dir string) (*Run, error) {
 			params = []string{}
 		}
 	}
-	r.Rows, err = ReadSummaries(filepath.Join(dir, SummaryJSON), params)
+	r.Rows, err = Rows(dir, r.Manifest, params)
 	if err != nil {
 		return nil, fmt.Errorf("%w (is %s a tlab results directory?)", err, dir)
 	}

@@ -35,7 +35,14 @@ func ScanRecords(path string, need []string, fn func(RecordRow) error) error {
 		return err
 	}
 	defer f.Close()
-	cr := csv.NewReader(f)
+	return ScanRecordsFrom(path, f, need, fn)
+}
+
+// ScanRecordsFrom is ScanRecords over records already open (path names
+// them in errors): the analysis reads a run's records.csv once and hands
+// the same rows to every step.
+func ScanRecordsFrom(path string, in io.Reader, need []string, fn func(RecordRow) error) error {
+	cr := csv.NewReader(in)
 	cr.ReuseRecord = true
 	header, err := cr.Read()
 	if err != nil {

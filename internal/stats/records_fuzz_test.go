@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"tlab/internal/results"
 )
 
 // FuzzReadDelays: tlab stats' reader of records.csv gives an error or
@@ -19,7 +21,7 @@ func FuzzReadDelays(f *testing.F) {
 		if err := os.WriteFile(path, records, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cells, err := readDelays(path, seed)
+		cells, err := readDelays(FileRecords(&results.Run{Dir: filepath.Dir(path)}), seed)
 		if err != nil {
 			return
 		}

@@ -3,7 +3,9 @@ package stats
 import (
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -21,7 +23,25 @@ import (
 // pair's cells are repeated; otherwise a cell's records are (for the
 // delay only: jitter and bytes are one value per cell).
 func ForRun(r *results.Run, seed uint64) ([]Comparison, error) {
-	return compareWithin(r, seed, r.Rows, func(row results.Summary) (string, string, string) {
+	return ForRunOver(r, FileRecords(r), seed)
+}
+
+// Records hands fn each record of a run with the number columns named by
+// need, as results.ScanRecords does: the run's records.csv read from its
+// file (FileRecords) or from one reading shared by every analysis step.
+type Records func(need []string, fn func(results.RecordRow) error) error
+
+// FileRecords reads the run's records.csv each time it is asked.
+func FileRecords(r *results.Run) Records {
+	path := filepath.Join(r.Dir, results.RecordsFile)
+	return func(need []string, fn func(results.RecordRow) error) error {
+		return results.ScanRecords(path, need, fn)
+	}
+}
+
+// ForRunOver is ForRun with the run's records from recs.
+func ForRunOver(r *results.Run, recs Records, seed uint64) ([]Comparison, error) {
+	return compareWithin(r, recs, seed, r.Rows, func(row results.Summary) (string, string, string) {
 		return row.Profile, sweptValues(row, ""), row.Protocol
 	})
 }
@@ -43,7 +63,12 @@ func sweptValues(row results.Summary, key string) string {
 // A Comparison's Profile is "NETWORK / PROTOCOL", A the baseline value and
 // B the other.
 func AgainstBaseline(r *results.Run, key, baseline string, seed uint64) ([]Comparison, error) {
-	all, err := compareWithin(r, seed, r.Rows, func(row results.Summary) (string, string, string) {
+	return AgainstBaselineOver(r, FileRecords(r), key, baseline, seed)
+}
+
+// AgainstBaselineOver is AgainstBaseline with the run's records from recs.
+func AgainstBaselineOver(r *results.Run, recs Records, key, baseline string, seed uint64) ([]Comparison, error) {
+	all, err := compareWithin(r, recs, seed, r.Rows, func(row results.Summary) (string, string, string) {
 		return row.Profile + " / " + row.Protocol, sweptValues(row, key), row.Param(key)
 	})
 	if err != nil {
@@ -75,13 +100,17 @@ func AgainstBaseline(r *results.Run, key, baseline string, seed uint64) ([]Compa
 // and B the networks): is a replay of a recorded path as fast as the path?
 // Only rows of a and b take part.
 func AcrossProfiles(r *results.Run, a, b string, seed uint64) ([]Comparison, error) {
+	return acrossProfiles(r, FileRecords(r), a, b, seed)
+}
+
+func acrossProfiles(r *results.Run, recs Records, a, b string, seed uint64) ([]Comparison, error) {
 	var rows []results.Summary
 	for _, row := range r.Rows {
 		if row.Profile == a || row.Profile == b {
 			rows = append(rows, row)
 		}
 	}
-	return compareWithin(r, seed, rows, func(row results.Summary) (string, string, string) {
+	return compareWithin(r, recs, seed, rows, func(row results.Summary) (string, string, string) {
 		return row.Protocol, sweptValues(row, ""), row.Profile
 	})
 }
@@ -91,12 +120,22 @@ func AcrossProfiles(r *results.Run, a, b string, seed uint64) ([]Comparison, err
 // the record delay's 99th percentile (TailsAcrossProfiles) where the run
 // kept its records, judged as one family.
 func AgainstRecording(r *results.Run, real, replay string, seed uint64) ([]Comparison, error) {
-	cs, err := AcrossProfiles(r, real, replay, seed)
+	var recs Records
+	if _, err := os.Stat(filepath.Join(r.Dir, results.RecordsFile)); err == nil {
+		recs = FileRecords(r)
+	}
+	return AgainstRecordingOver(r, recs, real, replay, seed)
+}
+
+// AgainstRecordingOver is AgainstRecording with the run's records from
+// recs, nil when the run kept none.
+func AgainstRecordingOver(r *results.Run, recs Records, real, replay string, seed uint64) ([]Comparison, error) {
+	cs, err := acrossProfiles(r, recs, real, replay, seed)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(filepath.Join(r.Dir, results.RecordsFile)); err == nil {
-		tails, err := TailsAcrossProfiles(r, real, replay, 0.99, seed)
+	if recs != nil {
+		tails, err := tailsAcrossProfiles(r, recs, real, replay, 0.99, seed)
 		if err != nil {
 			return nil, err
 		}
@@ -112,7 +151,11 @@ func AgainstRecording(r *results.Run, real, replay string, seed uint64) ([]Compa
 // the request: consecutive ones share the link's state, so the interval
 // is optimistic), a request that never completed counting as +Inf.
 func TailsAcrossProfiles(r *results.Run, a, b string, q float64, seed uint64) ([]Comparison, error) {
-	delays, err := readDelays(filepath.Join(r.Dir, results.RecordsFile), seed)
+	return tailsAcrossProfiles(r, FileRecords(r), a, b, q, seed)
+}
+
+func tailsAcrossProfiles(r *results.Run, recs Records, a, b string, q float64, seed uint64) ([]Comparison, error) {
+	delays, err := readDelays(recs, seed)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +190,7 @@ func TailsAcrossProfiles(r *results.Run, a, b string, q float64, seed uint64) ([
 // but for the scenario's baseline protocol, which comes first: every
 // other is compared against it as B against A (mean_ratio = T / T of the
 // baseline, study D's ξ).
-func compareWithin(r *results.Run, seed uint64, rows []results.Summary, split func(results.Summary) (group, params, member string)) ([]Comparison, error) {
+func compareWithin(r *results.Run, recs Records, seed uint64, rows []results.Summary, split func(results.Summary) (group, params, member string)) ([]Comparison, error) {
 	type key struct{ profile, params string }
 	groups := map[key]map[string][]results.Summary{}
 	var order []key
@@ -199,7 +242,7 @@ func compareWithin(r *results.Run, seed uint64, rows []results.Summary, split fu
 					case m.Name == metrics.RecordDelay:
 						if delays == nil {
 							var err error
-							if delays, err = readDelays(filepath.Join(r.Dir, results.RecordsFile), seed); err != nil {
+							if delays, err = readDelays(recs, seed); err != nil {
 								return nil, err
 							}
 						}
@@ -261,11 +304,14 @@ func column(rows []results.Summary, name string) []float64 {
 // a seeded random subset of at most MaxPerSample per cell. The attempt
 // its summary reports is not known here: all attempts of a re-run cell
 // count.
-func readDelays(path string, seed uint64) (map[string][]float64, error) {
+func readDelays(recs Records, seed uint64) (map[string][]float64, error) {
+	if recs == nil {
+		return nil, fmt.Errorf("the run kept no %s: %w", results.RecordsFile, fs.ErrNotExist)
+	}
 	r := rand.New(rand.NewPCG(seed, 0x72657276))
 	out := map[string][]float64{}
 	seen := map[string]int{}
-	err := results.ScanRecords(path, []string{"delay_ms"}, func(row results.RecordRow) error {
+	err := recs([]string{"delay_ms"}, func(row results.RecordRow) error {
 		d := row.Values[0]
 		if row.Failed {
 			d = math.Inf(1)
