@@ -441,7 +441,7 @@ func TestTheWhyRunsEachRemovalAsItsOwnRun(t *testing.T) {
 		entries, _ := os.ReadDir(ab)
 		t.Errorf("the removal's run has no analysis: %v (%d entries)", err, len(entries))
 	}
-	if rep, err := Analyze(ab, nil, nil); err != nil || rep.Report == "" {
+	if rep, err := Analyze(ab, nil, report.Render); err != nil || rep.Report == "" {
 		t.Errorf("tlab report on the removal's run: %v", err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, explore.WhyFile))

@@ -178,12 +178,9 @@ func (e Exploration) explain(ctx context.Context, sc *scenario.Scenario, m *expl
 	ex, err := explore.Explain(ctx, m, cfg, ablationsFor(sc, cfg.Params), e.ablationMeasurer(sc, dir, base), left)
 	m.Why = ex
 	runs, _ := filepath.Glob(filepath.Join(dir, AblationDir, "*", results.ScenarioFile))
-	render := e.Render
-	if e.NoReport {
-		render = nil
-	}
 	for _, f := range runs {
-		if _, aerr := Analyze(filepath.Dir(f), base.Requirements, render); aerr != nil && err == nil {
+		// Analysed, not rendered: the exploration's report holds the why.
+		if _, aerr := Analyze(filepath.Dir(f), base.Requirements, nil); aerr != nil && err == nil {
 			err = fmt.Errorf("the analysis of %s: %w", filepath.Dir(f), aerr)
 		}
 	}
