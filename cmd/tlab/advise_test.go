@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"tlab/internal/advise"
 	"tlab/internal/results"
@@ -181,7 +182,10 @@ func writeRecordsRun(t *testing.T, delay map[string]func(i int) float64) string 
 	if err := results.WriteSummaries(dir, rows); err != nil {
 		t.Fatal(err)
 	}
-	if err := (&results.Manifest{Scenario: "qoo", Seed: 1}).Save(dir); err != nil {
+	// Finished: a run in flight is read from its cells' own summaries,
+	// which this fixture does not write.
+	finished := time.Now()
+	if err := (&results.Manifest{Scenario: "qoo", Seed: 1, Finished: &finished}).Save(dir); err != nil {
 		t.Fatal(err)
 	}
 	return dir
