@@ -516,9 +516,11 @@ func TestProberFillIsBounded(t *testing.T) {
 	// Ethernet): at 8 Mbit/s one every 1042·8/8e6 = 1.042 ms, so 960 start
 	// within 1 s (959·1.042 < 1000 ≤ 960·1.042); at 0.1 Mbit/s one every
 	// 83.36 ms, 12 in 1 s, for each of the two more fills: 984 sent in
-	// all (1000 + 24 = 1024 if the headers were not counted).
-	if rep.Filled != 984 {
-		t.Errorf("the prober sent %d fill packets, want 984 (960 + 2·12)", rep.Filled)
+	// all (1000 + 24 = 1024 if the headers were not counted). A fill
+	// stops at its end, so a late host (the race detector, a busy CPU)
+	// sends a few fewer, never more.
+	if rep.Filled > 984 || rep.Filled < 984*95/100 {
+		t.Errorf("the prober sent %d fill packets, want 984 (960 + 2·12) or a few fewer", rep.Filled)
 	}
 	// --max-load 0: no fill at all.
 	limits.MaxLoadMbps = 0
