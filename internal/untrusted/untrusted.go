@@ -42,6 +42,20 @@ func Open(path string) (*os.File, error) {
 	return checkRegular(f, path)
 }
 
+// OpenNoFollow is Open for a file in a directory someone else can write
+// to (a command's own directory, the user's): a link there is refused,
+// never followed, for it could name any file root can read.
+func OpenNoFollow(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("%s is a link: only a regular file is read", path)
+		}
+		return nil, err
+	}
+	return checkRegular(f, path)
+}
+
 // OpenIn is Open for name inside root: it also refuses a
 // name or a link that leads out of root (a received results directory
 // whose manifest.json links to a file of this machine's).

@@ -102,3 +102,33 @@ func TestOpenInStaysInTheDirectory(t *testing.T) {
 		t.Errorf("a link within the directory: %q, %v", b, err)
 	}
 }
+
+// In a directory another user writes to, a link to root's file must not
+// be read through, while Open (for profiles, which may be links) follows it.
+func TestOpenNoFollowRefusesALink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "secret")
+	if err := os.WriteFile(target, []byte("root's"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "events.json")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := OpenNoFollow(link); err == nil {
+		f.Close()
+		t.Fatal("OpenNoFollow read through a link")
+	}
+	f, err := OpenNoFollow(target)
+	if err != nil {
+		t.Fatalf("a regular file: %v", err)
+	}
+	f.Close()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenNoFollow(fifo); !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("a FIFO: %v, want ErrNotRegular", err)
+	}
+}

@@ -22,6 +22,7 @@ import (
 
 	"tlab/internal/proto"
 	"tlab/internal/units"
+	"tlab/internal/untrusted"
 )
 
 // CommandStack is a user's own stack given as commands, beside the
@@ -444,7 +445,7 @@ func (c Command) readEvents(path, stdout string) ([]Event, error) {
 	for _, p := range []string{path, stdout} {
 		// Streamed, not read whole: a client's file may be far larger
 		// than the events a cell keeps (ParseEvents stops at its cap).
-		f, err := openRegular(p)
+		f, err := untrusted.OpenNoFollow(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -461,30 +462,6 @@ func (c Command) readEvents(path, stdout string) ([]Event, error) {
 		return evs, err
 	}
 	return nil, errors.New("the client wrote no events (to {events} or its standard output)")
-}
-
-// openRegular opens a regular file without following a link or blocking
-// on a FIFO: the commands' directory is the user's, so whatever stands
-// there is theirs, and root must not read through it.
-func openRegular(path string) (*os.File, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		if errors.Is(err, unix.ELOOP) {
-			return nil, fmt.Errorf("%s is a link: events are read from a regular file only", filepath.Base(path))
-		}
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), path)
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%s is not a regular file (%v)", filepath.Base(path), st.Mode().Type())
-	}
-	return f, nil
 }
 
 // start runs a script under /bin/sh in host h, isolated, with env, as
