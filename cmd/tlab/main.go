@@ -86,6 +86,7 @@ func commands() map[string]command {
 		"calibrate":  {groupMachine, "measure the emulator's own accuracy on this machine", runCalibrate},
 		"cleanup":    {groupMachine, "remove what killed runs left behind", runCleanup},
 		"version":    {groupMachine, "print the version (also tlab --version)", runVersion},
+		"completion": {groupMachine, "print a shell's completion script (bash, zsh, fish)", runCompletion},
 	}
 }
 
@@ -105,6 +106,9 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		}
 		usage(stdout)
 		return exitOK
+	}
+	if args[0] == completeCommand {
+		return runComplete(args[1:], stdout)
 	}
 	if args[0] == "--version" || args[0] == "-version" {
 		args = []string{"version"}
