@@ -41,7 +41,7 @@ func (e *Error) Error() string {
 func Parse(file string, data []byte) (*yaml.Node, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
+		return nil, syntaxError(file, err)
 	}
 	if doc.Kind == 0 {
 		return nil, &Error{File: file, Line: 1, Msg: "the file is empty"}
@@ -51,6 +51,45 @@ func Parse(file string, data []byte) (*yaml.Node, error) {
 	}
 	return &doc, nil
 }
+
+// parserProblems are the problems yaml.v3's parser (not its scanner)
+// reports (parserc.go). For these its "line N" counts from zero (it adds
+// one for scanner errors only: decode.go, parser.fail), so N is one line
+// early; the line is where the unfinished collection began, or where the
+// parser stopped when that is the first line.
+var parserProblems = map[string]string{
+	"did not find expected ',' or ']'":       "a [ on or before this line is not closed",
+	"did not find expected ',' or '}'":       "a { on or before this line is not closed",
+	"did not find expected key":              "check the indentation of the lines after it",
+	"did not find expected '-' indicator":    "check the indentation of the list's items",
+	"did not find expected node content":     "",
+	"did not find expected <document start>": "",
+	"did not find expected <stream-start>":   "",
+	"found undefined tag handle":             "",
+	"found duplicate %TAG directive":         "",
+	"found duplicate %YAML directive":        "",
+	"found incompatible YAML document":       "",
+}
+
+// syntaxError turns yaml.v3's "yaml: line N: problem" into FILE:LINE:
+// problem, with the line a reader's editor shows (counting from one).
+func syntaxError(file string, err error) error {
+	m := syntaxLine.FindStringSubmatch(err.Error())
+	if m == nil {
+		return fmt.Errorf("%s: %s", file, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	line, _ := strconv.Atoi(m[1])
+	msg := m[2]
+	if hint, isParser := parserProblems[msg]; isParser {
+		line++
+		if hint != "" {
+			msg += " (" + hint + ")"
+		}
+	}
+	return &Error{File: file, Line: line, Msg: "YAML syntax: " + msg}
+}
+
+var syntaxLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // Decode checks node against v's type and then decodes it into v. Fields
 // already set in v and absent from node keep their values, so decoding a

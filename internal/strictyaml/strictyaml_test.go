@@ -58,3 +58,31 @@ func TestDecodeOntoExistingValueOverrides(t *testing.T) {
 		t.Fatalf("override lost fields: %+v", v)
 	}
 }
+
+// TestSyntaxErrorsNameTheLineAnEditorShows: a YAML syntax error reads
+// FILE:LINE: with lines counted from one, as an editor counts them. Each
+// expected line is counted by hand in its document. yaml.v3 counts from
+// zero for its parser's problems (it adds one for its scanner's only), so
+// without the correction the first five are one line early.
+func TestSyntaxErrorsNameTheLineAnEditorShows(t *testing.T) {
+	cases := []struct{ src, want string }{
+		// The [ that is never closed opens on line 2.
+		{"name: x\nprotocols: [tcp, quic\nprofiles: [ethernet]\n", "p.yaml:2: YAML syntax: did not find expected ',' or ']' (a [ on or before this line is not closed)"},
+		{"a: 1\nb: 2\nc: [1,2\n\n\nd: 3\n", "p.yaml:3: "},
+		{"name: x\nprotocols: {a: 1\nprofiles: [ethernet]\n", "p.yaml:2: YAML syntax: did not find expected ',' or '}'"},
+		// The badly indented key is on line 3; the list item on line 4.
+		{"name: x\nprotocols: [tcp]\n  profiles: ethernet\n", "p.yaml:3: YAML syntax: did not find expected key"},
+		{"a: 1\nb:\n  - x\n - y\n", "p.yaml:4: "},
+		// Scanner problems were already counted from one: the tab is on
+		// line 2, the quote that never closes opens on line 2.
+		{"name: x\n\tprotocols: x\n", "p.yaml:2: YAML syntax: found a tab character"},
+		{"name: x\nprotocols: \"abc\nb: 2\n", "p.yaml:2: YAML syntax: found unexpected end of stream"},
+	}
+	for _, c := range cases {
+		var v outer
+		err := Unmarshal("p.yaml", []byte(c.src), &v)
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%q:\n got %v\nwant %s...", c.src, err, c.want)
+		}
+	}
+}
