@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"os"
 	"slices"
@@ -283,34 +282,6 @@ func isTerminal(w io.Writer) bool {
 	}
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
-}
-
-// progressPrinter redraws one status line on a terminal, and prints a line
-// per cell otherwise (logs, CI).
-func progressPrinter(w io.Writer) func(experiment.Progress) {
-	tty := isTerminal(w)
-	lastCell := 0
-	return func(p experiment.Progress) {
-		if !tty {
-			if p.Cell != lastCell {
-				lastCell = p.Cell
-				fmt.Fprintf(w, "[%d/%d] %s over %s...\n", p.Cell, p.Cells, p.Protocol, p.Profile)
-			}
-			return
-		}
-		frac := math.Min(p.Elapsed.Seconds()/math.Max(p.Planned.Seconds(), 1e-9), 1)
-		const width = 20
-		bar := strings.Repeat("#", int(frac*width)) + strings.Repeat(".", width-int(frac*width))
-		left := time.Duration(float64(p.Cells-p.Cell)*p.Planned.Seconds()*1e9) + p.Planned - p.Elapsed
-		fmt.Fprintf(w, "\r\033[K[%d/%d] %-22s [%s] %4.0fs/%.0fs  %5d rec  last %.2f ms  ~%s left",
-			p.Cell, p.Cells, p.Protocol+" / "+p.Profile, bar, p.Elapsed.Seconds(), p.Planned.Seconds(), p.Records, p.LastDelayMs, max(left, 0).Round(time.Second))
-	}
-}
-
-func clearProgress(w io.Writer) {
-	if isTerminal(w) {
-		fmt.Fprint(w, "\r\033[K")
-	}
 }
 
 // printRows prints summary rows as a table, a blank line between profiles:
