@@ -81,9 +81,22 @@ func runMetrics(_ context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 func runPlots(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("plots", "plots\n\nList the plot kinds a scenario's plots: list may name, with the fields each needs.", stderr)
+	fs := newFlags("plots", "plots [--json]\n\nList the plot kinds a scenario's plots: list may name, with the fields each needs.", stderr)
+	asJSON := fs.Bool("json", false, "print the list as JSON")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
+	}
+	if *asJSON {
+		type plotInfo struct {
+			Name  string   `json:"name"`
+			Needs []string `json:"needs"`
+			Doc   string   `json:"doc"`
+		}
+		out := []plotInfo{}
+		for _, k := range report.PlotKinds() {
+			out = append(out, plotInfo{k.Name, append([]string{}, k.Needs...), k.Doc})
+		}
+		return writeJSON(stdout, out)
 	}
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KIND\tNEEDS\tWHAT")

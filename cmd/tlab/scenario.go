@@ -376,36 +376,69 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 func runPresets(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("presets", "presets\n\nList the built-in scenarios (tlab run NAME runs one).", stderr)
+	fs := newFlags("presets", "presets [--json]\n\nList the built-in scenarios (tlab run NAME runs one): cells, planned time and what each measures.", stderr)
+	asJSON := fs.Bool("json", false, "print the list as JSON")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
+	// presetInfo is one preset as --json writes it.
+	type presetInfo struct {
+		Name        string   `json:"name"`
+		Cells       int      `json:"cells"`
+		PlannedS    float64  `json:"planned_s"`
+		Suite       []string `json:"suite,omitempty"`
+		Description string   `json:"description"`
+		Invalid     string   `json:"invalid,omitempty"`
+	}
+	var out []presetInfo
 	for _, n := range scenarios.Names() {
+		info := presetInfo{Name: n}
 		if suite, isSuite, err := scenarios.ReadSuite(n); isSuite {
 			if err != nil {
-				fmt.Fprintf(stdout, "%-20s INVALID: %v\n", n, err)
+				info.Invalid = err.Error()
+				out = append(out, info)
 				continue
 			}
-			total, planned := 0, time.Duration(0)
+			planned := time.Duration(0)
 			for _, part := range suite.Parts {
 				data, _ := scenarios.Read(part)
 				if sc, err := scenario.Parse(part, data); err == nil {
 					cells, _ := sc.Cells()
-					total += len(cells)
+					info.Cells += len(cells)
 					planned += experiment.Plan(cells)
 				}
 			}
-			fmt.Fprintf(stdout, "%-20s %4d cells, ~%-10v suite of %s. %s\n", n, total, planned.Round(time.Minute), strings.Join(suite.Parts, ", "), firstSentence(suite.Description))
+			info.PlannedS, info.Suite, info.Description = planned.Seconds(), suite.Parts, firstSentence(suite.Description)
+			out = append(out, info)
 			continue
 		}
 		data, _ := scenarios.Read(n)
 		sc, err := scenario.Parse(n, data)
 		if err != nil {
-			fmt.Fprintf(stdout, "%-20s INVALID: %v\n", n, err)
+			info.Invalid = err.Error()
+			out = append(out, info)
 			continue
 		}
 		cells, _ := sc.Cells()
-		fmt.Fprintf(stdout, "%-20s %4d cells, ~%-10v %s\n", n, len(cells), experiment.Plan(cells).Round(time.Minute), firstSentence(sc.Description))
+		info.Cells, info.PlannedS, info.Description = len(cells), experiment.Plan(cells).Seconds(), firstSentence(sc.Description)
+		out = append(out, info)
+	}
+	if *asJSON {
+		return writeJSON(stdout, out)
+	}
+	for _, p := range out {
+		planned := time.Duration(p.PlannedS * 1e9)
+		if planned = planned.Round(time.Second); planned >= time.Minute {
+			planned = planned.Round(time.Minute)
+		}
+		switch {
+		case p.Invalid != "":
+			fmt.Fprintf(stdout, "%-20s INVALID: %s\n", p.Name, p.Invalid)
+		case len(p.Suite) > 0:
+			fmt.Fprintf(stdout, "%-20s %4d cells, ~%-10v suite of %s. %s\n", p.Name, p.Cells, planned, strings.Join(p.Suite, ", "), p.Description)
+		default:
+			fmt.Fprintf(stdout, "%-20s %4d cells, ~%-10v %s\n", p.Name, p.Cells, planned, p.Description)
+		}
 	}
 	return exitOK
 }
