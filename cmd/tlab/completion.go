@@ -202,20 +202,15 @@ func commandFlags(c command) map[string]bool {
 	flags := map[string]bool{}
 	sc := bufio.NewScanner(&help)
 	for sc.Scan() {
-		// flag.PrintDefaults writes "  -name" for a boolean flag and
-		// "  -name type" for one that takes a value, each followed by an
-		// indented usage line.
-		line := sc.Text()
-		rest, ok := strings.CutPrefix(line, "  -")
-		if !ok || strings.HasPrefix(rest, " ") {
+		// printFlags writes "  --name" for a boolean flag and
+		// "  --name kind" for one that takes a value, each followed by
+		// its usage, indented further.
+		rest, ok := strings.CutPrefix(sc.Text(), "  --")
+		if !ok {
 			continue
 		}
-		name, typ, _ := strings.Cut(rest, " ")
-		name = strings.TrimLeft(name, "-")
-		if i := strings.IndexByte(typ, '\t'); i >= 0 {
-			typ = typ[:i]
-		}
-		flags[name] = strings.TrimSpace(typ) != ""
+		name, kind, _ := strings.Cut(rest, " ")
+		flags[name] = strings.TrimSpace(kind) != ""
 	}
 	return flags
 }

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	_ "tlab/internal/proto/all" // every protocol family registers itself
@@ -165,9 +166,56 @@ func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: tlab %s\n\n", synopsis)
-		fs.PrintDefaults()
+		printFlags(stderr, fs)
 	}
 	return fs
+}
+
+// printFlags lists fs's flags as the docs and the errors write them
+// (--name, not the flag package's -name), each with the kind of value it
+// takes and its usage wrapped to fit 80 columns, its default after it
+// when it has one.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintln(w, "Flags:")
+	fs.VisitAll(func(f *flag.Flag) {
+		kind, usage := flag.UnquoteUsage(f)
+		head := "  --" + f.Name
+		if kind != "" {
+			head += " " + kind
+		}
+		fmt.Fprintln(w, head)
+		if def := f.DefValue; def != "" && def != "0" && def != "false" && def != "0s" && def != "[]" {
+			if fmt.Sprintf("%T", f.Value) == "*flag.stringValue" {
+				def = strconv.Quote(def) // as the flag package quotes a string's default
+			}
+			usage += " (default " + def + ")"
+		}
+		for _, line := range wrapWords(usage, 80-6) {
+			fmt.Fprintln(w, "      "+line)
+		}
+	})
+}
+
+// wrapWords breaks s into lines of at most width columns at spaces (a
+// word longer than width stands alone on its line).
+func wrapWords(s string, width int) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = word
+		case len(line)+1+len(word) <= width:
+			line += " " + word
+		default:
+			lines = append(lines, line)
+			line = word
+		}
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
 }
 
 // parseArgs parses flags that may stand before, between or after
