@@ -40,6 +40,20 @@ const (
 	exitCanceled     = 130
 )
 
+// exitMeanings say what each exit code means, for tlab(1)'s EXIT STATUS.
+var exitMeanings = []struct {
+	code    int
+	meaning string
+}{
+	{exitOK, "done; with requirements (--require, a scenario's require:), some stack met them"},
+	{exitFailure, "the command ran but its result is a failure: no stack met the requirements, or a check failed"},
+	{exitUsage, "a usage error: a flag, an argument, or a scenario that does not validate"},
+	{exitError, "the command could not run (privileges, a system error)"},
+	{exitHostNoisy, "tlab calibrate: every failed check is explained by the host's own noise"},
+	{exitInconclusive, "tlab calibrate: no check failed, but an interval straddles its target"},
+	{exitCanceled, "interrupted (Ctrl-C, SIGTERM); what was measured is kept, and --resume goes on"},
+}
+
 // command is one subcommand: the group it is listed under on tlab's first
 // screen, a one-line summary in plain words, and its entry point.
 type command struct {
@@ -87,6 +101,7 @@ func commands() map[string]command {
 		"calibrate":  {groupMachine, "measure the emulator's own accuracy on this machine", runCalibrate},
 		"cleanup":    {groupMachine, "remove what killed runs left behind", runCleanup},
 		"version":    {groupMachine, "print the version (also tlab --version)", runVersion},
+		"man":        {groupMachine, "print the manual page, tlab(1): every command and its flags", runMan},
 		"completion": {groupMachine, "print a shell's completion script (bash, zsh, fish)", runCompletion},
 	}
 }
