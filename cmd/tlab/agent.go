@@ -25,7 +25,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&limits.MaxPort, "max-port", limits.MaxPort, "highest port a server may bind")
 	maxLoad := fs.String("max-load", fmt.Sprintf("%dMbit", limits.MaxLoadMbps), "most load this agent sends the controller, all of it together: loaded recordings' fills (tlab record) and cross traffic's down flows, across sessions (0: none; else whole Mbit/s)")
 	fs.IntVar(&limits.MaxLoadS, "max-load-time", limits.MaxLoadS, "longest such load, seconds")
-	idle := fs.Duration("idle", time.Duration(limits.IdleS)*time.Second, "end a session whose controller is silent this long, stopping its servers")
+	idle := fs.Duration("session-idle", time.Duration(limits.IdleS)*time.Second, "end a session whose controller is silent this long, stopping its servers")
+	renamedFlag(fs, "idle", "session-idle")
 	maxSession := fs.Duration("max-session", time.Duration(limits.MaxSessionS)*time.Second, "end any session after this long")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code

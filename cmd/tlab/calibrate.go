@@ -14,10 +14,11 @@ import (
 )
 
 func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("calibrate", "calibrate [--json] [--quick] [--mode adaptive|busy|sleep] [--engine ring|mmsg] [--compare-engines [--rounds N]]\n\nMeasure the emulator's own accuracy on this machine: the latency it adds, how exactly it keeps\ndelays and rates, its forwarding capacity and realised loss, each against a target (about a minute).", stderr)
+	fs := newFlags("calibrate", "calibrate [--json] [--quick] [--emulator-mode adaptive|busy|sleep] [--engine ring|mmsg] [--compare-engines [--rounds N]]\n\nMeasure the emulator's own accuracy on this machine: the latency it adds, how exactly it keeps\ndelays and rates, its forwarding capacity and realised loss, each against a target (about a minute).", stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
 	quick := fs.Bool("quick", false, "shorter measurements (noisier figures)")
-	mode := fs.String("mode", emu.ModeAdaptive, "emulator timer mode: adaptive (blocks, spinning only within the wake-up latency it measures on this host: an idle link costs no CPU), busy (polls, holds one core) or sleep (epoll + a fixed --spin before each release)")
+	mode := fs.String("emulator-mode", emu.ModeAdaptive, "emulator timer mode: adaptive (blocks, spinning only within the wake-up latency it measures on this host: an idle link costs no CPU), busy (polls, holds one core) or sleep (epoll + a fixed --spin before each release)")
+	renamedFlag(fs, "mode", "emulator-mode")
 	spin := fs.Duration("spin", testbed.DefaultSpin, "in sleep mode, how long before a release the engine starts to spin")
 	engine := fs.String("engine", emu.EngineRing, "emulator engine: "+strings.Join(emu.Engines(), " or "))
 	compare := fs.Bool("compare-engines", false, "instead of the checks, measure the mmsg engine against the ring engine in alternate rounds and print each figure's paired difference")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -62,6 +63,33 @@ func TestEveryCommandsHelpFitsEightyColumns(t *testing.T) {
 			if strings.HasPrefix(line, "  -") && !strings.HasPrefix(line, "  --") {
 				t.Errorf("tlab %s --help: a flag written with one dash: %q", name, line)
 			}
+		}
+	}
+}
+
+// TestRenamedFlagsKeepTheirOldNames: a flag renamed so that one name has
+// one meaning (record's --rate was probes per second where every other
+// --rate is a link rate) still takes its old name, which sets the same
+// value, and is left out of --help and completion.
+func TestRenamedFlagsKeepTheirOldNames(t *testing.T) {
+	fs := flag.NewFlagSet("tlab demo", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	rate := fs.Int("probe-rate", 100, "probes per second")
+	renamedFlag(fs, "rate", "probe-rate")
+	if err := fs.Parse([]string{"--rate", "250"}); err != nil || *rate != 250 {
+		t.Fatalf("--rate 250: err %v, --probe-rate %d; want 250", err, *rate)
+	}
+	var b bytes.Buffer
+	printFlags(&b, fs)
+	if strings.Contains(b.String(), "--rate") || !strings.Contains(b.String(), "--probe-rate int") {
+		t.Errorf("help lists the old name or lacks the new:\n%s", b.String())
+	}
+	for cmd, old := range map[string]string{"record": "--rate", "calibrate": "--mode", "agent": "--idle"} {
+		if got := complete([]string{cmd, old}); slices.Contains(got, old) {
+			t.Errorf("completion offers %s's old name %s: %v", cmd, old, got)
+		}
+		if flags := commandFlags(commands()[cmd]); len(flags) == 0 {
+			t.Errorf("%s has no flags in its help", cmd)
 		}
 	}
 }

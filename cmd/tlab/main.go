@@ -186,6 +186,16 @@ func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// renamedFlag keeps a renamed flag's old name working: the same value
+// under the old name, left out of --help (and so of completion and the
+// manual), so that scripts written for the old name still run while
+// everything a user reads names one flag for one meaning.
+func renamedFlag(fs *flag.FlagSet, old, name string) {
+	fs.Var(fs.Lookup(name).Value, old, renamedUsage+name)
+}
+
+const renamedUsage = "the former name of --"
+
 // printFlags lists fs's flags as the docs and the errors write them
 // (--name, not the flag package's -name), each with the kind of value it
 // takes and its usage wrapped to fit 80 columns, its default after it
@@ -193,6 +203,9 @@ func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 func printFlags(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintln(w, "Flags:")
 	fs.VisitAll(func(f *flag.Flag) {
+		if strings.HasPrefix(f.Usage, renamedUsage) {
+			return
+		}
 		kind, usage := flag.UnquoteUsage(f)
 		head := "  --" + f.Name
 		if kind != "" {
