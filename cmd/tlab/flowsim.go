@@ -31,7 +31,7 @@ func runFlowsim(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	connUpper := fs.String("conn-upper", "", "the connection's upper bound for the window (default: the scenario's)")
 	size := fs.String("size", "", "the data each stream carries, e.g. 5MB (default: the scenario's; not with size-sweep, whose sizes are its sweep)")
 	real := fs.Bool("real", false, "also measure quic-go through the emulated link (needs root or a user namespace)")
-	mode := fs.String("emulator-mode", "", "emulator timer mode with --real: busy (default) or sleep")
+	mode := fs.String("emulator-mode", emu.ModeAdaptive, "emulator timer mode with --real: "+strings.Join(emu.Modes(), ", "))
 	asJSON := fs.Bool("json", false, "print one object per allowance (and size) as JSON")
 	gainMap := fs.Bool("map", false, "also map fast autotuning's throughput gain over autotuning on links of 10 Mbit/s-1 Gbit/s x 10-200 ms (the scenario otherwise as given; a size sweep's first size); gain-map.csv and a plot with --out")
 	out := fs.String("out", "", "directory for the time series (CSV), summary.json and plots (SVG, PNG); with --real also qlog/ and streams.csv")
