@@ -13,10 +13,19 @@ import (
 func runProfiles(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("profiles", "profiles [--json] [NAME[+NAME...]] [--link key=value,...]\n\nList the built-in link profiles (a network's delay, jitter, rate, queue and loss each way), or show\none profile, or a stack of them (wifi+loss-ge-b), with --link overrides applied on top.", stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
+	md := fs.Bool("markdown", false, "print the built-in profiles as docs/guide.md's table")
 	link := fs.String("link", "", "overrides applied on top, e.g. rate=50Mbit,up.loss=1%")
 	names, code, ok := parseArgs(fs, args, 1)
 	if !ok {
 		return code
+	}
+	if *md {
+		if *asJSON || len(names) > 0 {
+			fmt.Fprintln(stderr, "tlab profiles: --markdown prints the whole table: give no NAME and no --json")
+			return exitUsage
+		}
+		writeProfilesMarkdown(stdout)
+		return exitOK
 	}
 	if len(names) == 0 {
 		ps := emu.BuiltinProfiles()

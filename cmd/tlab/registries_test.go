@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"tlab/internal/catalog"
+	"tlab/internal/emu"
 	"tlab/internal/experiment"
 	"tlab/internal/metrics"
 	"tlab/internal/proto"
@@ -77,6 +78,32 @@ func TestRegistriesAgree(t *testing.T) {
 		}
 		if info.Type != typ.Name || len(info.Roles) == 0 || info.Describe == "" {
 			t.Errorf("%s: incomplete info %+v", typ.Name, info)
+		}
+	}
+}
+
+// TestGuideProfileTableIsCurrent: docs/guide.md's profile table is the
+// one tlab profiles --markdown writes from the profiles the emulator runs
+// (the hand-kept table it replaced had fallen behind three of them).
+func TestGuideProfileTableIsCurrent(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/guide.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const marker = "<!-- generated: tlab profiles --markdown (a test keeps it current) -->\n"
+	_, table, ok := strings.Cut(string(doc), marker)
+	if !ok {
+		t.Fatal("docs/guide.md lacks the profile table's marker")
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	var b bytes.Buffer
+	writeProfilesMarkdown(&b)
+	if table+"\n" != b.String() {
+		t.Error("docs/guide.md's profile table is stale: replace it with the output of go run ./cmd/tlab profiles --markdown")
+	}
+	for _, p := range emu.BuiltinProfiles() {
+		if !strings.Contains(table, "| "+p.Name+" |") {
+			t.Errorf("the table lacks %s", p.Name)
 		}
 	}
 }
