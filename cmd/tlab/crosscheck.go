@@ -22,7 +22,7 @@ import (
 var crossCheckable = []string{"h1", "h1s", "h2", "h3"}
 
 func runCrossCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("crosscheck", "crosscheck [--protocols h1,h1s,h2,h3] [--profile P] [--link key=value,...] [--count N] [--size B] [--json]\n\nDoes tlab agree with curl? Time study B's requests (a POST on a fresh connection, every phase as\ncurl's -w variables) with tlab's clients and with real ones on the same emulated link, alternating:\nDebian's curl for h1, h1s and h2, libcurl with HTTP/3 (curl_cffi) for h3. Each phase's medians are\ncompared; a difference above 1 ms + 10 % of curl's value fails (docs/presets.md says why).\nExit 0 all agree, 1 some differ, 3 cannot run.", stderr)
+	fs := newFlags("crosscheck", "crosscheck [--protocols h1,h1s,h2,h3] [--profile P] [--link key=value,...] [--count N] [--size B] [--json]\n\nDoes tlab agree with curl? Time study B's requests (a POST on a fresh connection, every phase as\ncurl's -w variables) with tlab's clients and with real ones on the same emulated link, alternating:\nDebian's curl for h1 and h1s, libcurl with HTTP/2 and HTTP/3 (curl_cffi) for h2 and h3. Each phase's medians are\ncompared; a difference above 1 ms + 10 % of curl's value fails (docs/presets.md says why).\nExit 0 all agree, 1 some differ, 3 cannot run.", stderr)
 	protocols := fs.String("protocols", "h1,h1s,h2,h3", "protocols to check: h1, h1s, h2, h3")
 	profile := fs.String("profile", "ethernet", "link profile (stack), see tlab profiles")
 	link := fs.String("link", "rtt=10ms", "override profile fields, e.g. rtt=25ms,rate=20Mbit")
