@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -304,4 +305,39 @@ func moveOwnThreads(tasks, rootTasks string) {
 			os.WriteFile(rootTasks, []byte(f), 0)
 		}
 	}
+}
+
+// runGroupName is the prefix of a run's cgroups: tlab-RUN-HOST.
+func runGroupName(runID, host string) string { return "tlab-" + runID + "-" + host }
+
+var runIDPattern = regexp.MustCompile(`^[0-9A-Za-z-]+$`)
+
+// leftoverCPUGroups lists the cgroups a run made that are still there (a
+// run killed before its Close), in both hierarchies.
+func leftoverCPUGroups(runID string) []string {
+	if !runIDPattern.MatchString(runID) {
+		return nil
+	}
+	v2, v1, err := cgroupMounts()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, root := range []string{v2, v1} {
+		if root == "" {
+			continue
+		}
+		dirs, _ := filepath.Glob(filepath.Join(root, runGroupName(runID, "*")))
+		out = append(out, dirs...)
+	}
+	return out
+}
+
+// removeLeftoverGroup ends what is left in a killed run's cgroup and
+// removes it.
+func removeLeftoverGroup(dir string) error {
+	if os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0) != nil {
+		killListed(filepath.Join(dir, "cgroup.procs"))
+	}
+	return rmdirWhenEmpty(dir)
 }

@@ -203,7 +203,7 @@ func Build(topo Topology, opts Options) (tb *Testbed, err error) {
 		if l, ok := topo.CPU[name]; ok {
 			// Made before any process of the host starts, so Close
 			// removes it after they have stopped.
-			if h.cpu, err = newCPUGroup("tlab-"+tb.ID+"-"+name, l); err != nil {
+			if h.cpu, err = newCPUGroup(runGroupName(tb.ID, name), l); err != nil {
 				return tb, fmt.Errorf("host %s: cpu limit: %w", name, err)
 			}
 			tb.onClose(h.cpu.remove)
