@@ -17,7 +17,7 @@ import (
 func runFlowsim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("flowsim", "flowsim --scenario NAME [--real] [--json] [--out DIR] [link flags]\n\nSimulate study C's QUIC flow-control allowances (static, improved-static, autotuning,\nfast-autotuning, or quic-go's own) on a link. With --real, also run quic-go through the\nemulated link with static and auto-tuned windows, beside the simulator's model of quic-go.\nScenarios: "+strings.Join(flowsim.ScenarioNames(), ", ")+".", stderr)
 	name := fs.String("scenario", "large-buffer", "scenario: "+strings.Join(flowsim.ScenarioNames(), ", "))
-	allow := fs.String("allowances", "static,improved-static,autotuning,fast-autotuning", "comma-separated allowances (also: quic-go); autotuning and fast-autotuning take @hold, @first-read or @start to time their first update by another source's rule")
+	allow := fs.String("allowances", "static,improved-static,autotuning,fast-autotuning", "comma-separated allowances (also: quic-go); autotuning and fast-autotuning hold their first two updates as the study did, or take @hold, @first-read or @start to time their first update by another source's rule")
 	rate := fs.String("rate", "100Mbit", "link rate")
 	rtt := fs.Duration("rtt", flowsim.StudyRTT, "link round-trip time (default: the study's, from its static allowance's rate)")
 	loss := fs.String("loss", "0%", "random loss of data packets")

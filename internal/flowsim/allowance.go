@@ -57,9 +57,17 @@ func (w *Window) grant(now time.Duration) {
 type FirstUpdate string
 
 const (
-	// FirstUpdateOwn is the allowance's own rule: hold for autotuning,
-	// start for fast autotuning.
+	// FirstUpdateOwn is the allowance's own rule: FirstUpdateStudy for
+	// both of the study's growing allowances.
 	FirstUpdateOwn FirstUpdate = ""
+	// FirstUpdateStudy holds the window through the first two updates
+	// and times every later one from the previous update, as both
+	// allowances did in the study's own simulation (its Figs. 7b-9b:
+	// autotuning's summed stream windows "8 KB" through two updates,
+	// 16 KB at the third; fast autotuning's "during the two buffer
+	// updates ... maintained at 8 KB", 32 KB after the third;
+	// studies.md, study C).
+	FirstUpdateStudy FirstUpdate = "study"
 	// FirstUpdateHold never grows at the first update, as Chromium's
 	// net/quic flow controller did: "if (!prev.IsInitialized()) { ...
 	// first window update ...; return; }".
@@ -76,12 +84,15 @@ const (
 )
 
 // firstUpdateRules lists the rules a name may carry after "@".
-var firstUpdateRules = []FirstUpdate{FirstUpdateHold, FirstUpdateFirstRead, FirstUpdateStart}
+var firstUpdateRules = []FirstUpdate{FirstUpdateStudy, FirstUpdateHold, FirstUpdateFirstRead, FirstUpdateStart}
 
 // quick reports whether this update comes less than two RTTs after the
 // previous one, the first update timed by rule.
 func (w *Window) quick(now, rtt time.Duration, rule FirstUpdate) bool {
 	prev := w.LastUpdate
+	if rule == FirstUpdateStudy && w.Updates < 2 {
+		return false
+	}
 	if w.Updates == 0 {
 		switch rule {
 		case FirstUpdateHold:
@@ -143,14 +154,15 @@ func (ImprovedStatic) Update(w *Window, now, rtt time.Duration, mss int64) bool 
 
 // Autotuning is Google QUIC's: at an update, if the previous one was less
 // than two RTTs ago, the window doubles, up to its upper bound. Its first
-// update holds the window unless First says otherwise.
+// two updates hold the window, as in the study's simulation, unless First
+// says otherwise.
 type Autotuning struct{ First FirstUpdate }
 
-func (a Autotuning) Name() string { return nameWithRule("autotuning", a.First, FirstUpdateHold) }
+func (a Autotuning) Name() string { return nameWithRule("autotuning", a.First, FirstUpdateStudy) }
 
 func (a Autotuning) rule() FirstUpdate {
 	if a.First == FirstUpdateOwn {
-		return FirstUpdateHold
+		return FirstUpdateStudy
 	}
 	return a.First
 }
@@ -178,13 +190,13 @@ func (a Autotuning) Update(w *Window, now, rtt time.Duration, mss int64) bool {
 //	    W_maxoffset += W_max - W_avail
 //	    send MAX_STREAM_DATA (or MAX_DATA)
 //
-// The first update has no previous one; unless First says otherwise, it is
-// timed from the connection's start, as the study's worked example
-// requires (its first update grows the window).
+// Unless First says otherwise the first two updates hold the window, as
+// in the study's simulation (FirstUpdateStudy); its worked example, whose
+// first update already grows, is FirstUpdateStart.
 type FastAutotuning struct{ First FirstUpdate }
 
 func (a FastAutotuning) Name() string {
-	return nameWithRule("fast-autotuning", a.First, FirstUpdateStart)
+	return nameWithRule("fast-autotuning", a.First, FirstUpdateStudy)
 }
 
 func (a FastAutotuning) Update(w *Window, now, rtt time.Duration, mss int64) bool {
@@ -194,7 +206,7 @@ func (a FastAutotuning) Update(w *Window, now, rtt time.Duration, mss int64) boo
 	}
 	rule := a.First
 	if rule == FirstUpdateOwn {
-		rule = FirstUpdateStart
+		rule = FirstUpdateStudy
 	}
 	if w.quick(now, rtt, rule) {
 		f := int64(16)
@@ -226,8 +238,8 @@ func Allowances() []Allowance {
 }
 
 // LookupAllowance returns an allowance by name. A growing allowance's name
-// may end in "@hold", "@first-read" or "@start" to choose how its first
-// update is timed (FirstUpdate).
+// may end in "@study", "@hold", "@first-read" or "@start" to choose how
+// its first updates are timed (FirstUpdate).
 func LookupAllowance(name string) (Allowance, error) {
 	if base, rule, ok := strings.Cut(name, "@"); ok {
 		return withFirstUpdate(base, FirstUpdate(rule))
@@ -247,7 +259,7 @@ func LookupAllowance(name string) (Allowance, error) {
 // withFirstUpdate returns a growing allowance with its first update timed by rule.
 func withFirstUpdate(base string, rule FirstUpdate) (Allowance, error) {
 	if !slices.Contains(firstUpdateRules, rule) {
-		return nil, fmt.Errorf("allowance %s@%s: unknown first-update rule %q: want hold, first-read or start", base, rule, rule)
+		return nil, fmt.Errorf("allowance %s@%s: unknown first-update rule %q: want study, hold, first-read or start", base, rule, rule)
 	}
 	switch base {
 	case "autotuning":

@@ -1,6 +1,7 @@
 package flowsim
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -37,7 +38,8 @@ func TestImprovedStaticUpdatesOneMSSEarlier(t *testing.T) {
 }
 
 func TestAutotuningDoublesOnlyWithinTwoRTT(t *testing.T) {
-	w := &Window{MaxOffset: 4 * kb, Size: 4 * kb, Upper: 16 * kb, LastUpdate: 10 * time.Millisecond, Updates: 1}
+	// Past the first two updates, which hold (FirstUpdateStudy).
+	w := &Window{MaxOffset: 4 * kb, Size: 4 * kb, Upper: 16 * kb, LastUpdate: 10 * time.Millisecond, Updates: 2}
 	consumeTo(Autotuning{}, w, 3*kb, 30*time.Millisecond) // 20 ms since: < 40 ms
 	if w.Size != 8*kb {
 		t.Fatalf("window %d after a quick update, want 8K", w.Size)
@@ -59,24 +61,26 @@ func TestAutotuningDoublesOnlyWithinTwoRTT(t *testing.T) {
 // bound 128 KB, connection upper bound 256 KB, initial windows 4 KB
 // (stream) and 8 KB (connection): the first update sets the stream window
 // to 64 KB (occupancy 3 %: factor 16), the second to 128 KB (occupancy
-// 50 %: factor 4, capped).
+// 50 %: factor 4, capped). The example grows at the first update, so it
+// runs under the start rule (its simulation's figures hold twice instead:
+// TestStudyRuleHoldsTheFirstTwoUpdates).
 func TestFastAutotuningStudyExample(t *testing.T) {
 	stream := &Window{MaxOffset: 4 * kb, Size: 4 * kb, Upper: 128 * kb}
 	stream.Occupancy = float64(stream.Size) / float64(stream.Upper) * 100
-	if !consumeTo(FastAutotuning{}, stream, 3*kb, 5*time.Millisecond) || stream.Size != 64*kb {
+	if !consumeTo(FastAutotuning{First: FirstUpdateStart}, stream, 3*kb, 5*time.Millisecond) || stream.Size != 64*kb {
 		t.Fatalf("first update: window %d KB, want 64", stream.Size/kb)
 	}
 	if stream.MaxOffset != 3*kb+64*kb {
 		t.Fatalf("max offset %d, want consumed + window", stream.MaxOffset)
 	}
 	stream.Occupancy = float64(stream.Size) / float64(stream.Upper) * 100
-	if !consumeTo(FastAutotuning{}, stream, stream.MaxOffset-1, 20*time.Millisecond) || stream.Size != 128*kb {
+	if !consumeTo(FastAutotuning{First: FirstUpdateStart}, stream, stream.MaxOffset-1, 20*time.Millisecond) || stream.Size != 128*kb {
 		t.Fatalf("second update: window %d KB, want 128", stream.Size/kb)
 	}
 	// The connection: 8 KB towards 256 KB, occupancy from the streams'
 	// windows (4 KB of 256 KB: under 25 %, factor 16).
 	conn := &Window{MaxOffset: 8 * kb, Size: 8 * kb, Upper: 256 * kb, Occupancy: 4.0 / 256 * 100}
-	if !consumeTo(FastAutotuning{}, conn, 5*kb, 5*time.Millisecond) || conn.Size != 128*kb {
+	if !consumeTo(FastAutotuning{First: FirstUpdateStart}, conn, 5*kb, 5*time.Millisecond) || conn.Size != 128*kb {
 		t.Fatalf("connection's first update: %d KB, want 128", conn.Size/kb)
 	}
 }
@@ -108,11 +112,9 @@ func TestFirstUpdateRules(t *testing.T) {
 		a    Allowance
 		want int64
 	}{
-		{Autotuning{}, 4 * kb}, // its own rule: hold
 		{Autotuning{First: FirstUpdateHold}, 4 * kb},
 		{Autotuning{First: FirstUpdateFirstRead}, 8 * kb},
 		{Autotuning{First: FirstUpdateStart}, 4 * kb},
-		{FastAutotuning{}, 4 * kb}, // its own rule: start
 		{FastAutotuning{First: FirstUpdateHold}, 4 * kb},
 		{FastAutotuning{First: FirstUpdateFirstRead}, 16 * 4 * kb},
 		{FastAutotuning{First: FirstUpdateStart}, 4 * kb},
@@ -139,14 +141,16 @@ func TestFirstUpdateRules(t *testing.T) {
 }
 
 func TestAllowanceNamesCarryTheirFirstUpdateRule(t *testing.T) {
-	for _, name := range []string{"autotuning@first-read", "fast-autotuning@hold", "autotuning@start"} {
+	for _, name := range []string{"autotuning@first-read", "fast-autotuning@hold", "autotuning@start", "fast-autotuning@start", "autotuning@hold"} {
 		a, err := LookupAllowance(name)
 		if err != nil || a.Name() != name {
 			t.Errorf("%s: got %v, %v", name, a, err)
 		}
 	}
-	if a, _ := LookupAllowance("autotuning@hold"); a.Name() != "autotuning" {
-		t.Errorf("autotuning's own rule named %q, want plain autotuning", a.Name())
+	for _, own := range []string{"autotuning", "fast-autotuning"} {
+		if a, _ := LookupAllowance(own + "@study"); a.Name() != own {
+			t.Errorf("%s's own rule named %q, want plain %s", own, a.Name(), own)
+		}
 	}
 	for _, bad := range []string{"static@hold", "autotuning@soon", "quic-go@start"} {
 		if _, err := LookupAllowance(bad); err == nil {
@@ -174,6 +178,52 @@ func TestSimulatorTimesFirstReadFromTheApplicationsFirstRead(t *testing.T) {
 				}
 				break
 			}
+		}
+	}
+}
+
+// TestStudyRuleHoldsTheFirstTwoUpdates works the study's scenario 1 by
+// hand (studies.md, study C; its Figs. 7b-9b): two streams, windows 4 KB,
+// stream upper bound 16 KB, RTT 150 ms, each stream's updates one RTT
+// apart (well within 2 RTT). Both allowances hold at the first and the
+// second update; at the third autotuning doubles each stream (4 -> 8 KB,
+// the streams' sum 8 -> 16 KB) and fast autotuning multiplies by 8
+// (occupancy 4/16 = 25 %: F = 8), capped at 16 KB (sum 32 KB); at the
+// fourth autotuning doubles again (8 -> 16 KB), and between the two
+// streams' fourth updates the sum reads 16 + 8 = 24 KB, then 32 KB.
+func TestStudyRuleHoldsTheFirstTwoUpdates(t *testing.T) {
+	const rtt = 150 * time.Millisecond
+	for _, tc := range []struct {
+		a    Allowance
+		want []int64 // each stream's window after updates 1..4, KB
+		sums []int64 // the streams' sum after each stream's update, KB
+	}{
+		{Autotuning{}, []int64{4, 4, 8, 16}, []int64{8, 8, 8, 8, 12, 16, 24, 32}},
+		{FastAutotuning{}, []int64{4, 4, 16, 16}, []int64{8, 8, 8, 8, 20, 32, 32, 32}},
+	} {
+		streams := []*Window{
+			{MaxOffset: 4 * kb, Size: 4 * kb, Upper: 16 * kb},
+			{MaxOffset: 4 * kb, Size: 4 * kb, Upper: 16 * kb},
+		}
+		var sums []int64
+		for u := range 4 {
+			for i, w := range streams {
+				// Stream i's update u at (u+1) RTT plus i ms: one
+				// RTT after its previous one.
+				now := time.Duration(u+1)*rtt + time.Duration(i)*time.Millisecond
+				w.Occupancy = float64(w.Size) / float64(w.Upper) * 100
+				w.Consumed = w.MaxOffset - w.Size/2 + 1 // W_avail just under half
+				if !tc.a.Update(w, now, rtt, 1350) {
+					t.Fatalf("%s: stream %d's update %d not sent", tc.a.Name(), i, u+1)
+				}
+				if w.Size != tc.want[u]*kb {
+					t.Errorf("%s: stream %d after update %d: %d KB, want %d", tc.a.Name(), i, u+1, w.Size/kb, tc.want[u])
+				}
+				sums = append(sums, (streams[0].Size+streams[1].Size)/kb)
+			}
+		}
+		if !slices.Equal(sums, tc.sums) {
+			t.Errorf("%s: the streams' summed window %v KB, want %v", tc.a.Name(), sums, tc.sums)
 		}
 	}
 }

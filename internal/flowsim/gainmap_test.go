@@ -14,7 +14,11 @@ import (
 // small where the product is far below the 1 MiB stream cap (10 Mbit/s,
 // 10 ms: 12.5 kB), large near it (100 Mbit/s, 100 ms: 1.25 MB), and falls
 // again where the product dwarfs the 5 MiB transfer (1 Gbit/s, 100 ms:
-// 12.5 MB), whose time congestion control's slow start then sets.
+// 12.5 MB), whose time congestion control's slow start then sets. Both
+// allowances hold their first two updates (the study's rule), so the
+// peak is a few points: 5.0 % at 1.25 MB against 0.2 % and 0.9 % at the
+// ends (it was 8 points or more while fast autotuning alone grew at its
+// first update).
 func TestGainMap(t *testing.T) {
 	c := Scenarios()["large-buffer"][0]
 	c.OneWay = 10 * time.Millisecond // a link on the grid
@@ -46,7 +50,7 @@ func TestGainMap(t *testing.T) {
 		t.Errorf("one bandwidth-delay product, two gains: %.2f %% and %.2f %%", a, b)
 	}
 	small, peak, beyond := at(10e6, 10*time.Millisecond).GainPct, at(100e6, 100*time.Millisecond).GainPct, at(1e9, 100*time.Millisecond).GainPct
-	if !(math.Abs(small) < 2 && peak > small+8 && beyond < peak-5) {
+	if !(math.Abs(small) < 2 && peak > small+3 && beyond < peak-3) {
 		t.Errorf("gain at 12.5 kB of BDP %.1f %%, at 1.25 MB %.1f %%, at 12.5 MB %.1f %%", small, peak, beyond)
 	}
 }

@@ -69,7 +69,10 @@ type Sample struct {
 	T               time.Duration `json:"t"`
 	Received        []int64       `json:"received"` // per stream, consumed in order
 	MaxStreamWindow int64         `json:"max_stream_window"`
-	ConnWindow      int64         `json:"conn_window"`
+	// StreamWindowSum is the sum of the streams' receive windows, what
+	// study C plots as the window in its Figs. 7b-9b.
+	StreamWindowSum int64 `json:"stream_window_sum"`
+	ConnWindow      int64 `json:"conn_window"`
 }
 
 // Result summarises a run.
@@ -468,6 +471,7 @@ func (s *sim) sample(force bool) {
 	for i, r := range s.recv {
 		sm.Received[i] = r.consumed
 		sm.MaxStreamWindow = max(sm.MaxStreamWindow, r.win.Size)
+		sm.StreamWindowSum += r.win.Size
 	}
 	s.res.Series = append(s.res.Series, sm)
 	s.nextSample = (s.now/s.cfg.Sample + 1) * s.cfg.Sample

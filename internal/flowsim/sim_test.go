@@ -173,3 +173,54 @@ func receivedSlope(r Result, from, to time.Duration) float64 {
 	}
 	return float64(at(to)-at(from)) * 8 / (to - from).Seconds()
 }
+
+// TestStreamWindowSumFollowsTheStudysFigures: small-buffer on the study's
+// link, the streams' summed receive window (study C's Figs. 7b-9b). By
+// hand from the study's rule (two 4 KB streams, updates one RTT apart,
+// the first two held): 8 KB until each stream's third update; then
+// autotuning passes through 16 KB and 24 KB (one stream at 16, the other
+// at 8) to 32 KB, the two 16 KB caps; fast autotuning jumps to 32 KB.
+func TestStreamWindowSumFollowsTheStudysFigures(t *testing.T) {
+	for _, tc := range []struct {
+		a    Allowance
+		must []int64 // KB values the sum must take, in order
+	}{
+		{Autotuning{}, []int64{8, 16, 24, 32}},
+		{FastAutotuning{}, []int64{8, 32}},
+	} {
+		res, err := Run(Scenarios()["small-buffer"][0], tc.a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The time of the second round of stream updates (each
+		// stream's second): the sum must still be 8 KB there.
+		var second time.Duration
+		n := 0
+		for _, u := range res.Updates {
+			if u.Stream >= 0 {
+				if n++; n == 4 {
+					second = u.T
+				}
+			}
+		}
+		var seen []int64
+		for _, s := range res.Series {
+			kbs := s.StreamWindowSum / kb
+			if s.T <= second && kbs != 8 {
+				t.Errorf("%s: sum %d KB at %v, before the third updates (the second round ends at %v)", tc.a.Name(), kbs, s.T, second)
+			}
+			if len(seen) == 0 || seen[len(seen)-1] != kbs {
+				seen = append(seen, kbs)
+			}
+		}
+		i := 0
+		for _, v := range seen {
+			if i < len(tc.must) && v == tc.must[i] {
+				i++
+			}
+		}
+		if i != len(tc.must) || seen[len(seen)-1] != 32 {
+			t.Errorf("%s: the sum took %v KB, want %v in that order, ending at 32", tc.a.Name(), seen, tc.must)
+		}
+	}
+}

@@ -12,6 +12,9 @@ type Point struct {
 	// connection window, both estimated (see Receiver).
 	MaxStreamWindow int64
 	ConnWindow      int64
+	// StreamWindowSum is the streams' windows summed (study C's Figs.
+	// 7b-9b), estimated as MaxStreamWindow is.
+	StreamWindowSum int64
 }
 
 // Receiver is the flow-control view of the endpoint that logged the trace,
@@ -125,6 +128,7 @@ func (t *Trace) Receiver() Receiver {
 		for i, s := range streams {
 			pt.Received[i] = s.delivered
 			pt.MaxStreamWindow = max(pt.MaxStreamWindow, windows[i])
+			pt.StreamWindowSum += windows[i]
 		}
 		r.Points = append(r.Points, pt)
 	}

@@ -79,6 +79,7 @@ func flowsimSet(dir, prefix, title string, results []flowsim.Result, indices []i
 	}
 	recv := map[string]plotter.XYs{}
 	win := map[string]plotter.XYs{}
+	sum := map[string]plotter.XYs{}
 	for _, i := range indices {
 		r := results[i]
 		name := label(r)
@@ -90,6 +91,7 @@ func flowsimSet(dir, prefix, title string, results []flowsim.Result, indices []i
 			}
 			recv[name] = append(recv[name], plotter.XY{X: s.T.Seconds(), Y: float64(total) / 1e6})
 			win[name] = append(win[name], plotter.XY{X: s.T.Seconds(), Y: float64(s.MaxStreamWindow) / 1024})
+			sum[name] = append(sum[name], plotter.XY{X: s.T.Seconds(), Y: float64(s.StreamWindowSum) / 1024})
 		}
 	}
 	for _, pl := range []struct {
@@ -98,6 +100,8 @@ func flowsimSet(dir, prefix, title string, results []flowsim.Result, indices []i
 	}{
 		{"received-over-time", "Bytes received over time, " + title, "received (MB, all streams)", recv},
 		{"window-over-time", "Maximum stream receive window over time, " + title, "window (KiB)", win},
+		// Study C's Figs. 7b-9b: the streams' receive windows summed.
+		{"window-sum-over-time", "Sum of the streams' receive windows over time, " + title, "window (KiB, all streams)", sum},
 	} {
 		p, err := lines(names, pl.pts, "time (s)", pl.y)
 		if err != nil {

@@ -44,6 +44,9 @@ type Topology struct {
 	Server   string            `yaml:"server"`
 	Then     []string          `yaml:"then"`
 	Links    map[string]string `yaml:"links"`
+	// CPU limits a host's processes to that many cores (cgroup CPU
+	// bandwidth, 100 ms period): cpu: {server: 1} is a 1-vCPU server.
+	CPU map[string]float64 `yaml:"cpu"`
 }
 
 // TopologyTypes are the shapes a scenario may name.
@@ -190,7 +193,9 @@ func (t Topology) build(linkFor func(link string) (emu.LinkConfig, error)) (test
 				return topo, err
 			}
 		}
-		return testbed.Chain(t.Hosts, cfgs)
+		if topo, err = testbed.Chain(t.Hosts, cfgs); err != nil {
+			return topo, err
+		}
 	case "shared-access":
 		cfg, err := linkFor("access")
 		if err != nil {
@@ -208,6 +213,12 @@ func (t Topology) build(linkFor func(link string) (emu.LinkConfig, error)) (test
 			topo.Links = append(topo.Links, testbed.Link{Name: prev + "-" + h, A: []string{prev}, B: []string{h}, Config: cfg})
 			prev = h
 		}
+	}
+	for h, cpus := range t.CPU {
+		if topo.CPU == nil {
+			topo.CPU = map[string]testbed.CPULimit{}
+		}
+		topo.CPU[h] = testbed.LimitCPUs(cpus)
 	}
 	return topo, nil
 }

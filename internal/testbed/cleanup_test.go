@@ -16,7 +16,10 @@ const killedRunEnv = "TLAB_TEST_KILLED_RUN"
 // killedRunChild builds a testbed, prints its id and temp dir, and waits to
 // be killed.
 func killedRunChild() {
-	tb, err := Build(ClientServer(delayLoss(time.Millisecond, 0)), Options{})
+	topo := ClientServer(delayLoss(time.Millisecond, 0))
+	// A CPU limit too: its cgroup must not outlive the run either.
+	topo.CPU = map[string]CPULimit{"server": LimitCPUs(0.5)}
+	tb, err := Build(topo, Options{})
 	if err != nil {
 		fmt.Println("ERR", err)
 		os.Exit(1)
@@ -91,9 +94,15 @@ func TestKilledRunLeavesNothingAfterCleanup(t *testing.T) {
 	if _, err := os.Stat(tmp); err != nil {
 		t.Fatalf("a killed run should have left its temp dir for cleanup: %v", err)
 	}
+	if len(leftoverCPUGroups(id)) == 0 {
+		t.Errorf("a killed run should have left its cgroup for cleanup")
+	}
 	actions, err := Cleanup(false)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if left := leftoverCPUGroups(id); len(left) > 0 {
+		t.Errorf("cgroups %v survived cleanup", left)
 	}
 	removedTmp := false
 	for _, a := range actions {

@@ -409,6 +409,9 @@ func cleanupDir(reg registry, dryRun bool) ([]CleanupAction, error) {
 				do("remove "+r.TempDir, func() error { return removeTempDir(r.TempDir, reg.owner) })
 			}
 		}
+		for _, g := range leftoverCPUGroups(r.ID) {
+			do("remove cgroup "+g, func() error { return removeLeftoverGroup(g) })
+		}
 		do("remove record "+path, func() error { return os.Remove(path) })
 	}
 	return actions, nil

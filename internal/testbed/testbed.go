@@ -75,6 +75,8 @@ type Host struct {
 	Ifaces []Iface
 	ns     netns.NsHandle
 	tb     *Testbed
+	// cpu is the host's cgroup when its topology limits its CPU.
+	cpu *cpuGroup
 }
 
 // Do runs fn on a fresh OS thread inside the host's namespace. Sockets that
@@ -197,6 +199,14 @@ func Build(topo Topology, opts Options) (tb *Testbed, err error) {
 			if err := h.Do(func() error { return writeSysctl("net/ipv4/tcp_ecn", "1") }); err != nil {
 				return tb, fmt.Errorf("host %s: tcp_ecn: %w", name, err)
 			}
+		}
+		if l, ok := topo.CPU[name]; ok {
+			// Made before any process of the host starts, so Close
+			// removes it after they have stopped.
+			if h.cpu, err = newCPUGroup(runGroupName(tb.ID, name), l); err != nil {
+				return tb, fmt.Errorf("host %s: cpu limit: %w", name, err)
+			}
+			tb.onClose(h.cpu.remove)
 		}
 		tb.hosts[name] = h
 	}
@@ -494,6 +504,11 @@ func (h *Host) Run(cmd *exec.Cmd, resolvConf string) error {
 	return h.Do(func() error {
 		// The child inherits this thread's namespace; Pdeathsig fires
 		// when this (locked) thread exits, after the command has.
+		if h.cpu != nil {
+			if err := h.cpu.prepare(cmd); err != nil {
+				return err
+			}
+		}
 		return cmd.Run()
 	})
 }
@@ -526,6 +541,12 @@ func (h *Host) Start(cmd *exec.Cmd) (*Process, error) {
 			started <- fmt.Errorf("setns: %w", err)
 			return
 		}
+		if h.cpu != nil {
+			if err := h.cpu.prepare(cmd); err != nil {
+				started <- err
+				return
+			}
+		}
 		if err := cmd.Start(); err != nil {
 			started <- err
 			return
@@ -544,6 +565,15 @@ func (h *Host) Start(cmd *exec.Cmd) (*Process, error) {
 		h.tb.onClose(p.Stop)
 	}
 	return p, nil
+}
+
+// CPUUsage is the CPU time the host's processes have used, from its
+// cgroup's cpu.stat; an error when the host has no CPU limit.
+func (h *Host) CPUUsage() (time.Duration, error) {
+	if h.cpu == nil {
+		return 0, fmt.Errorf("host %s has no cpu limit, so no cgroup", h.Name)
+	}
+	return h.cpu.usage()
 }
 
 // Done is closed when the command has ended.

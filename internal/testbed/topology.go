@@ -23,6 +23,10 @@ import (
 type Topology struct {
 	Hosts []string `yaml:"hosts" json:"hosts"`
 	Links []Link   `yaml:"links" json:"links"`
+	// CPU limits the processes some hosts start (by host name): a
+	// constrained fog node, a 1-vCPU cloud task. tlab's own in-process
+	// stacks are not processes of a host and stay unlimited.
+	CPU map[string]CPULimit `yaml:"cpu,omitempty" json:"cpu,omitempty"`
 }
 
 // Link joins the hosts of side A to the hosts of side B through one
@@ -149,6 +153,14 @@ func (t Topology) Validate() error {
 	for _, h := range t.Hosts {
 		if !onLink[h] {
 			return fmt.Errorf("topology: host %q is on no link", h)
+		}
+	}
+	for h, l := range t.CPU {
+		if !seen[h] {
+			return fmt.Errorf("topology: cpu limit for unknown host %q", h)
+		}
+		if err := l.Validate(); err != nil {
+			return fmt.Errorf("topology: host %s: %w", h, err)
 		}
 	}
 	return nil

@@ -172,7 +172,7 @@ func measuredResult(spec FlowControlSpec, records []results.Record, recv qlogflo
 		if t < next && i != len(recv.Points)-1 {
 			continue
 		}
-		s := flowsim.Sample{T: t, Received: make([]int64, cfg.Streams), MaxStreamWindow: p.MaxStreamWindow, ConnWindow: p.ConnWindow}
+		s := flowsim.Sample{T: t, Received: make([]int64, cfg.Streams), MaxStreamWindow: p.MaxStreamWindow, StreamWindowSum: p.StreamWindowSum, ConnWindow: p.ConnWindow}
 		copy(s.Received, p.Received)
 		res.Series = append(res.Series, s)
 		next = (t/sample + 1) * sample

@@ -198,7 +198,7 @@ func writeSeries(path string, res flowsim.Result) error {
 				header = append(header, fmt.Sprintf("stream%d_bytes", s))
 			}
 		}
-		if err := cw.Write(append(header, "max_stream_window_bytes", "conn_window_bytes")); err != nil {
+		if err := cw.Write(append(header, "max_stream_window_bytes", "stream_window_sum_bytes", "conn_window_bytes")); err != nil {
 			return err
 		}
 		for _, s := range res.Series {
@@ -206,7 +206,7 @@ func writeSeries(path string, res flowsim.Result) error {
 			for _, b := range s.Received {
 				row = append(row, strconv.FormatInt(b, 10))
 			}
-			if err := cw.Write(append(row, strconv.FormatInt(s.MaxStreamWindow, 10), strconv.FormatInt(s.ConnWindow, 10))); err != nil {
+			if err := cw.Write(append(row, strconv.FormatInt(s.MaxStreamWindow, 10), strconv.FormatInt(s.StreamWindowSum, 10), strconv.FormatInt(s.ConnWindow, 10))); err != nil {
 				return err
 			}
 		}

@@ -315,6 +315,10 @@ func (udpFrames) ServeFrames(n proto.Net, port int, _ proto.Settings, o proto.Fr
 	if err != nil {
 		return nil, err
 	}
+	if err := growReadBuffer(udp); err != nil {
+		udp.Close()
+		return nil, fmt.Errorf("udp frames: receive buffer: %w", err)
+	}
 	return proto.CloserFunc(serveDatagrams(&udpServerConn{udp: udp}, o, onFrame)), nil
 }
 

@@ -66,6 +66,10 @@ func (mpegtsFrames) ServeFrames(n proto.Net, port int, _ proto.Settings, o proto
 	if err != nil {
 		return nil, err
 	}
+	if err := growReadBuffer(udp); err != nil {
+		udp.Close()
+		return nil, fmt.Errorf("mpegts frames: receive buffer: %w", err)
+	}
 	s := &tsServer{udp: udp, frames: map[int64]*tsFrame{}, done: make(chan struct{}), cur: -1}
 	s.re = newReassembler(o.ReassemblyTimeout, func(a proto.FrameArrival) {
 		if size := onFrame(a); size > 0 && a.Complete {

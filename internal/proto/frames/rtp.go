@@ -3,6 +3,7 @@ package frames
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -84,6 +85,10 @@ func (rtpFrames) ServeFrames(n proto.Net, port int, _ proto.Settings, o proto.Fr
 	udp, err := n.ListenUDP(&net.UDPAddr{Port: port})
 	if err != nil {
 		return nil, err
+	}
+	if err := growReadBuffer(udp); err != nil {
+		udp.Close()
+		return nil, fmt.Errorf("rtp frames: receive buffer: %w", err)
 	}
 	rc, err := n.ListenUDP(&net.UDPAddr{Port: port + 1})
 	if err != nil {
