@@ -254,21 +254,16 @@ func (e *engine) readHold() int64 {
 	return hold
 }
 
-// drainRings reads every ring until all are empty, and says whether they
-// were found empty: under a flood it gives up after a ring's worth of
-// frames, so that the loop releases and answers between passes.
-func (e *engine) drainRings() bool {
-	limit := uint64(0)
+// readRings reads a batch from every ring that holds a frame, and says
+// whether any still holds one after.
+func (e *engine) readRings() bool {
+	e.pollRings()
 	for _, p := range e.ports {
-		limit += uint64(p.ring.frames)
-	}
-	start := e.received
-	for e.pollRings() {
-		if e.received-start >= limit {
-			return false
+		if p.ring.ready() {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 func (e *engine) getBuf() []byte {
@@ -310,8 +305,14 @@ func (e *engine) run() error {
 		}
 		roundStart, blocked = now, 0
 		moved := e.fwd + e.received
-		if e.deferReads && e.drainRings() {
-			e.lastRead = now
+		// Where reads are deferred, every ring is read a batch a round,
+		// and found empty after it, nothing unread came before now.
+		var hold int64
+		if e.deferReads {
+			hold = e.readHold()
+			if hold >= minReadHoldNs && !e.readRings() {
+				e.lastRead = now
+			}
 		}
 		next := e.transmit(now)
 		e.release(now)
@@ -322,7 +323,7 @@ func (e *engine) run() error {
 		}
 		epfd := e.epfd
 		if e.deferReads {
-			switch rd := readDeadline(e.lastRead, e.readHold(), waiting || next != math.MaxInt64); rd {
+			switch rd := readDeadline(e.lastRead, hold, waiting || next != math.MaxInt64); rd {
 			case math.MinInt64, math.MaxInt64:
 				// Read each frame as it comes: the hold is too short,
 				// or nothing waits and the next arrival is the next
