@@ -306,12 +306,18 @@ func (e *engine) run() error {
 		roundStart, blocked = now, 0
 		moved := e.fwd + e.received
 		// Where reads are deferred, every ring is read a batch a round,
-		// and found empty after it, nothing unread came before now.
+		// and found empty after it, nothing unread came before now. The
+		// frames due go first: those read now can be due only if the
+		// loop woke later than the hold allowed, and a frame released
+		// on time should not wait behind a batch of reads.
 		var hold int64
 		if e.deferReads {
 			hold = e.readHold()
-			if hold >= minReadHoldNs && !e.readRings() {
-				e.lastRead = now
+			if hold >= minReadHoldNs {
+				e.release(now)
+				if !e.readRings() {
+					e.lastRead = now
+				}
 			}
 		}
 		next := e.transmit(now)
