@@ -132,6 +132,9 @@ func printCalibration(w io.Writer, r *calibrate.Report) {
 	for _, warning := range r.Warnings {
 		fmt.Fprintf(w, "\nWARNING: %s\n", warning)
 	}
+	if r.RecommendedMode != "" {
+		fmt.Fprintf(w, "\nThis machine should use emulator mode %s (--emulator-mode, emulator.mode): %s.\n", r.RecommendedMode, r.ModeReason)
+	}
 	switch r.Verdict {
 	case "pass":
 		fmt.Fprintf(w, "\nAll %d checks pass.\n", len(r.Checks))

@@ -80,6 +80,16 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		{"forwarding capacity", forwarding},
 		{"loss accuracy", lossAccuracy},
 	}
+	// Every timer mode measured side by side: the mode this machine
+	// should use (RecommendMode).
+	var modes []ModeMeasurement
+	steps = append(steps, struct {
+		name string
+		fn   func(*Report, Options) error
+	}{timerModesStep, func(r *Report, o Options) (err error) {
+		modes, err = measureTimerModes(r, o)
+		return err
+	}})
 	if !opts.Quick {
 		// About 40 s: the full calibration's only.
 		steps = append(steps, struct {
@@ -113,6 +123,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 		for i := first; i < len(r.Checks); i++ {
 			explain(&r.Checks[i], host)
+		}
+	}
+	for _, h := range r.Host {
+		if h.Step == timerModesStep {
+			advice := RecommendMode(modes, h.WakeP99Us)
+			r.RecommendedMode, r.ModeReason = advice.Mode, advice.Reason
 		}
 	}
 	r.Duration = time.Since(r.Started).Seconds()

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
+	"tlab/internal/emu"
 	"tlab/internal/hostnoise"
 	"tlab/internal/testbed/tbtest"
 )
@@ -125,8 +127,19 @@ func TestQuickCalibration(t *testing.T) {
 			t.Errorf("%s = %+.0f us: the delay line releases early or late, beyond -500 to %+.0f us (%s)", n, c.Value, lateUs, c.Detail)
 		}
 	}
-	if r.Verdict == "" || len(r.Host) != 5 {
+	if r.Verdict == "" || len(r.Host) != 6 {
 		t.Errorf("verdict %q, %d host samples (want one per step)", r.Verdict, len(r.Host))
+	}
+	// The timer modes step measured every mode and named one of them.
+	for _, mode := range emu.Modes() {
+		for _, suffix := range []string{"_release_p50", "_release_p99", "_engine_cpu_pct"} {
+			if _, ok := info["timer_mode_"+mode+suffix]; !ok {
+				t.Errorf("calibration lacks timer_mode_%s%s", mode, suffix)
+			}
+		}
+	}
+	if !slices.Contains(emu.Modes(), r.RecommendedMode) || r.ModeReason == "" {
+		t.Errorf("recommended mode %q (%q): want one of %v, with its reason", r.RecommendedMode, r.ModeReason, emu.Modes())
 	}
 	if v := byName["forwarding_64B_pps"].Value; !(v > 0) {
 		t.Errorf("the emulator forwarded nothing: %+v", byName["forwarding_64B_pps"])

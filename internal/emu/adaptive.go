@@ -122,3 +122,46 @@ func p99(s []int64) int64 {
 }
 
 func boundSpin(ns int64) int64 { return min(max(ns, minSpinNs), maxSpinNs) }
+
+// Deferred reads. On a link whose frames are timed by the kernel's
+// receive timestamp, a frame read late is released on time, as long as it
+// is read before it is due. A frame that arrives after the loop last found
+// the receive rings empty is due no sooner than that moment plus the
+// shortest hold of any direction (readHoldNs). So while frames wait in the
+// delay line, the adaptive loop need not wake for each arrival: it blocks
+// on its control pipe alone until the next release, or that bound, less
+// its wake-up latency, and then reads every frame that came meanwhile in
+// one pass. One wake-up a release instead of two a frame.
+
+// minReadHoldNs is the shortest hold for which the loop defers reads:
+// below it, the deferral would save less than the wake-up it costs.
+const minReadHoldNs = 2 * maxSpinNs
+
+// readHoldNs is the least time a frame arriving at this direction stays
+// in the emulator, when the direction guarantees one its models cannot
+// shorten: its delay on a link without a rate limit (no queue whose
+// backlog depends on when the frame was read), without jitter and without
+// reordering (either may release a frame before its delay). Zero
+// otherwise: the frame must be read as it arrives.
+func readHoldNs(d *Direction) int64 {
+	c := d.cfg
+	if d.shaper != nil || c.Jitter != 0 || c.Reorder != 0 {
+		return 0
+	}
+	return d.delayNs
+}
+
+// readDeadline is when the loop must next read its receive rings: lastRead
+// (when it last found them empty) plus hold, or math.MaxInt64 when nothing
+// waits in the delay line (the loop then blocks until a frame arrives) and
+// when hold is too short to defer (0: read every frame as it arrives, at
+// lastRead already past).
+func readDeadline(lastRead, hold int64, waiting bool) int64 {
+	switch {
+	case hold < minReadHoldNs:
+		return math.MinInt64
+	case !waiting:
+		return math.MaxInt64
+	}
+	return lastRead + hold
+}

@@ -118,6 +118,13 @@ type engine struct {
 	// a wake-up takes (releasesSoonerThanSpin), so the adaptive loop spins for a
 	// wake-up latency after it moved a frame.
 	linger bool
+	// deferReads: the adaptive loop on receive rings may leave arrivals
+	// unread while frames wait (readDeadline); ctrlEpfd is then the epoll
+	// set it blocks on, the control pipe alone, and lastRead when it last
+	// found every ring empty.
+	deferReads bool
+	ctrlEpfd   int
+	lastRead   int64
 }
 
 func newEngine(spec EngineSpec, ctrlFD, outFD, firstPortFD int) (*engine, error) {
@@ -193,6 +200,19 @@ func newEngine(spec EngineSpec, ctrlFD, outFD, firstPortFD int) (*engine, error)
 			return nil, fmt.Errorf("port %d: epoll: %w", i, err)
 		}
 	}
+	if spec.Mode == ModeAdaptive && e.useRing && onePortASide(e.links) {
+		// With several hosts on a side, frames read one port after the
+		// other are offered in read order (Direction.Offer): deferred,
+		// that order could hold a frame back by the deferral.
+		if e.ctrlEpfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
+			return nil, fmt.Errorf("epoll: %w", err)
+		}
+		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: -1}
+		if err := unix.EpollCtl(e.ctrlEpfd, unix.EPOLL_CTL_ADD, ctrlFD, &ev); err != nil {
+			return nil, fmt.Errorf("control: epoll: %w", err)
+		}
+		e.deferReads = true
+	}
 	if spec.Mode == ModeAdaptive {
 		samples, err := measureWakeLatency(wakeProbes)
 		if err != nil {
@@ -211,6 +231,40 @@ func newEngine(spec EngineSpec, ctrlFD, outFD, firstPortFD int) (*engine, error)
 }
 
 func (e *engine) now() int64 { return int64(time.Since(e.start)) }
+
+// onePortASide says whether every side of every link has at most one port.
+func onePortASide(links []*linkState) bool {
+	for _, ls := range links {
+		if len(ls.ports[0]) > 1 || len(ls.ports[1]) > 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// readHold is the least time any frame arriving now stays in the
+// emulator, over every direction (readHoldNs), asked afresh each round.
+func (e *engine) readHold() int64 {
+	hold := int64(math.MaxInt64)
+	for _, ls := range e.links {
+		for _, d := range ls.dirs {
+			hold = min(hold, readHoldNs(d))
+		}
+	}
+	return hold
+}
+
+// readRings reads a batch from every ring that holds a frame, and says
+// whether any still holds one after.
+func (e *engine) readRings() bool {
+	e.pollRings()
+	for _, p := range e.ports {
+		if p.ring.ready() {
+			return true
+		}
+	}
+	return false
+}
 
 func (e *engine) getBuf() []byte {
 	if n := len(e.free); n > 0 {
@@ -251,11 +305,39 @@ func (e *engine) run() error {
 		}
 		roundStart, blocked = now, 0
 		moved := e.fwd + e.received
+		// Where reads are deferred, every ring is read a batch a round,
+		// and found empty after it, nothing unread came before now. The
+		// frames due go first: those read now can be due only if the
+		// loop woke later than the hold allowed, and a frame released
+		// on time should not wait behind a batch of reads.
+		var hold int64
+		if e.deferReads {
+			hold = e.readHold()
+			if hold >= minReadHoldNs {
+				e.release(now)
+				if !e.readRings() {
+					e.lastRead = now
+				}
+			}
+		}
 		next := e.transmit(now)
 		e.release(now)
 		due := next
-		if release, ok := e.line.next(); ok {
+		release, waiting := e.line.next()
+		if waiting {
 			due = min(due, release)
+		}
+		epfd := e.epfd
+		if e.deferReads {
+			switch rd := readDeadline(e.lastRead, hold, waiting || next != math.MaxInt64); rd {
+			case math.MinInt64, math.MaxInt64:
+				// Read each frame as it comes: the hold is too short,
+				// or nothing waits and the next arrival is the next
+				// event.
+			default:
+				due = min(due, rd)
+				epfd = e.ctrlEpfd
+			}
 		}
 		timeout := loopWait(e.spec.Mode, now, due, lastMoved, e.spinNs(), e.linger)
 		if e.useRing && timeout == 0 {
@@ -277,7 +359,7 @@ func (e *engine) run() error {
 		if timeout != 0 {
 			waitStart = e.now()
 		}
-		n, err := sysx.EpollPwait2(e.epfd, events, timeout)
+		n, err := sysx.EpollPwait2(epfd, events, timeout)
 		if timeout != 0 {
 			woke := e.now()
 			blocked = woke - waitStart

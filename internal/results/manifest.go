@@ -99,6 +99,11 @@ type Calibration struct {
 	// explain: the emulator is inaccurate) or "inconclusive" (none failed,
 	// but an interval straddles its target).
 	Verdict string `json:"verdict,omitempty"`
+	// RecommendedMode is the emulator timer mode calibration found best
+	// for this machine (its own measurements of each mode), ModeReason
+	// why.
+	RecommendedMode string `json:"recommended_mode,omitempty"`
+	ModeReason      string `json:"mode_reason,omitempty"`
 }
 
 // Pass is true when every check passed.
