@@ -41,6 +41,11 @@ type Options struct {
 	// Quick shortens every measurement (for tests and for the manifest
 	// taken at the start of a run); figures are noisier.
 	Quick bool
+	// NoModes leaves out the timer modes' comparison (about 5 s): a run's
+	// opening calibration checks the emulator as the run will use it,
+	// and which mode this machine should use is tlab calibrate's
+	// question, not every run's.
+	NoModes bool
 	// Emulator is the engine calibrated: its mode, arrival times, engine
 	// and CPU, as the cells that follow will use them.
 	Emulator emu.EngineOptions
@@ -83,13 +88,15 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	// Every timer mode measured side by side: the mode this machine
 	// should use (RecommendMode).
 	var modes []ModeMeasurement
-	steps = append(steps, struct {
-		name string
-		fn   func(*Report, Options) error
-	}{timerModesStep, func(r *Report, o Options) (err error) {
-		modes, err = measureTimerModes(r, o)
-		return err
-	}})
+	if !opts.NoModes {
+		steps = append(steps, struct {
+			name string
+			fn   func(*Report, Options) error
+		}{timerModesStep, func(r *Report, o Options) (err error) {
+			modes, err = measureTimerModes(r, o)
+			return err
+		}})
+	}
 	if !opts.Quick {
 		// About 40 s: the full calibration's only.
 		steps = append(steps, struct {
