@@ -18,11 +18,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"tlab/internal/advise"
-	"tlab/internal/cross"
 	"tlab/internal/emu"
 	"tlab/internal/proto"
-	"tlab/internal/qoo"
 	"tlab/internal/results"
 	"tlab/internal/strictyaml"
 	"tlab/internal/units"
@@ -79,9 +76,6 @@ type Scenario struct {
 	Plots    []string  `yaml:"plots"`
 	Capture  bool      `yaml:"capture"`
 	Emulator Emulator  `yaml:"emulator"`
-	// Cross is traffic beside the workload on its link: bulk flows and a
-	// constant-rate UDP flow (package cross).
-	Cross cross.Config `yaml:"cross"`
 	// Beside are other workloads that run beside the cell's, each over a
 	// stack of its own, on the same hosts and links: a second control
 	// loop, an MQTT stream beside a loop. Each one's figures are the
@@ -92,24 +86,19 @@ type Scenario struct {
 	// cell's hosts, with the workload's parameters in their templates and
 	// the workload's metrics over the events its client reports.
 	Stacks map[string]StackSpec `yaml:"stacks"`
-	// Require are the application's requirements ("delay_p99_ms<=25"),
-	// the first the priority: the run opens with which stack meets them
-	// (tlab run --require replaces them).
-	Require []string `yaml:"require"`
-	// QoO names the application's Quality of Outcome requirement profile
-	// (one of tlab qoo's, or a LibreQoS profiles file FILE[#ID]): the
-	// answer scores each stack from 0 to 100 against it, beside the
-	// requirements (tlab run --qoo replaces it).
-	QoO string `yaml:"qoo"`
 	// Baseline is the protocol ratios divide by (study D's ξ = T / T of
 	// MQTT over TLS): the study's reference, named, never the first
 	// protocol listed by accident. Empty: figures that need one say
 	// which they took.
 	Baseline string `yaml:"baseline"`
-	// Explore names parameters with ranges (tlab explore): the package
-	// that searches them checks the section (RegisterSection); a cell
-	// is one point of it, without the section.
-	Explore yaml.Node `yaml:"explore"`
+	// The sections other packages own (RegisterSection) are not fields:
+	// cross: (traffic beside the workload, package cross), require: (the
+	// application's requirements, package advise), qoo: (its Quality of
+	// Outcome profile, package qoo), explore: (ranges to search, package
+	// explore). nodes are the present ones' nodes, values what their
+	// Decode made of them.
+	nodes  map[string]*yaml.Node
+	values map[string]any
 
 	file string
 	root *yaml.Node
@@ -183,6 +172,11 @@ func Parse(file string, data []byte, overrides ...string) (*Scenario, error) {
 func decode(file string, root *yaml.Node, cell bool) (*Scenario, error) {
 	s := &Scenario{cell: cell}
 	src, auto := withAutoRepetitions(root)
+	src, nodes, err := splitSections(file, src)
+	if err != nil {
+		return nil, err
+	}
+	s.nodes = nodes
 	if err := strictyaml.Decode(file, src, s); err != nil {
 		return nil, err
 	}
@@ -319,15 +313,8 @@ func (s *Scenario) validate() error {
 			s.whole = append(s.whole, s.errAt([]any{"plots", i}, "plot %q draws nothing: %v", p, err).Error())
 		}
 	}
-	for i, r := range s.Require {
-		if _, err := advise.ParseRegistered(r); err != nil {
-			return s.errAt([]any{"require", i}, "%v", err)
-		}
-	}
-	if s.QoO != "" {
-		if _, err := qoo.Resolve(s.QoO); err != nil {
-			return s.errAt([]any{"qoo"}, "qoo: %v", err)
-		}
+	if err := s.decodeSections(); err != nil {
+		return err
 	}
 	if s.Baseline != "" && !slices.Contains(s.Protocols, s.Baseline) {
 		return s.errAt([]any{"baseline"}, "baseline %q: not one of the scenario's protocols (%s)", s.Baseline, strings.Join(s.Protocols, ", "))
@@ -335,18 +322,8 @@ func (s *Scenario) validate() error {
 	if field, err := s.Emulator.Validate(); err != nil {
 		return s.errAt([]any{"emulator", field}, "emulator %v", err)
 	}
-	if n := s.Cross.Near; n != "" && !slices.Contains(s.workload.Info().Roles, n) {
-		return s.errAt([]any{"cross", "near"}, "cross.near %q: the workload's roles are %s", n, strings.Join(s.workload.Info().Roles, ", "))
-	}
 	if err := s.decodeBeside(); err != nil {
 		return err
-	}
-	if field, err := s.Cross.Validate(); err != nil {
-		path := []any{"cross"}
-		if field != "" && nodeAt(s.root, []any{"cross", field}) != nil {
-			path = append(path, field)
-		}
-		return s.errAt(path, "%v", err)
 	}
 	settings, set, err := proto.DecodeSettings(s.file, &s.Settings)
 	if err != nil {
@@ -364,13 +341,11 @@ func (s *Scenario) validate() error {
 	if err := s.checkCellCount(); err != nil {
 		return err
 	}
-	if !s.cell {
-		if err := s.checkRequirementsProduced(); err != nil {
-			return err
-		}
+	if err := s.checkSections(); err != nil {
+		return err
 	}
 	s.warnings = append(s.warnings, s.whole...)
-	return s.checkSections()
+	return nil
 }
 
 // MaxCells bounds the cells of one scenario: profiles x the matrix's
@@ -725,10 +700,14 @@ func (s *Scenario) with(keys []string, vals []*yaml.Node) (*Scenario, error) {
 			return nil, &strictyaml.Error{File: s.file, Line: vals[i].Line, Msg: fmt.Sprintf("matrix %s: %v", k, err)}
 		}
 	}
-	// Remove the matrix (and a range to explore) from the copy: a cell
-	// is one point.
+	// Remove the matrix (and the sections of the whole, as a range to
+	// explore) from the copy: a cell is one point.
 	removeKey(root, "matrix")
-	removeKey(root, "explore")
+	for name, sec := range sections {
+		if sec.Whole {
+			removeKey(root, name)
+		}
+	}
 	return decode(s.file, root, true)
 }
 
@@ -783,26 +762,4 @@ func (s *Scenario) Cells() ([]Cell, error) {
 		c.ID = results.SafeName(strings.Join(parts, "_"))
 	}
 	return cells, nil
-}
-
-// QoOProfile is the scenario's Quality of Outcome profile, resolved
-// (validate checked it), and whether it names one.
-func (s *Scenario) QoOProfile() (qoo.Profile, bool) {
-	if s.QoO == "" {
-		return qoo.Profile{}, false
-	}
-	p, err := qoo.Resolve(s.QoO)
-	return p, err == nil
-}
-
-// Requirements are the scenario's requirements, parsed (validate checked
-// them).
-func (s *Scenario) Requirements() []advise.Requirement {
-	var out []advise.Requirement
-	for _, r := range s.Require {
-		if req, err := advise.ParseRegistered(r); err == nil {
-			out = append(out, req)
-		}
-	}
-	return out
 }
