@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -99,6 +101,16 @@ type Scenario struct {
 	// Decode made of them.
 	nodes  map[string]*yaml.Node
 	values map[string]any
+	// links are the profiles' links (overrides applied), resolved once
+	// by validate and read by LinkFor and TestbedTopology (the plan's
+	// estimate and the cell's spec); fixed are topology.links' own.
+	// resolved counts the resolutions this scenario made (tests).
+	links    map[string]emu.LinkConfig
+	fixed    map[string]emu.LinkConfig
+	resolved int64
+	// traces are the mean rates of the trace files the scenario's links
+	// replay, shared with its cells' scenarios: each file is read once.
+	traces *traceRates
 
 	file string
 	root *yaml.Node
@@ -164,13 +176,16 @@ func Parse(file string, data []byte, overrides ...string) (*Scenario, error) {
 			return nil, fmt.Errorf("--set %s: %w", k, err)
 		}
 	}
-	return decode(file, root, false)
+	return decode(file, root, false, nil)
 }
 
 // decode turns a node tree into a validated scenario; cell marks one point
 // of a matrix.
-func decode(file string, root *yaml.Node, cell bool) (*Scenario, error) {
-	s := &Scenario{cell: cell}
+func decode(file string, root *yaml.Node, cell bool, traces *traceRates) (*Scenario, error) {
+	if traces == nil {
+		traces = &traceRates{}
+	}
+	s := &Scenario{cell: cell, traces: traces}
 	src, auto := withAutoRepetitions(root)
 	src, nodes, err := splitSections(file, src)
 	if err != nil {
@@ -223,9 +238,10 @@ func (s *Scenario) validate() error {
 		return s.errAt(nil, "profiles: give at least one link profile (see tlab profiles)")
 	}
 	links := make([]emu.LinkConfig, len(s.Profiles))
+	s.links = map[string]emu.LinkConfig{}
 	for i, p := range s.Profiles {
 		var err error
-		if links[i], err = s.LinkFor(p); err != nil {
+		if links[i], err = s.resolveLink(p); err != nil {
 			// An error in this file's link: section already says where.
 			if se := (*strictyaml.Error)(nil); errors.As(err, &se) && se.File == s.file && se.Line > 0 {
 				return err
@@ -235,6 +251,7 @@ func (s *Scenario) validate() error {
 		if slices.Index(s.Profiles, p) < i {
 			return s.errAt([]any{"profiles", i}, "profile %q is listed twice", p)
 		}
+		s.links[p] = links[i]
 	}
 	if err := s.validateSites(); err != nil {
 		return err
@@ -393,8 +410,17 @@ func (s *Scenario) checkCellCount() error {
 // network a site provides (Sites) is its own: the overrides alone, over a
 // perfect link, are what tlab emulates in front of it ("the real path,
 // plus 1 % loss"); without overrides nothing is added and the config is
-// empty.
+// empty. One of the scenario's profiles was resolved when it was read.
 func (s *Scenario) LinkFor(profile string) (emu.LinkConfig, error) {
+	if link, ok := s.links[profile]; ok {
+		return link, nil
+	}
+	return s.resolveLink(profile)
+}
+
+// resolveLink resolves a profile stack with the link overrides.
+func (s *Scenario) resolveLink(profile string) (emu.LinkConfig, error) {
+	atomic.AddInt64(&s.resolved, 1)
 	var ov *yaml.Node
 	if s.Link.Kind != 0 {
 		ov = &s.Link
@@ -523,6 +549,34 @@ func CellWarnings(cells []Cell) []string {
 // uplink).
 const overloadFactor = 10
 
+// traceRates are trace files' mean rates, by file, each read once for a
+// scenario and its cells.
+type traceRates struct {
+	mu    sync.Mutex
+	rates map[string]float64
+	reads int
+}
+
+// rate is a trace file's mean rate in bit/s (0 when it cannot be read:
+// the link's resolution reports that).
+func (t *traceRates) rate(file string) float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r, ok := t.rates[file]; ok {
+		return r
+	}
+	t.reads++
+	r := 0.0
+	if ops, err := emu.LoadTrace(file); err == nil {
+		r = emu.TraceMeanRate(ops)
+	}
+	if t.rates == nil {
+		t.rates = map[string]float64{}
+	}
+	t.rates[file] = r
+	return r
+}
+
 // checkOffered refuses a workload whose payload rate is far beyond what a
 // profile's link (links, in the order of Profiles) carries, naming the
 // parameter that sets it.
@@ -537,7 +591,7 @@ func (s *Scenario) checkOffered(links []emu.LinkConfig) error {
 			rate    float64
 			message int
 			dir     emu.DirectionConfig
-		}{{"up", off.UpBps, off.UpParam, linkRate(link.Up), off.UpMessage, link.Up}, {"down", off.DownBps, off.DownParam, linkRate(link.Down), off.DownMessage, link.Down}} {
+		}{{"up", off.UpBps, off.UpParam, s.linkRate(link.Up), off.UpMessage, link.Up}, {"down", off.DownBps, off.DownParam, s.linkRate(link.Down), off.DownMessage, link.Down}} {
 			path := []any{"workload"}
 			if nodeAt(s.root, []any{"workload", d.param}) != nil {
 				path = append(path, d.param)
@@ -584,12 +638,9 @@ func queueFrames(d emu.DirectionConfig, rateBps float64, baseRTT time.Duration) 
 }
 
 // linkRate is a direction's rate in bit/s (a trace's mean; 0: unlimited).
-func linkRate(d emu.DirectionConfig) float64 {
+func (s *Scenario) linkRate(d emu.DirectionConfig) float64 {
 	if d.Trace != "" {
-		if ops, err := emu.LoadTrace(d.Trace); err == nil {
-			return emu.TraceMeanRate(ops)
-		}
-		return 0
+		return s.traces.rate(d.Trace)
 	}
 	return d.Rate.BitsPerSecond()
 }
@@ -708,7 +759,7 @@ func (s *Scenario) with(keys []string, vals []*yaml.Node) (*Scenario, error) {
 			removeKey(root, name)
 		}
 	}
-	return decode(s.file, root, true)
+	return decode(s.file, root, true, s.traces)
 }
 
 // Cells expands the matrix, profiles, protocols and repetitions into the
@@ -728,18 +779,25 @@ func (s *Scenario) Cells() ([]Cell, error) {
 		}
 		combos = next
 	}
+	// Each matrix point's scenario is decoded once, and its cells share
+	// it on every profile: its links are resolved there, once.
+	points := make([]*Scenario, len(combos))
+	params := make([][]results.Param, len(combos))
+	for c, combo := range combos {
+		inst, err := s.with(keys, combo)
+		if err != nil {
+			return nil, err
+		}
+		inst.warnings = append(inst.warnings, s.whole...)
+		points[c] = inst
+		for i, k := range keys {
+			params[c] = append(params[c], results.Param{Key: k, Value: combo[i].Value})
+		}
+	}
 	var cells []Cell
 	for _, profile := range s.Profiles {
-		for _, combo := range combos {
-			inst, err := s.with(keys, combo)
-			if err != nil {
-				return nil, err
-			}
-			inst.warnings = append(inst.warnings, s.whole...)
-			var params []results.Param
-			for i, k := range keys {
-				params = append(params, results.Param{Key: k, Value: combo[i].Value})
-			}
+		for c := range combos {
+			inst, params := points[c], params[c]
 			for _, protocol := range s.Protocols {
 				for rep := 1; rep <= s.Repetitions; rep++ {
 					cells = append(cells, Cell{Profile: profile, Site: s.Sites[profile], Protocol: protocol, Rep: rep, Params: params, Scenario: inst})
