@@ -24,6 +24,7 @@ import (
 	"tlab/internal/hostnoise"
 	"tlab/internal/metrics"
 	"tlab/internal/pki"
+	"tlab/internal/plan"
 	"tlab/internal/proto"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
@@ -77,35 +78,27 @@ type CellSpec struct {
 	BesideDir string
 }
 
-// SpecFor turns a scenario cell into a cell spec.
+// SpecFor turns a scenario cell into a cell spec, through its compiled
+// cell.
 func SpecFor(cell scenario.Cell, total int) (CellSpec, error) {
-	s := cell.Scenario
-	topo, err := s.TestbedTopology(cell.Profile)
+	c, err := plan.CompileCell(cell)
 	if err != nil {
 		return CellSpec{}, err
 	}
-	w := s.WorkloadSpec()
-	if own, ok := s.CommandStack(cell.Protocol); ok {
-		// The scenario's own stack, given as commands: its client makes
-		// the workload's traffic, and the workload's metrics measure it.
-		w = workload.Command{Base: w, Stack: own, Params: s.WorkloadParams(), Seed: cell.Seed(),
-			Common: workload.Common{Duration: s.Duration.D(), Count: s.Count, Warmup: s.Warmup.D()}}
-	}
-	info := w.Info()
-	roles, groups := map[string]string{}, map[string][]string{}
-	for _, r := range info.Roles {
-		if groups[r], err = s.TopologySpec().HostsFor(r); err != nil {
-			return CellSpec{}, err
-		}
-		roles[r] = groups[r][0]
-	}
+	return SpecOf(c, total), nil
+}
+
+// SpecOf is the cell spec of a compiled cell (of total in its run): the
+// compiled values, without the run's directories, site and label.
+func SpecOf(c plan.Cell, total int) CellSpec {
+	info := c.Workload.Info()
 	return CellSpec{
-		Cell: results.Cell{ID: cell.ID, Profile: cell.Profile, Protocol: cell.Protocol, Workload: info.Type, Rep: cell.Rep,
-			Seed: cell.Seed(), Key: info.Key, Params: cell.Params},
-		Index: cell.Index, Total: total, Topology: topo, Roles: roles, Groups: groups, Workload: w, Settings: s.ProtoSettings(),
-		Emulator: s.Emulator, RemoveOutliers: s.Metrics.RemoveOutliers,
-		Cross: cross.Of(s), Beside: s.BesideFlows(),
-	}, nil
+		Cell: results.Cell{ID: c.ID, Profile: c.Profile, Protocol: c.Protocol, Workload: info.Type, Rep: c.Rep,
+			Seed: c.Seed, Key: info.Key, Params: c.Params},
+		Index: c.Index, Total: total, Topology: c.Topology, Roles: c.Roles, Groups: c.Groups, Workload: c.Workload, Settings: c.Settings,
+		Emulator: c.Emulator, RemoveOutliers: c.RemoveOutliers,
+		Cross: c.Cross, Beside: c.Beside,
+	}
 }
 
 // Progress is a snapshot of a running cell.
