@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"tlab/internal/advise"
 	"tlab/internal/experiment"
 	"tlab/internal/explore"
 	"tlab/internal/report"
@@ -123,14 +124,14 @@ func runExplore(ctx context.Context, args []string, stdout, stderr io.Writer) in
 // exploreLine says what tlab explore would search in a scenario with an
 // explore: section ("" without one).
 func exploreLine(sc *scenario.Scenario) string {
-	if sc.Explore.Kind == 0 {
+	if sc.SectionNode("explore") == nil {
 		return ""
 	}
 	spec, err := explore.SpecOf(sc)
 	if err != nil {
 		return ""
 	}
-	cfg := spec.Config(sc.Protocols, sc.Requirements())
+	cfg := spec.Config(sc.Protocols, advise.RequirementsOf(sc))
 	var names []string
 	for _, p := range cfg.Params {
 		names = append(names, fmt.Sprintf("%s %s..%s", p.Path, p.Format(p.Low), p.Format(p.High)))

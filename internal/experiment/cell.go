@@ -24,6 +24,7 @@ import (
 	"tlab/internal/hostnoise"
 	"tlab/internal/metrics"
 	"tlab/internal/pki"
+	"tlab/internal/plan"
 	"tlab/internal/proto"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
@@ -75,6 +76,29 @@ type CellSpec struct {
 	// (beside-NAME.csv).
 	Beside    []scenario.BesideFlow
 	BesideDir string
+}
+
+// SpecFor turns a scenario cell into a cell spec, through its compiled
+// cell.
+func SpecFor(cell scenario.Cell, total int) (CellSpec, error) {
+	c, err := plan.CompileCell(cell)
+	if err != nil {
+		return CellSpec{}, err
+	}
+	return SpecOf(c, total), nil
+}
+
+// SpecOf is the cell spec of a compiled cell (of total in its run): the
+// compiled values, without the run's directories, site and label.
+func SpecOf(c plan.Cell, total int) CellSpec {
+	info := c.Workload.Info()
+	return CellSpec{
+		Cell: results.Cell{ID: c.ID, Profile: c.Profile, Protocol: c.Protocol, Workload: info.Type, Rep: c.Rep,
+			Seed: c.Seed, Key: info.Key, Params: c.Params},
+		Index: c.Index, Total: total, Topology: c.Topology, Roles: c.Roles, Groups: c.Groups, Workload: c.Workload, Settings: c.Settings,
+		Emulator: c.Emulator, RemoveOutliers: c.RemoveOutliers,
+		Cross: c.Cross, Beside: c.Beside,
+	}
 }
 
 // Progress is a snapshot of a running cell.

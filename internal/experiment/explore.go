@@ -11,8 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"tlab/internal/advise"
 	"tlab/internal/emu"
 	"tlab/internal/explore"
+	"tlab/internal/qoo"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
 )
@@ -104,7 +106,7 @@ func (e Exploration) Execute(ctx context.Context) (Explored, error) {
 	if e.Budget != nil {
 		spec.Budget = *e.Budget
 	}
-	reqs := sc.Requirements()
+	reqs := advise.RequirementsOf(sc)
 	cfg := spec.Config(sc.Protocols, reqs)
 	cfg.Round = e.Round
 	cfg.Evidence = exploreEvidence
@@ -137,7 +139,7 @@ func (e Exploration) Execute(ctx context.Context) (Explored, error) {
 	sweepDeadRuns(e.Log)
 	m := &cellMeasurer{scenario: sc, sweep: Sweep{Scenario: sc, Dir: out.Dir, Resume: e.Resume != "", SkipCalibration: e.NoCalibration,
 		Requirements: reqs, Progress: e.Progress, Log: e.Log, Quality: Quality{Mode: e.Quality}, attempt: e.attempt, calibrate: e.calibrate}}
-	if p, ok := sc.QoOProfile(); ok {
+	if p, ok := qoo.ProfileOf(sc); ok {
 		m.sweep.QoO = &p
 	}
 	out.Map, err = explore.Run(ctx, cfg, m)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"tlab/internal/advise"
 	"tlab/internal/analysis"
 	"tlab/internal/emu"
 	"tlab/internal/explore"
@@ -259,7 +260,7 @@ require: ["delay_p99_ms<=1000"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	reqs := sc.Requirements()
+	reqs := advise.RequirementsOf(sc)
 	sw := Sweep{Scenario: sc, Dir: filepath.Join(t.TempDir(), "run"), SkipCalibration: true, Quality: Quality{Mode: "off"}, attempt: attempt, Requirements: reqs}
 	rows, err := sw.Run(context.Background())
 	if err != nil {

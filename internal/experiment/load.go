@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"tlab/internal/cross"
 	"tlab/internal/scenario"
 	"tlab/internal/testbed"
 	"tlab/internal/workload"
@@ -69,7 +70,7 @@ func Plan(cells []scenario.Cell) time.Duration {
 			if topo, err := c.Scenario.TestbedTopology(c.Profile); err == nil {
 				plan = info.PlanOn(pathOf(topo))
 			}
-			plan += c.Scenario.Cross.LeadTime()
+			plan += cross.Of(c.Scenario).LeadTime()
 			plans[k] = plan
 		}
 		total += plan + CellOverhead

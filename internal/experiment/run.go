@@ -256,11 +256,11 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 	}
 	sweepDeadRuns(r.Log)
 	if len(r.Requirements) == 0 {
-		r.Requirements = sc.Requirements() // the scenario's own, unless given
+		r.Requirements = advise.RequirementsOf(sc) // the scenario's own, unless given
 	}
 	out.Requirements = r.Requirements
 	if r.QoO == nil {
-		if p, ok := sc.QoOProfile(); ok {
+		if p, ok := qoo.ProfileOf(sc); ok {
 			r.QoO = &p
 		}
 	}

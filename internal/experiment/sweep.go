@@ -407,37 +407,6 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 	return rows, m.Save(sw.Dir)
 }
 
-// SpecFor turns a scenario cell into a cell spec.
-func SpecFor(cell scenario.Cell, total int) (CellSpec, error) {
-	s := cell.Scenario
-	topo, err := s.TestbedTopology(cell.Profile)
-	if err != nil {
-		return CellSpec{}, err
-	}
-	w := s.WorkloadSpec()
-	if own, ok := s.CommandStack(cell.Protocol); ok {
-		// The scenario's own stack, given as commands: its client makes
-		// the workload's traffic, and the workload's metrics measure it.
-		w = workload.Command{Base: w, Stack: own, Params: s.WorkloadParams(), Seed: cell.Seed(),
-			Common: workload.Common{Duration: s.Duration.D(), Count: s.Count, Warmup: s.Warmup.D()}}
-	}
-	info := w.Info()
-	roles, groups := map[string]string{}, map[string][]string{}
-	for _, r := range info.Roles {
-		if groups[r], err = s.TopologySpec().HostsFor(r); err != nil {
-			return CellSpec{}, err
-		}
-		roles[r] = groups[r][0]
-	}
-	return CellSpec{
-		Cell: results.Cell{ID: cell.ID, Profile: cell.Profile, Protocol: cell.Protocol, Workload: info.Type, Rep: cell.Rep,
-			Seed: cell.Seed(), Key: info.Key, Params: cell.Params},
-		Index: cell.Index, Total: total, Topology: topo, Roles: roles, Groups: groups, Workload: w, Settings: s.ProtoSettings(),
-		Emulator: s.Emulator, RemoveOutliers: s.Metrics.RemoveOutliers,
-		Cross: s.Cross, Beside: s.BesideFlows(),
-	}, nil
-}
-
 // sites are the sites the cells run at, by kind ("" the testbed): the
 // agent's real path where the run has one. A cell whose site the run does
 // not have is refused before anything runs.

@@ -6,12 +6,17 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"tlab/internal/advise"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
 	"tlab/internal/strictyaml"
 )
 
-func init() { scenario.RegisterSection("explore", checkSection) }
+// A scenario's explore: section is this package's: it checks it against
+// the whole scenario, and each cell (one point) is made without it.
+func init() {
+	scenario.RegisterSection(scenario.Section{Name: "explore", Check: checkSection, Whole: true})
+}
 
 // checkSection validates a scenario's explore: section against the rest
 // of the scenario: every parameter's ends must make a valid cell, the
@@ -24,7 +29,7 @@ func checkSection(s *scenario.Scenario, node *yaml.Node) error {
 	if s.Matrix.Kind != 0 {
 		return strictyaml.ErrorAt(s.File(), node, "", "explore: a scenario explores ranges or sweeps a matrix, not both: move the matrix's fields into explore.parameters")
 	}
-	if len(s.Require) == 0 {
+	if len(advise.RequirementsOf(s)) == 0 {
 		return strictyaml.ErrorAt(s.File(), node, "", "explore: the scenario needs require: (the first requirement's metric is what the stacks are compared by), such as require: [\"delay_p99_ms<=50\"]")
 	}
 	if len(s.Profiles) != 1 {
@@ -52,10 +57,11 @@ func Settings(ps []Param, u float64) []results.Param {
 // SpecOf decodes a scenario's explore: section (an error when it has
 // none).
 func SpecOf(s *scenario.Scenario) (Spec, error) {
-	if s.Explore.Kind == 0 {
+	node := s.SectionNode("explore")
+	if node == nil {
 		return Spec{}, fmt.Errorf("%s: no explore: section (give parameters with ranges, such as explore: {parameters: {link.loss: 0%%..5%%}})", s.File())
 	}
-	return Decode(s.File(), &s.Explore)
+	return Decode(s.File(), node)
 }
 
 // describe writes settings as path=value, space-separated.

@@ -45,8 +45,8 @@ func TestTheExploreSectionDecodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Scenario.Explore.Kind != 0 || c.Seed() == s.Seed {
-		t.Errorf("cell %s keeps the section (%v) or the first repetition's seed", c.ID, c.Scenario.Explore.Kind)
+	if c.Scenario.SectionNode("explore") != nil || c.Seed() == s.Seed {
+		t.Errorf("cell %s keeps the section (%v) or the first repetition's seed", c.ID, c.Scenario.SectionNode("explore"))
 	}
 }
 

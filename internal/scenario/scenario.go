@@ -14,15 +14,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
-	"tlab/internal/advise"
-	"tlab/internal/cross"
 	"tlab/internal/emu"
 	"tlab/internal/proto"
-	"tlab/internal/qoo"
 	"tlab/internal/results"
 	"tlab/internal/strictyaml"
 	"tlab/internal/units"
@@ -79,9 +78,6 @@ type Scenario struct {
 	Plots    []string  `yaml:"plots"`
 	Capture  bool      `yaml:"capture"`
 	Emulator Emulator  `yaml:"emulator"`
-	// Cross is traffic beside the workload on its link: bulk flows and a
-	// constant-rate UDP flow (package cross).
-	Cross cross.Config `yaml:"cross"`
 	// Beside are other workloads that run beside the cell's, each over a
 	// stack of its own, on the same hosts and links: a second control
 	// loop, an MQTT stream beside a loop. Each one's figures are the
@@ -92,24 +88,29 @@ type Scenario struct {
 	// cell's hosts, with the workload's parameters in their templates and
 	// the workload's metrics over the events its client reports.
 	Stacks map[string]StackSpec `yaml:"stacks"`
-	// Require are the application's requirements ("delay_p99_ms<=25"),
-	// the first the priority: the run opens with which stack meets them
-	// (tlab run --require replaces them).
-	Require []string `yaml:"require"`
-	// QoO names the application's Quality of Outcome requirement profile
-	// (one of tlab qoo's, or a LibreQoS profiles file FILE[#ID]): the
-	// answer scores each stack from 0 to 100 against it, beside the
-	// requirements (tlab run --qoo replaces it).
-	QoO string `yaml:"qoo"`
 	// Baseline is the protocol ratios divide by (study D's ξ = T / T of
 	// MQTT over TLS): the study's reference, named, never the first
 	// protocol listed by accident. Empty: figures that need one say
 	// which they took.
 	Baseline string `yaml:"baseline"`
-	// Explore names parameters with ranges (tlab explore): the package
-	// that searches them checks the section (RegisterSection); a cell
-	// is one point of it, without the section.
-	Explore yaml.Node `yaml:"explore"`
+	// The sections other packages own (RegisterSection) are not fields:
+	// cross: (traffic beside the workload, package cross), require: (the
+	// application's requirements, package advise), qoo: (its Quality of
+	// Outcome profile, package qoo), explore: (ranges to search, package
+	// explore). nodes are the present ones' nodes, values what their
+	// Decode made of them.
+	nodes  map[string]*yaml.Node
+	values map[string]any
+	// links are the profiles' links (overrides applied), resolved once
+	// by validate and read by LinkFor and TestbedTopology (the plan's
+	// estimate and the cell's spec); fixed are topology.links' own.
+	// resolved counts the resolutions this scenario made (tests).
+	links    map[string]emu.LinkConfig
+	fixed    map[string]emu.LinkConfig
+	resolved int64
+	// traces are the mean rates of the trace files the scenario's links
+	// replay, shared with its cells' scenarios: each file is read once.
+	traces *traceRates
 
 	file string
 	root *yaml.Node
@@ -175,14 +176,22 @@ func Parse(file string, data []byte, overrides ...string) (*Scenario, error) {
 			return nil, fmt.Errorf("--set %s: %w", k, err)
 		}
 	}
-	return decode(file, root, false)
+	return decode(file, root, false, nil)
 }
 
 // decode turns a node tree into a validated scenario; cell marks one point
 // of a matrix.
-func decode(file string, root *yaml.Node, cell bool) (*Scenario, error) {
-	s := &Scenario{cell: cell}
+func decode(file string, root *yaml.Node, cell bool, traces *traceRates) (*Scenario, error) {
+	if traces == nil {
+		traces = &traceRates{}
+	}
+	s := &Scenario{cell: cell, traces: traces}
 	src, auto := withAutoRepetitions(root)
+	src, nodes, err := splitSections(file, src)
+	if err != nil {
+		return nil, err
+	}
+	s.nodes = nodes
 	if err := strictyaml.Decode(file, src, s); err != nil {
 		return nil, err
 	}
@@ -229,9 +238,10 @@ func (s *Scenario) validate() error {
 		return s.errAt(nil, "profiles: give at least one link profile (see tlab profiles)")
 	}
 	links := make([]emu.LinkConfig, len(s.Profiles))
+	s.links = map[string]emu.LinkConfig{}
 	for i, p := range s.Profiles {
 		var err error
-		if links[i], err = s.LinkFor(p); err != nil {
+		if links[i], err = s.resolveLink(p); err != nil {
 			// An error in this file's link: section already says where.
 			if se := (*strictyaml.Error)(nil); errors.As(err, &se) && se.File == s.file && se.Line > 0 {
 				return err
@@ -241,6 +251,7 @@ func (s *Scenario) validate() error {
 		if slices.Index(s.Profiles, p) < i {
 			return s.errAt([]any{"profiles", i}, "profile %q is listed twice", p)
 		}
+		s.links[p] = links[i]
 	}
 	if err := s.validateSites(); err != nil {
 		return err
@@ -319,15 +330,8 @@ func (s *Scenario) validate() error {
 			s.whole = append(s.whole, s.errAt([]any{"plots", i}, "plot %q draws nothing: %v", p, err).Error())
 		}
 	}
-	for i, r := range s.Require {
-		if _, err := advise.ParseRegistered(r); err != nil {
-			return s.errAt([]any{"require", i}, "%v", err)
-		}
-	}
-	if s.QoO != "" {
-		if _, err := qoo.Resolve(s.QoO); err != nil {
-			return s.errAt([]any{"qoo"}, "qoo: %v", err)
-		}
+	if err := s.decodeSections(); err != nil {
+		return err
 	}
 	if s.Baseline != "" && !slices.Contains(s.Protocols, s.Baseline) {
 		return s.errAt([]any{"baseline"}, "baseline %q: not one of the scenario's protocols (%s)", s.Baseline, strings.Join(s.Protocols, ", "))
@@ -335,18 +339,8 @@ func (s *Scenario) validate() error {
 	if field, err := s.Emulator.Validate(); err != nil {
 		return s.errAt([]any{"emulator", field}, "emulator %v", err)
 	}
-	if n := s.Cross.Near; n != "" && !slices.Contains(s.workload.Info().Roles, n) {
-		return s.errAt([]any{"cross", "near"}, "cross.near %q: the workload's roles are %s", n, strings.Join(s.workload.Info().Roles, ", "))
-	}
 	if err := s.decodeBeside(); err != nil {
 		return err
-	}
-	if field, err := s.Cross.Validate(); err != nil {
-		path := []any{"cross"}
-		if field != "" && nodeAt(s.root, []any{"cross", field}) != nil {
-			path = append(path, field)
-		}
-		return s.errAt(path, "%v", err)
 	}
 	settings, set, err := proto.DecodeSettings(s.file, &s.Settings)
 	if err != nil {
@@ -364,13 +358,11 @@ func (s *Scenario) validate() error {
 	if err := s.checkCellCount(); err != nil {
 		return err
 	}
-	if !s.cell {
-		if err := s.checkRequirementsProduced(); err != nil {
-			return err
-		}
+	if err := s.checkSections(); err != nil {
+		return err
 	}
 	s.warnings = append(s.warnings, s.whole...)
-	return s.checkSections()
+	return nil
 }
 
 // MaxCells bounds the cells of one scenario: profiles x the matrix's
@@ -418,8 +410,17 @@ func (s *Scenario) checkCellCount() error {
 // network a site provides (Sites) is its own: the overrides alone, over a
 // perfect link, are what tlab emulates in front of it ("the real path,
 // plus 1 % loss"); without overrides nothing is added and the config is
-// empty.
+// empty. One of the scenario's profiles was resolved when it was read.
 func (s *Scenario) LinkFor(profile string) (emu.LinkConfig, error) {
+	if link, ok := s.links[profile]; ok {
+		return link, nil
+	}
+	return s.resolveLink(profile)
+}
+
+// resolveLink resolves a profile stack with the link overrides.
+func (s *Scenario) resolveLink(profile string) (emu.LinkConfig, error) {
+	atomic.AddInt64(&s.resolved, 1)
 	var ov *yaml.Node
 	if s.Link.Kind != 0 {
 		ov = &s.Link
@@ -548,6 +549,34 @@ func CellWarnings(cells []Cell) []string {
 // uplink).
 const overloadFactor = 10
 
+// traceRates are trace files' mean rates, by file, each read once for a
+// scenario and its cells.
+type traceRates struct {
+	mu    sync.Mutex
+	rates map[string]float64
+	reads int
+}
+
+// rate is a trace file's mean rate in bit/s (0 when it cannot be read:
+// the link's resolution reports that).
+func (t *traceRates) rate(file string) float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r, ok := t.rates[file]; ok {
+		return r
+	}
+	t.reads++
+	r := 0.0
+	if ops, err := emu.LoadTrace(file); err == nil {
+		r = emu.TraceMeanRate(ops)
+	}
+	if t.rates == nil {
+		t.rates = map[string]float64{}
+	}
+	t.rates[file] = r
+	return r
+}
+
 // checkOffered refuses a workload whose payload rate is far beyond what a
 // profile's link (links, in the order of Profiles) carries, naming the
 // parameter that sets it.
@@ -562,7 +591,7 @@ func (s *Scenario) checkOffered(links []emu.LinkConfig) error {
 			rate    float64
 			message int
 			dir     emu.DirectionConfig
-		}{{"up", off.UpBps, off.UpParam, linkRate(link.Up), off.UpMessage, link.Up}, {"down", off.DownBps, off.DownParam, linkRate(link.Down), off.DownMessage, link.Down}} {
+		}{{"up", off.UpBps, off.UpParam, s.linkRate(link.Up), off.UpMessage, link.Up}, {"down", off.DownBps, off.DownParam, s.linkRate(link.Down), off.DownMessage, link.Down}} {
 			path := []any{"workload"}
 			if nodeAt(s.root, []any{"workload", d.param}) != nil {
 				path = append(path, d.param)
@@ -609,12 +638,9 @@ func queueFrames(d emu.DirectionConfig, rateBps float64, baseRTT time.Duration) 
 }
 
 // linkRate is a direction's rate in bit/s (a trace's mean; 0: unlimited).
-func linkRate(d emu.DirectionConfig) float64 {
+func (s *Scenario) linkRate(d emu.DirectionConfig) float64 {
 	if d.Trace != "" {
-		if ops, err := emu.LoadTrace(d.Trace); err == nil {
-			return emu.TraceMeanRate(ops)
-		}
-		return 0
+		return s.traces.rate(d.Trace)
 	}
 	return d.Rate.BitsPerSecond()
 }
@@ -725,11 +751,15 @@ func (s *Scenario) with(keys []string, vals []*yaml.Node) (*Scenario, error) {
 			return nil, &strictyaml.Error{File: s.file, Line: vals[i].Line, Msg: fmt.Sprintf("matrix %s: %v", k, err)}
 		}
 	}
-	// Remove the matrix (and a range to explore) from the copy: a cell
-	// is one point.
+	// Remove the matrix (and the sections of the whole, as a range to
+	// explore) from the copy: a cell is one point.
 	removeKey(root, "matrix")
-	removeKey(root, "explore")
-	return decode(s.file, root, true)
+	for name, sec := range sections {
+		if sec.Whole {
+			removeKey(root, name)
+		}
+	}
+	return decode(s.file, root, true, s.traces)
 }
 
 // Cells expands the matrix, profiles, protocols and repetitions into the
@@ -749,18 +779,25 @@ func (s *Scenario) Cells() ([]Cell, error) {
 		}
 		combos = next
 	}
+	// Each matrix point's scenario is decoded once, and its cells share
+	// it on every profile: its links are resolved there, once.
+	points := make([]*Scenario, len(combos))
+	params := make([][]results.Param, len(combos))
+	for c, combo := range combos {
+		inst, err := s.with(keys, combo)
+		if err != nil {
+			return nil, err
+		}
+		inst.warnings = append(inst.warnings, s.whole...)
+		points[c] = inst
+		for i, k := range keys {
+			params[c] = append(params[c], results.Param{Key: k, Value: combo[i].Value})
+		}
+	}
 	var cells []Cell
 	for _, profile := range s.Profiles {
-		for _, combo := range combos {
-			inst, err := s.with(keys, combo)
-			if err != nil {
-				return nil, err
-			}
-			inst.warnings = append(inst.warnings, s.whole...)
-			var params []results.Param
-			for i, k := range keys {
-				params = append(params, results.Param{Key: k, Value: combo[i].Value})
-			}
+		for c := range combos {
+			inst, params := points[c], params[c]
 			for _, protocol := range s.Protocols {
 				for rep := 1; rep <= s.Repetitions; rep++ {
 					cells = append(cells, Cell{Profile: profile, Site: s.Sites[profile], Protocol: protocol, Rep: rep, Params: params, Scenario: inst})
@@ -783,26 +820,4 @@ func (s *Scenario) Cells() ([]Cell, error) {
 		c.ID = results.SafeName(strings.Join(parts, "_"))
 	}
 	return cells, nil
-}
-
-// QoOProfile is the scenario's Quality of Outcome profile, resolved
-// (validate checked it), and whether it names one.
-func (s *Scenario) QoOProfile() (qoo.Profile, bool) {
-	if s.QoO == "" {
-		return qoo.Profile{}, false
-	}
-	p, err := qoo.Resolve(s.QoO)
-	return p, err == nil
-}
-
-// Requirements are the scenario's requirements, parsed (validate checked
-// them).
-func (s *Scenario) Requirements() []advise.Requirement {
-	var out []advise.Requirement
-	for _, r := range s.Require {
-		if req, err := advise.ParseRegistered(r); err == nil {
-			out = append(out, req)
-		}
-	}
-	return out
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"go.yaml.in/yaml/v3"
 
@@ -133,13 +134,17 @@ func (s *Scenario) decodeTopology() error {
 	for _, l := range topo.Links {
 		names = append(names, l.Name)
 	}
+	s.fixed = map[string]emu.LinkConfig{}
 	for name, profile := range t.Links {
 		if !slices.Contains(names, name) {
 			return at("links", "topology: no link %q; the links are %s", name, strings.Join(names, ", "))
 		}
-		if _, _, err := emu.ResolveLink(profile, nil); err != nil {
+		atomic.AddInt64(&s.resolved, 1)
+		cfg, _, err := emu.ResolveLink(profile, nil)
+		if err != nil {
 			return at("links", "topology link %s: %v", name, err)
 		}
+		s.fixed[name] = cfg
 	}
 	for _, role := range s.workload.Info().Roles {
 		if _, err := s.topology.HostFor(role); err != nil {
@@ -229,7 +234,11 @@ func (t Topology) build(linkFor func(link string) (emu.LinkConfig, error)) (test
 // other link gets the cell's profile with the overrides.
 func (s *Scenario) TestbedTopology(profile string) (testbed.Topology, error) {
 	return s.topology.build(func(link string) (emu.LinkConfig, error) {
+		if cfg, ok := s.fixed[link]; ok {
+			return cfg, nil
+		}
 		if own, ok := s.topology.Links[link]; ok {
+			atomic.AddInt64(&s.resolved, 1)
 			cfg, _, err := emu.ResolveLink(own, nil)
 			if err != nil {
 				return cfg, fmt.Errorf("link %s: %w", link, err)

@@ -1,0 +1,98 @@
+// Package plan compiles a scenario's cells into values: each cell's
+// links resolved (once, with its matrix point), its workload decoded (a
+// command stack's wrapped around it), its roles placed on the topology's
+// hosts and the sections' values read (cross traffic, the workloads
+// beside it), with no pointer back to the scenario. A cell spec is built
+// from a compiled cell alone (experiment.SpecOf).
+package plan
+
+import (
+	"fmt"
+
+	"tlab/internal/cross"
+	"tlab/internal/emu"
+	"tlab/internal/proto"
+	"tlab/internal/results"
+	"tlab/internal/scenario"
+	"tlab/internal/testbed"
+	"tlab/internal/workload"
+)
+
+// Cell is one compiled cell: what runs, where and with what, as values.
+type Cell struct {
+	// Index, ID, Profile, Site, Protocol, Rep and Params are the
+	// scenario cell's; Seed its repetition's seed.
+	Index    int
+	ID       string
+	Profile  string
+	Site     string
+	Protocol string
+	Rep      int
+	Params   []results.Param
+	Seed     uint64
+	// Scenario is the scenario's name (for labels), Capture whether it
+	// captures packets.
+	Scenario string
+	Capture  bool
+	// Topology is the testbed with the cell's links resolved; Roles maps
+	// each of the workload's roles to a host, Groups lists every host of
+	// a role several hosts play.
+	Topology testbed.Topology
+	Roles    map[string]string
+	Groups   map[string][]string
+	// Workload is the cell's workload: the scenario's, or, when the
+	// protocol is one of the scenario's own stacks, its commands running
+	// the workload's traffic.
+	Workload       workload.Workload
+	Settings       proto.Settings
+	Emulator       emu.EngineOptions
+	RemoveOutliers bool
+	Cross          cross.Config
+	Beside         []scenario.BesideFlow
+}
+
+// Compile compiles every cell of a scenario, in its order.
+func Compile(s *scenario.Scenario) ([]Cell, error) {
+	cells, err := s.Cells()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Cell, len(cells))
+	for i, c := range cells {
+		if out[i], err = CompileCell(c); err != nil {
+			return nil, fmt.Errorf("cell %s: %w", c.ID, err)
+		}
+	}
+	return out, nil
+}
+
+// CompileCell compiles one scenario cell (one of Cells, or an explored
+// point's from CellAt).
+func CompileCell(c scenario.Cell) (Cell, error) {
+	s := c.Scenario
+	topo, err := s.TestbedTopology(c.Profile)
+	if err != nil {
+		return Cell{}, err
+	}
+	w := s.WorkloadSpec()
+	if own, ok := s.CommandStack(c.Protocol); ok {
+		// The scenario's own stack, given as commands: its client makes
+		// the workload's traffic, and the workload's metrics measure it.
+		w = workload.Command{Base: w, Stack: own, Params: s.WorkloadParams(), Seed: c.Seed(),
+			Common: workload.Common{Duration: s.Duration.D(), Count: s.Count, Warmup: s.Warmup.D()}}
+	}
+	roles, groups := map[string]string{}, map[string][]string{}
+	for _, r := range w.Info().Roles {
+		if groups[r], err = s.TopologySpec().HostsFor(r); err != nil {
+			return Cell{}, err
+		}
+		roles[r] = groups[r][0]
+	}
+	return Cell{
+		Index: c.Index, ID: c.ID, Profile: c.Profile, Site: c.Site, Protocol: c.Protocol, Rep: c.Rep, Params: c.Params, Seed: c.Seed(),
+		Scenario: s.Name, Capture: s.Capture,
+		Topology: topo, Roles: roles, Groups: groups, Workload: w, Settings: s.ProtoSettings(),
+		Emulator: s.Emulator, RemoveOutliers: s.Metrics.RemoveOutliers,
+		Cross: cross.Of(s), Beside: s.BesideFlows(),
+	}, nil
+}
