@@ -44,6 +44,10 @@ type Exploration struct {
 	NoWhy bool
 	// Render renders the report (report.Render; nil: none).
 	Render Renderer
+	// Rounds, when set, runs each round's new cells elsewhere (a Slurm
+	// array, a Kubernetes Indexed Job: explore_rounds.go) and merges them
+	// into the run directory; nil runs them here.
+	Rounds RoundRunner
 	// Quality is the rule that re-runs disturbed cells (as Run's).
 	Quality  string
 	Progress func(Progress)
@@ -135,7 +139,7 @@ func (e Exploration) Execute(ctx context.Context) (Explored, error) {
 		}
 	}
 	sweepDeadRuns(e.Log)
-	m := &cellMeasurer{scenario: sc, sweep: Sweep{Scenario: sc, Dir: out.Dir, Resume: e.Resume != "", SkipCalibration: e.NoCalibration,
+	m := &cellMeasurer{scenario: sc, runner: e.Rounds, sweep: Sweep{Scenario: sc, Dir: out.Dir, Resume: e.Resume != "", SkipCalibration: e.NoCalibration,
 		Requirements: reqs, Progress: e.Progress, Log: e.Log, Quality: Quality{Mode: e.Quality}, attempt: e.attempt, calibrate: e.calibrate}}
 	if p, ok := sc.QoOProfile(); ok {
 		m.sweep.QoO = &p
@@ -185,9 +189,11 @@ var exploreEvidence = []string{"conns_per_1000", "bytes_per_request", "late_send
 type cellMeasurer struct {
 	scenario *scenario.Scenario
 	sweep    Sweep
-	cells    []scenario.Cell
-	have     map[string]bool
-	rounds   int
+	// runner, when set, runs the round's new cells elsewhere first.
+	runner RoundRunner
+	cells  []scenario.Cell
+	have   map[string]bool
+	rounds int
 }
 
 func (m *cellMeasurer) Measure(ctx context.Context, reqs []explore.Request) ([]explore.Outcome, error) {
@@ -211,6 +217,19 @@ func (m *cellMeasurer) Measure(ctx context.Context, reqs []explore.Request) ([]e
 			if !m.have[c.ID] {
 				m.have[c.ID] = true
 				m.cells = append(m.cells, c)
+			}
+		}
+	}
+	if m.runner != nil {
+		var pending []scenario.Cell
+		for _, c := range m.cells {
+			if !results.CellDone(results.CellDir(m.sweep.Dir, c.ID)) {
+				pending = append(pending, c)
+			}
+		}
+		if len(pending) > 0 {
+			if err := dispatch(ctx, m.runner, sc, m.sweep.Dir, pending, m.sweep.Log); err != nil {
+				return nil, err
 			}
 		}
 	}

@@ -145,7 +145,7 @@ func (e Exploration) ablationMeasurer(sc *scenario.Scenario, dir string, base Sw
 		if e.Log != nil {
 			fmt.Fprintf(e.Log, "why: the boundaries' neighbours %s (%s), into %s\n", strings.Replace(a.Name, "no ", "without ", 1), settingsText(a.Settings), d)
 		}
-		return &cellMeasurer{scenario: sc, sweep: sw}, nil
+		return &cellMeasurer{scenario: sc, sweep: sw, runner: e.Rounds}, nil
 	}
 }
 

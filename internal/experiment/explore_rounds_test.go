@@ -1,0 +1,167 @@
+package experiment
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tlab/internal/explore"
+	"tlab/internal/results"
+)
+
+// fakeRounds explores 0..10 % loss from a coarse grid of 3 points, each
+// point 2 repetitions of 2 stacks in the first round (12 cells) and one
+// more of each unsettled point in the second (6 cells): a budget of 18
+// cells is exactly two rounds.
+const fakeRounds = `name: fake-rounds
+profiles: [ethernet]
+protocols: [quic, tcp]
+workload: {type: periodic, interval: 10ms}
+count: 5
+warmup: 0s
+require: ["delay_p99_ms<=1000"]
+explore:
+  parameters:
+    link.loss: {range: 0%..10%, resolution: 1%}
+  coarse: 2
+  max_repetitions: 6
+  budget: 18
+`
+
+// inProcessRounds runs a round's tasks one after another in this
+// process, each as a cluster's task would: its shard of round.json into
+// the round's shard-I.
+type inProcessRounds struct {
+	shards int
+	calls  *int
+	rounds []Round
+}
+
+func (r *inProcessRounds) Tasks() int { return r.shards }
+
+func (r *inProcessRounds) RunRound(ctx context.Context, round Round) error {
+	r.rounds = append(r.rounds, round)
+	for i := 1; i <= round.Shards; i++ {
+		task := RoundTask{Dir: round.Dir, Shard: Shard{I: i, N: round.Shards}, NoCalibration: true, Quality: "off", attempt: flipAttempt(r.calls)}
+		if err := task.Run(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refuseCells is the controller's own cell runner when its rounds run
+// elsewhere: it must never be called.
+func refuseCells(t *testing.T) func(context.Context, CellSpec, func(results.Record) error, func(Progress)) (CellResult, error) {
+	return func(_ context.Context, spec CellSpec, _ func(results.Record) error, _ func(Progress)) (CellResult, error) {
+		t.Errorf("the controller ran cell %s itself", spec.Cell.ID)
+		return CellResult{}, context.Canceled
+	}
+}
+
+// Rounds run as shards elsewhere and merged by the controller give the
+// map one machine gives (every cell keeps its id and seed, so the same
+// outcomes reach the same search), each cell run once, by a task, in
+// the round's shard k mod N + 1.
+func TestDispatchedRoundsGiveTheMapOfOneMachine(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "e.yaml")
+	if err := os.WriteFile(file, []byte(fakeRounds), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	localCalls := 0
+	local, err := Exploration{NameOrFile: file, Out: filepath.Join(t.TempDir(), "local"), NoCalibration: true, NoWhy: true, NoReport: true,
+		attempt: flipAttempt(&localCalls)}.Execute(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskCalls := 0
+	runner := &inProcessRounds{shards: 2, calls: &taskCalls}
+	dir := filepath.Join(t.TempDir(), "dispatched")
+	got, err := Exploration{NameOrFile: file, Out: dir, NoCalibration: true, NoWhy: true, NoReport: true, Rounds: runner,
+		attempt: refuseCells(t)}.Execute(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTwoRounds(t, dir, got.Map, runner.rounds)
+	if taskCalls != localCalls || taskCalls != 18 {
+		t.Errorf("the tasks ran %d cells, one machine %d; want 18 each (the budget)", taskCalls, localCalls)
+	}
+	// summary.csv is not compared: a cell read back has its seed through
+	// a float64 (the results package's read-back), one just run has not.
+	for _, f := range []string{explore.PointsFile, explore.VerdictsFile, explore.BoundariesFile} {
+		a, _ := os.ReadFile(filepath.Join(local.Dir, f))
+		b, _ := os.ReadFile(filepath.Join(dir, f))
+		if len(a) == 0 || string(a) != string(b) {
+			t.Errorf("%s differs between one machine and the dispatched rounds:\n%s\n---\n%s", f, a, b)
+		}
+	}
+}
+
+// checkTwoRounds checks a dispatched exploration of fakeRounds: two
+// rounds of 12 and 6 cells, each split between 2 shards as k mod 2 + 1
+// (6/6, then 3/3), every cell complete in the run's cells/ and none left
+// in the shards.
+func checkTwoRounds(t *testing.T, dir string, m *explore.Map, rounds []Round) {
+	t.Helper()
+	if m == nil || m.Cells != 18 || m.Rounds != 2 {
+		t.Fatalf("map: %+v; want 18 cells in 2 rounds", m)
+	}
+	want := []int{12, 6}
+	if len(rounds) != 2 {
+		t.Fatalf("rounds dispatched: %+v; want 2", rounds)
+	}
+	for i, r := range rounds {
+		if r.Cells != want[i] || r.Shards != 2 || r.Index != i+1 {
+			t.Errorf("round %d: %+v; want %d cells as 2 shards", i+1, r, want[i])
+		}
+		for s := 1; s <= 2; s++ {
+			sh := filepath.Join(r.Dir, "shard-"+string(rune('0'+s)))
+			mf, err := results.ReadManifest(sh)
+			if err != nil {
+				t.Fatalf("round %d shard %d: %v", i+1, s, err)
+			}
+			if mf.Cells != want[i]/2 || mf.Shard != string(rune('0'+s))+"/2" {
+				t.Errorf("round %d shard %d ran %d cells as shard %q; want %d as %d/2", i+1, s, mf.Cells, mf.Shard, want[i]/2, s)
+			}
+			left, _ := os.ReadDir(filepath.Join(sh, results.CellsDir))
+			if len(left) != 0 {
+				t.Errorf("round %d shard %d: %d cells not merged", i+1, s, len(left))
+			}
+		}
+	}
+	cells, _ := os.ReadDir(filepath.Join(dir, results.CellsDir))
+	done := 0
+	for _, c := range cells {
+		if results.CellDone(filepath.Join(dir, results.CellsDir, c.Name())) {
+			done++
+		}
+	}
+	if done != 18 || len(cells) != 18 {
+		t.Errorf("run directory: %d cells, %d complete; want 18", len(cells), done)
+	}
+	sum, _ := os.ReadFile(filepath.Join(dir, "summary.csv"))
+	if n := strings.Count(strings.TrimSpace(string(sum)), "\n"); n != 18 {
+		t.Errorf("summary.csv has %d rows; want 18", n)
+	}
+}
+
+// A task that completes no cell leaves the round's cells missing: the
+// controller says which, and runs none itself.
+func TestARoundsMissingCellsAreNamed(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "e.yaml")
+	if err := os.WriteFile(file, []byte(fakeRounds), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Exploration{NameOrFile: file, Out: filepath.Join(t.TempDir(), "run"), NoCalibration: true, NoWhy: true, NoReport: true,
+		Rounds: lazyRounds{}, attempt: refuseCells(t)}.Execute(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "12 of 12 cells were not completed") || !strings.Contains(err.Error(), "x_ethernet_quic_loss=0-_r1") {
+		t.Errorf("err = %v; want the 12 missing cells named", err)
+	}
+}
+
+type lazyRounds struct{}
+
+func (lazyRounds) Tasks() int                            { return 3 }
+func (lazyRounds) RunRound(context.Context, Round) error { return nil }
