@@ -118,8 +118,8 @@ func dispatch(ctx context.Context, runner RoundRunner, sc *scenario.Scenario, di
 		return errors.Join(runErr, err)
 	}
 	if len(missing) > 0 {
-		return errors.Join(runErr, fmt.Errorf("round %d: %d of %d cells were not completed by its tasks (%s; their output is in %s); continue with --resume",
-			index, len(missing), len(pending), strings.Join(first(missing, 4), ", "), rd))
+		return errors.Join(runErr, fmt.Errorf("%d of %d cells were not completed by the round's tasks (%s; their output is in %s); continue with --resume",
+			len(missing), len(pending), strings.Join(first(missing, 4), ", "), rd))
 	}
 	if runErr != nil && log != nil {
 		// Every cell is there: a task's late failure costs nothing.

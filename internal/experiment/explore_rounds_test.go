@@ -156,7 +156,7 @@ func TestARoundsMissingCellsAreNamed(t *testing.T) {
 	}
 	_, err := Exploration{NameOrFile: file, Out: filepath.Join(t.TempDir(), "run"), NoCalibration: true, NoWhy: true, NoReport: true,
 		Rounds: lazyRounds{}, attempt: refuseCells(t)}.Execute(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "12 of 12 cells were not completed") || !strings.Contains(err.Error(), "x_ethernet_quic_loss=0-_r1") {
+	if err == nil || !strings.Contains(err.Error(), "12 of 12 cells were not completed by the round's tasks") || !strings.Contains(err.Error(), "x_ethernet_quic_loss=0-_r1") {
 		t.Errorf("err = %v; want the 12 missing cells named", err)
 	}
 }
