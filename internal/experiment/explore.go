@@ -111,6 +111,10 @@ func (e Exploration) Execute(ctx context.Context) (Explored, error) {
 	reqs := sc.Requirements()
 	cfg := spec.Config(sc.Protocols, reqs)
 	cfg.Round = e.Round
+	if !e.NoWhy {
+		// Kept before the search: the map's level may not depend on it.
+		cfg.WhyShare = explore.DefaultWhyShare
+	}
 	cfg.Evidence = exploreEvidence
 	out := Explored{Scenario: sc, Dir: e.Out}
 	switch {
