@@ -10,8 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"tlab/internal/cluster"
 	"tlab/internal/emu"
@@ -281,4 +283,89 @@ func (s SlurmRounds) RunRound(ctx context.Context, r Round) error {
 		return fmt.Errorf("sbatch --wait %s: %w: %s", file, err, strings.TrimSpace(out.String()))
 	}
 	return nil
+}
+
+// KubectlRounds runs each round as a Kubernetes Indexed Job
+// (cluster.Job with the round): it writes the round's job.yaml into the
+// round's directory, applies it with kubectl, and polls the job until
+// its Complete or Failed condition. The run directory must be on the
+// volume (Spec.Claim) mounted at Spec.ResultsDir, in the controller's
+// file system as in the pods'.
+type KubectlRounds struct {
+	// Spec is the job's template (Name, Shards, Image, Claim,
+	// ResultsDir, CPUs, Memory, Retries, Program); Round is set per round.
+	Spec cluster.Spec
+	// Kubectl is the kubectl command (default: kubectl on the PATH).
+	Kubectl string
+	// Env, when set, is kubectl's environment.
+	Env []string
+	// Poll is how often the job's conditions are read (default 5 s).
+	Poll time.Duration
+}
+
+// Tasks is the job's completions.
+func (k KubectlRounds) Tasks() int { return k.Spec.Shards }
+
+// RunRound applies the round's Indexed Job and waits for it to end.
+func (k KubectlRounds) RunRound(ctx context.Context, r Round) error {
+	spec := k.Spec.WithDefaults()
+	rel, err := filepath.Rel(spec.ResultsDir, r.Dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || !filepath.IsAbs(r.Dir) {
+		return fmt.Errorf("the round's directory %s is not under %s, where the pods mount the results' volume: give --out under it", r.Dir, spec.ResultsDir)
+	}
+	spec.Round, spec.Shards = r.Dir, r.Shards
+	if k.Spec.Parallelism == 0 || k.Spec.Parallelism > r.Shards {
+		spec.Parallelism = r.Shards
+	}
+	if spec.Name == "" {
+		spec.Name = "tlab-round"
+	}
+	spec.Name = cluster.NameFor(fmt.Sprintf("%s-r%d", spec.Name, r.Index))
+	doc, err := cluster.JobYAML(spec)
+	if err != nil {
+		return err
+	}
+	file := filepath.Join(r.Dir, "job.yaml")
+	if err := results.WriteFileAtomic(file, doc); err != nil {
+		return err
+	}
+	kubectl := k.Kubectl
+	if kubectl == "" {
+		kubectl = "kubectl"
+	}
+	run := func(args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, kubectl, args...)
+		cmd.Env = k.Env
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			return "", fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+		}
+		return out.String(), nil
+	}
+	if _, err := run("apply", "-f", file); err != nil {
+		return err
+	}
+	poll := k.Poll
+	if poll == 0 {
+		poll = 5 * time.Second
+	}
+	for {
+		out, err := run("get", "job", spec.Name, "-o", `jsonpath={.status.conditions[?(@.status=="True")].type}`)
+		if err != nil {
+			return err
+		}
+		conds := strings.Fields(out)
+		switch {
+		case slices.Contains(conds, "Complete"):
+			return nil
+		case slices.Contains(conds, "Failed"):
+			return fmt.Errorf("job %s failed (kubectl describe job %s says why)", spec.Name, spec.Name)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(poll):
+		}
+	}
 }

@@ -2,11 +2,21 @@ package experiment
 
 import (
 	"context"
+	"flag"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	"sigs.k8s.io/yaml"
+
+	"tlab/internal/cluster"
 	"tlab/internal/explore"
 	"tlab/internal/results"
 )
@@ -165,3 +175,107 @@ type lazyRounds struct{}
 
 func (lazyRounds) Tasks() int                            { return 3 }
 func (lazyRounds) RunRound(context.Context, Round) error { return nil }
+
+// fakeKubectlEnv names the directory where TestFakeKubectl, standing in
+// for kubectl, keeps each job's condition.
+const fakeKubectlEnv = "TLAB_TEST_FAKE_KUBECTL"
+
+// TestFakeKubectl is kubectl for TestKubernetesIndexedJobsRunTheRounds:
+// `apply -f FILE` reads the Indexed Job and runs each index's pod
+// command as the job controller would (the container's command and
+// arguments, $(JOB_COMPLETION_INDEX) expanded and in the environment),
+// one after another; `get job NAME -o jsonpath=...` prints the job's
+// condition (Complete or Failed).
+func TestFakeKubectl(t *testing.T) {
+	state := os.Getenv(fakeKubectlEnv)
+	if state == "" {
+		t.Skip("kubectl of TestKubernetesIndexedJobsRunTheRounds")
+	}
+	args := flag.Args()
+	switch {
+	case len(args) == 3 && args[0] == "apply" && args[1] == "-f":
+		b, err := os.ReadFile(args[2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var job batchv1.Job
+		if err := yaml.UnmarshalStrict(b, &job); err != nil {
+			t.Fatal(err)
+		}
+		if *job.Spec.CompletionMode != batchv1.IndexedCompletion {
+			t.Fatalf("completion mode %s, want Indexed", *job.Spec.CompletionMode)
+		}
+		cond := "Complete"
+		c := job.Spec.Template.Spec.Containers[0]
+		for i := range int(*job.Spec.Completions) {
+			idx := strconv.Itoa(i)
+			var argv []string
+			for _, a := range append(slices.Clone(c.Command), c.Args...) {
+				argv = append(argv, strings.ReplaceAll(a, "$(JOB_COMPLETION_INDEX)", idx))
+			}
+			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd.Env = append(os.Environ(), "JOB_COMPLETION_INDEX="+idx, roundTaskEnv+"=1")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Logf("index %s: %v: %s", idx, err, out)
+				cond = "Failed"
+			}
+		}
+		if err := os.WriteFile(filepath.Join(state, job.Name), []byte(cond), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	case len(args) == 5 && args[0] == "get" && args[1] == "job":
+		b, err := os.ReadFile(filepath.Join(state, args[2]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Print(string(b) + "\n")
+	default:
+		t.Fatalf("kubectl %q: not what tlab asks", args)
+	}
+}
+
+// Each round an Indexed Job: the manifest tlab writes, its pods' command
+// run per index by a stand-in for the job controller (TestFakeKubectl),
+// the controller polling the job's condition and merging the shards: the
+// same two rounds and map as in process.
+func TestKubernetesIndexedJobsRunTheRounds(t *testing.T) {
+	if os.Getenv(roundTaskEnv) != "" || os.Getenv(fakeKubectlEnv) != "" {
+		t.Skip("inside a task")
+	}
+	file := filepath.Join(t.TempDir(), "e.yaml")
+	if err := os.WriteFile(file, []byte(fakeRounds), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	volume := t.TempDir()
+	kubectl := filepath.Join(t.TempDir(), "kubectl")
+	script := fmt.Sprintf("#!/bin/sh\nexec %s -test.run=^TestFakeKubectl$ \"$@\"\n", exe)
+	if err := os.WriteFile(kubectl, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runner := &recordingRounds{RoundRunner: KubectlRounds{Kubectl: kubectl, Env: append(os.Environ(), fakeKubectlEnv+"="+t.TempDir()), Poll: 50 * time.Millisecond,
+		Spec: cluster.Spec{Name: "tlab-test", Shards: 2, Image: "tlab:test", ResultsDir: volume,
+			Program: []string{exe, "-test.run=^TestSlurmRoundTask$", "-test.timeout=2m"}}}}
+	dir := filepath.Join(volume, "run")
+	got, err := Exploration{NameOrFile: file, Out: dir, NoCalibration: true, NoWhy: true, NoReport: true, Rounds: runner,
+		attempt: refuseCells(t)}.Execute(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTwoRounds(t, dir, got.Map, runner.rounds)
+	for _, r := range runner.rounds {
+		b, err := os.ReadFile(filepath.Join(r.Dir, "job.yaml"))
+		if err != nil || !strings.Contains(string(b), "completions: 2") || !strings.Contains(string(b), "- --round\n        - "+r.Dir+"\n") {
+			t.Errorf("round %d's job.yaml (%v):\n%s", r.Index, err, b)
+		}
+	}
+	// A run directory off the volume is refused before any job.
+	_, err = Exploration{NameOrFile: file, Out: filepath.Join(t.TempDir(), "off"), NoCalibration: true, NoWhy: true, NoReport: true, Rounds: runner,
+		attempt: refuseCells(t)}.Execute(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "where the pods mount the results' volume") {
+		t.Errorf("err = %v; want the run directory refused off the volume", err)
+	}
+}
