@@ -279,3 +279,54 @@ func TestKubernetesIndexedJobsRunTheRounds(t *testing.T) {
 		t.Errorf("err = %v; want the run directory refused off the volume", err)
 	}
 }
+
+// "no handshakes" sets what the scenario's stacks leave off and honour
+// (tlab protocols: quic honours resumption and zero_rtt, mqtt-tls
+// resumption only, tcp and udp neither; resumption is on by default,
+// zero_rtt off), and the cell with it has it on.
+func TestNoHandshakesResumesWhatTheStacksCan(t *testing.T) {
+	for _, c := range []struct {
+		protocols, settings string
+		want                string // the settings, or the note of an absent removal
+	}{
+		{"[quic, tcp]", "", "settings.zero_rtt=true"},
+		{"[quic, tcp]", "settings: {resumption: false}", "settings.resumption=true settings.zero_rtt=true"},
+		{"[mqtt-tls, mqtt-tcp]", "settings: {resumption: false}", "settings.resumption=true"},
+		{"[mqtt-tls, mqtt-tcp]", "", "the stacks already resume their sessions"},
+		{"[tcp, udp]", "", "no stack has a TLS session to resume"},
+	} {
+		workload := "workload: {type: periodic, interval: 10ms}"
+		if strings.HasPrefix(c.protocols, "[mqtt") {
+			workload = "workload: {type: pubsub}"
+		}
+		y := fmt.Sprintf("name: h\nprofiles: [ethernet]\nprotocols: %s\n%s\ncount: 5\n%s\n", c.protocols, workload, c.settings)
+		file := filepath.Join(t.TempDir(), "h.yaml")
+		if err := os.WriteFile(file, []byte(y), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sc, err := LoadScenario(file, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a explore.Ablation
+		for _, x := range ablationsFor(sc, nil) {
+			if x.Name == "no handshakes" {
+				a = x
+			}
+		}
+		got := a.Note
+		if !a.Absent {
+			got = settingsText(a.Settings)
+			cell, err := sc.CellAt(sc.Profiles[0], sc.Protocols[0], 1, asParams(a.Settings))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := cell.Scenario.ProtoSettings(); !s.Resumption {
+				t.Errorf("%s %s: the cell without handshakes does not resume", c.protocols, c.settings)
+			}
+		}
+		if !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s %s: no handshakes = %q, want %q", c.protocols, c.settings, got, c.want)
+		}
+	}
+}
