@@ -232,7 +232,7 @@ func (m *cellMeasurer) Measure(ctx context.Context, reqs []explore.Request) ([]e
 			}
 		}
 		if len(pending) > 0 {
-			if err := dispatch(ctx, m.runner, sc, m.sweep.Dir, pending, m.sweep.Log); err != nil {
+			if err := dispatch(ctx, m.runner, sc, m.sweep, pending); err != nil {
 				return nil, err
 			}
 		}

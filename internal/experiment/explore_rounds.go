@@ -67,14 +67,23 @@ type roundCell struct {
 }
 
 type roundFile struct {
-	Round int         `json:"round"`
-	Cells []roundCell `json:"cells"`
+	Round int `json:"round"`
+	// Quality and NoCalibration are the controller's (tlab explore
+	// --quality, --no-calibration): every task runs its cells by them.
+	Quality       string      `json:"quality,omitempty"`
+	NoCalibration bool        `json:"no_calibration,omitempty"`
+	Cells         []roundCell `json:"cells"`
 }
 
 // dispatch runs pending cells of the run in dir through the runner, then
 // moves every shard's complete cells into dir's cells/. A cell no task
 // completed is an error naming it (a resume dispatches it again).
-func dispatch(ctx context.Context, runner RoundRunner, sc *scenario.Scenario, dir string, pending []scenario.Cell, log io.Writer) error {
+//
+// sc is the scenario the cells were made from (scenario.CellAt), which
+// the tasks make them from again; base is the controller's sweep (its
+// directory, quality rule and calibration choice).
+func dispatch(ctx context.Context, runner RoundRunner, sc *scenario.Scenario, base Sweep, pending []scenario.Cell) error {
+	dir, log := base.Dir, base.Log
 	if err := results.PrepareOut(dir); err != nil {
 		return err
 	}
@@ -92,7 +101,7 @@ func dispatch(ctx context.Context, runner RoundRunner, sc *scenario.Scenario, di
 	if err := results.Mkdir(rd); err != nil {
 		return err
 	}
-	rf := roundFile{Round: index}
+	rf := roundFile{Round: index, Quality: base.Quality.Mode, NoCalibration: base.SkipCalibration}
 	for _, c := range pending {
 		rf.Cells = append(rf.Cells, roundCell{ID: c.ID, Profile: c.Profile, Protocol: c.Protocol, Rep: c.Rep, Params: c.Params})
 	}
@@ -226,6 +235,10 @@ func (t RoundTask) Run(ctx context.Context) error {
 	if t.Shard.N == 0 {
 		t.Shard = Shard{I: 1, N: 1}
 	}
+	if t.Quality == "" {
+		t.Quality = rf.Quality
+	}
+	t.NoCalibration = t.NoCalibration || rf.NoCalibration
 	out := filepath.Join(t.Dir, "shard-"+strconv.Itoa(t.Shard.I))
 	_, err = os.Stat(filepath.Join(out, results.ScenarioFile))
 	sw := Sweep{Scenario: sc, Dir: out, Cells: cells, Shard: t.Shard, Resume: err == nil, SkipCalibration: t.NoCalibration,

@@ -47,14 +47,22 @@ type inProcessRounds struct {
 	shards int
 	calls  *int
 	rounds []Round
+	// attempt runs a task's cells (flipAttempt when nil).
+	attempt func(context.Context, CellSpec, func(results.Record) error, func(Progress)) (CellResult, error)
 }
 
 func (r *inProcessRounds) Tasks() int { return r.shards }
 
 func (r *inProcessRounds) RunRound(ctx context.Context, round Round) error {
 	r.rounds = append(r.rounds, round)
+	attempt := r.attempt
+	if attempt == nil {
+		attempt = flipAttempt(r.calls)
+	}
 	for i := 1; i <= round.Shards; i++ {
-		task := RoundTask{Dir: round.Dir, Shard: Shard{I: i, N: round.Shards}, NoCalibration: true, Quality: "off", attempt: flipAttempt(r.calls)}
+		// The quality rule and the calibration are the controller's,
+		// from round.json.
+		task := RoundTask{Dir: round.Dir, Shard: Shard{I: i, N: round.Shards}, attempt: attempt}
 		if err := task.Run(ctx); err != nil {
 			return err
 		}
@@ -89,12 +97,17 @@ func TestDispatchedRoundsGiveTheMapOfOneMachine(t *testing.T) {
 	taskCalls := 0
 	runner := &inProcessRounds{shards: 2, calls: &taskCalls}
 	dir := filepath.Join(t.TempDir(), "dispatched")
-	got, err := Exploration{NameOrFile: file, Out: dir, NoCalibration: true, NoWhy: true, NoReport: true, Rounds: runner,
+	got, err := Exploration{NameOrFile: file, Out: dir, NoCalibration: true, NoWhy: true, NoReport: true, Rounds: runner, Quality: "off",
 		attempt: refuseCells(t)}.Execute(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkTwoRounds(t, dir, got.Map, runner.rounds)
+	for _, r := range runner.rounds {
+		if mf, err := results.ReadManifest(filepath.Join(r.Dir, "shard-1")); err != nil || mf.Quality != "off" || len(mf.Calibrations) != 0 {
+			t.Errorf("round %d's task ran by quality %q with %d calibrations (%v); want the controller's off, none", r.Index, mf.Quality, len(mf.Calibrations), err)
+		}
+	}
 	if taskCalls != localCalls || taskCalls != 18 {
 		t.Errorf("the tasks ran %d cells, one machine %d; want 18 each (the budget)", taskCalls, localCalls)
 	}
@@ -154,6 +167,46 @@ func checkTwoRounds(t *testing.T, dir string, m *explore.Map, rounds []Round) {
 	sum, _ := os.ReadFile(filepath.Join(dir, "summary.csv"))
 	if n := strings.Count(strings.TrimSpace(string(sum)), "\n"); n != 18 {
 		t.Errorf("summary.csv has %d rows; want 18", n)
+	}
+}
+
+// The why's ablations go through the same runner: each removal's run
+// dispatches its rounds under ablation/NAME/rounds/, and the
+// explanation is the one a single machine gives.
+func TestDispatchedAblationsExplainAsOneMachine(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "e.yaml")
+	src := strings.NewReplacer("budget: 18", "budget: 120", "resolution: 1%", "resolution: 2.5%", "protocols:", "link: {jitter: 5ms}\nprotocols:").Replace(fakeRounds)
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	local, err := Exploration{NameOrFile: file, Out: filepath.Join(t.TempDir(), "local"), NoCalibration: true, NoReport: true,
+		attempt: jitterFlipAttempt(&calls, map[string]uint64{})}.Execute(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if local.Map.Why == nil || local.Map.Why.Cells == 0 {
+		t.Fatalf("one machine measured no ablation:\n%s", local.Map.Answer())
+	}
+	runner := &inProcessRounds{shards: 3, calls: &calls, attempt: jitterFlipAttempt(&calls, map[string]uint64{})}
+	dir := filepath.Join(t.TempDir(), "dispatched")
+	got, err := Exploration{NameOrFile: file, Out: dir, NoCalibration: true, NoReport: true, Rounds: runner,
+		attempt: refuseCells(t)}.Execute(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Map.Why == nil || got.Map.Why.Cells != local.Map.Why.Cells {
+		t.Fatalf("the dispatched why: %+v; one machine's spent %d cells", got.Map.Why, local.Map.Why.Cells)
+	}
+	if rounds, _ := filepath.Glob(filepath.Join(dir, AblationDir, "no-jitter", RoundsDir, "*", "shard-1")); len(rounds) == 0 {
+		t.Error("no round of the no-jitter run was dispatched")
+	}
+	for _, f := range []string{explore.WhyFile, explore.PointsFile, explore.BoundariesFile} {
+		a, _ := os.ReadFile(filepath.Join(local.Dir, f))
+		b, _ := os.ReadFile(filepath.Join(dir, f))
+		if len(a) == 0 || string(a) != string(b) {
+			t.Errorf("%s differs between one machine and the dispatched rounds:\n%s\n---\n%s", f, a, b)
+		}
 	}
 }
 
