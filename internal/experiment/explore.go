@@ -224,6 +224,7 @@ func (m *cellMeasurer) Measure(ctx context.Context, reqs []explore.Request) ([]e
 			}
 		}
 	}
+	var warnings []string // the round's tasks', for the manifest
 	if m.runner != nil {
 		var pending []scenario.Cell
 		for _, c := range m.cells {
@@ -232,7 +233,8 @@ func (m *cellMeasurer) Measure(ctx context.Context, reqs []explore.Request) ([]e
 			}
 		}
 		if len(pending) > 0 {
-			if err := dispatch(ctx, m.runner, sc, m.sweep, pending); err != nil {
+			var err error
+			if warnings, err = dispatch(ctx, m.runner, sc, m.sweep, pending); err != nil {
 				return nil, err
 			}
 		}
@@ -246,6 +248,12 @@ func (m *cellMeasurer) Measure(ctx context.Context, reqs []explore.Request) ([]e
 	}
 	m.rounds++
 	rows, err := sw.Run(ctx)
+	if len(warnings) > 0 {
+		if mf, merr := results.ReadManifest(sw.Dir); merr == nil {
+			mf.Warnings = append(mf.Warnings, warnings...)
+			err = errors.Join(err, mf.Save(sw.Dir))
+		}
+	}
 	byID := map[string]results.Summary{}
 	for _, r := range rows {
 		byID[r.Cell] = r

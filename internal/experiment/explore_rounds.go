@@ -82,13 +82,17 @@ type roundFile struct {
 // sc is the scenario the cells were made from (scenario.CellAt), which
 // the tasks make them from again; base is the controller's sweep (its
 // directory, quality rule and calibration choice).
-func dispatch(ctx context.Context, runner RoundRunner, sc *scenario.Scenario, base Sweep, pending []scenario.Cell) error {
+//
+// It returns the tasks' warnings (their manifests': disturbed cells,
+// other runs on the node, a calibration that failed), each prefixed with
+// its round and shard, for the run's manifest.
+func dispatch(ctx context.Context, runner RoundRunner, sc *scenario.Scenario, base Sweep, pending []scenario.Cell) (warnings []string, err error) {
 	dir, log := base.Dir, base.Log
 	if err := results.PrepareOut(dir); err != nil {
-		return err
+		return nil, err
 	}
 	if err := results.MkdirAll(filepath.Join(dir, RoundsDir)); err != nil {
-		return err
+		return nil, err
 	}
 	// A fresh directory per round, also after a resume.
 	index := 1
@@ -99,7 +103,7 @@ func dispatch(ctx context.Context, runner RoundRunner, sc *scenario.Scenario, ba
 	}
 	rd := roundDir(dir, index)
 	if err := results.Mkdir(rd); err != nil {
-		return err
+		return nil, err
 	}
 	rf := roundFile{Round: index, Quality: base.Quality.Mode, NoCalibration: base.SkipCalibration}
 	for _, c := range pending {
@@ -107,36 +111,44 @@ func dispatch(ctx context.Context, runner RoundRunner, sc *scenario.Scenario, ba
 	}
 	b, err := json.MarshalIndent(rf, "", "  ")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := results.WriteFileAtomic(filepath.Join(rd, RoundFile), b); err != nil {
-		return err
+		return nil, err
 	}
 	y, err := sc.YAML()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := results.WriteFileAtomic(filepath.Join(rd, results.ScenarioFile), y); err != nil {
-		return err
+		return nil, err
 	}
 	shards := min(runner.Tasks(), len(pending))
 	if log != nil {
 		fmt.Fprintf(log, "round %d: %d cells as %d tasks, in %s\n", index, len(pending), shards, rd)
 	}
 	runErr := runner.RunRound(ctx, Round{Dir: rd, Index: index, Cells: len(pending), Shards: shards})
+	shardDirs, _ := filepath.Glob(filepath.Join(rd, "shard-*"))
+	for _, sh := range shardDirs {
+		if mf, err := results.ReadManifest(sh); err == nil {
+			for _, w := range mf.Warnings {
+				warnings = append(warnings, fmt.Sprintf("round %d, %s: %s", index, filepath.Base(sh), w))
+			}
+		}
+	}
 	missing, err := mergeRound(dir, rd, pending)
 	if err != nil {
-		return errors.Join(runErr, err)
+		return warnings, errors.Join(runErr, err)
 	}
 	if len(missing) > 0 {
-		return errors.Join(runErr, fmt.Errorf("%d of %d cells were not completed by the round's tasks (%s; their output is in %s); continue with --resume",
+		return warnings, errors.Join(runErr, fmt.Errorf("%d of %d cells were not completed by the round's tasks (%s; their output is in %s); continue with --resume",
 			len(missing), len(pending), strings.Join(first(missing, 4), ", "), rd))
 	}
 	if runErr != nil && log != nil {
 		// Every cell is there: a task's late failure costs nothing.
 		fmt.Fprintf(log, "warning: round %d: %v (every cell is complete)\n", index, runErr)
 	}
-	return nil
+	return warnings, nil
 }
 
 func roundDir(dir string, index int) string {

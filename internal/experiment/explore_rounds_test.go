@@ -49,6 +49,9 @@ type inProcessRounds struct {
 	rounds []Round
 	// attempt runs a task's cells (flipAttempt when nil).
 	attempt func(context.Context, CellSpec, func(results.Record) error, func(Progress)) (CellResult, error)
+	// warn, when set, is a warning each task's manifest gets, as a
+	// disturbed node's would.
+	warn string
 }
 
 func (r *inProcessRounds) Tasks() int { return r.shards }
@@ -65,6 +68,17 @@ func (r *inProcessRounds) RunRound(ctx context.Context, round Round) error {
 		task := RoundTask{Dir: round.Dir, Shard: Shard{I: i, N: round.Shards}, attempt: attempt}
 		if err := task.Run(ctx); err != nil {
 			return err
+		}
+		if r.warn != "" {
+			sh := filepath.Join(round.Dir, "shard-"+strconv.Itoa(i))
+			mf, err := results.ReadManifest(sh)
+			if err != nil {
+				return err
+			}
+			mf.Warnings = append(mf.Warnings, r.warn)
+			if err := mf.Save(sh); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -95,7 +109,7 @@ func TestDispatchedRoundsGiveTheMapOfOneMachine(t *testing.T) {
 		t.Fatal(err)
 	}
 	taskCalls := 0
-	runner := &inProcessRounds{shards: 2, calls: &taskCalls}
+	runner := &inProcessRounds{shards: 2, calls: &taskCalls, warn: "the node was busy"}
 	dir := filepath.Join(t.TempDir(), "dispatched")
 	got, err := Exploration{NameOrFile: file, Out: dir, NoCalibration: true, NoWhy: true, NoReport: true, Rounds: runner, Quality: "off",
 		attempt: refuseCells(t)}.Execute(context.Background())
@@ -106,6 +120,16 @@ func TestDispatchedRoundsGiveTheMapOfOneMachine(t *testing.T) {
 	for _, r := range runner.rounds {
 		if mf, err := results.ReadManifest(filepath.Join(r.Dir, "shard-1")); err != nil || mf.Quality != "off" || len(mf.Calibrations) != 0 {
 			t.Errorf("round %d's task ran by quality %q with %d calibrations (%v); want the controller's off, none", r.Index, mf.Quality, len(mf.Calibrations), err)
+		}
+	}
+	// Every task's warnings reach the run's manifest, saying where.
+	mf, err := results.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"round 1, shard-1: the node was busy", "round 1, shard-2: the node was busy", "round 2, shard-2: the node was busy"} {
+		if !slices.Contains(mf.Warnings, w) {
+			t.Errorf("the run's manifest lacks %q: %q", w, mf.Warnings)
 		}
 	}
 	if taskCalls != localCalls || taskCalls != 18 {
