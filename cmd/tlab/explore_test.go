@@ -19,6 +19,12 @@ func TestExploreRefusesBadInput(t *testing.T) {
 		// --no-why and --why=false are flags (the quality still refused).
 		{[]string{"explore", "explore-quick", "--no-why", "--quality", "perfect"}, `--quality "perfect"`},
 		{[]string{"explore", "explore-quick", "--why=false", "--quality", "perfect"}, `--quality "perfect"`},
+		// Rounds on a cluster: one engine, N tasks, an image for pods.
+		{[]string{"explore", "explore-quick", "--slurm", "--k8s"}, "give --slurm or --k8s, not both"},
+		{[]string{"explore", "explore-quick", "--slurm", "--shards", "0"}, "--shards must be at least 1"},
+		{[]string{"explore", "explore-quick", "--k8s"}, "--k8s needs --image"},
+		{[]string{"explore", "--round", "/nonexistent/rounds/001", "--shard", "auto/2"}, "neither JOB_COMPLETION_INDEX"},
+		{[]string{"explore", "--round", "/nonexistent/rounds/001", "--shard", "1/2"}, "a round's directory"},
 	} {
 		code, out, errs := run(c.args...)
 		if code != exitUsage || !strings.Contains(out+errs, c.want) {

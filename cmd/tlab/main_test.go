@@ -43,7 +43,7 @@ func TestExitCodesAndHelp(t *testing.T) {
 		{[]string{"profiles", "wifi", "--link", "rate"}, exitUsage, "want key=value"},
 		{[]string{"profiles", "wifi", "--link", "up.rate=5Mbit"}, exitOK, "rate 5Mbit"},
 		{[]string{"version", "extra"}, exitUsage, "unexpected argument"},
-		{[]string{"validate", "quick"}, exitOK, "8 cells (2 profiles x 4 protocols x 1 matrix point x 1 repetition)"},
+		{[]string{"validate", "quick"}, exitOK, "16 cells (2 profiles x 4 protocols x 1 matrix point x 2 repetitions)"},
 		{[]string{"run", "--replay", "x.yaml"}, exitUsage, "goes with --remote"},
 		{[]string{"run", "--remote", "nohost", "quick"}, exitUsage, "want HOST:PORT"},
 		{[]string{"run", "--remote", "h:1", "--replay", "x.yaml", "--link", "up.loss=1%"}, exitUsage, "run the two apart"},

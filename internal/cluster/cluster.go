@@ -51,6 +51,14 @@ type Spec struct {
 	// names commands (stacks:), and a retried task resumes its shard,
 	// which always asks.
 	AllowCommands bool
+	// Round, when set, makes the job one round of an exploration (tlab
+	// explore --slurm/--k8s): each task runs `tlab explore --round ROUND
+	// --shard auto/N`, its share of the cells the round's directory lists,
+	// into ROUND/shard-I; Scenario, ResultsDir and Sets are not used.
+	Round string
+	// Program is the command a task runs (default: tlab, found on the
+	// node's PATH); its first word is the executable.
+	Program []string
 }
 
 // Defaults of a Spec.
@@ -111,7 +119,7 @@ func (s Spec) WithDefaults() Spec {
 // Validate reports the first impossible field.
 func (s Spec) Validate() error {
 	switch {
-	case s.Scenario == "":
+	case s.Scenario == "" && s.Round == "":
 		return errors.New("no scenario")
 	case !dns1123.MatchString(s.Name):
 		return fmt.Errorf("name %q: want lower-case letters, digits and -, at most 63, starting and ending with a letter or digit", s.Name)
@@ -133,6 +141,13 @@ func (s Spec) Validate() error {
 // args are a task's tlab arguments; index is how the engine names the
 // task's index in them.
 func (s Spec) args(index string) []string {
+	if s.Round != "" {
+		a := []string{"explore", "--round", s.Round, "--shard", "auto/" + strconv.Itoa(s.Shards)}
+		if s.AllowCommands {
+			a = append(a, "--allow-commands")
+		}
+		return a
+	}
 	a := []string{"run", s.Scenario, "--shard", "auto/" + strconv.Itoa(s.Shards),
 		"--out", s.ResultsDir + "/" + s.Name + "/shard-" + index, "--resume-existing"}
 	if s.AllowCommands {
@@ -189,7 +204,7 @@ func Job(s Spec) (*batchv1.Job, error) {
 					Containers: []corev1.Container{{
 						Name:    "tlab",
 						Image:   s.Image,
-						Command: []string{"tlab"},
+						Command: s.program(),
 						// Kubernetes expands $(JOB_COMPLETION_INDEX) in
 						// arguments; tlab reads it for --shard auto/N.
 						Args:            s.args("$(JOB_COMPLETION_INDEX)"),
@@ -228,11 +243,19 @@ func Slurm(s Spec) (string, error) {
 		return "", err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "#!/bin/bash\n# written by tlab k8s --slurm: %d shards of %s\n", s.Shards, s.Scenario)
+	if s.Round != "" {
+		fmt.Fprintf(&b, "#!/bin/bash\n# written by tlab explore --slurm: %d shards of the round in %s\n", s.Shards, s.Round)
+	} else {
+		fmt.Fprintf(&b, "#!/bin/bash\n# written by tlab k8s --slurm: %d shards of %s\n", s.Shards, s.Scenario)
+	}
 	fmt.Fprintf(&b, "#SBATCH --job-name=%s\n#SBATCH --array=1-%d%%%d\n", s.Name, s.Shards, s.Parallelism)
 	fmt.Fprintf(&b, "#SBATCH --nodes=1\n#SBATCH --ntasks=1\n#SBATCH --cpus-per-task=%d\n#SBATCH --mem=%s\n", s.CPUs, slurmMemory(s.Memory))
 	b.WriteString("#SBATCH --exclusive\n#SBATCH --requeue\n")
-	fmt.Fprintf(&b, "#SBATCH --output=%s/%s/slurm-%%A_%%a.out\n", s.ResultsDir, s.Name)
+	if s.Round != "" {
+		fmt.Fprintf(&b, "#SBATCH --output=%s/slurm-%%A_%%a.out\n", s.Round)
+	} else {
+		fmt.Fprintf(&b, "#SBATCH --output=%s/%s/slurm-%%A_%%a.out\n", s.ResultsDir, s.Name)
+	}
 	b.WriteString("# One task per node (--exclusive): two testbeds on one machine disturb each other.\n")
 	b.WriteString("# tlab needs root (or CAP_NET_ADMIN, CAP_NET_RAW, CAP_SYS_ADMIN) on the node.\n")
 	b.WriteString("set -euo pipefail\n")
@@ -244,9 +267,25 @@ func Slurm(s Spec) (string, error) {
 			args[i] = `"` + a + `"`
 		}
 	}
-	fmt.Fprintf(&b, "exec tlab %s\n", strings.Join(args, " "))
-	fmt.Fprintf(&b, "# then: tlab merge %s/%s/shard-* --out %s/%s/merged\n", s.ResultsDir, s.Name, s.ResultsDir, s.Name)
+	var program []string
+	for _, p := range s.program() {
+		program = append(program, shellQuote(p))
+	}
+	fmt.Fprintf(&b, "exec %s %s\n", strings.Join(program, " "), strings.Join(args, " "))
+	if s.Round != "" {
+		b.WriteString("# then: the exploration's controller merges the shards' cells and decides the next round\n")
+	} else {
+		fmt.Fprintf(&b, "# then: tlab merge %s/%s/shard-* --out %s/%s/merged\n", s.ResultsDir, s.Name, s.ResultsDir, s.Name)
+	}
 	return b.String(), nil
+}
+
+// program is the task's command.
+func (s Spec) program() []string {
+	if len(s.Program) == 0 {
+		return []string{"tlab"}
+	}
+	return s.Program
 }
 
 // slurmMemory turns a Kubernetes quantity into sbatch's megabytes.

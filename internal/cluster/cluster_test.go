@@ -72,21 +72,46 @@ func TestJobValidatesAgainstKubernetesSchemas(t *testing.T) {
 		}
 		t.Skip("kubernetes-validate is not installed (scripts/setup installs it from PyPI)")
 	}
-	b, err := JobYAML(testSpec())
+	// A sharded run's job, and an exploration's round's.
+	round := testSpec()
+	round.Round, round.Scenario = "/results/my-map/rounds/002", ""
+	for _, spec := range []Spec{testSpec(), round} {
+		b, err := JobYAML(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		good, bad := filepath.Join(dir, "job.yaml"), filepath.Join(dir, "broken.yaml")
+		os.WriteFile(good, b, 0o644)
+		os.WriteFile(bad, []byte(strings.Replace(string(b), "completionMode: Indexed", "completionMode: Indexed\n  completionsPerNode: 2", 1)), 0o644)
+		for _, version := range []string{"1.33.0", "1.37.0"} {
+			if out, err := exec.Command(validator, "--strict", "-k", version, good).CombinedOutput(); err != nil {
+				t.Errorf("kubernetes %s refuses the job: %v\n%s\n%s", version, err, out, b)
+			}
+			if out, err := exec.Command(validator, "--strict", "-k", version, bad).CombinedOutput(); err == nil {
+				t.Errorf("kubernetes %s accepts a job with an unknown field:\n%s", version, out)
+			}
+		}
+	}
+}
+
+// An exploration's round as an array: each task runs its share of the
+// round's cells (tlab explore --round), its output beside them.
+func TestARoundIsAJobArray(t *testing.T) {
+	s := testSpec()
+	s.Round, s.Scenario, s.Program = "/shared/my-map/rounds/003", "", []string{"/opt/tlab/bin/tlab"}
+	script, err := Slurm(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	good, bad := filepath.Join(dir, "job.yaml"), filepath.Join(dir, "broken.yaml")
-	os.WriteFile(good, b, 0o644)
-	os.WriteFile(bad, []byte(strings.Replace(string(b), "completionMode: Indexed", "completionMode: Indexed\n  completionsPerNode: 2", 1)), 0o644)
-	for _, version := range []string{"1.33.0", "1.37.0"} {
-		if out, err := exec.Command(validator, "--strict", "-k", version, good).CombinedOutput(); err != nil {
-			t.Errorf("kubernetes %s refuses the job: %v\n%s\n%s", version, err, out, b)
+	for _, want := range []string{"#SBATCH --array=1-12%12", "#SBATCH --exclusive", "#SBATCH --output=/shared/my-map/rounds/003/slurm-%A_%a.out",
+		"exec /opt/tlab/bin/tlab explore --round /shared/my-map/rounds/003 --shard auto/12\n"} {
+		if !strings.Contains(script, want) {
+			t.Errorf("script lacks %q:\n%s", want, script)
 		}
-		if out, err := exec.Command(validator, "--strict", "-k", version, bad).CombinedOutput(); err == nil {
-			t.Errorf("kubernetes %s accepts a job with an unknown field:\n%s", version, out)
-		}
+	}
+	if strings.Contains(script, "--set") || strings.Contains(script, "tlab merge") {
+		t.Errorf("a round's script carries a run's sets or merge:\n%s", script)
 	}
 }
 

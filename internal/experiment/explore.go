@@ -46,6 +46,10 @@ type Exploration struct {
 	NoWhy bool
 	// Render renders the report (report.Render; nil: none).
 	Render Renderer
+	// Rounds, when set, runs each round's new cells elsewhere (a Slurm
+	// array, a Kubernetes Indexed Job: explore_rounds.go) and merges them
+	// into the run directory; nil runs them here.
+	Rounds RoundRunner
 	// Quality is the rule that re-runs disturbed cells (as Run's).
 	Quality  string
 	Progress func(Progress)
@@ -109,6 +113,10 @@ func (e Exploration) Execute(ctx context.Context) (Explored, error) {
 	reqs := advise.RequirementsOf(sc)
 	cfg := spec.Config(sc.Protocols, reqs)
 	cfg.Round = e.Round
+	if !e.NoWhy {
+		// Kept before the search: the map's level may not depend on it.
+		cfg.WhyShare = explore.DefaultWhyShare
+	}
 	cfg.Evidence = exploreEvidence
 	out := Explored{Scenario: sc, Dir: e.Out}
 	switch {
@@ -137,7 +145,7 @@ func (e Exploration) Execute(ctx context.Context) (Explored, error) {
 		}
 	}
 	sweepDeadRuns(e.Log)
-	m := &cellMeasurer{scenario: sc, sweep: Sweep{Scenario: sc, Dir: out.Dir, Resume: e.Resume != "", SkipCalibration: e.NoCalibration,
+	m := &cellMeasurer{scenario: sc, runner: e.Rounds, sweep: Sweep{Scenario: sc, Dir: out.Dir, Resume: e.Resume != "", SkipCalibration: e.NoCalibration,
 		Requirements: reqs, Progress: e.Progress, Log: e.Log, Quality: Quality{Mode: e.Quality}, attempt: e.attempt, calibrate: e.calibrate}}
 	if p, ok := qoo.ProfileOf(sc); ok {
 		m.sweep.QoO = &p
@@ -187,9 +195,11 @@ var exploreEvidence = []string{"conns_per_1000", "bytes_per_request", "late_send
 type cellMeasurer struct {
 	scenario *scenario.Scenario
 	sweep    Sweep
-	cells    []scenario.Cell
-	have     map[string]bool
-	rounds   int
+	// runner, when set, runs the round's new cells elsewhere first.
+	runner RoundRunner
+	cells  []scenario.Cell
+	have   map[string]bool
+	rounds int
 }
 
 func (m *cellMeasurer) Measure(ctx context.Context, reqs []explore.Request) ([]explore.Outcome, error) {
@@ -216,6 +226,21 @@ func (m *cellMeasurer) Measure(ctx context.Context, reqs []explore.Request) ([]e
 			}
 		}
 	}
+	var warnings []string // the round's tasks', for the manifest
+	if m.runner != nil {
+		var pending []scenario.Cell
+		for _, c := range m.cells {
+			if !results.CellDone(results.CellDir(m.sweep.Dir, c.ID)) {
+				pending = append(pending, c)
+			}
+		}
+		if len(pending) > 0 {
+			var err error
+			if warnings, err = dispatch(ctx, m.runner, sc, m.sweep, pending); err != nil {
+				return nil, err
+			}
+		}
+	}
 	sw := m.sweep
 	sw.Cells = m.cells
 	if m.rounds > 0 {
@@ -225,6 +250,12 @@ func (m *cellMeasurer) Measure(ctx context.Context, reqs []explore.Request) ([]e
 	}
 	m.rounds++
 	rows, err := sw.Run(ctx)
+	if len(warnings) > 0 {
+		if mf, merr := results.ReadManifest(sw.Dir); merr == nil {
+			mf.Warnings = append(mf.Warnings, warnings...)
+			err = errors.Join(err, mf.Save(sw.Dir))
+		}
+	}
 	byID := map[string]results.Summary{}
 	for _, r := range rows {
 		byID[r.Cell] = r

@@ -11,6 +11,7 @@ import (
 
 	"tlab/internal/emu"
 	"tlab/internal/explore"
+	"tlab/internal/proto"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
 )
@@ -24,9 +25,14 @@ import (
 // tlab report and tlab stats read like any other.
 const AblationDir = "ablation"
 
-// removal is one impairment tlab knows how to take off a link.
+// removal is one impairment tlab knows how to take off a link, or off
+// the stacks (fromStacks).
 type removal struct {
 	name, impairment string
+	// fromStacks, when set, is a removal of the stacks' settings, not
+	// the link's: the settings that take the impairment off the
+	// scenario's stacks, or none and why.
+	fromStacks func(sc *scenario.Scenario) ([]explore.Setting, string)
 	// field is the link field that carries the impairment: an explored
 	// parameter of that field makes it present.
 	field   string
@@ -38,7 +44,8 @@ type removal struct {
 
 // removals are the ablations `tlab explore --why` tries, in order: no
 // loss, no jitter, no queue (the rate limit and its buffer: nothing waits
-// or is dropped at a bottleneck).
+// or is dropped at a bottleneck), no handshakes (every reconnection
+// resumed, with 0-RTT where the stack can).
 var removals = []removal{
 	{name: "no loss", impairment: "loss", field: "loss",
 		present: func(d emu.DirectionConfig) bool { return d.Loss != (emu.LossConfig{}) },
@@ -64,6 +71,35 @@ var removals = []removal{
 		settings: func(emu.LinkConfig) []explore.Setting {
 			return []explore.Setting{{Path: "link.rate", Value: "0"}}
 		}},
+	{name: "no handshakes", impairment: "full handshakes", fromStacks: resumeHandshakes},
+}
+
+// resumeHandshakes takes full handshakes off the stacks' reconnections:
+// every new connection after the first resumes its TLS session
+// (settings.resumption) and, where the stack can, sends its first data
+// with the handshake (settings.zero_rtt: QUIC's 0-RTT), so that a
+// reconnection costs no handshake round trip before its data. A setting
+// is set only when the scenario has it off and one of its stacks honours
+// it (a setting none honours is refused).
+func resumeHandshakes(sc *scenario.Scenario) ([]explore.Setting, string) {
+	set := sc.ProtoSettings()
+	honoured := func(name string) bool {
+		return slices.ContainsFunc(sc.Protocols, func(p string) bool { return slices.Contains(proto.Options(p), name) })
+	}
+	var out []explore.Setting
+	if !set.Resumption && honoured("resumption") {
+		out = append(out, explore.Setting{Path: "settings.resumption", Value: "true"})
+	}
+	if !set.ZeroRTT && honoured("zero_rtt") {
+		out = append(out, explore.Setting{Path: "settings.zero_rtt", Value: "true"})
+	}
+	if len(out) == 0 {
+		if !honoured("resumption") {
+			return nil, "no stack has a TLS session to resume"
+		}
+		return nil, "the stacks already resume their sessions (and send 0-RTT data where they can)"
+	}
+	return out, ""
 }
 
 // ablationsFor are the removals for a scenario's link at its first
@@ -77,6 +113,18 @@ func ablationsFor(sc *scenario.Scenario, params []explore.Param) []explore.Ablat
 	var out []explore.Ablation
 	for _, r := range removals {
 		a := explore.Ablation{Name: r.name, Impairment: r.impairment}
+		if r.fromStacks != nil {
+			a.Settings, a.Note = r.fromStacks(sc)
+			if len(a.Settings) > 0 {
+				// The cell with them must be one the scenario accepts.
+				if _, err := sc.CellAt(profile, sc.Protocols[0], 1, asParams(a.Settings)); err != nil {
+					a.Settings, a.Note = nil, fmt.Sprintf("%s cannot be taken off these stacks: %v", r.impairment, err)
+				}
+			}
+			a.Absent = len(a.Settings) == 0
+			out = append(out, a)
+			continue
+		}
 		explored := slices.ContainsFunc(params, func(p explore.Param) bool { return p.Path[strings.LastIndex(p.Path, ".")+1:] == r.field })
 		switch {
 		case err != nil:
@@ -145,7 +193,7 @@ func (e Exploration) ablationMeasurer(sc *scenario.Scenario, dir string, base Sw
 		if e.Log != nil {
 			fmt.Fprintf(e.Log, "why: the boundaries' neighbours %s (%s), into %s\n", strings.Replace(a.Name, "no ", "without ", 1), settingsText(a.Settings), d)
 		}
-		return &cellMeasurer{scenario: sc, sweep: sw}, nil
+		return &cellMeasurer{scenario: sc, sweep: sw, runner: e.Rounds}, nil
 	}
 }
 

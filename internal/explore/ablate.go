@@ -3,6 +3,7 @@ package explore
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -91,6 +92,11 @@ type Why struct {
 type Explanation struct {
 	Whys  []Why
 	Cells int
+	// Alpha is the ablations' part of the map's alpha (Map.WhyAlpha),
+	// shared among Tests: one judgement per measured removal, boundary
+	// and side, counted before any is measured.
+	Alpha float64
+	Tests int
 	// Stopped is "decided" or "budget".
 	Stopped string
 }
@@ -99,8 +105,10 @@ type Explanation struct {
 // mechanism: each boundary's bracketing points are measured again with
 // one impairment removed at a time (each removal by its own measurer:
 // its own run), each side repeated until the boundary's comparison is
-// decided there or MaxReps, by the map's rule at the map's per-test
-// level. A removal that makes a side decide the other way moves the
+// decided there or MaxReps, by the map's rule at the ablations' level:
+// the part of alpha the map kept for them (Map.WhyAlpha) shared among
+// their judgements, so that the map and its ablations together err with
+// chance at most alpha. A removal that makes a side decide the other way moves the
 // boundary: the flip needs that impairment. One that leaves both sides
 // decided as before is not the flip's cause. A removal that sets the
 // parameter the boundary lies along is not measured (the map varies it).
@@ -128,6 +136,20 @@ func Explain(ctx context.Context, m *Map, cfg Config, abl []Ablation, measurerFo
 			return nil, fmt.Errorf("explore: the boundary %s: its bracketing points are not on the map", m.Sentence(b))
 		}
 	}
+	if m.WhyShare <= 0 {
+		return nil, errors.New("explore: the map kept no part of alpha for the ablations (Config.WhyShare): their verdicts would add to its error rate")
+	}
+	// The ablations' family: both sides of every boundary each removal
+	// measures. It is counted from the map alone, before any ablation is
+	// measured, so that alpha's split does not depend on their data.
+	for _, a := range abl {
+		for _, b := range m.Boundaries {
+			if !a.Absent && !setsAxis(a, m.Params[b.Axis]) {
+				ex.Tests += 2
+			}
+		}
+	}
+	ex.Alpha = m.WhyAlpha()
 	results := make([][]AblationResult, len(m.Boundaries))
 	start := cfg.Now()
 	per := len(m.Stacks)
@@ -159,7 +181,7 @@ func Explain(ctx context.Context, m *Map, cfg Config, abl []Ablation, measurerFo
 		}
 		verdict := func(i int, p *PointResult) Verdict {
 			c := m.Comparisons[m.Boundaries[i].Comparison]
-			return c.Judge(reps[p.Index], cfg.Rule, cfg.Alpha, m.Tests)
+			return c.Judge(reps[p.Index], cfg.Rule, ex.Alpha, ex.Tests)
 		}
 		cut := false
 		for !cut {

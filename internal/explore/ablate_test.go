@@ -104,7 +104,7 @@ var (
 // every removal's run is the same lab (it reads the settings).
 func explained(t *testing.T, lab *mechLab, p Param, budget Budget) (*Map, Why) {
 	t.Helper()
-	cfg := Config{Params: []Param{p}, Stacks: []string{"quic", "tcp"}, Require: require(1000), MaxReps: 10, Evidence: []string{"conns_per_1000"}}
+	cfg := Config{Params: []Param{p}, Stacks: []string{"quic", "tcp"}, Require: require(1000), MaxReps: 10, WhyShare: DefaultWhyShare, Evidence: []string{"conns_per_1000"}}
 	m, err := Run(context.Background(), cfg, lab)
 	if err != nil {
 		t.Fatal(err)
@@ -238,5 +238,83 @@ func TestAnAblationCutByTheBudgetAttributesNothing(t *testing.T) {
 	}
 	if m.Why.Cells > 4 {
 		t.Errorf("the ablations spent %d cells of 4", m.Why.Cells)
+	}
+}
+
+// stepLab is noise-free: quic's delay minus tcp's is -5 ms below x = 40
+// and +5 ms above it, -5 ms everywhere without jitter (link.jitter=0ms).
+// Every difference is the same at every repetition, so the t mixture's
+// e-value after n repetitions is its limit (1+4n)^((n-1)/2): 13, 70.09,
+// 441 and 3125 at n = 3, 4, 5, 6 (g = 4).
+type stepLab struct{}
+
+func (stepLab) Measure(_ context.Context, reqs []Request) ([]Outcome, error) {
+	var out []Outcome
+	for _, r := range reqs {
+		diff := 5.0
+		if r.Point.Values[0] < 40 || slices.Contains(r.Point.Settings, Setting{Path: "link.jitter", Value: "0ms"}) {
+			diff = -5
+		}
+		out = append(out, Outcome{Request: r, Values: map[string]map[string]float64{
+			"quic": {"delay_p99_ms": 40 + diff}, "tcp": {"delay_p99_ms": 40}}})
+	}
+	return out, nil
+}
+
+// The map and its ablations are one Bonferroni family: the map's
+// verdicts share alpha·(1−share) among its tests, the ablations'
+// alpha·share among theirs. By hand, with alpha 0.05, 5 points × 3
+// comparisons = 15 map tests and a share of 0.6:
+//   - the map decides at e ≥ 15/(0.05·0.4) = 750: at 6 repetitions
+//     (441 < 750 ≤ 3125); with no share at e ≥ 15/0.05 = 300: at 5
+//     (70.09 < 300 ≤ 441);
+//   - the one pair boundary (between 25 and 50) gets "no jitter" on its
+//     two sides ("no queue" is absent): 2 ablation tests at 0.05·0.6 =
+//     0.03, deciding at e ≥ 2/0.03 = 66.7: at 4 repetitions (13 < 66.7 ≤
+//     70.09). At the map's per-test level (the rule before, 300) they
+//     would take 5.
+func TestTheMapAndItsAblationsShareAlpha(t *testing.T) {
+	p := Param{Path: "link.rtt", Low: 0, High: 100, Unit: "ms", Resolution: 25}
+	for _, c := range []struct {
+		share   float64
+		mapReps int
+	}{{0, 5}, {0.6, 6}} {
+		cfg := Config{Params: []Param{p}, Stacks: []string{"quic", "tcp"}, Require: require(1000), Coarse: 2, MaxReps: 10,
+			MaxPoints: 5, Alpha: 0.05, WhyShare: c.share}
+		m, err := Run(context.Background(), cfg, stepLab{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Tests != 15 {
+			t.Fatalf("share %g: %d map tests, want 15", c.share, m.Tests)
+		}
+		for _, pt := range m.Points {
+			for i, v := range pt.Verdicts {
+				if v.Label == Undecided || v.N != c.mapReps {
+					t.Errorf("share %g: point %v comparison %d: %s after %d repetitions, want decided after %d", c.share, pt.Values[0], i, v.Label, v.N, c.mapReps)
+				}
+			}
+		}
+		if c.share == 0 {
+			if _, err := Explain(context.Background(), m, cfg, []Ablation{noJitter, noQueue}, func(Ablation) (Measurer, error) { return stepLab{}, nil }, Budget{}); err == nil {
+				t.Error("a map that kept no alpha for the why was explained")
+			}
+			continue
+		}
+		if len(m.Boundaries) != 1 || m.Boundaries[0].Low != 25 || m.Boundaries[0].High != 50 {
+			t.Fatalf("boundaries %+v, want the pair's between 25 and 50:\n%s", m.Boundaries, m.Answer())
+		}
+		ex, err := Explain(context.Background(), m, cfg, []Ablation{noJitter, noQueue}, func(Ablation) (Measurer, error) { return stepLab{}, nil }, Budget{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ex.Tests != 2 || ex.Alpha < 0.03-1e-12 || ex.Alpha > 0.03+1e-12 {
+			t.Errorf("the ablations' family: %d tests at %g, want 2 at 0.03", ex.Tests, ex.Alpha)
+		}
+		r := ex.Whys[0].Removals[0]
+		if r.Ablation.Name != "no jitter" || r.Below.N != 4 || r.Above.N != 4 || r.Moved != MovedYes {
+			t.Errorf("no jitter: %s after %d below, %s after %d above, moved %s; want quic after 4 on both sides, moved yes",
+				r.Below.Label, r.Below.N, r.Above.Label, r.Above.N, r.Moved)
+		}
 	}
 }

@@ -81,7 +81,15 @@ type Config struct {
 	// being wrong: it is shared (Bonferroni) among MaxPoints points'
 	// comparisons.
 	Alpha float64
-	Rule  Rule
+	// WhyShare is the part of Alpha kept for the ablations' judgements
+	// (Explain): 0 when the boundaries will not be explained. The map's
+	// judgements share Alpha·(1−WhyShare) among Tests, the ablations'
+	// Alpha·WhyShare among theirs, so that the chance of any decided
+	// verdict being wrong, over the map and its ablations together, is at
+	// most Alpha (Bonferroni). It is set before the search: the map's
+	// level must not depend on what the map finds.
+	WhyShare float64
+	Rule     Rule
 	// MaxPoints bounds the points measured (and sets the share of
 	// alpha): 0 for 16 with one parameter and 64 with two, or fewer when
 	// the budget's cells cannot pay for them.
@@ -149,6 +157,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("explore: max_repetitions %d is below min_repetitions %d", c.MaxReps, c.MinReps)
 	case c.Alpha <= 0 || c.Alpha >= 1:
 		return fmt.Errorf("explore: alpha %v: want between 0 and 1", c.Alpha)
+	case c.WhyShare < 0 || c.WhyShare >= 1:
+		return fmt.Errorf("explore: the why's share of alpha %v: want 0 or more, below 1", c.WhyShare)
 	}
 	for _, p := range c.Params {
 		if p.Log && p.Low <= 0 {
@@ -390,14 +400,27 @@ type Map struct {
 	// Stopped says why the search ended: "decided", "budget" or
 	// "points" (MaxPoints reached with regions still open).
 	Stopped string
-	Alpha   float64
-	Tests   int
-	Rule    Rule
-	MaxReps int
+	// Alpha is the family-wise error over the map and its ablations;
+	// the map's verdicts are judged at MapAlpha() shared among Tests.
+	Alpha    float64
+	WhyShare float64
+	Tests    int
+	Rule     Rule
+	MaxReps  int
 	// Why, when the boundaries were ablated (Explain), is what each
 	// removal did to them.
 	Why *Explanation
 }
+
+// DefaultWhyShare is the part of alpha an exploration that explains its
+// boundaries keeps for the ablations: a fifth (the map keeps 0.04 of 0.05).
+const DefaultWhyShare = 0.2
+
+// MapAlpha is the error rate the map's own verdicts share among Tests.
+func (m *Map) MapAlpha() float64 { return m.Alpha * (1 - m.WhyShare) }
+
+// WhyAlpha is the error rate the ablations' verdicts share among theirs.
+func (m *Map) WhyAlpha() float64 { return m.Alpha * m.WhyShare }
 
 // search is the state of one Run.
 type search struct {
@@ -569,7 +592,7 @@ func (s *search) plan() []Request {
 func (s *search) judge(p *PointResult) {
 	all := true
 	for i, c := range s.comps {
-		p.Verdicts[i] = c.Judge(p.Reps, s.cfg.Rule, s.cfg.Alpha, s.tests)
+		p.Verdicts[i] = c.Judge(p.Reps, s.cfg.Rule, s.cfg.Alpha*(1-s.cfg.WhyShare), s.tests)
 		all = all && p.Verdicts[i].Label != Undecided
 	}
 	p.Settled = all || len(p.Reps) >= s.cfg.MaxReps

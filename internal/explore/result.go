@@ -10,7 +10,7 @@ import (
 // result assembles the map from the search's state.
 func (s *search) result(spent, rounds int, stopped string) *Map {
 	m := &Map{Params: s.cfg.Params, Stacks: s.cfg.Stacks, Comparisons: s.comps, Cells: spent, Rounds: rounds,
-		Stopped: stopped, Alpha: s.cfg.Alpha, Tests: s.tests, Rule: s.cfg.Rule, MaxReps: s.cfg.MaxReps, GridPoints: 1}
+		Stopped: stopped, Alpha: s.cfg.Alpha, WhyShare: s.cfg.WhyShare, Tests: s.tests, Rule: s.cfg.Rule, MaxReps: s.cfg.MaxReps, GridPoints: 1}
 	for i := range s.cfg.Params {
 		m.GridPoints *= s.n[i] + 1
 	}
@@ -211,7 +211,11 @@ func (m *Map) Answer() string {
 			sb.WriteString("- " + r.Why + "\n")
 		}
 	}
-	fmt.Fprintf(&sb, "Each verdict is decided by the %s rule's always-valid test at a map-wide error rate of %g (shared among %d tests).\n", m.Rule, m.Alpha, m.Tests)
+	if m.WhyShare > 0 {
+		fmt.Fprintf(&sb, "Each verdict is decided by the %s rule's always-valid test; the chance of any decided verdict being wrong, over the map and its ablations, is at most %g: %g for the map's (shared among %d tests), %g for the ablations'.\n", m.Rule, m.Alpha, m.MapAlpha(), m.Tests, m.WhyAlpha())
+	} else {
+		fmt.Fprintf(&sb, "Each verdict is decided by the %s rule's always-valid test at a map-wide error rate of %g (shared among %d tests).\n", m.Rule, m.Alpha, m.Tests)
+	}
 	return sb.String()
 }
 

@@ -40,10 +40,15 @@ type Facts struct {
 	Rounds      int          `json:"rounds"`
 	Stopped     string       `json:"stopped"`
 	Alpha       float64      `json:"alpha"`
-	Tests       int          `json:"tests"`
-	Rule        Rule         `json:"rule"`
-	Boundaries  []string     `json:"boundaries"`
-	Open        []string     `json:"open"`
+	// MapAlpha is the map's part of alpha, WhyAlpha the ablations'
+	// (shared among WhyTests); without the why MapAlpha is alpha.
+	MapAlpha   float64  `json:"map_alpha"`
+	WhyAlpha   float64  `json:"why_alpha,omitempty"`
+	WhyTests   int      `json:"why_tests,omitempty"`
+	Tests      int      `json:"tests"`
+	Rule       Rule     `json:"rule"`
+	Boundaries []string `json:"boundaries"`
+	Open       []string `json:"open"`
 	// Why is each boundary's attribution in words (tlab explore --why).
 	Why []string `json:"why,omitempty"`
 }
@@ -165,7 +170,7 @@ func (m *Map) WriteFiles(dir string) error {
 		}
 	}
 	f := Facts{Stacks: m.Stacks, Comparisons: m.Comparisons, Points: len(m.Points), Cells: m.Cells, GridPoints: m.GridPoints,
-		Rounds: m.Rounds, Stopped: m.Stopped, Alpha: m.Alpha, Tests: m.Tests, Rule: m.Rule, Boundaries: sentences, Open: []string{}}
+		Rounds: m.Rounds, Stopped: m.Stopped, Alpha: m.Alpha, MapAlpha: m.MapAlpha(), Tests: m.Tests, Rule: m.Rule, Boundaries: sentences, Open: []string{}}
 	for _, p := range m.Params {
 		f.Parameters = append(f.Parameters, ParamFacts{Path: p.Path, Low: p.Low, High: p.High, Unit: p.Unit, Log: p.Log})
 	}
@@ -173,6 +178,7 @@ func (m *Map) WriteFiles(dir string) error {
 		f.Open = append(f.Open, r.Why)
 	}
 	if m.Why != nil {
+		f.WhyAlpha, f.WhyTests = m.Why.Alpha, m.Why.Tests
 		for _, w := range m.Why.Whys {
 			f.Why = append(f.Why, w.Says)
 		}
