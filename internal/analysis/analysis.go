@@ -53,6 +53,11 @@ type Analysis struct {
 	// against (the manifest's), nil without one.
 	QoO     *qoo.Profile
 	Answers []advise.Answer
+	// Series are each cell's record delays reduced to what the report's
+	// record plots draw, by cell (nil without records.csv).
+	Series map[string]*CellSeries
+	// Xi are study D's completion-time ratios (XiOf finds one).
+	Xi []stats.Comparison
 	// Files are the files Write wrote, in the steps' order.
 	Files []string
 	// compared says comparisons were possible (records or repetitions):
@@ -95,6 +100,23 @@ func OfView(v *View, reqs []advise.Requirement) (*Analysis, error) {
 		}
 	}
 	return a, nil
+}
+
+// Sections are what the steps that render themselves (Step.Render) show
+// in the report, in the steps' order; a step with nothing to show for
+// this run gives none.
+func (a *Analysis) Sections() []Section {
+	var out []Section
+	for _, s := range steps {
+		if s.Render == nil {
+			continue
+		}
+		if sec := s.Render(a); sec != nil {
+			sec.Step = s.Name
+			out = append(out, *sec)
+		}
+	}
+	return out
 }
 
 // Output is what a step that the report does not know set (SetOutput),
