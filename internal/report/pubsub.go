@@ -239,7 +239,18 @@ func drawXi(p panel) ([]Figure, error) {
 	}
 	ref, named := xiReference(p.run.Manifest, q.protos)
 	why := baselineWhy(named)
-	vals := valuesBy(q.rows, "completion_ms", cat)
+	// A category's rows share every swept value (those that do not
+	// vary here are constant): the analysis's ξ is found by them all,
+	// where both stacks have rows in the category.
+	swept := map[string]string{}
+	has := map[string]map[string]bool{}
+	for _, r := range q.rows {
+		swept[cat(r)] = comboLabel(r)
+		if has[r.Protocol] == nil {
+			has[r.Protocol] = map[string]bool{}
+		}
+		has[r.Protocol][cat(r)] = true
+	}
 	ratio, half := map[string]map[string]float64{}, map[string]map[string]float64{}
 	var series []string
 	for _, proto := range q.protos {
@@ -249,11 +260,13 @@ func drawXi(p panel) ([]Figure, error) {
 		series = append(series, proto)
 		ratio[proto], half[proto] = map[string]float64{}, map[string]float64{}
 		for _, c := range q.cats {
-			a, b := vals[ref][c], vals[proto][c]
-			if len(a) == 0 || len(b) == 0 {
+			if !has[ref][c] || !has[proto][c] {
 				continue
 			}
-			cmp := stats.Compare(a, b, p.run.seed())
+			cmp, ok := p.run.analysis.XiOf(p.profile, swept[c], ref, proto)
+			if !ok {
+				continue
+			}
 			ratio[proto][c] = cmp.Ratio
 			// The interval is not symmetric; the bar shows its larger
 			// half, so that it never looks tighter than it is.
