@@ -248,9 +248,7 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 	}
 	out.Cells = len(cells)
 	if r.Ready != nil {
-		// An emulated link in front of a site is a testbed too.
-		onTestbed := inFront != "" || slices.ContainsFunc(cells, func(c scenario.Cell) bool { return c.Site == "" })
-		if err := r.Ready(Ready{Scenario: sc, Cells: cells, Plan: Plan(cells), Dir: out.Dir, Temporary: out.Temporary, Testbed: onTestbed}); err != nil {
+		if err := r.Ready(Ready{Scenario: sc, Cells: cells, Plan: Plan(cells), Dir: out.Dir, Temporary: out.Temporary, Testbed: buildsTestbed(sc, cells)}); err != nil {
 			return out, err
 		}
 	}
