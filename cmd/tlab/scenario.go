@@ -28,9 +28,9 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 // runOptions say what runScenario runs and where.
 type runOptions struct {
-	// scenario is an ad-hoc run's in-memory scenario; otherwise
-	// nameOrFile names a file or preset, or resume a directory.
-	scenario           *scenario.Scenario
+	// adhocDoc is an ad-hoc run's scenario document (built with sets);
+	// otherwise nameOrFile names a file or preset, or resume a directory.
+	adhocDoc           []byte
 	nameOrFile, resume string
 	sets               []string
 	out                string
@@ -79,7 +79,7 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 	commandsAs := invoker.Find()
 	run := experiment.Run{
 		AllowCommands: o.allowCommands, CommandsAs: commandsAs,
-		Scenario: o.scenario, NameOrFile: o.nameOrFile, Sets: o.sets, Resume: o.resume, Out: o.out,
+		Adhoc: o.adhocDoc, NameOrFile: o.nameOrFile, Sets: o.sets, Resume: o.resume, Out: o.out,
 		Temporary: o.adhoc && o.out == "", ResumeExisting: o.resumeExisting, Shard: o.shard,
 		NoCalibration: o.noCal, RequireCalibration: o.requireCal, NoReport: o.noReport, Render: report.Render, Quality: o.quality,
 		Remote: o.remote, Replay: o.replay, Requirements: o.require,
