@@ -388,8 +388,7 @@ func runPresets(_ context.Context, args []string, stdout, stderr io.Writer) int 
 			}
 			total, planned := 0, time.Duration(0)
 			for _, part := range suite.Parts {
-				data, _ := scenarios.Read(part)
-				if sc, err := scenario.Parse(part, data); err == nil {
+				if sc, err := experiment.LoadPreset(part, nil); err == nil {
 					cells, _ := sc.Cells()
 					total += len(cells)
 					planned += experiment.Plan(cells)
@@ -398,8 +397,7 @@ func runPresets(_ context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stdout, "%-20s %4d cells, ~%-10v suite of %s. %s\n", n, total, planned.Round(time.Minute), strings.Join(suite.Parts, ", "), firstSentence(suite.Description))
 			continue
 		}
-		data, _ := scenarios.Read(n)
-		sc, err := scenario.Parse(n, data)
+		sc, err := experiment.LoadPreset(n, nil)
 		if err != nil {
 			fmt.Fprintf(stdout, "%-20s INVALID: %v\n", n, err)
 			continue
