@@ -57,8 +57,10 @@ type Analysis struct {
 	// Series are each cell's record delays reduced to what the report's
 	// record plots draw, by cell (nil without records.csv).
 	Series map[string]*CellSeries
-	// Xi are study D's completion-time ratios (XiOf finds one).
-	Xi []stats.Comparison
+	// Xi are study D's completion-time ratios (XiOf finds one), and
+	// Reconnect its mean reconnection times (ReconnectOf).
+	Xi        []stats.Comparison
+	Reconnect []MeanOver
 	// Files are the files Write wrote, in the steps' order.
 	Files []string
 	// compared says comparisons were possible (records or repetitions):

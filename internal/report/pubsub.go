@@ -8,7 +8,6 @@ import (
 
 	"tlab/internal/metrics"
 	"tlab/internal/results"
-	"tlab/internal/stats"
 )
 
 // Study D's figures: Δ as box plots over repetitions, ξ with its interval,
@@ -305,15 +304,20 @@ func drawReconnect(p panel) ([]Figure, error) {
 		return r.Profile
 	}
 	cats := ordered(q.rows, byNet)
-	vals := valuesBy(q.rows, "reconnect_ms", byNet)
+	// Each bar is the analysis's mean over the repetitions of one stack
+	// on one network and set of swept values (a category's rows share
+	// them all).
 	means, half := map[string]map[string]float64{}, map[string]map[string]float64{}
-	for proto, byCat := range vals {
-		means[proto], half[proto] = map[string]float64{}, map[string]float64{}
-		for c, v := range byCat {
-			m := metrics.Describe(v).Mean
-			lo, hi := stats.MeanInterval(v, 0.95)
-			means[proto][c], half[proto][c] = m, math.Max(hi-m, m-lo)
+	for _, r := range q.rows {
+		c := byNet(r)
+		m, ok := p.run.analysis.ReconnectOf(r.Profile, comboLabel(r), r.Protocol)
+		if !ok {
+			continue
 		}
+		if means[r.Protocol] == nil {
+			means[r.Protocol], half[r.Protocol] = map[string]float64{}, map[string]float64{}
+		}
+		means[r.Protocol][c], half[r.Protocol][c] = m.Mean, math.Max(m.High-m.Mean, m.Mean-m.Low)
 	}
 	xl := "network"
 	if q.axis != "" {
