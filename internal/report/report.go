@@ -187,8 +187,8 @@ func ordered(rows []results.Summary, f func(results.Summary) string) []string {
 // Build writes plots/ and report.html into the run directory, showing the
 // run's analysis (computed and written before, by package analysis: the
 // report reads no records and computes no comparison, interval or
-// score), and returns the
-// report's path. Without an analysis (nil) it shows the rows alone.
+// score), and returns the report's path. Without an analysis (nil) it
+// shows the rows alone.
 func Build(r *Run, a *analysis.Analysis) (string, error) {
 	// The run directory may be one received from elsewhere (a tarball
 	// keeps links): plots/ and report.html are written inside it only,
