@@ -356,7 +356,7 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		profile = &p
 	}
-	_, a, path, err := report.Compare(pos, *out, parsed, profile)
+	a, path, err := experiment.Compare(pos, *out, parsed, profile, report.RenderComparison)
 	if err != nil {
 		fmt.Fprintf(stderr, "tlab compare: %v\n", err)
 		return exitUsage
