@@ -61,6 +61,9 @@ type Analysis struct {
 	// Reconnect its mean reconnection times (ReconnectOf).
 	Xi        []stats.Comparison
 	Reconnect []MeanOver
+	// CrossRate is, by cell, the cross traffic's summed goodput per
+	// 100 ms (s, Mbit/s), for first-repetition cells with cross traffic.
+	CrossRate map[string][]Point
 	// Files are the files Write wrote, in the steps' order.
 	Files []string
 	// compared says comparisons were possible (records or repetitions):
