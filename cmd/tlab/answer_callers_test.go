@@ -11,6 +11,7 @@ import (
 
 	"tlab/internal/advise"
 	"tlab/internal/analysis"
+	"tlab/internal/experiment"
 	"tlab/internal/qoo"
 	"tlab/internal/report"
 	"tlab/internal/results"
@@ -97,7 +98,7 @@ func TestEveryCallerGivesTheSameAnswer(t *testing.T) {
 		t.Fatalf("the fixture's answer is not a whole one: %s", want)
 	}
 
-	_, ca, _, err := report.Compare([]string{dir}, filepath.Join(t.TempDir(), "cmp"), nil, nil)
+	ca, _, err := experiment.Compare([]string{dir}, filepath.Join(t.TempDir(), "cmp"), nil, nil, report.RenderComparison)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,8 +125,8 @@ func TestEveryCallerGivesTheSameAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	for who, got := range map[string]string{
-		"report.Compare": encode("compare", ca.Answers),
-		"report.Live":    encode("live", live.Run.Answers),
+		"experiment.Compare": encode("compare", ca.Answers),
+		"report.Live":        encode("live", live.Run.Answers),
 	} {
 		if got != want {
 			t.Errorf("%s answers otherwise than the analysis:\n%s\nwant\n%s", who, got, want)

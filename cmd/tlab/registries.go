@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"tlab/internal/analysis"
 	"tlab/internal/catalog"
 	"tlab/internal/emu"
 	"tlab/internal/experiment"
@@ -16,7 +17,6 @@ import (
 	"tlab/internal/proto"
 	"tlab/internal/report"
 	"tlab/internal/results"
-	"tlab/internal/stats"
 	"tlab/internal/workload"
 )
 
@@ -215,17 +215,19 @@ func runStats(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tlab stats: %v\n", err)
 		return exitUsage
 	}
-	seed := uint64(1)
-	if run.Manifest != nil {
-		seed = run.Manifest.Seed
+	// The comparisons are the analysis's step, as a run's own: the same
+	// figures as its comparisons.csv.
+	a, err := analysis.Only(run, analysis.ComparisonsStep)
+	if err == nil && !a.Compared() {
+		err = fmt.Errorf("%s: no %s and no repeated cells: nothing to compare", pos[0], results.RecordsFile)
 	}
-	cs, err := stats.ForRun(run, seed)
+	if err == nil {
+		err = a.Write(pos[0])
+	}
 	if err != nil {
 		return errorExit(stderr, err)
 	}
-	if err := stats.Write(pos[0], cs); err != nil {
-		return errorExit(stderr, err)
-	}
+	cs := a.Verdicts
 	if *asJSON {
 		b, err := os.ReadFile(filepath.Join(pos[0], "comparisons.json"))
 		if err != nil {

@@ -22,7 +22,6 @@ import (
 	"tlab/internal/proto"
 	"tlab/internal/remote"
 	"tlab/internal/results"
-	"tlab/internal/scenario"
 	"tlab/internal/units"
 	"tlab/internal/workload"
 )
@@ -167,22 +166,16 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return runScenario(ctx, o, args, stdout, stderr)
 	}
-	if target != nil {
-		sets = append(sets, experiment.RemoteSets(*replay)...)
-	}
-	sc, err := adhocScenario(fs, given, sets)
+	doc, flagSets, err := adhocDocument(fs, given)
 	if err != nil {
 		fmt.Fprintf(stderr, "tlab run: %v\n", err)
 		return exitUsage
 	}
-	if sc.Capture && *out == "" {
-		fmt.Fprintln(stderr, "tlab run: --capture needs --out DIR")
-		return exitUsage
-	}
-	// Ad hoc, the run goes through the same runner as any scenario, into
-	// --out or into a directory removed at the end; no calibration unless
-	// it is kept.
-	return runScenario(ctx, runOptions{serve: *serve, require: requirements, remote: target, scenario: sc, out: *out, noCal: *out == "" || *noCal, noReport: *out == "" || *noReport, asJSON: *asJSON, adhoc: true, quality: *quality, requireCal: *requireCal, shard: *shard}, args, stdout, stderr)
+	// Ad hoc, the run goes through the same runner as any scenario (which
+	// builds it from the document, as it would a file), into --out or
+	// into a directory removed at the end; no calibration unless it is
+	// kept.
+	return runScenario(ctx, runOptions{serve: *serve, require: requirements, remote: target, replay: *replay, adhocDoc: doc, sets: append(flagSets, sets...), out: *out, noCal: *out == "" || *noCal, noReport: *out == "" || *noReport, asJSON: *asJSON, adhoc: true, quality: *quality, requireCal: *requireCal, shard: *shard}, args, stdout, stderr)
 }
 
 // remoteTarget reads --remote's flags.
@@ -215,9 +208,11 @@ func remoteTarget(addr, tokenFile, stateDir string) (*experiment.RemoteTarget, e
 	return t, nil
 }
 
-// adhocScenario builds the in-memory scenario of an ad-hoc run: defaults,
-// then the flags the user gave, then --set.
-func adhocScenario(fs *flag.FlagSet, given, sets []string) (*scenario.Scenario, error) {
+// adhocDocument is an ad-hoc run's scenario as a document of defaults and
+// the flags the user gave that set whole fields, and the overrides the
+// other flags are shorthands for (--set's go after them): the run builds
+// the scenario from them, as from a file.
+func adhocDocument(fs *flag.FlagSet, given []string) ([]byte, []string, error) {
 	doc := map[string]any{
 		"name":        "adhoc",
 		"description": "An ad-hoc comparison (tlab run with flags).",
@@ -235,7 +230,7 @@ func adhocScenario(fs *flag.FlagSet, given, sets []string) (*scenario.Scenario, 
 		// A number that must not be negative is named by its flag, not
 		// by the scenario field it sets.
 		if strings.HasPrefix(strings.TrimSpace(v), "-") {
-			return nil, fmt.Errorf("--%s %s: must not be negative", name, v)
+			return nil, nil, fmt.Errorf("--%s %s: must not be negative", name, v)
 		}
 		switch name {
 		case "protocols", "profile":
@@ -243,13 +238,13 @@ func adhocScenario(fs *flag.FlagSet, given, sets []string) (*scenario.Scenario, 
 		case "count":
 			delete(doc, "duration")
 			if slices.Contains(given, "duration") {
-				return nil, errors.New("--duration and --count: give one, not both")
+				return nil, nil, errors.New("--duration and --count: give one, not both")
 			}
 			flagSets = append(flagSets, path+"="+v)
 		case "link":
 			ov, err := emu.ParseOverrides(v)
 			if err != nil {
-				return nil, fmt.Errorf("--link: %w", err)
+				return nil, nil, fmt.Errorf("--link: %w", err)
 			}
 			doc["link"] = ov
 		default:
@@ -258,9 +253,9 @@ func adhocScenario(fs *flag.FlagSet, given, sets []string) (*scenario.Scenario, 
 	}
 	data, err := yaml.Marshal(doc)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return scenario.Parse("the command line", data, append(flagSets, sets...)...)
+	return data, flagSets, nil
 }
 
 func splitList(s string) []string {

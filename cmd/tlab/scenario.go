@@ -28,9 +28,9 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 // runOptions say what runScenario runs and where.
 type runOptions struct {
-	// scenario is an ad-hoc run's in-memory scenario; otherwise
-	// nameOrFile names a file or preset, or resume a directory.
-	scenario           *scenario.Scenario
+	// adhocDoc is an ad-hoc run's scenario document (built with sets);
+	// otherwise nameOrFile names a file or preset, or resume a directory.
+	adhocDoc           []byte
 	nameOrFile, resume string
 	sets               []string
 	out                string
@@ -79,7 +79,7 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 	commandsAs := invoker.Find()
 	run := experiment.Run{
 		AllowCommands: o.allowCommands, CommandsAs: commandsAs,
-		Scenario: o.scenario, NameOrFile: o.nameOrFile, Sets: o.sets, Resume: o.resume, Out: o.out,
+		Adhoc: o.adhocDoc, NameOrFile: o.nameOrFile, Sets: o.sets, Resume: o.resume, Out: o.out,
 		Temporary: o.adhoc && o.out == "", ResumeExisting: o.resumeExisting, Shard: o.shard,
 		NoCalibration: o.noCal, RequireCalibration: o.requireCal, NoReport: o.noReport, Render: report.Render, Quality: o.quality,
 		Remote: o.remote, Replay: o.replay, Requirements: o.require,
@@ -356,7 +356,7 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		profile = &p
 	}
-	_, a, path, err := report.Compare(pos, *out, parsed, profile)
+	a, path, err := experiment.Compare(pos, *out, parsed, profile, report.RenderComparison)
 	if err != nil {
 		fmt.Fprintf(stderr, "tlab compare: %v\n", err)
 		return exitUsage
@@ -401,8 +401,7 @@ func runPresets(_ context.Context, args []string, stdout, stderr io.Writer) int 
 			}
 			planned := time.Duration(0)
 			for _, part := range suite.Parts {
-				data, _ := scenarios.Read(part)
-				if sc, err := scenario.Parse(part, data); err == nil {
+				if sc, err := experiment.LoadPreset(part, nil); err == nil {
 					cells, _ := sc.Cells()
 					info.Cells += len(cells)
 					planned += experiment.Plan(cells)
@@ -412,8 +411,7 @@ func runPresets(_ context.Context, args []string, stdout, stderr io.Writer) int 
 			out = append(out, info)
 			continue
 		}
-		data, _ := scenarios.Read(n)
-		sc, err := scenario.Parse(n, data)
+		sc, err := experiment.LoadPreset(n, nil)
 		if err != nil {
 			info.Invalid = err.Error()
 			out = append(out, info)

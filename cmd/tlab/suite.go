@@ -21,11 +21,12 @@ func runSuite(ctx context.Context, o runOptions, suite experiment.Suite, args []
 		fmt.Fprintf(stderr, "tlab run: %v\n", err)
 		return exitUsage
 	}
-	// Privileges are checked once, before the first part: without them
-	// the whole suite runs again in a user namespace (once, not once per
-	// part into a new directory each time). A suite whose every part
-	// crosses a real path builds nothing here.
-	if o.remote == nil || o.replay != "" {
+	// Privileges are checked once, before the first part, when a part
+	// builds a testbed here (the suite decides, by each run's own rule):
+	// without them the whole suite runs again in a user namespace (once,
+	// not once per part into a new directory each time).
+	base := experiment.Run{Shard: o.shard, Remote: o.remote, Replay: o.replay}
+	if suite.Testbed(base) {
 		if code, handled := ensurePrivileges(append([]string{"run"}, args...), stderr); handled {
 			return code
 		}
@@ -33,7 +34,7 @@ func runSuite(ctx context.Context, o runOptions, suite experiment.Suite, args []
 	o.privilegesChecked = true
 	code := exitOK
 	asJSON := map[string]json.RawMessage{}
-	dir, err := suite.Execute(experiment.Run{Shard: o.shard}, func(part string, r experiment.Run) error {
+	dir, err := suite.Execute(base, func(part string, r experiment.Run) error {
 		po := o
 		po.nameOrFile, po.resume, po.sets, po.out, po.shard = r.NameOrFile, r.Resume, r.Sets, r.Out, ""
 		var buf bytes.Buffer

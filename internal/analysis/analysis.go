@@ -11,6 +11,7 @@ package analysis
 
 import (
 	"fmt"
+	"slices"
 
 	"tlab/internal/advise"
 	"tlab/internal/qoo"
@@ -53,11 +54,24 @@ type Analysis struct {
 	// against (the manifest's), nil without one.
 	QoO     *qoo.Profile
 	Answers []advise.Answer
+	// Series are each cell's record delays reduced to what the report's
+	// record plots draw, by cell (nil without records.csv).
+	Series map[string]*CellSeries
+	// Xi are study D's completion-time ratios (XiOf finds one), and
+	// Reconnect its mean reconnection times (ReconnectOf).
+	Xi        []stats.Comparison
+	Reconnect []MeanOver
+	// CrossRate is, by cell, the cross traffic's summed goodput per
+	// 100 ms (s, Mbit/s), for first-repetition cells with cross traffic.
+	CrossRate map[string][]Point
 	// Files are the files Write wrote, in the steps' order.
 	Files []string
 	// compared says comparisons were possible (records or repetitions):
 	// comparisons.csv is written then, even when empty.
 	compared bool
+	// only are the steps computed, when not every one was (Only): Write
+	// writes theirs alone.
+	only []string
 	// outputs are the results of steps the report does not know, by name.
 	outputs map[string]any
 }
@@ -82,7 +96,23 @@ func Of(run *results.Run, reqs []advise.Requirement) (*Analysis, error) {
 
 // OfView is Of over a view of the run already made.
 func OfView(v *View, reqs []advise.Requirement) (*Analysis, error) {
-	a := &Analysis{Requirements: reqs}
+	return ofView(v, reqs, nil)
+}
+
+// Only analyses a run with the named steps alone (tlab stats: the
+// comparisons), over one View; Write then writes their files alone.
+func Only(run *results.Run, names ...string) (*Analysis, error) {
+	for _, n := range names {
+		if !slices.ContainsFunc(steps, func(s Step) bool { return s.Name == n }) {
+			return nil, fmt.Errorf("analysis: no step %q", n)
+		}
+	}
+	return ofView(NewView(run, nil), nil, names)
+}
+
+// ofView computes the steps named by only (nil: every one) over v.
+func ofView(v *View, reqs []advise.Requirement, only []string) (*Analysis, error) {
+	a := &Analysis{Requirements: reqs, only: only}
 	if len(a.Requirements) == 0 && v.Run.Manifest != nil {
 		var err error
 		if a.Requirements, err = advise.ParseAll(v.Run.Manifest.Requirements); err != nil {
@@ -90,11 +120,40 @@ func OfView(v *View, reqs []advise.Requirement) (*Analysis, error) {
 		}
 	}
 	for _, s := range steps {
+		if !a.computes(s.Name) {
+			continue
+		}
 		if err := s.Compute(v, a); err != nil {
 			return nil, err
 		}
 	}
 	return a, nil
+}
+
+// computes says whether the analysis computes (and writes) the step.
+func (a *Analysis) computes(step string) bool {
+	return a.only == nil || slices.Contains(a.only, step)
+}
+
+// Compared says the run could be compared (it has records or repeated
+// cells): the comparisons were computed and comparisons.csv is written.
+func (a *Analysis) Compared() bool { return a.compared || len(a.Verdicts) > 0 }
+
+// Sections are what the steps that render themselves (Step.Render) show
+// in the report, in the steps' order; a step with nothing to show for
+// this run gives none.
+func (a *Analysis) Sections() []Section {
+	var out []Section
+	for _, s := range steps {
+		if s.Render == nil {
+			continue
+		}
+		if sec := s.Render(a); sec != nil {
+			sec.Step = s.Name
+			out = append(out, *sec)
+		}
+	}
+	return out
 }
 
 // Output is what a step that the report does not know set (SetOutput),
@@ -116,7 +175,7 @@ func (a *Analysis) SetOutput(step string, v any) {
 func (a *Analysis) Write(dir string) error {
 	a.Files = nil
 	for _, s := range steps {
-		if s.Write == nil {
+		if s.Write == nil || !a.computes(s.Name) {
 			continue
 		}
 		files, err := s.Write(a, dir)

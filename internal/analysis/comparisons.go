@@ -6,9 +6,13 @@ import (
 	"tlab/internal/stats"
 )
 
+// ComparisonsStep is the step that compares the stacks pair by pair
+// (tlab stats computes it alone).
+const ComparisonsStep = "comparisons"
+
 func init() {
 	Register(Step{
-		Name:    "comparisons",
+		Name:    ComparisonsStep,
 		Doc:     "every pair of stacks compared on each network and set of swept values (Holm-corrected, judged)",
 		Columns: []string{"delay_ms"},
 		Files:   []string{ComparisonsFile + ".csv", ComparisonsFile + ".json"},

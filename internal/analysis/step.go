@@ -25,6 +25,23 @@ type Step struct {
 	// Write writes the step's files into dir (none when the run has
 	// nothing for it) and returns the names of those it wrote.
 	Write func(a *Analysis, dir string) ([]string, error)
+	// Render says what the report shows of the step (nil: nothing for
+	// this run): a step the report has no page part of its own for is
+	// rendered through it. The steps the report knows by their fields
+	// (the verdicts, the load, the replay, the answer, the record
+	// series, ξ) leave it nil.
+	Render func(a *Analysis) *Section
+}
+
+// Section is a step's part of the report, as text (the report escapes
+// it): a heading, a paragraph, and a table of Header's columns.
+type Section struct {
+	// Step is the step's name (set by Sections).
+	Step   string
+	Title  string
+	Text   string
+	Header []string
+	Rows   [][]string
 }
 
 // steps are the registered steps, in registration order; filled by init

@@ -13,13 +13,15 @@ import (
 
 	"tlab/internal/results"
 	"tlab/internal/stats"
+	"tlab/internal/untrusted"
 )
 
-// Opener opens a file of the run directory for reading: os.Open, or in a
+// Opener opens a file of the run directory for reading: untrusted.Open
+// (a run directory may come from elsewhere: regular files only), or in a
 // test one that counts what is read.
 type Opener func(path string) (io.ReadCloser, error)
 
-func openFile(path string) (io.ReadCloser, error) { return os.Open(path) }
+func openFile(path string) (io.ReadCloser, error) { return untrusted.Open(path) }
 
 // View is one reading of a run that every analysis step shares: its rows
 // and manifest, its seed, and its records.csv, read at most once (on the

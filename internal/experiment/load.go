@@ -20,11 +20,17 @@ func LoadScenario(nameOrFile string, sets []string) (*scenario.Scenario, error) 
 	if IsFile(nameOrFile) {
 		return scenario.Load(nameOrFile, sets...)
 	}
-	data, ok := scenarios.Read(nameOrFile)
+	return LoadPreset(nameOrFile, sets)
+}
+
+// LoadPreset reads one of tlab's own scenarios by name, whatever files
+// the working directory holds (tlab presets lists them so).
+func LoadPreset(name string, sets []string) (*scenario.Scenario, error) {
+	data, ok := scenarios.Read(name)
 	if !ok {
-		return nil, fmt.Errorf("no scenario file or preset %q; presets are %s", nameOrFile, strings.Join(scenarios.Names(), ", "))
+		return nil, fmt.Errorf("no scenario file or preset %q; presets are %s", name, strings.Join(scenarios.Names(), ", "))
 	}
-	return scenario.Parse("preset:"+nameOrFile, data, sets...)
+	return scenario.Parse("preset:"+name, data, sets...)
 }
 
 // IsPreset tells whether name names one of tlab's own scenarios (a

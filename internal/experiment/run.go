@@ -42,9 +42,12 @@ func inputErr(err error) error { return inputError{err} }
 // Run is one scenario run into a run directory: what `tlab run` does for
 // a scenario, a preset, an ad-hoc comparison or a resume, without printing.
 type Run struct {
-	// The scenario: in memory (ad hoc), or a file or preset by name with
-	// Sets, or the run in Resume to continue.
+	// The scenario: in memory, or an ad-hoc run's document (the command
+	// line's flags as scenario fields) parsed with Sets, or a file or
+	// preset by name with Sets, or the run in Resume to continue. A
+	// remote run's document, file or preset gets RemoteSets here.
 	Scenario   *scenario.Scenario
+	Adhoc      []byte
 	NameOrFile string
 	Sets       []string
 	Resume     string
@@ -122,7 +125,7 @@ func (r Run) checkCommands(sc *scenario.Scenario) error {
 	switch {
 	case r.Resume != "":
 		from = fmt.Sprintf("the run in %s (its %s may have come from anywhere)", r.Resume, results.ScenarioFile)
-	case r.Scenario != nil, IsPreset(r.NameOrFile):
+	case r.Scenario != nil, r.Adhoc != nil, IsPreset(r.NameOrFile):
 		return nil
 	default:
 		from = r.NameOrFile
@@ -201,6 +204,9 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 	if err := r.checkCommands(sc); err != nil {
 		return Outcome{}, inputErr(err)
 	}
+	if sc.Capture && r.Temporary && r.Out == "" {
+		return Outcome{}, inputErr(errors.New("--capture needs --out DIR"))
+	}
 	cells, err := sc.Cells()
 	if err != nil {
 		return Outcome{}, inputErr(err)
@@ -248,9 +254,7 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 	}
 	out.Cells = len(cells)
 	if r.Ready != nil {
-		// An emulated link in front of a site is a testbed too.
-		onTestbed := inFront != "" || slices.ContainsFunc(cells, func(c scenario.Cell) bool { return c.Site == "" })
-		if err := r.Ready(Ready{Scenario: sc, Cells: cells, Plan: Plan(cells), Dir: out.Dir, Temporary: out.Temporary, Testbed: onTestbed}); err != nil {
+		if err := r.Ready(Ready{Scenario: sc, Cells: cells, Plan: Plan(cells), Dir: out.Dir, Temporary: out.Temporary, Testbed: buildsTestbed(sc, cells)}); err != nil {
 			return out, err
 		}
 	}
@@ -355,10 +359,19 @@ func (r Run) scenario() (*scenario.Scenario, error) {
 		return OpenResume(r.Resume)
 	case r.Scenario != nil:
 		return r.Scenario, nil
-	case r.Remote != nil && r.Remote.Addr != "":
-		return LoadScenario(r.NameOrFile, append(slices.Clone(r.Sets), RemoteSets(r.Replay)...))
+	case r.Adhoc != nil:
+		return scenario.Parse("the command line", r.Adhoc, r.scenarioSets()...)
 	}
-	return LoadScenario(r.NameOrFile, r.Sets)
+	return LoadScenario(r.NameOrFile, r.scenarioSets())
+}
+
+// scenarioSets are the overrides a scenario is built with: Sets, and a
+// remote run's (RemoteSets) after them.
+func (r Run) scenarioSets() []string {
+	if r.Remote != nil && r.Remote.Addr != "" {
+		return append(slices.Clone(r.Sets), RemoteSets(r.Replay)...)
+	}
+	return r.Sets
 }
 
 // sweepDeadRuns removes what runs killed before they could clean up left

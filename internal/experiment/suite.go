@@ -10,11 +10,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"tlab/internal/advise"
 	"tlab/internal/results"
+	"tlab/internal/scenario"
 	"tlab/internal/units"
 	"tlab/scenarios"
 )
@@ -110,12 +112,7 @@ func (s Suite) Execute(base Run, runPart func(part string, r Run) error) (string
 		fmt.Fprintf(s.Log, "%s: a suite of %s (%v), into %s\n", s.Record.Name, units.Count(len(s.Record.Parts), "scenario"), s.Record.Parts, s.Dir)
 	}
 	for i, part := range s.Record.Parts {
-		r := base
-		r.Out = filepath.Join(s.Dir, PartDir(part))
-		r.NameOrFile, r.Resume, r.Sets, r.Scenario = part, "", s.Record.Sets, nil
-		if _, err := os.Stat(filepath.Join(r.Out, results.ManifestFile)); err == nil {
-			r.NameOrFile, r.Resume, r.Sets = "", r.Out, nil
-		}
+		r := s.partRun(base, part)
 		if s.Log != nil {
 			fmt.Fprintf(s.Log, "\n== part %d of %d: %s ==\n", i+1, len(s.Record.Parts), part)
 		}
@@ -124,6 +121,50 @@ func (s Suite) Execute(base Run, runPart func(part string, r Run) error) (string
 		}
 	}
 	return s.Dir, writeSuiteIndex(s.Dir, s.Record)
+}
+
+// partRun is base made the run of one part: into DIR/PART, the part's
+// scenario with the suite's overrides, or a resume of the part's
+// directory when it holds a run.
+func (s Suite) partRun(base Run, part string) Run {
+	r := base
+	r.NameOrFile, r.Resume, r.Sets, r.Scenario = part, "", s.Record.Sets, nil
+	if s.Dir == "" {
+		return r // a new suite: nothing to resume yet
+	}
+	r.Out = filepath.Join(s.Dir, PartDir(part))
+	if _, err := os.Stat(filepath.Join(r.Out, results.ManifestFile)); err == nil {
+		r.NameOrFile, r.Resume, r.Sets = "", r.Out, nil
+	}
+	return r
+}
+
+// Testbed says whether some part of the suite, run from base (its
+// remote target and replay), builds a testbed on this machine, by the
+// rule each run applies to its own cells (buildsTestbed): the command
+// line checks privileges once, before the first part, when one does. A
+// part whose scenario does not load counts as one; it fails on its own
+// when its turn comes.
+func (s Suite) Testbed(base Run) bool {
+	for _, part := range s.Record.Parts {
+		sc, err := s.partRun(base, part).scenario()
+		if err != nil {
+			return true
+		}
+		cells, err := sc.Cells()
+		if err != nil || buildsTestbed(sc, cells) {
+			return true
+		}
+	}
+	return false
+}
+
+// buildsTestbed says whether a run of sc's cells builds a testbed here:
+// a cell at no site runs on one, and an emulated link in front of a
+// site (the scenario's link overrides on a real path) is one too. A run
+// whose every cell crosses a real path, as it is, builds nothing.
+func buildsTestbed(sc *scenario.Scenario, cells []scenario.Cell) bool {
+	return sc.LinkOverrides() != "" || slices.ContainsFunc(cells, func(c scenario.Cell) bool { return c.Site == "" })
 }
 
 // ResumeSuite reads the suite whose run directory is dir, when it is one.

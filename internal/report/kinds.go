@@ -22,7 +22,8 @@ type PlotKind struct {
 	Name string
 	Doc  string
 	// Needs are the summary fields the plot reads; "records" means it
-	// reads the per-record delays of records.csv.
+	// draws the per-record delays, as the analysis reduced them
+	// (analysis.CellSeries).
 	Needs []string
 	Draw  func(p panel) ([]Figure, error)
 }

@@ -2,14 +2,8 @@ package report
 
 import (
 	"fmt"
-	"math"
-	"path/filepath"
-	"sort"
 
 	"gonum.org/v1/plot/plotter"
-
-	"tlab/internal/cross"
-	"tlab/internal/results"
 )
 
 func init() {
@@ -33,8 +27,8 @@ func drawLoadSeries(p panel) ([]Figure, error) {
 			continue
 		}
 		cs := p.run.cellSeriesOf(row)
-		rate, err := crossRate(filepath.Join(results.CellDir(p.run.Dir, row.Cell), "cross.csv"))
-		if err != nil || cs == nil || len(rate) == 0 {
+		rate := p.run.crossRateOf(row.Cell)
+		if cs == nil || len(rate) == 0 {
 			continue // a cell without its files (a merged or copied run)
 		}
 		// The delay's line is named by its protocol, so it has the
@@ -57,25 +51,19 @@ func drawLoadSeries(p panel) ([]Figure, error) {
 	return figs, nil
 }
 
-// crossRate reads a cell's cross.csv into the load's total goodput per
-// bin: (seconds, Mbit/s).
-func crossRate(path string) (plotter.XYs, error) {
-	bins, err := cross.ReadLog(path)
-	if err != nil {
-		return nil, err
+// crossRateOf is the analysis's cross traffic rate of a cell as plot
+// points (none without an analysis or cross.csv).
+func (r *Run) crossRateOf(cell string) plotter.XYs {
+	if r.analysis == nil {
+		return nil
 	}
-	sum := map[int]float64{}
-	for _, b := range bins {
-		sum[int(math.Round(b.TimeMs/100))] += b.GoodputMbps
+	pts := r.analysis.CrossRate[cell]
+	if len(pts) == 0 {
+		return nil
 	}
-	keys := make([]int, 0, len(sum))
-	for k := range sum {
-		keys = append(keys, k)
+	out := make(plotter.XYs, len(pts))
+	for i, p := range pts {
+		out[i] = plotter.XY{X: p.X, Y: p.Y}
 	}
-	sort.Ints(keys)
-	out := make(plotter.XYs, len(keys))
-	for i, k := range keys {
-		out[i].X, out[i].Y = float64(k)/10, sum[k]
-	}
-	return out, nil
+	return out
 }

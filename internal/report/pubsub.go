@@ -8,7 +8,6 @@ import (
 
 	"tlab/internal/metrics"
 	"tlab/internal/results"
-	"tlab/internal/stats"
 )
 
 // Study D's figures: Δ as box plots over repetitions, ξ with its interval,
@@ -239,7 +238,18 @@ func drawXi(p panel) ([]Figure, error) {
 	}
 	ref, named := xiReference(p.run.Manifest, q.protos)
 	why := baselineWhy(named)
-	vals := valuesBy(q.rows, "completion_ms", cat)
+	// A category's rows share every swept value (those that do not
+	// vary here are constant): the analysis's ξ is found by them all,
+	// where both stacks have rows in the category.
+	swept := map[string]string{}
+	has := map[string]map[string]bool{}
+	for _, r := range q.rows {
+		swept[cat(r)] = comboLabel(r)
+		if has[r.Protocol] == nil {
+			has[r.Protocol] = map[string]bool{}
+		}
+		has[r.Protocol][cat(r)] = true
+	}
 	ratio, half := map[string]map[string]float64{}, map[string]map[string]float64{}
 	var series []string
 	for _, proto := range q.protos {
@@ -249,11 +259,13 @@ func drawXi(p panel) ([]Figure, error) {
 		series = append(series, proto)
 		ratio[proto], half[proto] = map[string]float64{}, map[string]float64{}
 		for _, c := range q.cats {
-			a, b := vals[ref][c], vals[proto][c]
-			if len(a) == 0 || len(b) == 0 {
+			if !has[ref][c] || !has[proto][c] {
 				continue
 			}
-			cmp := stats.Compare(a, b, p.run.seed())
+			cmp, ok := p.run.analysis.XiOf(p.profile, swept[c], ref, proto)
+			if !ok {
+				continue
+			}
 			ratio[proto][c] = cmp.Ratio
 			// The interval is not symmetric; the bar shows its larger
 			// half, so that it never looks tighter than it is.
@@ -292,15 +304,20 @@ func drawReconnect(p panel) ([]Figure, error) {
 		return r.Profile
 	}
 	cats := ordered(q.rows, byNet)
-	vals := valuesBy(q.rows, "reconnect_ms", byNet)
+	// Each bar is the analysis's mean over the repetitions of one stack
+	// on one network and set of swept values (a category's rows share
+	// them all).
 	means, half := map[string]map[string]float64{}, map[string]map[string]float64{}
-	for proto, byCat := range vals {
-		means[proto], half[proto] = map[string]float64{}, map[string]float64{}
-		for c, v := range byCat {
-			m := metrics.Describe(v).Mean
-			lo, hi := stats.MeanInterval(v, 0.95)
-			means[proto][c], half[proto][c] = m, math.Max(hi-m, m-lo)
+	for _, r := range q.rows {
+		c := byNet(r)
+		m, ok := p.run.analysis.ReconnectOf(r.Profile, comboLabel(r), r.Protocol)
+		if !ok {
+			continue
 		}
+		if means[r.Protocol] == nil {
+			means[r.Protocol], half[r.Protocol] = map[string]float64{}, map[string]float64{}
+		}
+		means[r.Protocol][c], half[r.Protocol][c] = m.Mean, math.Max(m.High-m.Mean, m.Mean-m.Low)
 	}
 	xl := "network"
 	if q.axis != "" {

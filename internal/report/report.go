@@ -52,8 +52,11 @@ type Run struct {
 	Answers []advise.Answer
 	// Load says what cross traffic adds to each stack's delay, where the
 	// run sweeps cross.flows from 0.
-	Load  []analysis.LoadEffect
-	cells map[string]*cellSeries
+	Load []analysis.LoadEffect
+	// analysis is what Build renders (nil: the rows alone), and cells
+	// its record series as plot points.
+	analysis *analysis.Analysis
+	cells    map[string]*cellSeries
 }
 
 // runOf is a run directory's Run as its manifest (nil: none yet, or a
@@ -69,22 +72,15 @@ func runOf(dir string, m *results.Manifest) *Run {
 	return r
 }
 
-// seed is the run's seed, which every bootstrap of the report uses, so
-// that a figure's interval is the one comparisons.csv has.
-func (r *Run) seed() uint64 { return analysis.Seed(r.Manifest) }
-
-// cellSeries is what the plots need of a cell's records, reduced as they
-// stream by: quantiles for a CDF and a thinned time series.
+// cellSeries is what the plots draw of a cell's records: the analysis's
+// reduction (analysis.CellSeries) as plot points.
 type cellSeries struct {
 	cdf    plotter.XYs
 	series plotter.XYs
 }
 
-// seriesBins is how many time bins a cell's delay-over-time line has: each
-// point is the median delay of the requests sent in its bin, so that four
-// protocols' lines stay apart and readable (raw points of several
-// protocols drawn over one another were not).
-const seriesBins = 40
+// seriesBins is how many time bins a cell's delay-over-time line has.
+const seriesBins = analysis.SeriesBins
 
 // Load reads a run directory through package results: the manifest says
 // the run's name, description, swept fields and plots (older directories,
@@ -98,7 +94,8 @@ func Load(dir string) (*Run, error) {
 }
 
 // FromRun is the report's view of a run directory already read: its rows
-// and manifest as given, its records streamed from the directory.
+// and manifest as given. The records are the analysis's to read: Build
+// draws what it made of them.
 func FromRun(rr *results.Run) (*Run, error) {
 	dir := rr.Dir
 	r := runOf(dir, rr.Manifest)
@@ -122,79 +119,29 @@ func FromRun(rr *results.Run) (*Run, error) {
 	if len(r.Plots) == 0 {
 		r.Plots = Supported(r.Rows)
 	}
-	if err := r.loadRecords(filepath.Join(dir, results.RecordsFile)); err != nil && !os.IsNotExist(err) {
-		return nil, err
-	}
 	return r, nil
 }
 
-// loadRecords streams records.csv, reducing each cell as it goes (records
-// are grouped by cell).
-func (r *Run) loadRecords(path string) error {
-	r.cells = map[string]*cellSeries{}
-	var cur string
-	var delays []float64
-	var pts plotter.XYs
-	finish := func() {
-		if cur == "" {
-			return
-		}
-		r.cells[cur] = reduce(delays, pts)
-		delays, pts = delays[:0], nil
+// seriesOf turns the analysis's reduced records into plot points.
+func seriesOf(a *analysis.Analysis) map[string]*cellSeries {
+	out := map[string]*cellSeries{}
+	if a == nil {
+		return out
 	}
-	err := results.ScanRecords(path, []string{"delay_ms", "sent_ms"}, func(row results.RecordRow) error {
-		if row.Cell != cur {
-			finish()
-			cur = row.Cell
-		}
-		d, s := row.Values[0], row.Values[1]
-		if row.Warmup || !results.Measured(d) || !results.Measured(s) {
+	xys := func(pts []analysis.Point) plotter.XYs {
+		if pts == nil {
 			return nil
 		}
-		delays = append(delays, d)
-		pts = append(pts, plotter.XY{X: s / 1000, Y: d})
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	finish()
-	return nil
-}
-
-func reduce(delays []float64, pts plotter.XYs) *cellSeries {
-	cs := &cellSeries{}
-	s := slices.Clone(delays)
-	slices.Sort(s)
-	for i := 0; i <= 200 && len(s) > 0; i++ {
-		q := float64(i) / 200
-		cs.cdf = append(cs.cdf, plotter.XY{X: metrics.Quantile(s, q), Y: q})
-	}
-	slices.SortFunc(pts, func(a, b plotter.XY) int { return int(math.Copysign(1, a.X-b.X)) })
-	if len(pts) == 0 {
-		return cs
-	}
-	t0, t1 := pts[0].X, pts[len(pts)-1].X
-	width := math.Max((t1-t0)/seriesBins, 1e-9)
-	var bin []float64
-	flush := func(x float64) {
-		if len(bin) > 0 {
-			slices.Sort(bin)
-			cs.series = append(cs.series, plotter.XY{X: x, Y: metrics.Quantile(bin, 0.5)})
-			bin = bin[:0]
+		out := make(plotter.XYs, len(pts))
+		for i, p := range pts {
+			out[i] = plotter.XY{X: p.X, Y: p.Y}
 		}
+		return out
 	}
-	cur := 0
-	for _, p := range pts {
-		b := min(int((p.X-t0)/width), seriesBins-1)
-		if b != cur {
-			flush(t0 + (float64(cur)+0.5)*width)
-			cur = b
-		}
-		bin = append(bin, p.Y)
+	for cell, s := range a.Series {
+		out[cell] = &cellSeries{cdf: xys(s.CDF), series: xys(s.Series)}
 	}
-	flush(t0 + (float64(cur)+0.5)*width)
-	return cs
+	return out
 }
 
 // cellSeriesOf finds a row's reduced records.
@@ -238,8 +185,10 @@ func ordered(rows []results.Summary, f func(results.Summary) string) []string {
 }
 
 // Build writes plots/ and report.html into the run directory, showing the
-// run's analysis (computed and written before, by package analysis), and
-// returns the report's path.
+// run's analysis (computed and written before, by package analysis: the
+// report reads no records and computes no comparison, interval or
+// score), and returns the report's path. Without an analysis (nil) it
+// shows the rows alone.
 func Build(r *Run, a *analysis.Analysis) (string, error) {
 	// The run directory may be one received from elsewhere (a tarball
 	// keeps links): plots/ and report.html are written inside it only,
@@ -252,13 +201,14 @@ func Build(r *Run, a *analysis.Analysis) (string, error) {
 	if err := results.MkdirIn(root, "plots"); err != nil {
 		return "", err
 	}
-	figs, notes, err := r.figures(filepath.Join(r.Dir, "plots"))
-	if err != nil {
-		return "", err
-	}
+	r.analysis, r.cells = a, seriesOf(a)
 	if a != nil {
 		r.Verdicts, r.Load, r.Replay, r.Answers = a.Verdicts, a.Load, a.Replay, a.Answers
 		r.Requirements = a.RequirementTexts()
+	}
+	figs, notes, err := r.figures(filepath.Join(r.Dir, "plots"))
+	if err != nil {
+		return "", err
 	}
 	return filepath.Join(r.Dir, "report.html"), results.WriteAtomicIn(root, "report.html", func(w io.Writer) error { return writeHTML(w, r, figs, notes) })
 }
@@ -467,7 +417,12 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 <div class="wide"><table><tr><th class="l">protocol</th><th class="l">swept</th><th class="l">metric</th><th>at</th><th>path</th><th>replay</th><th>difference (95 % CI)</th><th>p (Holm)</th><th class="l">verdict</th></tr>
 {{range .Run.Replay}}<tr><td class="l">{{.Profile}}</td><td class="l">{{.Params}}</td><td class="l">{{.Metric}}</td><td>{{if eq .Quantile 0.99}}p99{{else}}p50{{end}}</td><td>{{num .MedianA 3}}</td><td>{{num .MedianB 3}}</td><td>{{num .Diff 3}} ({{num .DiffLow 3}}–{{num .DiffHigh 3}})</td><td>{{num .PHolm 4}}</td><td class="l">{{.Verdict}}</td></tr>
 {{end}}</table></div>{{end}}
-{{with .Run.Manifest}}{{if .Merged}}<h2>Machines (merged from {{len .Merged}} shards)</h2>
+{{range .Sections}}<h2 id="step-{{.Step}}">{{.Title}}</h2>
+{{with .Text}}<p>{{.}}</p>{{end}}
+{{if .Header}}<div class="wide"><table><tr>{{range .Header}}<th class="l">{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td class="l">{{.}}</td>{{end}}</tr>
+{{end}}</table></div>{{end}}
+{{end}}{{with .Run.Manifest}}{{if .Merged}}<h2>Machines (merged from {{len .Merged}} shards)</h2>
 <table class="meta"><tr><th class="l">shard</th><th class="l">machine</th><th class="l">cells</th><th class="l">opening calibration</th></tr>
 {{range .Merged}}<tr><td>{{.Shard}}</td><td>{{.Hostname}}: {{.CPU}}, kernel {{.Kernel}}</td><td>{{len .Cells}}</td><td>{{range .Calibrations}}{{.Verdict}} {{end}}</td></tr>
 {{end}}</table>{{end}}{{end}}
@@ -539,11 +494,18 @@ func writeHTML(w io.Writer, r *Run, figs []Figure, notes []string) error {
 		swept = swept || len(row.Params) > 0
 		reps = reps || row.Rep > 1
 	}
+	// The steps that render themselves, in their order; the verdicts,
+	// the load, the replay and the answer have their places above.
+	var sections []analysis.Section
+	if r.analysis != nil {
+		sections = r.analysis.Sections()
+	}
 	return page.Execute(w, struct {
 		Run         *Run
 		Figures     []Figure
 		Columns     []metrics.Metric
 		Notes       []string
+		Sections    []analysis.Section
 		Swept, Reps bool
-	}{r, figs, tableColumns(r.Rows, r.Manifest), notes, swept, reps})
+	}{r, figs, tableColumns(r.Rows, r.Manifest), notes, sections, swept, reps})
 }

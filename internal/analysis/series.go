@@ -1,0 +1,123 @@
+package analysis
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"tlab/internal/metrics"
+	"tlab/internal/results"
+)
+
+// Point is one point of a line the report draws.
+type Point struct{ X, Y float64 }
+
+// CellSeries is what the report's record plots draw of one cell: the
+// distribution of its measured record delays (201 quantiles, X the delay
+// in ms, Y the fraction) and its delay over time (X the send time in s,
+// Y the median delay of the records sent in each of SeriesBins bins).
+type CellSeries struct {
+	CDF    []Point
+	Series []Point
+}
+
+// SeriesBins is how many time bins a cell's delay-over-time line has:
+// each point is the median delay of the requests sent in its bin, so that
+// four protocols' lines stay apart and readable (raw points of several
+// protocols drawn over one another were not).
+const SeriesBins = 40
+
+func init() {
+	Register(Step{
+		Name:    "series",
+		Doc:     "each cell's measured record delays, reduced to what the report's record plots draw: their distribution and their median over time",
+		Columns: []string{"delay_ms", "sent_ms"},
+		Compute: func(v *View, a *Analysis) error {
+			if !v.HasRecords() {
+				return nil
+			}
+			s, err := cellSeries(v)
+			if errors.Is(err, ErrNoColumn) {
+				return nil // records of another kind: nothing to draw
+			}
+			if err != nil {
+				return fmt.Errorf("record series: %w", err)
+			}
+			a.Series = s
+			return nil
+		},
+	})
+}
+
+// cellSeries reduces each cell's records as they come by (records.csv
+// holds a cell's records together): the warm-up and what was not
+// measured left out.
+func cellSeries(v *View) (map[string]*CellSeries, error) {
+	out := map[string]*CellSeries{}
+	var cur string
+	var delays []float64
+	var pts []Point
+	finish := func() {
+		if cur == "" {
+			return
+		}
+		out[cur] = reduceSeries(delays, pts)
+		delays, pts = delays[:0], nil
+	}
+	err := v.Records([]string{"delay_ms", "sent_ms"}, func(row results.RecordRow) error {
+		if row.Cell != cur {
+			finish()
+			cur = row.Cell
+		}
+		d, s := row.Values[0], row.Values[1]
+		if row.Warmup || !results.Measured(d) || !results.Measured(s) {
+			return nil
+		}
+		delays = append(delays, d)
+		pts = append(pts, Point{X: s / 1000, Y: d})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	finish()
+	return out, nil
+}
+
+// reduceSeries is one cell's CellSeries from its delays and (send time,
+// delay) points.
+func reduceSeries(delays []float64, pts []Point) *CellSeries {
+	cs := &CellSeries{}
+	s := slices.Clone(delays)
+	slices.Sort(s)
+	for i := 0; i <= 200 && len(s) > 0; i++ {
+		q := float64(i) / 200
+		cs.CDF = append(cs.CDF, Point{X: metrics.Quantile(s, q), Y: q})
+	}
+	slices.SortFunc(pts, func(a, b Point) int { return int(math.Copysign(1, a.X-b.X)) })
+	if len(pts) == 0 {
+		return cs
+	}
+	t0, t1 := pts[0].X, pts[len(pts)-1].X
+	width := math.Max((t1-t0)/SeriesBins, 1e-9)
+	var bin []float64
+	flush := func(x float64) {
+		if len(bin) > 0 {
+			slices.Sort(bin)
+			cs.Series = append(cs.Series, Point{X: x, Y: metrics.Quantile(bin, 0.5)})
+			bin = bin[:0]
+		}
+	}
+	cur := 0
+	for _, p := range pts {
+		b := min(int((p.X-t0)/width), SeriesBins-1)
+		if b != cur {
+			flush(t0 + (float64(cur)+0.5)*width)
+			cur = b
+		}
+		bin = append(bin, p.Y)
+	}
+	flush(t0 + (float64(cur)+0.5)*width)
+	return cs
+}

@@ -1,0 +1,59 @@
+package analysis
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"tlab/internal/results"
+)
+
+// TestSeriesReducesEachCellsMeasuredRecords: the series step keeps a
+// cell's measured records only (the warm-up's 100 ms, a failed record
+// without a delay and one without a send time left out) and reduces them
+// to what the report draws. By hand, cell a's measured delays 4 ms (sent
+// at 0 s) and 2 ms (sent at 1 s): the CDF's 201 points run from the
+// minimum 2 at fraction 0 through the median (2+4)/2 = 3 at 0.5 (type-7
+// interpolation) to 4 at 1; over time the span 1 s cut into 40 bins of
+// 0.025 s puts the first send in bin 0 (centre 0.0125 s) and the second
+// in the last bin, 39 (centre 0.9875 s). Cell b's one delay 7 is its
+// whole CDF.
+func TestSeriesReducesEachCellsMeasuredRecords(t *testing.T) {
+	dir := t.TempDir()
+	recs := "cell,warmup,error,sent_ms,delay_ms\n" +
+		"a,true,,0,100\n" + // warm-up
+		"a,false,,0,4\n" +
+		"a,false,timeout,500,\n" + // failed: no delay
+		"a,false,,,9\n" + // no send time
+		"a,false,,1000,2\n" +
+		"b,false,,0,7\n"
+	if err := os.WriteFile(filepath.Join(dir, results.RecordsFile), []byte(recs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err := OfView(NewView(&results.Run{Dir: dir}, nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, cb := a.Series["a"], a.Series["b"]
+	if ca == nil || cb == nil || len(a.Series) != 2 {
+		t.Fatalf("series %v: want cells a and b", a.Series)
+	}
+	if len(ca.CDF) != 201 || ca.CDF[0] != (Point{2, 0}) || ca.CDF[100] != (Point{3, 0.5}) || ca.CDF[200] != (Point{4, 1}) {
+		t.Errorf("a's CDF: %d points, first %v, middle %v, last %v; want 201 from (2, 0) through (3, 0.5) to (4, 1)",
+			len(ca.CDF), ca.CDF[0], ca.CDF[min(100, len(ca.CDF)-1)], ca.CDF[len(ca.CDF)-1])
+	}
+	const eps = 1e-9
+	if len(ca.Series) != 2 || abs(ca.Series[0].X-0.0125) > eps || ca.Series[0].Y != 4 || abs(ca.Series[1].X-0.9875) > eps || ca.Series[1].Y != 2 {
+		t.Errorf("a over time: %v, want (0.0125, 4) and (0.9875, 2)", ca.Series)
+	}
+	if cb.CDF[0].X != 7 || cb.CDF[200].X != 7 {
+		t.Errorf("b's CDF %v..%v, want 7 throughout", cb.CDF[0], cb.CDF[len(cb.CDF)-1])
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
