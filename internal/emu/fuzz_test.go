@@ -3,7 +3,9 @@ package emu
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"testing"
+	"time"
 )
 
 // FuzzParseTrace: no trace file makes the parser panic, and one it accepts
@@ -38,12 +40,13 @@ func FuzzParseProfile(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte("rate: 10Mbit\nqueue: {type: fq_codel, flows: 16}\nloss: {model: gilbert-elliott, rate: 1%, mean_burst: 3}\n"))
+	f.Add([]byte("delay: 5ms\nup:\n  timeline:\n    repeat: 10s\n    steps:\n      - {at: 1s, ramp: 2s, delay: 50ms, rate: 5Mbit, queue_packets: 3}\n      - {at: 5s, loss: 2%, jitter: 1ms}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := ParseProfile("fuzz.yaml", data)
 		if err != nil {
 			return
 		}
-		if p.Link.Up.Trace != "" || p.Link.Down.Trace != "" {
+		if p.Link.Up.Trace != "" || p.Link.Down.Trace != "" || p.Link.Up.Timeline.File != "" || p.Link.Down.Timeline.File != "" {
 			return // a trace names a file
 		}
 		if _, _, err := NewLink(p.Link, 1, "fuzz", nil, nil); err != nil {
@@ -93,5 +96,41 @@ func FuzzEngineControl(f *testing.F) {
 			}
 			buf = rest
 		}
+	})
+}
+
+// FuzzParseTimelineCSV: no CSV series makes the reader panic, and one it
+// accepts is a timeline in time order that a direction follows: every
+// packet it offers is released no earlier than it arrived.
+func FuzzParseTimelineCSV(f *testing.F) {
+	f.Add([]byte("time_s,delay_ms,loss_pct,rate_mbit,ramp\n0,20,0,50,\n1.5,80,,,\n3,20,2,10,500ms\n"))
+	f.Add([]byte("# comment\ntime,jitter,queue_packets,queue_bytes\n0s,1ms,5,\n1s,,,3000B\n"))
+	f.Add([]byte("time,delay\n\"1s\",\"5ms\"\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		steps, err := ParseTimelineCSV("fuzz.csv", bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		for i := 1; i < len(steps); i++ {
+			if steps[i].At <= steps[i-1].At {
+				t.Fatalf("accepted steps going back in time: %v then %v", steps[i-1].At, steps[i].At)
+			}
+		}
+		cfg := DirectionConfig{Rate: 10e6, Timeline: Timeline{Steps: steps}}
+		d, err := NewDirection(cfg, int64(time.Millisecond), 1, "fuzz/up", nil)
+		if err != nil {
+			t.Fatalf("accepted a series no direction follows: %v", err)
+		}
+		last := steps[len(steps)-1].At.D() + steps[len(steps)-1].Ramp.D()
+		emit := func(_ int32, v Verdict) {}
+		for i := range int64(50) {
+			now := int64(last) / 50 * i
+			d.Offer(now, Frame{Size: 1000}, func(_ int32, v Verdict) {
+				if v.Drop == Delivered && v.Release < now {
+					t.Fatalf("released at %d before its arrival at %d", v.Release, now)
+				}
+			})
+		}
+		d.Transmit(math.MaxInt64, emit)
 	})
 }
