@@ -134,3 +134,19 @@ func FuzzParseTimelineCSV(f *testing.F) {
 		d.Transmit(math.MaxInt64, emit)
 	})
 }
+
+// FuzzReadLinkEvents: a link-events file from elsewhere (a received run)
+// never makes the reader panic, and what it accepts has a window time for
+// every event.
+func FuzzReadLinkEvents(f *testing.F) {
+	var buf bytes.Buffer
+	WriteLinkEvents(&buf, []LinkEvent{{Link: "l", Direction: "up", Source: EventStep, At: time.Second, State: TimelineState{Delay: time.Millisecond}}}, 0)
+	f.Add(buf.Bytes())
+	f.Add([]byte("link,direction,source,link_ms,window_ms,ramp_ms,delay_ms,jitter_ms,loss_pct,rate_mbit,queue_packets,queue_bytes\nl,up,step,NaN,0,0,0,0,0,0,0,0\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		events, window, err := ReadLinkEvents("fuzz.csv", bytes.NewReader(data))
+		if err == nil && len(events) != len(window) {
+			t.Fatalf("%d events and %d window times", len(events), len(window))
+		}
+	})
+}

@@ -1,0 +1,46 @@
+package experiment
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"tlab/internal/emu"
+	"tlab/internal/testbed"
+	"tlab/internal/units"
+)
+
+// A cell whose link steps its delay writes link-events.csv, each change
+// with its time in the measured window; a cell without a timeline writes
+// none.
+func TestWriteLinkEventsAlignsWithTheWindow(t *testing.T) {
+	step := units.Duration(80 * time.Millisecond)
+	cfg := emu.LinkConfig{Up: emu.DirectionConfig{Delay: units.Duration(10 * time.Millisecond),
+		Timeline: emu.Timeline{Steps: []emu.TimelineStep{{At: units.Duration(3 * time.Second), Delay: &step}}}}}
+	dir := t.TempDir()
+	topo := testbed.Topology{Hosts: []string{"client", "server"}, Links: []testbed.Link{{Name: "access", A: []string{"client"}, B: []string{"server"}, Config: cfg}}}
+	// The window started 1.2 s after the link: the step at 3 s is 1.8 s
+	// into the window, the start 1.2 s before it.
+	if err := writeLinkEvents(dir, topo, 1200*time.Millisecond, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, emu.LinkEventsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range []string{"access,up,start,0,-1200,0,10,", "access,up,step,3000,1800,0,80,"} {
+		if !strings.Contains(string(data), row) {
+			t.Errorf("no row %q in\n%s", row, data)
+		}
+	}
+	plain := t.TempDir()
+	topo.Links[0].Config = emu.LinkConfig{}
+	if err := writeLinkEvents(plain, topo, 0, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(plain, emu.LinkEventsFile)); !os.IsNotExist(err) {
+		t.Errorf("a cell without a timeline has a link-events file: %v", err)
+	}
+}
