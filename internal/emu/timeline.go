@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -389,4 +390,54 @@ func (d DirectionConfig) At(t time.Duration) DirectionConfig {
 		}
 	}
 	return out
+}
+
+// Describe says what the timeline does in a line: its steps (the first
+// few) and its period.
+func (t Timeline) Describe() string {
+	if t.Empty() {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s", units.Count(len(t.Steps), "step"))
+	if t.Repeat > 0 {
+		fmt.Fprintf(&b, " repeating every %v", t.Repeat)
+	}
+	if t.File != "" {
+		fmt.Fprintf(&b, " from %s", t.File)
+	}
+	const shown = 4
+	for i, s := range t.Steps {
+		if i == shown {
+			fmt.Fprintf(&b, "; …")
+			break
+		}
+		sep := ": "
+		if i > 0 {
+			sep = "; "
+		}
+		fmt.Fprintf(&b, "%sat %v", sep, s.At)
+		if s.Ramp > 0 {
+			fmt.Fprintf(&b, " over %v", s.Ramp)
+		}
+		if s.Delay != nil {
+			fmt.Fprintf(&b, " delay %v", *s.Delay)
+		}
+		if s.Jitter != nil {
+			fmt.Fprintf(&b, " jitter %v", *s.Jitter)
+		}
+		if s.Loss != nil {
+			fmt.Fprintf(&b, " loss %v", *s.Loss)
+		}
+		if s.Rate != nil {
+			fmt.Fprintf(&b, " rate %v", *s.Rate)
+		}
+		if s.QueuePackets != nil {
+			fmt.Fprintf(&b, " queue %d packets", *s.QueuePackets)
+		}
+		if s.QueueBytes != nil {
+			fmt.Fprintf(&b, " queue %v", *s.QueueBytes)
+		}
+	}
+	return b.String()
 }
