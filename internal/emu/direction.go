@@ -186,6 +186,10 @@ type Direction struct {
 	// limits' defaults (timeline_direction.go).
 	timeline *Schedule
 	stepped  timelineParts
+	// seed and name make the generators of models a live change
+	// creates (live.go).
+	seed     uint64
+	name     string
 	dupRng   *rand.Rand
 	reordRng *rand.Rand
 	corrRng  *rand.Rand
@@ -234,6 +238,8 @@ func NewDirection(cfg DirectionConfig, baseRTTNs int64, seed uint64, name string
 		dupRng:   rngFor(seed, name, "duplicate"),
 		reordRng: rngFor(seed, name, "reorder"),
 		corrRng:  rngFor(seed, name, "corrupt"),
+		seed:     seed,
+		name:     name,
 	}
 	baseRTT := time.Duration(baseRTTNs)
 	var rateBps float64

@@ -63,6 +63,7 @@ func FuzzEngineControl(f *testing.F) {
 	f.Add([]byte(`{"seed":1,"mode":"busy","cpu":-1,"mtu":1500,"links":[{"name":"l0","config":{"up":{"delay":"5ms","rate":"10Mbit"},"down":{"delay":"5ms","jitter":"1ms","loss":{"model":"gilbert","rate":"1%"}}},"ports":[{"side":0,"host_mac":"AgAAAAAB"},{"side":1}]}]}`), []byte(`{"op":"stats"}`+"\n"+`{"op":"reset_lateness"}`+"\n"+`{"op":"st`))
 	f.Add([]byte(`{"links":[{"ports":[{"side":7}]}]}`), []byte(`{"op":"stop","x":1}`+"\n"))
 	f.Add([]byte(`{"mtu":-5}`), []byte("{}\n{}\n"))
+	f.Add([]byte(`{}`), []byte(`{"op":"set","link":"l0","direction":"up","step":{"at":"0s","delay":"5ms","loss":"1%"}}`+"\n"+`{"op":"set","direction":"sideways"}`+"\n"))
 	f.Fuzz(func(t *testing.T, specLine, ctrl []byte) {
 		var s EngineSpec
 		if json.Unmarshal(specLine, &s) == nil && s.Validate() == nil {
@@ -88,7 +89,7 @@ func FuzzEngineControl(f *testing.F) {
 				}
 				break
 			}
-			if op != "stats" && op != "reset_lateness" && op != "stop" {
+			if op != "stats" && op != "reset_lateness" && op != "stop" && op != "set" {
 				t.Fatalf("op %q accepted", op)
 			}
 			if i := bytes.IndexByte(buf, '\n'); !bytes.Equal(rest, buf[i+1:]) {

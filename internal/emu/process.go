@@ -144,6 +144,32 @@ func (p *Process) ResetLateness() error {
 	return p.request("reset_lateness", &ok)
 }
 
+// Set changes a running link's direction ("up" or "down") now: the
+// fields step sets, from the engine's link clock when it received the
+// change, which it returns.
+func (p *Process) Set(link, direction string, step TimelineStep) (time.Duration, error) {
+	line, err := json.Marshal(control{Op: "set", Link: link, Direction: direction, Step: &step})
+	if err != nil {
+		return 0, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return 0, errors.New("emulator: already stopped")
+	}
+	if _, err := fmt.Fprintf(p.stdin, "%s\n", line); err != nil {
+		return 0, fmt.Errorf("emulator: set: %w", err)
+	}
+	var r SetReply
+	if err := p.readReply(&r, 5*time.Second); err != nil {
+		return 0, err
+	}
+	if r.Error != "" {
+		return time.Duration(r.AtNs), errors.New("emulator: set " + r.Error)
+	}
+	return time.Duration(r.AtNs), nil
+}
+
 // Close stops the engine and waits for it; it is safe to call twice.
 func (p *Process) Close() error {
 	p.mu.Lock()

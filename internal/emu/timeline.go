@@ -243,6 +243,9 @@ type track struct {
 	base float64
 	segs []segment
 	set  bool // some step changes the field
+	// live is the value set while the link runs (live.go), which holds
+	// from its time on whatever the timeline says.
+	live liveChange
 }
 
 // value is the field's value at t (ns into the period).
@@ -350,7 +353,13 @@ func (s *Schedule) inPeriod(t int64) int64 {
 }
 
 // field is one field's value at t (ns on the link clock).
-func (s *Schedule) field(f int, t int64) float64 { return s.tracks[f].value(s.inPeriod(t)) }
+func (s *Schedule) field(f int, t int64) float64 {
+	tr := &s.tracks[f]
+	if tr.live.active && t >= tr.live.at {
+		return tr.live.value(t)
+	}
+	return tr.value(s.inPeriod(t))
+}
 
 // Changes tells whether the timeline steps field f.
 func (s *Schedule) changes(f int) bool { return s != nil && s.tracks[f].set }
