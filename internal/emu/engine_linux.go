@@ -725,7 +725,7 @@ func (e *engine) set(req control) SetReply {
 		if err := d.Set(now, *req.Step); err != nil {
 			return SetReply{AtNs: now, Error: fmt.Sprintf("%s/%s: %v", req.Link, req.Direction, err)}
 		}
-		return SetReply{AtNs: now}
+		return SetReply{AtNs: now, State: d.timeline.At(time.Duration(now) + req.Step.Ramp.D())}
 	}
 	return SetReply{AtNs: now, Error: fmt.Sprintf("no link %q", req.Link)}
 }

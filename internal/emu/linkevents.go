@@ -22,6 +22,8 @@ const (
 	// return to the direction's own settings at the start of a period.
 	EventStep   = "step"
 	EventRepeat = "repeat"
+	// EventLive is a change made while the link ran (tlab link set).
+	EventLive = "live"
 )
 
 // LinkEvent is one change of a link direction's settings: at At on the

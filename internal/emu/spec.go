@@ -254,8 +254,11 @@ type control struct {
 // SetReply is the engine's answer to a live change: when on the link
 // clock it took effect, or why it could not.
 type SetReply struct {
-	AtNs  int64  `json:"at_ns"`
-	Error string `json:"error,omitempty"`
+	AtNs int64 `json:"at_ns"`
+	// State is the direction's settings once the change's ramp has
+	// ended.
+	State TimelineState `json:"state"`
+	Error string        `json:"error,omitempty"`
 }
 
 // maxControlLine bounds one control request: the parent's are a few

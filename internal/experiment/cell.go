@@ -293,8 +293,9 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	}
 	res = led.result(end, place.Measured.Name, place.UpIsAtoB, overlaps, host)
 	if place.Emulated {
-		// The links' timelines, aligned with the window (link-events.csv).
-		if err := writeLinkEvents(spec.Dir, spec.Topology, time.Duration(led.atStart.ClockNs), time.Duration(end.ClockNs)); err != nil {
+		// The links' timelines and live changes, aligned with the window
+		// (link-events.csv).
+		if err := writeLinkEvents(spec.Dir, spec.Topology, place.Meter, time.Duration(led.atStart.ClockNs), time.Duration(end.ClockNs)); err != nil {
 			return CellResult{}, err
 		}
 	}

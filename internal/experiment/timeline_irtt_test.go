@@ -203,8 +203,9 @@ func TestIrttSeesADelayStepAtItsTime(t *testing.T) {
 }
 
 // TestIrttSeesALiveChangeAtItsTime: the same, with the delay changed
-// live (what `tlab link set` does) from 10 to 40 ms while irtt runs: the
-// change falls when the engine says it took effect.
+// live from 10 to 40 ms while irtt runs, through the run's control socket
+// as `tlab link set` does: the change falls when the engine says it took
+// effect, and the emulator keeps it for the cell's records.
 func TestIrttSeesALiveChangeAtItsTime(t *testing.T) {
 	requireRoot(t)
 	const before, after = 10 * time.Millisecond, 40 * time.Millisecond
@@ -214,15 +215,30 @@ func TestIrttSeesALiveChangeAtItsTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tb.Close()
-	var at time.Duration
+	// Through the run's control socket, as tlab link set does.
+	sock, err := testbed.LiveSocket(tb.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(sock); err != nil {
+		t.Fatal(err)
+	} else if st.Mode().Perm()&0o077 != 0 {
+		t.Errorf("the control socket %s has mode %v: want its user's alone", sock, st.Mode())
+	}
+	var answer emu.LiveResponse
 	var setErr error
 	pkts, slack := irttThrough(t, tb, 4*time.Second, func() {
 		time.Sleep(2 * time.Second)
-		to := units.Duration(after)
-		at, setErr = tb.Emulator().Set("path", "up", emu.TimelineStep{Delay: &to})
+		answer, setErr = emu.SendLive(sock, emu.LiveRequest{Changes: "up.delay=40ms"})
 	})
-	if setErr != nil {
-		t.Fatal(setErr)
+	if setErr != nil || answer.Error != "" || len(answer.Events) != 1 {
+		t.Fatalf("tlab link set's request: %v, answer %+v", setErr, answer)
 	}
-	checkDelayChange(t, pkts, slack, before, after, at)
+	if ev := answer.Events[0]; ev.Direction != "up" || ev.Source != emu.EventLive || ev.State.Delay != after {
+		t.Errorf("the change's event %+v: want up, live, to 40 ms", ev)
+	}
+	if kept := tb.Emulator().LiveEvents(); len(kept) != 1 || kept[0] != answer.Events[0] {
+		t.Errorf("the emulator kept %+v for the cell's link-events.csv", kept)
+	}
+	checkDelayChange(t, pkts, slack, before, after, answer.Events[0].At)
 }
