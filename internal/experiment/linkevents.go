@@ -3,8 +3,8 @@ package experiment
 import (
 	"cmp"
 	"io"
-	"slices"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"tlab/internal/emu"
