@@ -100,7 +100,7 @@ func ParseLiveChanges(s string) (up, down *TimelineStep, err error) {
 		Up   TimelineStep `yaml:"up"`
 		Down TimelineStep `yaml:"down"`
 	}
-	if err := strictyaml.Decode("link set", node, &ov); err != nil {
+	if err := strictyaml.Decode("changes", node, &ov); err != nil {
 		return nil, nil, err
 	}
 	if ov.Both.At != 0 || ov.Up.At != 0 || ov.Down.At != 0 {
