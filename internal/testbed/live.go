@@ -47,9 +47,16 @@ func LiveSocket(id string) (string, error) {
 		if err != nil {
 			continue
 		}
+		// A socket is a live run's when its record is and its process
+		// lives: a killed run's socket stays until tlab cleanup.
+		records, _, _ := registryRecords(reg)
 		for _, e := range names {
 			name := e.Name()
 			if !strings.HasSuffix(name, liveSocketSuffix) || (id != "" && name != id+liveSocketSuffix) {
+				continue
+			}
+			rec := records[strings.TrimSuffix(name, liveSocketSuffix)+".json"]
+			if rec == nil || rec.Kind == kindDir || !rec.Owner.alive() {
 				continue
 			}
 			path := filepath.Join(reg.dir, name)
@@ -73,4 +80,10 @@ func LiveSocket(id string) (string, error) {
 		return "", errors.Join(fmt.Errorf("no live run %s with a control socket", id), errors.Join(refused...))
 	}
 	return "", errors.Join(errors.New("no live run with a control socket: start one (tlab run, tlab shell) first"), errors.Join(refused...))
+}
+
+// fileExists tells whether path names anything, not following a link.
+func fileExists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }

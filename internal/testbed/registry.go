@@ -409,6 +409,9 @@ func cleanupDir(reg registry, dryRun bool) ([]CleanupAction, error) {
 				do("remove "+r.TempDir, func() error { return removeTempDir(r.TempDir, reg.owner) })
 			}
 		}
+		if sock := strings.TrimSuffix(path, ".json") + liveSocketSuffix; fileExists(sock) {
+			do("remove control socket "+sock, func() error { return os.Remove(sock) })
+		}
 		do("remove record "+path, func() error { return os.Remove(path) })
 	}
 	return actions, nil
