@@ -242,3 +242,110 @@ func TestIrttSeesALiveChangeAtItsTime(t *testing.T) {
 	}
 	checkDelayChange(t, pkts, slack, before, after, answer.Events[0].At)
 }
+
+// TestIperf3FollowsARateRamp: iperf3, received at the client (-R), over a
+// link whose down rate is 40 Mbit/s, ramps down to 10 Mbit/s from 3 to
+// 5 s of the link's clock, and holds. TCP fills the bottleneck, so each
+// half-second interval away from the ramp's ends receives the rate the
+// ramp gives then (its mean over the interval) less the headers: at
+// least 80 % of it (TCP over IP over Ethernet carries 1448 of 1514 bytes,
+// 95.6 %, and a congestion controller's sawtooth keeps some below), and
+// never more than the rate (the sender's queue may drain into the first
+// interval after the ramp starts, which is not judged).
+func TestIperf3FollowsARateRamp(t *testing.T) {
+	requireRoot(t)
+	iperf3, err := exec.LookPath("iperf3")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("iperf3 is missing on CI: scripts/setup installs it")
+		}
+		t.Skip("iperf3 is not installed (scripts/setup installs it)")
+	}
+	ten := units.Bitrate(10e6)
+	up := emu.DirectionConfig{Delay: units.Duration(5 * time.Millisecond)}
+	down := up
+	down.Rate = 40e6
+	down.Timeline = emu.Timeline{Steps: []emu.TimelineStep{{At: units.Duration(3 * time.Second), Ramp: units.Duration(2 * time.Second), Rate: &ten}}}
+	tb, err := testbed.Build(testbed.ClientServer(emu.LinkConfig{Up: up, Down: down}), testbed.Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	server, err := tb.Addr("client", "server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := tb.Host("server").Start(exec.Command(iperf3, "-s", "-1", "-B", server.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	time.Sleep(300 * time.Millisecond) // the server's listening socket
+	stats, err := tb.Emulator().Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Duration(stats.ClockNs)
+	if began > 2*time.Second {
+		t.Fatalf("iperf3 starts at %v of the link's clock: too late to see the rate before the ramp", began)
+	}
+	var out []byte
+	client := exec.Command(iperf3, "-c", server.String(), "-R", "-t", "8", "-i", "0.5", "-J")
+	client.Stdout = (*bytesBuffer)(&out)
+	if err := tb.Host("client").Run(client, ""); err != nil {
+		t.Fatalf("iperf3: %v\n%s", err, out)
+	}
+	var res struct {
+		Intervals []struct {
+			Sum struct {
+				Start, End    float64
+				BitsPerSecond float64 `json:"bits_per_second"`
+			} `json:"sum"`
+		} `json:"intervals"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("iperf3's JSON: %v", err)
+	}
+	// The ramp's rate at link time s (seconds), and its mean over [a, b].
+	rate := func(s float64) float64 {
+		switch {
+		case s < 3:
+			return 40e6
+		case s < 5:
+			return 40e6 - 15e6*(s-3)
+		}
+		return 10e6
+	}
+	judged := 0
+	for _, iv := range res.Intervals {
+		// iperf3 counts from its connection's start, which is after
+		// began: the interval on the link's clock is no earlier.
+		a, b := began.Seconds()+iv.Sum.Start, began.Seconds()+iv.Sum.End
+		if a < began.Seconds()+1 || (a < 3.5 && b > 2.9) || (a < 5.6 && b > 4.9) {
+			continue // TCP's start, and the ramp's two ends (within the host's timing)
+		}
+		const n = 50
+		want := 0.0
+		for i := range n {
+			want += rate(a + (b-a)*(float64(i)+0.5)/n)
+		}
+		want /= n
+		got := iv.Sum.BitsPerSecond
+		t.Logf("link %.2f–%.2f s: received %.2f Mbit/s, the ramp gives %.2f", a, b, got/1e6, want/1e6)
+		judged++
+		if got < 0.8*want || got > want*1.02 {
+			t.Errorf("link %.2f–%.2f s: received %.2f Mbit/s, want 80 to 100 %% of %.2f", a, b, got/1e6, want/1e6)
+		}
+	}
+	if judged < 6 {
+		t.Errorf("only %d intervals judged", judged)
+	}
+}
+
+// bytesBuffer collects a command's output.
+type bytesBuffer []byte
+
+func (b *bytesBuffer) Write(p []byte) (int, error) {
+	*b = append(*b, p...)
+	return len(p), nil
+}
