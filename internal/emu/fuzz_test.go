@@ -80,6 +80,23 @@ func FuzzEngineControl(f *testing.F) {
 				}
 			}
 		}
+		// A live change the engine accepts from the pipe is applied or
+		// refused by a direction, never a panic; what it applies keeps
+		// every release after its arrival.
+		if req, _, ok, err := nextRequest(ctrl); err == nil && ok && req.Op == "set" {
+			d, err := NewDirection(DirectionConfig{Rate: 10e6, Delay: 1000}, 1000, 1, "fuzz/up", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Set(5, *req.Step) == nil {
+				d.Offer(10, Frame{Size: 1000}, func(_ int32, v Verdict) {
+					if v.Drop == Delivered && v.Release < 10 {
+						t.Fatalf("released at %d before its arrival at 10", v.Release)
+					}
+				})
+				d.Transmit(math.MaxInt64, func(int32, Verdict) {})
+			}
+		}
 		buf := ctrl
 		for range 100 {
 			op, rest, ok, err := nextControl(buf)
