@@ -100,6 +100,7 @@ func commands() map[string]command {
 		"k8s":        {groupRemote, "write a Kubernetes job (or Slurm array) running shards", runK8s},
 		"calibrate":  {groupMachine, "measure the emulator's own accuracy on this machine", runCalibrate},
 		"cleanup":    {groupMachine, "remove what killed runs left behind", runCleanup},
+		"link":       {groupMachine, "change a live run's link now (tlab link set up.loss=5%)", runLink},
 		"version":    {groupMachine, "print the version (also tlab --version)", runVersion},
 		"man":        {groupMachine, "print the manual page, tlab(1): every command and its flags", runMan},
 		"completion": {groupMachine, "print a shell's completion script (bash, zsh, fish)", runCompletion},

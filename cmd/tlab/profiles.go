@@ -78,6 +78,9 @@ func runProfiles(_ context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		fmt.Fprintf(stdout, "  %s: delay %v, jitter %s, rate %s, queue %s, loss %s\n", d.name, d.c.Delay, jitter,
 			rate, queueString(d.c, cfg), lossString(d.c))
+		if tl := d.c.Timeline.Describe(); tl != "" {
+			fmt.Fprintf(stdout, "    timeline: %s\n", tl)
+		}
 	}
 	return exitOK
 }

@@ -135,6 +135,10 @@ type DirectionConfig struct {
 	// WiFi models 802.11's link layer on this direction: frame errors on
 	// the air, the MAC's retries and their airtime (see WiFiConfig).
 	WiFi WiFiConfig `yaml:"wifi" json:"wifi,omitzero"`
+
+	// Timeline changes delay, jitter, loss, rate and the queue's limits
+	// while the link runs (timeline.go).
+	Timeline Timeline `yaml:"timeline" json:"timeline,omitzero"`
 }
 
 // LinkConfig is a link's two directions: Up from side A (the client side) to
@@ -214,6 +218,12 @@ func (d DirectionConfig) Validate() error {
 	}
 	if d.WiFi.Enabled() && (d.Rate == 0 || d.Trace != "") {
 		return errors.New("wifi: the 802.11 model needs a constant rate (the airtime of a frame is its size over the rate)")
+	}
+	if err := d.Timeline.Validate(); err != nil {
+		return fmt.Errorf("timeline: %w", err)
+	}
+	if err := d.Timeline.validateWith(d); err != nil {
+		return err
 	}
 	for i, o := range d.Outages {
 		if o.For <= 0 {

@@ -150,13 +150,18 @@ type onWire struct {
 
 // draws are the models' decisions for one packet, drawn when it arrives.
 type draws struct {
-	jitterNs   float64
-	dup, reord bool
-	corrDraw   float64
-	corrBit    int
-	retries    int
-	airtimeNs  float64
-	macLost    bool
+	jitterNs float64
+	// delayNs is the propagation delay in force when the packet arrived
+	// (a timeline may change it while the packet waits in the queue);
+	// jitterScale, with a timeline's jitter, the jitter's spread then.
+	delayNs     int64
+	jitterScale float64
+	dup, reord  bool
+	corrDraw    float64
+	corrBit     int
+	retries     int
+	airtimeNs   float64
+	macLost     bool
 }
 
 // Direction applies one DirectionConfig to a stream of packets. It is not
@@ -173,8 +178,18 @@ type Direction struct {
 	air *constantRate
 	mac *wifiMAC
 
-	loss     LossModel
-	jitter   JitterModel
+	loss   LossModel
+	jitter JitterModel
+	// timeline is the direction's schedule of changes (nil without
+	// one); stepped holds what it changes: the Bernoulli model whose
+	// rate follows it, the rate limiter whose rate does, and the queue
+	// limits' defaults (timeline_direction.go).
+	timeline *Schedule
+	stepped  timelineParts
+	// seed and name make the generators of models a live change
+	// creates (live.go).
+	seed     uint64
+	name     string
 	dupRng   *rand.Rand
 	reordRng *rand.Rand
 	corrRng  *rand.Rand
@@ -223,6 +238,8 @@ func NewDirection(cfg DirectionConfig, baseRTTNs int64, seed uint64, name string
 		dupRng:   rngFor(seed, name, "duplicate"),
 		reordRng: rngFor(seed, name, "reorder"),
 		corrRng:  rngFor(seed, name, "corrupt"),
+		seed:     seed,
+		name:     name,
 	}
 	baseRTT := time.Duration(baseRTTNs)
 	var rateBps float64
@@ -246,13 +263,11 @@ func NewDirection(cfg DirectionConfig, baseRTTNs int64, seed uint64, name string
 		}
 	}
 	d.dropQueued = d.dropFromQueue
+	rateBps = d.useTimeline(seed, name, rateBps)
 	if d.shaper != nil {
 		kind := qdiscKinds[cfg.Queue.Name()]
-		limit := Backlog{Packets: cfg.QueuePackets, Bytes: cfg.QueueLimitBytes(rateBps, baseRTT)}
-		if cfg.QueuePackets == 0 && cfg.QueueBytes == 0 && kind.DefaultLimitPackets > 0 {
-			limit = Backlog{Packets: kind.DefaultLimitPackets}
-		}
-		d.qdisc = kind.New(cfg.Queue, limit, rngFor(seed, name, "queue"))
+		d.qdisc = kind.New(cfg.Queue, queueLimit(cfg.QueuePackets, int64(cfg.QueueBytes), rateBps, baseRTT, kind), rngFor(seed, name, "queue"))
+		d.stepped.queueRateBps, d.stepped.baseRTT, d.stepped.kind = rateBps, baseRTT, kind
 	}
 	return d, nil
 }
@@ -297,12 +312,16 @@ func (d *Direction) Offer(now int64, f Frame, emit Emit) {
 	// discipline sees arrivals and departures in time order.
 	d.Transmit(now, emit)
 
-	lost := d.loss.Lost()
 	p := Packet{Arrived: now, Size: f.Size, Flow: f.Flow, ECN: f.ECN, Ref: f.Ref}
+	p.delayNs, p.jitterScale = d.delayNs, 1
+	if d.timeline != nil {
+		d.arriveOnTimeline(now, &p)
+	}
+	lost := d.loss.Lost()
 	if d.cfg.JitterCoherence == 0 {
 		// Drawn per arrival, so that every protocol meets the same
 		// packet-to-packet pattern.
-		p.jitterNs = d.jitter.Sample(now)
+		p.jitterNs = d.jitter.Sample(now) * p.jitterScale
 	}
 	p.dup = d.dupRng.Float64() < float64(d.cfg.Duplicate)
 	p.reord = d.reordRng.Float64() < float64(d.cfg.Reorder)
@@ -371,6 +390,9 @@ func (d *Direction) Transmit(now int64, emit Emit) {
 			depart = d.air.departureAfter(start, p.Size, p.airtimeNs)
 			d.Stats.WiFiRetries += uint64(p.retries)
 		} else {
+			if d.stepped.rate != nil {
+				d.rateAt(start)
+			}
 			depart = d.shaper.Departure(start, p.Size)
 		}
 		d.txFree = depart
@@ -399,9 +421,9 @@ func (d *Direction) release(p Packet, start, depart int64, emit Emit) {
 	if d.cfg.JitterCoherence > 0 {
 		// Jitter correlated in time belongs to when the packet meets the
 		// link: the start of its transmission, after the queue.
-		p.jitterNs = d.jitter.Sample(start)
+		p.jitterNs = d.jitter.Sample(start) * p.jitterScale
 	}
-	release := depart + d.delayNs + int64(p.jitterNs)
+	release := depart + p.delayNs + int64(p.jitterNs)
 	release = max(release, depart)
 	if p.reord {
 		// netem's reordering: this packet skips the delay line.

@@ -765,12 +765,16 @@ func (e *engine) control() error {
 		}
 	}
 	for {
-		op, rest, ok, err := nextControl(e.ctrl)
+		req, rest, ok, err := nextRequest(e.ctrl)
 		if err != nil || !ok {
 			return err
 		}
 		e.ctrl = append(e.ctrl[:0], rest...)
-		switch op {
+		switch req.Op {
+		case "set":
+			if err := e.reply(e.set(req)); err != nil {
+				return err
+			}
 		case "stats":
 			if err := e.reply(e.stats()); err != nil {
 				return err
@@ -786,6 +790,26 @@ func (e *engine) control() error {
 			return nil
 		}
 	}
+}
+
+// set applies a live change to a link's direction now, on the link
+// clock (live.go).
+func (e *engine) set(req control) SetReply {
+	now := e.now()
+	for i, ls := range e.links {
+		if e.spec.Links[i].Name != req.Link {
+			continue
+		}
+		d := ls.dirs[0]
+		if req.Direction == "down" {
+			d = ls.dirs[1]
+		}
+		if err := d.Set(now, *req.Step); err != nil {
+			return SetReply{AtNs: now, Error: fmt.Sprintf("%s/%s: %v", req.Link, req.Direction, err)}
+		}
+		return SetReply{AtNs: now, State: d.timeline.At(time.Duration(now) + req.Step.Ramp.D())}
+	}
+	return SetReply{AtNs: now, Error: fmt.Sprintf("no link %q", req.Link)}
 }
 
 func (e *engine) stats() EngineStats {

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -25,6 +26,8 @@ type Process struct {
 	mu     sync.Mutex
 	done   chan error
 	closed bool
+	// live are the changes Set made (LiveEvents).
+	live []LinkEvent
 }
 
 // Start launches the engine as a child of this process and hands it the
@@ -142,6 +145,41 @@ func (p *Process) Stats() (EngineStats, error) {
 func (p *Process) ResetLateness() error {
 	var ok map[string]bool
 	return p.request("reset_lateness", &ok)
+}
+
+// Set changes a running link's direction ("up" or "down") now: the
+// fields step sets, from the engine's link clock when it received the
+// change, which it returns.
+// Each change is kept as a link event (source "live"): LiveEvents.
+func (p *Process) Set(link, direction string, step TimelineStep) (time.Duration, error) {
+	line, err := json.Marshal(control{Op: "set", Link: link, Direction: direction, Step: &step})
+	if err != nil {
+		return 0, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return 0, errors.New("emulator: already stopped")
+	}
+	if _, err := fmt.Fprintf(p.stdin, "%s\n", line); err != nil {
+		return 0, fmt.Errorf("emulator: set: %w", err)
+	}
+	var r SetReply
+	if err := p.readReply(&r, 5*time.Second); err != nil {
+		return 0, err
+	}
+	if r.Error != "" {
+		return time.Duration(r.AtNs), errors.New("emulator: set " + r.Error)
+	}
+	p.live = append(p.live, LinkEvent{Link: link, Direction: direction, Source: EventLive, At: time.Duration(r.AtNs), Ramp: step.Ramp.D(), State: r.State})
+	return time.Duration(r.AtNs), nil
+}
+
+// LiveEvents are the live changes made so far, in order.
+func (p *Process) LiveEvents() []LinkEvent {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.live)
 }
 
 // Close stops the engine and waits for it; it is safe to call twice.

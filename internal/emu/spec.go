@@ -243,7 +243,22 @@ func (s EngineStats) Link(name string) (LinkStats, bool) {
 
 // control is a request from the parent.
 type control struct {
-	Op string `json:"op"` // "stats", "reset_lateness", "stop"
+	Op string `json:"op"` // "stats", "reset_lateness", "stop", "set"
+	// Set's change: the link by name, the direction ("up" or "down")
+	// and the fields (live.go).
+	Link      string        `json:"link,omitempty"`
+	Direction string        `json:"direction,omitempty"`
+	Step      *TimelineStep `json:"step,omitempty"`
+}
+
+// SetReply is the engine's answer to a live change: when on the link
+// clock it took effect, or why it could not.
+type SetReply struct {
+	AtNs int64 `json:"at_ns"`
+	// State is the direction's settings once the change's ramp has
+	// ended.
+	State TimelineState `json:"state"`
+	Error string        `json:"error,omitempty"`
 }
 
 // maxControlLine bounds one control request: the parent's are a few
@@ -255,28 +270,37 @@ const maxControlLine = 4096
 // line that is not a request, or a partial one past maxControlLine, is
 // an error.
 func nextControl(buf []byte) (op string, rest []byte, ok bool, err error) {
+	c, rest, ok, err := nextRequest(buf)
+	return c.Op, rest, ok, err
+}
+
+// nextRequest is nextControl with the whole request.
+func nextRequest(buf []byte) (c control, rest []byte, ok bool, err error) {
 	i := bytes.IndexByte(buf, '\n')
 	if i < 0 {
 		if len(buf) > maxControlLine {
-			return "", buf, false, fmt.Errorf("control: %d bytes without a newline", len(buf))
+			return control{}, buf, false, fmt.Errorf("control: %d bytes without a newline", len(buf))
 		}
-		return "", buf, false, nil
+		return control{}, buf, false, nil
 	}
-	var c control
 	dec := json.NewDecoder(bytes.NewReader(buf[:i]))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		return "", buf, false, fmt.Errorf("control: %w", err)
+		return control{}, buf, false, fmt.Errorf("control: %w", err)
 	}
 	if dec.More() {
-		return "", buf, false, errors.New("control: more than one object on a line")
+		return control{}, buf, false, errors.New("control: more than one object on a line")
 	}
 	switch c.Op {
 	case "stats", "reset_lateness", "stop":
+	case "set":
+		if c.Step == nil || (c.Direction != "up" && c.Direction != "down") {
+			return control{}, buf, false, errors.New("control: set needs a step and a direction, up or down")
+		}
 	default:
-		return "", buf, false, fmt.Errorf("control: unknown op %q", c.Op)
+		return control{}, buf, false, fmt.Errorf("control: unknown op %q", c.Op)
 	}
-	return c.Op, buf[i+1:], true, nil
+	return c, buf[i+1:], true, nil
 }
 
 // Validate checks a spec before the engine uses it: it comes over a pipe

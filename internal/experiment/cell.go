@@ -316,6 +316,13 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 		return CellResult{}, err
 	}
 	res = led.result(end, place.Measured.Name, place.UpIsAtoB, overlaps, host)
+	if place.Emulated {
+		// The links' timelines and live changes, aligned with the window
+		// (link-events.csv).
+		if err := writeLinkEvents(spec.Dir, spec.Topology, place.Meter, time.Duration(led.atStart.ClockNs), time.Duration(end.ClockNs)); err != nil {
+			return CellResult{}, err
+		}
+	}
 	led.facts["server_log_lines"] = float64(serverLines.count())
 	if !place.Emulated {
 		// No emulator ran: its figures are unknown, not zero.

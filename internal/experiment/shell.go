@@ -307,6 +307,11 @@ func (sh Shell) Run(ctx context.Context) (*ShellAccount, error) {
 		if err := writeShellAccount(sh.Out, acct); err != nil {
 			return acct, err
 		}
+		// The links' timelines and live changes (tlab link set), their
+		// window from the command's start.
+		if err := writeLinkEvents(sh.Out, spec.Topology, place.Meter, time.Duration(before.ClockNs), time.Duration(after.ClockNs)); err != nil {
+			return acct, err
+		}
 	}
 	return acct, ctx.Err()
 }

@@ -412,6 +412,9 @@ func cleanupDir(reg registry, dryRun bool) ([]CleanupAction, error) {
 		for _, g := range leftoverCPUGroups(r.ID) {
 			do("remove cgroup "+g, func() error { return removeLeftoverGroup(g) })
 		}
+		if sock := strings.TrimSuffix(path, ".json") + liveSocketSuffix; fileExists(sock) {
+			do("remove control socket "+sock, func() error { return os.Remove(sock) })
+		}
 		do("remove record "+path, func() error { return os.Remove(path) })
 	}
 	return actions, nil

@@ -253,6 +253,7 @@ func Build(topo Topology, opts Options) (tb *Testbed, err error) {
 	}
 	tb.run.addPID(tb.emu.PID())
 	tb.onClose(tb.emu.Close)
+	tb.serveLive()
 	return tb, nil
 }
 
