@@ -145,7 +145,10 @@ const minReadHoldNs = 2 * maxSpinNs
 // otherwise: the frame must be read as it arrives.
 func readHoldNs(d *Direction) int64 {
 	c := d.cfg
-	if d.shaper != nil || c.Jitter != 0 || c.Reorder != 0 {
+	// A timeline (written, or made by a live change) may shorten the
+	// delay or add jitter at any step: a frame read a hold late could
+	// then be due before it is read.
+	if d.shaper != nil || c.Jitter != 0 || c.Reorder != 0 || d.timeline != nil {
 		return 0
 	}
 	return d.delayNs

@@ -29,6 +29,9 @@ func TestReadHoldOnlyWhereNoModelCanShortenIt(t *testing.T) {
 		{"a rate limit", DirectionConfig{Delay: ten, Rate: 10e6}, 0},
 		{"jitter", DirectionConfig{Delay: ten, Jitter: units.Duration(time.Millisecond)}, 0},
 		{"reordering", DirectionConfig{Delay: ten, Reorder: 0.01}, 0},
+		// A step to 1 ms at 2 s: a frame arriving then is due 1 ms later,
+		// sooner than a 10 ms hold would read it.
+		{"a timeline", DirectionConfig{Delay: ten, Timeline: Timeline{Steps: []TimelineStep{{At: units.Duration(2 * time.Second), Delay: ptrTo(units.Duration(time.Millisecond))}}}}, 0},
 	} {
 		d, err := NewDirection(c.cfg, 0, 1, "test/up", nil)
 		if err != nil {
@@ -38,7 +41,21 @@ func TestReadHoldOnlyWhereNoModelCanShortenIt(t *testing.T) {
 			t.Errorf("%s: hold %d ns, want %d", c.name, got, c.want)
 		}
 	}
+	// A live change is a timeline from then on: no hold after it.
+	d, err := NewDirection(DirectionConfig{Delay: ten}, 0, 1, "test/up", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := units.Duration(time.Millisecond)
+	if err := d.Set(5_000_000, TimelineStep{Delay: &one}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readHoldNs(d); got != 0 {
+		t.Errorf("after a live change to 1 ms: hold %d ns, want 0", got)
+	}
 }
+
+func ptrTo[T any](v T) *T { return &v }
 
 // TestReadDeadline: with a 10 ms hold and the rings last found empty at
 // 3 ms, a frame not yet read arrived after 3 ms and is due after 13 ms,
