@@ -243,11 +243,16 @@ func decodeSummary(dec *json.Decoder, params map[string]bool) (Summary, error) {
 		case "workload":
 			s.Workload, _ = v.(string)
 		case "rep":
-			f, _ := v.(float64)
-			s.Rep = int(f)
+			if err := json.Unmarshal(raw, &s.Rep); err != nil {
+				return s, fmt.Errorf("rep: %w", err)
+			}
 		case "seed":
-			f, _ := v.(float64)
-			s.Seed = uint64(f)
+			// Decoded as the integer it is: through a float64 a seed
+			// above 2^53 (most derived seeds) is rounded, and the cell it
+			// names would meet another loss and jitter pattern.
+			if err := json.Unmarshal(raw, &s.Seed); err != nil {
+				return s, fmt.Errorf("seed: %w", err)
+			}
 		default:
 			// Every other key becomes a column of summary.csv and
 			// summary.parquet: one that cannot be is refused here, where
