@@ -387,7 +387,9 @@ func (a *Answer) decide(priority Requirement) {
 		a.Summary = "no stack meets every requirement"
 	}
 	if len(undecided) > 0 {
-		a.ToDecide = fmt.Sprintf("run it again with more repetitions (--set repetitions=%d) on a quiet host", max(5, MinRepetitions))
+		// Both remedies: a run with repetitions: auto already repeated
+		// until its cap, where a fixed count would not help.
+		a.ToDecide = fmt.Sprintf("run it again on a quiet host with more repetitions (--set repetitions=%d; with repetitions: auto, a higher --set max_repetitions)", max(5, MinRepetitions))
 	}
 }
 

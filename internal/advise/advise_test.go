@@ -85,7 +85,8 @@ func TestEvaluate(t *testing.T) {
 	if s := status(g); s["quic"] != Meets || s["tcp"] != Meets || s["h1s"] != Fails || s["h3"] != Undecided {
 		t.Errorf("5g: %v", s)
 	}
-	if g.Best != "quic" || len(g.Tie) != 1 || g.Tie[0] != "tcp" || !strings.Contains(g.Summary, "cannot be told from it") || g.ToDecide == "" {
+	if g.Best != "quic" || len(g.Tie) != 1 || g.Tie[0] != "tcp" || !strings.Contains(g.Summary, "cannot be told from it") ||
+		!strings.Contains(g.ToDecide, "--set repetitions=5") || !strings.Contains(g.ToDecide, "max_repetitions") {
 		t.Errorf("5g: best %q tie %v: %s / %s", g.Best, g.Tie, g.Summary, g.ToDecide)
 	}
 	for _, s := range g.Stacks {
