@@ -30,8 +30,9 @@ import (
 const AgentSite = "agent"
 
 func init() {
-	scenario.RegisterSite(scenario.SiteKind{Kind: AgentSite, Network: analysis.RealPath,
-		Doc: "the real path to a tlab agent", Flag: "tlab run --remote HOST:PORT (docs/guide.md, \"Across a real network\")"})
+	RegisterSite(scenario.SiteKind{Kind: AgentSite, Network: analysis.RealPath,
+		Doc: "the real path to a tlab agent", Flag: "tlab run --remote HOST:PORT (docs/guide.md, \"Across a real network\")"},
+		newAgentSite)
 }
 
 // agentSite runs a cell across the real path: the servers on the agent,
@@ -39,10 +40,102 @@ func init() {
 // on the real path's network), tlab emulates it in front of the path: the
 // clients run in a namespace of their own behind that link, whose far end
 // routes them out of this machine (testbed.Egress); otherwise nothing is
-// emulated and there are no counters.
-type agentSite struct{ path *RemotePath }
+// emulated and there are no counters. Its run starts with the agent's
+// dial and the path's check, and ends with the path's check again.
+type agentSite struct {
+	setup  SiteSetup
+	target *RemoteTarget
+	// resumed is the manifest of the run it resumes (nil: a new run).
+	resumed *results.Manifest
+	// path is the path from Start on; start its check then.
+	path  *RemotePath
+	start *results.PathCheck
+}
 
-func (s agentSite) Open(ctx context.Context, spec CellSpec, info workload.Info) (*Place, error) {
+// newAgentSite is the agent's site for a run: the agent given (Given, a
+// *RemoteTarget), or the one the resumed run's manifest names; none
+// (nil) for a run given no agent.
+func newAgentSite(setup SiteSetup) (Site, error) {
+	given, _ := setup.Given.(*RemoteTarget)
+	dir := ""
+	if setup.Resume {
+		dir = setup.Dir
+	}
+	target, m, err := remoteTarget(given, dir)
+	if err != nil || target == nil {
+		return nil, err
+	}
+	return &agentSite{setup: setup, target: target, resumed: m}, nil
+}
+
+// Start dials the agent and measures the path (and both hosts' noise).
+func (s *agentSite) Start(ctx context.Context) error {
+	agent, err := dialAgent(ctx, s.target, s.resumed, s.setup.Dir)
+	if err != nil {
+		return err
+	}
+	phase := "start"
+	if s.setup.Resume {
+		phase = "resume"
+	}
+	check, err := checkPath(agent, phase)
+	if err != nil {
+		agent.Close()
+		return fmt.Errorf("agent %s: %w", agent.Addr, err)
+	}
+	if log := s.setup.Log; log != nil {
+		fmt.Fprintf(log, "across the real path to agent %s (%s, %s): round trip %.2f ms (median %.2f), clock offset %+.2f ± %.2f ms\n",
+			agent.Addr, agent.Agent.Hostname, agent.Agent.Fingerprint[:16], check.RTTMinMs, check.RTTMedianMs, check.OffsetMs, check.UncertaintyMs)
+		if inFront := s.setup.Scenario.LinkOverrides(); inFront != "" {
+			fmt.Fprintf(log, "emulated in front of the real path, on this machine: %s\n", inFront)
+		}
+	}
+	s.path, s.start = &RemotePath{Agent: agent, RTTMs: check.RTTMinMs, OffsetMs: check.OffsetMs, UncertaintyMs: check.UncertaintyMs}, &check
+	return nil
+}
+
+// Note names the agent in the manifest (once) and adds the path's check
+// at this start or resume.
+func (s *agentSite) Note(m *results.Manifest) {
+	if s.path == nil {
+		return
+	}
+	a := s.path.Agent
+	if m.Remote == nil {
+		m.Remote = &results.Remote{Address: a.Addr, Fingerprint: a.Agent.Fingerprint, Hostname: a.Agent.Hostname, Emulated: s.setup.Scenario.LinkOverrides()}
+	}
+	if s.start != nil {
+		m.Remote.Checks = append(m.Remote.Checks, *s.start)
+	}
+}
+
+// Finish checks the path at the end of a completed run (the manifest
+// keeps it, and a clock drift beyond the checks' uncertainty is a
+// warning) and closes the session.
+func (s *agentSite) Finish(completed bool) error {
+	if s.path == nil {
+		return nil
+	}
+	agent := s.path.Agent
+	defer agent.Close()
+	if !completed {
+		return nil
+	}
+	check, err := checkPath(agent, "end")
+	if err == nil {
+		var drift string
+		drift, err = recordPathCheck(s.setup.Dir, agent, check)
+		if drift != "" && s.setup.Log != nil {
+			fmt.Fprintf(s.setup.Log, "warning: %s\n", drift)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("agent %s at the end: %w", agent.Addr, err)
+	}
+	return nil
+}
+
+func (s *agentSite) Open(ctx context.Context, spec CellSpec, info workload.Info) (*Place, error) {
 	agentIP := s.path.Agent.Host()
 	p := &Place{
 		Hosts:  remoteHosts{path: s.path, agentIP: agentIP, protocol: spec.Cell.Protocol},
@@ -112,7 +205,7 @@ const (
 
 // openNear builds the emulated link in front of the path, moves p's local
 // roles behind it, and checks that the agent is reachable from there.
-func (s agentSite) openNear(ctx context.Context, p *Place, spec CellSpec, cfg emu.LinkConfig) error {
+func (s *agentSite) openNear(ctx context.Context, p *Place, spec CellSpec, cfg emu.LinkConfig) error {
 	agentIP := s.path.Agent.Host()
 	topo := testbed.Topology{Hosts: []string{nearHost, gatewayHost},
 		Links: []testbed.Link{{Name: nearLink, A: []string{nearHost}, B: []string{gatewayHost}, Config: cfg}}}
@@ -307,9 +400,10 @@ func checkPath(c *remote.Client, phase string) (results.PathCheck, error) {
 	return check, nil
 }
 
-// dialRemote connects to the run's agent: the target given, or, for a
-// resume, the agent the run's manifest names (a known agent by then).
-func dialRemote(ctx context.Context, t *RemoteTarget, dir string) (*remote.Client, *results.Manifest, error) {
+// remoteTarget is the run's agent: the target given, or, for a resume,
+// the agent the run's manifest names (a known agent by then); nil for a
+// run across no real path. It also returns the resumed run's manifest.
+func remoteTarget(t *RemoteTarget, dir string) (*RemoteTarget, *results.Manifest, error) {
 	var m *results.Manifest
 	if dir != "" {
 		if mm, err := results.ReadManifest(dir); err == nil {
@@ -331,18 +425,24 @@ func dialRemote(ctx context.Context, t *RemoteTarget, dir string) (*remote.Clien
 	case m != nil && m.Remote == nil && t != nil:
 		return nil, m, inputErr(fmt.Errorf("%s holds a run on emulated links: it cannot continue across a real path", dir))
 	}
+	return t, m, nil
+}
+
+// dialAgent connects to the run's agent; a resumed run's (m) must be the
+// agent it was measured with.
+func dialAgent(ctx context.Context, t *RemoteTarget, m *results.Manifest, dir string) (*remote.Client, error) {
 	c, err := remote.Dial(ctx, t.Addr, remote.DialOptions{StateDir: t.StateDir, Pairing: t.Pairing})
 	if err != nil {
 		if errors.Is(err, remote.ErrNotPaired) {
-			return nil, m, inputErr(err)
+			return nil, inputErr(err)
 		}
-		return nil, m, err
+		return nil, err
 	}
 	if m != nil && m.Remote != nil && m.Remote.Fingerprint != c.Agent.Fingerprint {
 		c.Close()
-		return nil, m, inputErr(fmt.Errorf("the agent at %s is not the one %s was measured with", t.Addr, dir))
+		return nil, inputErr(fmt.Errorf("the agent at %s is not the one %s was measured with", t.Addr, dir))
 	}
-	return c, m, nil
+	return c, nil
 }
 
 // recordPathCheck appends a check to the run's manifest. At the end it
