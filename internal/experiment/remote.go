@@ -14,13 +14,11 @@ import (
 
 	"tlab/internal/analysis"
 	"tlab/internal/cross"
-	"tlab/internal/emu"
 	"tlab/internal/hostnoise"
 	"tlab/internal/proto"
 	"tlab/internal/remote"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
-	"tlab/internal/testbed"
 	"tlab/internal/workload"
 )
 
@@ -36,11 +34,10 @@ func init() {
 }
 
 // agentSite runs a cell across the real path: the servers on the agent,
-// the clients here. Where the cell's link is not perfect (link overrides
-// on the real path's network), tlab emulates it in front of the path: the
-// clients run in a namespace of their own behind that link, whose far end
-// routes them out of this machine (testbed.Egress); otherwise nothing is
-// emulated and there are no counters. Its run starts with the agent's
+// the clients here; nothing is emulated and there are no counters. The
+// run's agent site is Behind(CellLink, agentSite): where the cell's link
+// is not perfect (link overrides on the real path's network), tlab
+// emulates it in front of the path, the clients behind it. Its run starts with the agent's
 // dial and the path's check, and ends with the path's check again.
 type agentSite struct {
 	setup  SiteSetup
@@ -65,7 +62,8 @@ func newAgentSite(setup SiteSetup) (Site, error) {
 	if err != nil || target == nil {
 		return nil, err
 	}
-	return &agentSite{setup: setup, target: target, resumed: m}, nil
+	// The cell's link overrides are emulated in front of the path.
+	return Behind(CellLink, &agentSite{setup: setup, target: target, resumed: m}), nil
 }
 
 // Start dials the agent and measures the path (and both hosts' noise).
@@ -158,11 +156,15 @@ func (s *agentSite) Open(ctx context.Context, spec CellSpec, info workload.Info)
 		h := p.Hosts.(remoteHosts)
 		return cross.Endpoints{Client: h.Net(""), ServerAddr: agentIP, Far: &agentBulk{hosts: h}}, nil
 	}
-	link, _, err := measuredLink(spec.Topology, spec.Roles[info.Roles[0]])
-	if err != nil || link.Config.IsPerfect() {
-		return p, nil // the path as it is
-	}
-	return p, s.openNear(ctx, p, spec, link.Config)
+	// An emulated link in front of the path (Behind) moves the clients
+	// behind it; the agent must answer through it.
+	p.Beyond = &Beyond{IPs: []net.IP{agentIP}, Probe: s.path.Agent.Addr, Name: "the agent at " + s.path.Agent.Addr,
+		Hosts: func(local proto.Net) workload.Hosts {
+			h := p.Hosts.(remoteHosts)
+			h.local = local
+			return h
+		}}
+	return p, nil
 }
 
 // agentBulk is the far end of cross traffic's bulk flows on the agent.
@@ -194,46 +196,6 @@ func (b *agentBulk) Received() ([]cross.FlowCount, error) {
 
 func (b *agentBulk) Close() error {
 	return b.hosts.path.Agent.Call(remote.OpStop, remote.StopArgs{ID: b.id}, nil)
-}
-
-// Near-link hosts: the clients' namespace and the one that routes it out.
-const (
-	nearHost    = "near"
-	gatewayHost = "gateway"
-	nearLink    = "near"
-)
-
-// openNear builds the emulated link in front of the path, moves p's local
-// roles behind it, and checks that the agent is reachable from there.
-func (s *agentSite) openNear(ctx context.Context, p *Place, spec CellSpec, cfg emu.LinkConfig) error {
-	agentIP := s.path.Agent.Host()
-	topo := testbed.Topology{Hosts: []string{nearHost, gatewayHost},
-		Links: []testbed.Link{{Name: nearLink, A: []string{nearHost}, B: []string{gatewayHost}, Config: cfg}}}
-	tb, err := testbed.Build(topo, testbed.Options{Seed: spec.Cell.Seed, Emulator: spec.Emulator, Label: spec.Label,
-		TCPECN: spec.Settings.TCPECN, CaptureDir: spec.CaptureDir, Reach: []net.IP{agentIP}})
-	if err != nil {
-		return fmt.Errorf("the emulated link in front of the path: %w", err)
-	}
-	p.Close = tb.Close
-	if err := tb.Egress(gatewayHost); err != nil {
-		return fmt.Errorf("the emulated link in front of the path: %w", err)
-	}
-	near := tb.Host(nearHost)
-	// The cell would fail on its first connection anyway; this says why.
-	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	c, err := near.DialContext(dctx, nil, "tcp", s.path.Agent.Addr)
-	if err != nil {
-		return fmt.Errorf("the emulated link in front of the path: the agent at %s cannot be reached through it (does a firewall on this machine drop forwarded traffic?): %w", s.path.Agent.Addr, err)
-	}
-	c.Close()
-	h := p.Hosts.(remoteHosts)
-	h.local = near
-	p.Hosts = h
-	p.Meter, p.Emulated = tb.Emulator(), true
-	p.Measured, p.UpIsAtoB = topo.Links[0], true
-	p.RTTMs += float64(cfg.BaseRTT().Nanoseconds()) / 1e6
-	return nil
 }
 
 // RemoteTarget says which agent a remote run measures across, and how the

@@ -75,6 +75,9 @@ type Place struct {
 	// its bottleneck, from the host of role near to the first host across
 	// its link; nil where the site has no link to load.
 	Beside func(near string) (cross.Endpoints, error)
+	// Beyond, when set, is what the roles this place runs on this machine
+	// reach across the site: a link may be put in front of it (Behind).
+	Beyond *Beyond
 	// Check, when set, says after the workload whether the site is still
 	// whole (an agent that went away measured a broken path).
 	Check func() error

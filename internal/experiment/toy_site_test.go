@@ -110,8 +110,11 @@ func TestAToySiteRunsCells(t *testing.T) {
 		if v := row.Float("rtt_ms"); v != toySiteRTTMs {
 			t.Errorf("cell %s: rtt_ms %v, want the toy site's %v", row.Cell, v, toySiteRTTMs)
 		}
-		if n, e := row.Float("requests"), row.Float("errors"); n != 5 || e != 0 {
-			t.Errorf("cell %s: %v requests, %v errors; want the 5 sent over loopback, none failed", row.Cell, n, e)
+		// count: 5 schedules five requests, each completed, failed or
+		// left unsent (a busy machine may make the periodic workload
+		// skip one); none fails over loopback.
+		if n, e, u := row.Float("requests"), row.Float("errors"), row.Float("unsent"); n+e+u != 5 || e != 0 || n < 1 {
+			t.Errorf("cell %s: %v requests, %v errors, %v unsent; want the 5 scheduled over loopback, none failed", row.Cell, n, e, u)
 		}
 	}
 	m, err := results.ReadManifest(out.Dir)
