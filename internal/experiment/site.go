@@ -98,18 +98,11 @@ func (p *Place) close() error {
 // kernel state.
 type testbedSite struct{ CellOnly }
 
-func (s testbedSite) Open(_ context.Context, spec CellSpec, info workload.Info) (*Place, error) {
-	p, _, err := s.build(spec, info)
-	return p, err
-}
-
-// build is Open, also giving the testbed (tlab shell runs commands in its
-// hosts).
-func (testbedSite) build(spec CellSpec, info workload.Info) (*Place, *testbed.Testbed, error) {
+func (testbedSite) Open(_ context.Context, spec CellSpec, info workload.Info) (*Place, error) {
 	opts := testbed.Options{Seed: spec.Cell.Seed, Emulator: spec.Emulator, Label: spec.Label, TCPECN: spec.Settings.TCPECN, CaptureDir: spec.CaptureDir}
 	tb, err := testbed.Build(spec.Topology, opts)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	p := &Place{Meter: tb.Emulator(), Emulated: true, Close: tb.Close}
 	th := hosts{tb, spec.Roles, spec.Groups}
@@ -118,11 +111,11 @@ func (testbedSite) build(spec CellSpec, info workload.Info) (*Place, *testbed.Te
 	// second (the client its server).
 	if len(info.Roles) > 1 {
 		if p.CertIP, err = th.Addr(info.Roles[0], info.Roles[1]); err != nil {
-			return p, tb, err
+			return p, err
 		}
 	}
 	if p.Measured, p.UpIsAtoB, err = measuredLink(spec.Topology, spec.Roles[info.Roles[0]]); err != nil {
-		return p, tb, err
+		return p, err
 	}
 	p.RTTMs = float64(p.Measured.Config.BaseRTT().Nanoseconds()) / 1e6
 	p.Beside = func(nearRole string) (cross.Endpoints, error) {
@@ -141,7 +134,7 @@ func (testbedSite) build(spec CellSpec, info workload.Info) (*Place, *testbed.Te
 		}
 		return cross.Endpoints{Client: th.Net(near), Server: th.Net(far), ServerAddr: farIP}, nil
 	}
-	return p, tb, nil
+	return p, nil
 }
 
 // measuredLink returns the link the host of the workload's first role
