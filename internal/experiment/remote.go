@@ -255,14 +255,30 @@ func (h remoteHosts) Addr(_, to string) (net.IP, error) {
 
 func (h remoteHosts) Group(role string) []string { return []string{role} }
 
-// Serve asks the agent for a server, with the run's settings and server
-// certificate (its CA stays here).
-func (h remoteHosts) Serve(_, kind, protocol string, port int, s proto.Settings) (io.Closer, error) {
-	args, err := h.serveArgs(kind, protocol, port, s)
+// Serve starts a role's server: on the agent for the servers' roles,
+// with the run's settings and server certificate (its CA stays here);
+// in this machine's network (or behind the link in front) for the
+// others.
+func (h remoteHosts) Serve(role, kind string, r workload.ServerRequest) (io.Closer, error) {
+	if !h.IsRemote(role) {
+		return workload.StartServerIn(h.Net(role), kind, r)
+	}
+	if kind == workload.ServerBroker && r.Broker != "" && r.Broker != proto.BrokerEmbedded {
+		return nil, fmt.Errorf("broker %s: across a real path the agent runs the embedded broker only", r.Broker)
+	}
+	protocol := ""
+	if r.Protocol != nil {
+		protocol = r.Protocol.Name
+	}
+	args, err := h.serveArgs(kind, protocol, r.Port, r.Settings)
 	if err != nil {
 		return nil, err
 	}
-	return h.path.Agent.Serve(args)
+	srv, err := h.path.Agent.Serve(args)
+	if err != nil {
+		return nil, fmt.Errorf("on the agent: %w", err)
+	}
+	return srv, nil
 }
 
 // serveArgs asks for a server of kind: the name server, or a protocol's
