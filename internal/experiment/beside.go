@@ -257,7 +257,9 @@ func (w *workloadBeside) Start(ctx context.Context, place *Place, settings proto
 	if place.Beside == nil {
 		return ErrNoBeside
 	}
-	if _, remote := place.Hosts.(remoteHosts); remote {
+	// Its servers would run on another machine (a tlab agent), which
+	// serves the cell's own workload only.
+	if rr, ok := place.Hosts.(workload.RemoteRoles); ok && slices.ContainsFunc(w.flow.Workload.Info().Roles, rr.IsRemote) {
 		return errors.New("a workload beside yours (beside:) runs on emulated links; across a real path, cross: bulk flows load it")
 	}
 	stack, err := proto.Lookup(w.flow.Protocol)

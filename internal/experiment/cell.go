@@ -183,7 +183,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	// A stack given as commands is no registered protocol: its commands
 	// are the stack.
 	var p *proto.Stack
-	if _, own := spec.Workload.(workload.Command); !own {
+	if !ownsItsStack(spec.Workload) {
 		if err := info.Accepts(spec.Cell.Protocol); err != nil {
 			return CellResult{}, err
 		}

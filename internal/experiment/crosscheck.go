@@ -18,8 +18,8 @@ import (
 	"tlab/internal/dns"
 	"tlab/internal/emu"
 	"tlab/internal/metrics"
-	"tlab/internal/pki"
 	"tlab/internal/proto"
+	"tlab/internal/results"
 	"tlab/internal/testbed"
 	"tlab/internal/workload"
 )
@@ -99,6 +99,9 @@ func (cc CrossCheck) Run(ctx context.Context) ([]PhaseCheck, error) {
 	return out, nil
 }
 
+// one checks a protocol: a cell through RunCell on a client-server
+// testbed of the link, whose workload (crossCheckRequests) alternates
+// tlab's requests with the real client's.
 func (cc CrossCheck) one(ctx context.Context, protocol string) ([]PhaseCheck, error) {
 	client, err := externalClient(protocol)
 	if err != nil {
@@ -107,80 +110,111 @@ func (cc CrossCheck) one(ctx context.Context, protocol string) ([]PhaseCheck, er
 	if err := proto.Require(protocol, proto.CapFetch); err != nil {
 		return nil, err
 	}
-	stack, _ := proto.Lookup(protocol)
-	f, _ := proto.As[proto.Fetcher](stack)
-	server, _ := proto.As[proto.Exchanger](stack)
-	tb, err := testbed.Build(testbed.ClientServer(cc.Link), testbed.Options{Seed: cc.Seed, Label: "tlab crosscheck"})
+	// The real clients' files (the CA, resolv.conf, the body): recorded
+	// in the run registry, so that a kill leaves nothing tlab cleanup
+	// does not know of.
+	tmp, err := testbed.MakeTempDir("crosscheck")
 	if err != nil {
 		return nil, err
 	}
-	defer tb.Close()
-	ip, err := tb.Addr("client", "server")
-	if err != nil {
+	defer tmp.Remove()
+	w := &crossCheckRequests{cc: cc, client: client}
+	spec := CellSpec{
+		Cell:     results.Cell{ID: "crosscheck-" + protocol, Profile: "crosscheck", Protocol: protocol, Workload: w.Info().Type, Seed: cc.Seed},
+		Total:    1,
+		Topology: testbed.ClientServer(cc.Link),
+		Roles:    map[string]string{"client": "client", "server": "server"},
+		Workload: w, Settings: cc.Settings, Label: "tlab crosscheck", Dir: tmp.Path,
+	}
+	if _, err := RunCell(ctx, spec, nil, nil); err != nil {
 		return nil, err
 	}
-	settings := cc.Settings
-	if settings.Certs, err = pki.NewCertificates(ip); err != nil {
-		return nil, err
+	return w.checks, nil
+}
+
+// crossCheckRequests is the crosscheck's workload: the protocol's server
+// and study B's name server in the server's host, then Count requests
+// of tlab's client alternating with the real client's in the client's
+// host; it emits no records and keeps the phases' comparison.
+type crossCheckRequests struct {
+	cc     CrossCheck
+	client string // the real client's name
+	checks []PhaseCheck
+}
+
+func (w *crossCheckRequests) Info() workload.Info {
+	return workload.Info{Type: "crosscheck", Roles: workload.ClientServerRoles, Needs: proto.CapFetch}
+}
+
+func (w *crossCheckRequests) Run(ctx context.Context, env *workload.Env) error {
+	cc, protocol := w.cc, env.Protocol.Name
+	f, _ := proto.As[proto.Fetcher](env.Protocol)
+	clientHost, ok := env.Hosts.Net("client").(*testbed.Host)
+	if !ok {
+		return errors.New("the crosscheck runs the real client in a testbed's host: this site has none")
 	}
-	srv, err := server.Serve(tb.Host("server"), workload.ServerPort, settings)
+	ip, err := env.Hosts.Addr("client", "server")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer srv.Close()
-	names, err := dns.Serve(tb.Host("server"), map[string]net.IP{proto.ServerName: ip})
+	stop, err := workload.StartServer(env)
 	if err != nil {
-		return nil, err
+		return err
+	}
+	defer stop()
+	names, err := dns.Serve(env.Hosts.Net("server"), map[string]net.IP{proto.ServerName: ip})
+	if err != nil {
+		return err
 	}
 	defer names.Close()
+	settings := env.Settings
 	// What the real clients read: the run's CA, and a resolv.conf naming
 	// the server's name server with tlab's own resolver settings.
-	caFile := filepath.Join(tb.TempDir, "ca.pem")
+	caFile := filepath.Join(env.Dir, "ca.pem")
 	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: settings.Certs.CA.Raw}), 0o644); err != nil {
-		return nil, err
+		return err
 	}
-	resolv := filepath.Join(tb.TempDir, "resolv.conf")
+	resolv := filepath.Join(env.Dir, "resolv.conf")
 	conf := fmt.Sprintf("nameserver %s\noptions timeout:%d attempts:%d\n", ip, int(dns.Timeout.Seconds()), dns.Attempts)
 	if err := os.WriteFile(resolv, []byte(conf), 0o644); err != nil {
-		return nil, err
+		return err
 	}
-	ext, err := cc.externalCommand(protocol, tb.TempDir, caFile)
+	ext, err := cc.externalCommand(protocol, env.Dir, caFile)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	u := workload.Upload{Resolve: "dns"}
-	target := u.Target(tb.Host("client"), ip)
+	target := u.Target(clientHost, ip)
 	var tl, ex [][]float64
 	for i := 0; i < cc.Count; i++ {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		ph, err := f.Fetch(rctx, tb.Host("client"), target, settings, cc.Size, 2)
+		ph, err := f.Fetch(rctx, clientHost, target, settings, cc.Size, 2)
 		cancel()
 		if err != nil {
-			return nil, fmt.Errorf("tlab request %d: %w", i, err)
+			return fmt.Errorf("tlab request %d: %w", i, err)
 		}
 		tl = append(tl, phaseMs(ph))
-		out, err := runExternal(tb.Host("client"), ext(), resolv)
+		out, err := runExternal(clientHost, ext(), resolv)
 		if err != nil {
-			return nil, fmt.Errorf("%s request %d: %w", client, i, err)
+			return fmt.Errorf("%s request %d: %w", w.client, i, err)
 		}
 		ex = append(ex, out)
 	}
-	var checks []PhaseCheck
 	for k, name := range PhaseNames {
 		a, b := column(tl, k), column(ex, k)
 		if protocol == "h1" && name == "appconnect" {
 			continue // no TLS: curl reports 0, tlab nothing
 		}
-		c := PhaseCheck{Protocol: protocol, Client: client, Phase: name, TlabMs: metrics.QuantileOf(a, 0.5), ExternalMs: metrics.QuantileOf(b, 0.5), N: cc.Count}
+		c := PhaseCheck{Protocol: protocol, Client: w.client, Phase: name, TlabMs: metrics.QuantileOf(a, 0.5), ExternalMs: metrics.QuantileOf(b, 0.5), N: cc.Count}
 		c.DiffMs = c.TlabMs - c.ExternalMs
 		c.ToleranceMs = Tolerance(c.ExternalMs)
 		c.Pass = math.Abs(c.DiffMs) <= c.ToleranceMs
-		checks = append(checks, c)
+		w.checks = append(w.checks, c)
 	}
-	return checks, nil
+	return nil
 }
 
 // externalCommand returns a maker of the real client's command for one

@@ -14,13 +14,11 @@ import (
 
 	"tlab/internal/analysis"
 	"tlab/internal/cross"
-	"tlab/internal/emu"
 	"tlab/internal/hostnoise"
 	"tlab/internal/proto"
 	"tlab/internal/remote"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
-	"tlab/internal/testbed"
 	"tlab/internal/workload"
 )
 
@@ -30,19 +28,112 @@ import (
 const AgentSite = "agent"
 
 func init() {
-	scenario.RegisterSite(scenario.SiteKind{Kind: AgentSite, Network: analysis.RealPath,
-		Doc: "the real path to a tlab agent", Flag: "tlab run --remote HOST:PORT (docs/guide.md, \"Across a real network\")"})
+	RegisterSite(scenario.SiteKind{Kind: AgentSite, Network: analysis.RealPath,
+		Doc: "the real path to a tlab agent", Flag: "tlab run --remote HOST:PORT (docs/guide.md, \"Across a real network\")"},
+		newAgentSite)
 }
 
 // agentSite runs a cell across the real path: the servers on the agent,
-// the clients here. Where the cell's link is not perfect (link overrides
-// on the real path's network), tlab emulates it in front of the path: the
-// clients run in a namespace of their own behind that link, whose far end
-// routes them out of this machine (testbed.Egress); otherwise nothing is
-// emulated and there are no counters.
-type agentSite struct{ path *RemotePath }
+// the clients here; nothing is emulated and there are no counters. The
+// run's agent site is Behind(CellLink, agentSite): where the cell's link
+// is not perfect (link overrides on the real path's network), tlab
+// emulates it in front of the path, the clients behind it. Its run starts with the agent's
+// dial and the path's check, and ends with the path's check again.
+type agentSite struct {
+	setup  SiteSetup
+	target *RemoteTarget
+	// resumed is the manifest of the run it resumes (nil: a new run).
+	resumed *results.Manifest
+	// path is the path from Start on; start its check then.
+	path  *RemotePath
+	start *results.PathCheck
+}
 
-func (s agentSite) Open(ctx context.Context, spec CellSpec, info workload.Info) (*Place, error) {
+// newAgentSite is the agent's site for a run: the agent given (Given, a
+// *RemoteTarget), or the one the resumed run's manifest names; none
+// (nil) for a run given no agent.
+func newAgentSite(setup SiteSetup) (Site, error) {
+	given, _ := setup.Given.(*RemoteTarget)
+	dir := ""
+	if setup.Resume {
+		dir = setup.Dir
+	}
+	target, m, err := remoteTarget(given, dir)
+	if err != nil || target == nil {
+		return nil, err
+	}
+	// The cell's link overrides are emulated in front of the path.
+	return Behind(CellLink, &agentSite{setup: setup, target: target, resumed: m}), nil
+}
+
+// Start dials the agent and measures the path (and both hosts' noise).
+func (s *agentSite) Start(ctx context.Context) error {
+	agent, err := dialAgent(ctx, s.target, s.resumed, s.setup.Dir)
+	if err != nil {
+		return err
+	}
+	phase := "start"
+	if s.setup.Resume {
+		phase = "resume"
+	}
+	check, err := checkPath(agent, phase)
+	if err != nil {
+		agent.Close()
+		return fmt.Errorf("agent %s: %w", agent.Addr, err)
+	}
+	if log := s.setup.Log; log != nil {
+		fmt.Fprintf(log, "across the real path to agent %s (%s, %s): round trip %.2f ms (median %.2f), clock offset %+.2f ± %.2f ms\n",
+			agent.Addr, agent.Agent.Hostname, agent.Agent.Fingerprint[:16], check.RTTMinMs, check.RTTMedianMs, check.OffsetMs, check.UncertaintyMs)
+		if inFront := s.setup.Scenario.LinkOverrides(); inFront != "" {
+			fmt.Fprintf(log, "emulated in front of the real path, on this machine: %s\n", inFront)
+		}
+	}
+	s.path, s.start = &RemotePath{Agent: agent, RTTMs: check.RTTMinMs, OffsetMs: check.OffsetMs, UncertaintyMs: check.UncertaintyMs}, &check
+	return nil
+}
+
+// Note names the agent in the manifest (once) and adds the path's check
+// at this start or resume.
+func (s *agentSite) Note(m *results.Manifest) {
+	if s.path == nil {
+		return
+	}
+	a := s.path.Agent
+	if m.Remote == nil {
+		m.Remote = &results.Remote{Address: a.Addr, Fingerprint: a.Agent.Fingerprint, Hostname: a.Agent.Hostname, Emulated: s.setup.Scenario.LinkOverrides()}
+	}
+	if s.start != nil {
+		m.Remote.Checks = append(m.Remote.Checks, *s.start)
+	}
+}
+
+// Finish checks the path at the end of a completed run (the manifest
+// keeps it, and a clock drift beyond the checks' uncertainty is a
+// warning) and closes the session.
+func (s *agentSite) Finish(completed bool) error {
+	if s.path == nil {
+		return nil
+	}
+	agent := s.path.Agent
+	defer agent.Close()
+	if !completed {
+		return nil
+	}
+	check, err := checkPath(agent, "end")
+	if err == nil {
+		var drift string
+		drift, err = recordPathCheck(s.setup.Dir, agent, check)
+		if drift != "" && s.setup.Log != nil {
+			fmt.Fprintf(s.setup.Log, "warning: %s\n", drift)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("agent %s at the end: %w", agent.Addr, err)
+	}
+	return nil
+}
+
+func (s *agentSite) Open(ctx context.Context, spec CellSpec, info workload.Info) (*Place, error) {
 	agentIP := s.path.Agent.Host()
 	p := &Place{
 		Hosts:  remoteHosts{path: s.path, agentIP: agentIP, protocol: spec.Cell.Protocol},
@@ -65,11 +156,15 @@ func (s agentSite) Open(ctx context.Context, spec CellSpec, info workload.Info) 
 		h := p.Hosts.(remoteHosts)
 		return cross.Endpoints{Client: h.Net(""), ServerAddr: agentIP, Far: &agentBulk{hosts: h}}, nil
 	}
-	link, _, err := measuredLink(spec.Topology, spec.Roles[info.Roles[0]])
-	if err != nil || link.Config.IsPerfect() {
-		return p, nil // the path as it is
-	}
-	return p, s.openNear(ctx, p, spec, link.Config)
+	// An emulated link in front of the path (Behind) moves the clients
+	// behind it; the agent must answer through it.
+	p.Beyond = &Beyond{IPs: []net.IP{agentIP}, Probe: s.path.Agent.Addr, Name: "the agent at " + s.path.Agent.Addr,
+		Hosts: func(local proto.Net) workload.Hosts {
+			h := p.Hosts.(remoteHosts)
+			h.local = local
+			return h
+		}}
+	return p, nil
 }
 
 // agentBulk is the far end of cross traffic's bulk flows on the agent.
@@ -101,46 +196,6 @@ func (b *agentBulk) Received() ([]cross.FlowCount, error) {
 
 func (b *agentBulk) Close() error {
 	return b.hosts.path.Agent.Call(remote.OpStop, remote.StopArgs{ID: b.id}, nil)
-}
-
-// Near-link hosts: the clients' namespace and the one that routes it out.
-const (
-	nearHost    = "near"
-	gatewayHost = "gateway"
-	nearLink    = "near"
-)
-
-// openNear builds the emulated link in front of the path, moves p's local
-// roles behind it, and checks that the agent is reachable from there.
-func (s agentSite) openNear(ctx context.Context, p *Place, spec CellSpec, cfg emu.LinkConfig) error {
-	agentIP := s.path.Agent.Host()
-	topo := testbed.Topology{Hosts: []string{nearHost, gatewayHost},
-		Links: []testbed.Link{{Name: nearLink, A: []string{nearHost}, B: []string{gatewayHost}, Config: cfg}}}
-	tb, err := testbed.Build(topo, testbed.Options{Seed: spec.Cell.Seed, Emulator: spec.Emulator, Label: spec.Label,
-		TCPECN: spec.Settings.TCPECN, CaptureDir: spec.CaptureDir, Reach: []net.IP{agentIP}})
-	if err != nil {
-		return fmt.Errorf("the emulated link in front of the path: %w", err)
-	}
-	p.Close = tb.Close
-	if err := tb.Egress(gatewayHost); err != nil {
-		return fmt.Errorf("the emulated link in front of the path: %w", err)
-	}
-	near := tb.Host(nearHost)
-	// The cell would fail on its first connection anyway; this says why.
-	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	c, err := near.DialContext(dctx, nil, "tcp", s.path.Agent.Addr)
-	if err != nil {
-		return fmt.Errorf("the emulated link in front of the path: the agent at %s cannot be reached through it (does a firewall on this machine drop forwarded traffic?): %w", s.path.Agent.Addr, err)
-	}
-	c.Close()
-	h := p.Hosts.(remoteHosts)
-	h.local = near
-	p.Hosts = h
-	p.Meter, p.Emulated = tb.Emulator(), true
-	p.Measured, p.UpIsAtoB = topo.Links[0], true
-	p.RTTMs += float64(cfg.BaseRTT().Nanoseconds()) / 1e6
-	return nil
 }
 
 // RemoteTarget says which agent a remote run measures across, and how the
@@ -200,14 +255,30 @@ func (h remoteHosts) Addr(_, to string) (net.IP, error) {
 
 func (h remoteHosts) Group(role string) []string { return []string{role} }
 
-// Serve asks the agent for a server, with the run's settings and server
-// certificate (its CA stays here).
-func (h remoteHosts) Serve(_, kind, protocol string, port int, s proto.Settings) (io.Closer, error) {
-	args, err := h.serveArgs(kind, protocol, port, s)
+// Serve starts a role's server: on the agent for the servers' roles,
+// with the run's settings and server certificate (its CA stays here);
+// in this machine's network (or behind the link in front) for the
+// others.
+func (h remoteHosts) Serve(role, kind string, r workload.ServerRequest) (io.Closer, error) {
+	if !h.IsRemote(role) {
+		return workload.StartServerIn(h.Net(role), kind, r)
+	}
+	if kind == workload.ServerBroker && r.Broker != "" && r.Broker != proto.BrokerEmbedded {
+		return nil, fmt.Errorf("broker %s: across a real path the agent runs the embedded broker only", r.Broker)
+	}
+	protocol := ""
+	if r.Protocol != nil {
+		protocol = r.Protocol.Name
+	}
+	args, err := h.serveArgs(kind, protocol, r.Port, r.Settings)
 	if err != nil {
 		return nil, err
 	}
-	return h.path.Agent.Serve(args)
+	srv, err := h.path.Agent.Serve(args)
+	if err != nil {
+		return nil, fmt.Errorf("on the agent: %w", err)
+	}
+	return srv, nil
 }
 
 // serveArgs asks for a server of kind: the name server, or a protocol's
@@ -307,9 +378,10 @@ func checkPath(c *remote.Client, phase string) (results.PathCheck, error) {
 	return check, nil
 }
 
-// dialRemote connects to the run's agent: the target given, or, for a
-// resume, the agent the run's manifest names (a known agent by then).
-func dialRemote(ctx context.Context, t *RemoteTarget, dir string) (*remote.Client, *results.Manifest, error) {
+// remoteTarget is the run's agent: the target given, or, for a resume,
+// the agent the run's manifest names (a known agent by then); nil for a
+// run across no real path. It also returns the resumed run's manifest.
+func remoteTarget(t *RemoteTarget, dir string) (*RemoteTarget, *results.Manifest, error) {
 	var m *results.Manifest
 	if dir != "" {
 		if mm, err := results.ReadManifest(dir); err == nil {
@@ -331,18 +403,24 @@ func dialRemote(ctx context.Context, t *RemoteTarget, dir string) (*remote.Clien
 	case m != nil && m.Remote == nil && t != nil:
 		return nil, m, inputErr(fmt.Errorf("%s holds a run on emulated links: it cannot continue across a real path", dir))
 	}
+	return t, m, nil
+}
+
+// dialAgent connects to the run's agent; a resumed run's (m) must be the
+// agent it was measured with.
+func dialAgent(ctx context.Context, t *RemoteTarget, m *results.Manifest, dir string) (*remote.Client, error) {
 	c, err := remote.Dial(ctx, t.Addr, remote.DialOptions{StateDir: t.StateDir, Pairing: t.Pairing})
 	if err != nil {
 		if errors.Is(err, remote.ErrNotPaired) {
-			return nil, m, inputErr(err)
+			return nil, inputErr(err)
 		}
-		return nil, m, err
+		return nil, err
 	}
 	if m != nil && m.Remote != nil && m.Remote.Fingerprint != c.Agent.Fingerprint {
 		c.Close()
-		return nil, m, inputErr(fmt.Errorf("the agent at %s is not the one %s was measured with", t.Addr, dir))
+		return nil, inputErr(fmt.Errorf("the agent at %s is not the one %s was measured with", t.Addr, dir))
 	}
-	return c, m, nil
+	return c, nil
 }
 
 // recordPathCheck appends a check to the run's manifest. At the end it

@@ -249,6 +249,7 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 	case out.Dir == "":
 		out.Dir = DefaultDir(sc.Name, r.Now())
 	}
+	all := cells
 	if r.Shard != "" {
 		cells = shard.Of(cells)
 	}
@@ -270,46 +271,20 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 	}
 	sw := Sweep{Requirements: r.Requirements, QoO: r.QoO, Shard: shard, Scenario: sc, Dir: out.Dir, Resume: r.Resume != "", SkipCalibration: r.NoCalibration,
 		Progress: r.Progress, Log: r.Log, Quality: Quality{Mode: r.Quality}, RequireCalibration: r.RequireCalibration, CommandsAs: r.CommandsAs.Cred, CommandsEnv: r.CommandsAs.Env}
-	agent, _, err := dialRemote(ctx, r.Remote, r.Resume)
+	given := map[string]any{}
+	if r.Remote != nil {
+		given[AgentSite] = r.Remote
+	}
+	sites, err := startSites(ctx, SiteSetup{Scenario: sc, Dir: out.Dir, Resume: r.Resume != "", Log: r.Log}, all, given)
 	if err != nil {
 		return out, err
 	}
-	if agent != nil {
-		defer agent.Close()
-		phase := "start"
-		if r.Resume != "" {
-			phase = "resume"
-		}
-		check, err := checkPath(agent, phase)
-		if err != nil {
-			return out, fmt.Errorf("agent %s: %w", agent.Addr, err)
-		}
-		if r.Log != nil {
-			fmt.Fprintf(r.Log, "across the real path to agent %s (%s, %s): round trip %.2f ms (median %.2f), clock offset %+.2f ± %.2f ms\n",
-				agent.Addr, agent.Agent.Hostname, agent.Agent.Fingerprint[:16], check.RTTMinMs, check.RTTMedianMs, check.OffsetMs, check.UncertaintyMs)
-			if inFront != "" {
-				fmt.Fprintf(r.Log, "emulated in front of the real path, on this machine: %s\n", inFront)
-			}
-		}
-		sw.Remote, sw.PathCheck = &RemotePath{Agent: agent, RTTMs: check.RTTMinMs, OffsetMs: check.OffsetMs, UncertaintyMs: check.UncertaintyMs}, &check
-	}
+	sw.Sites = sites
 	out.Rows, err = sw.Run(ctx)
 	if maxReps, auto := sc.AutoRepetitions(); err == nil && auto {
 		out.Rows, err = sw.repeatUntilDecided(ctx, cells, maxReps, out.Rows)
 	}
-	if err == nil && agent != nil {
-		check, cerr := checkPath(agent, "end")
-		if cerr == nil {
-			var drift string
-			drift, cerr = recordPathCheck(out.Dir, agent, check)
-			if drift != "" && r.Log != nil {
-				fmt.Fprintf(r.Log, "warning: %s\n", drift)
-			}
-		}
-		if cerr != nil {
-			err = fmt.Errorf("agent %s at the end: %w", agent.Addr, cerr)
-		}
-	}
+	err = sites.finish(err == nil, err)
 	if err != nil {
 		if errors.Is(err, ErrRunExists) {
 			err = inputErr(err)

@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,10 +15,10 @@ import (
 
 	"tlab/internal/emu"
 	"tlab/internal/hostnoise"
-	"tlab/internal/pki"
 	"tlab/internal/proto"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
+	"tlab/internal/workload"
 )
 
 // Shell is `tlab shell`: a user's own commands inside one of tlab's
@@ -138,6 +139,9 @@ const ShellFile = "shell.json"
 // Run builds the network, runs the server and the command, and returns
 // the account once the command has ended (or ctx was cancelled: the
 // command gets SIGTERM, then SIGKILL). Nothing it started outlives it.
+// The shell is a cell like any other: RunCell opens the testbed, starts
+// what runs beside, runs the commands as the cell's workload (shellCommands)
+// and reads the link over their life.
 func (sh Shell) Run(ctx context.Context) (*ShellAccount, error) {
 	sc := sh.Scenario
 	cells, err := sc.Cells()
@@ -164,53 +168,78 @@ func (sh Shell) Run(ctx context.Context) (*ShellAccount, error) {
 		if sh.Capture {
 			spec.CaptureDir = filepath.Join(sh.Out, "captures")
 		}
+		// RunCell writes the links' timelines and live changes (tlab
+		// link set) there, as link-events.csv, their window from the
+		// command's start.
+		spec.Dir = sh.Out
 	}
-	place, tb, err := testbedSite{}.build(spec, info)
-	defer place.close()
+	acct := &ShellAccount{Network: cell.Profile, Seed: spec.Cell.Seed, Command: sh.Command, Server: sh.Server}
+	spec.Workload = &shellCommands{sh: sh, roles: info.Roles, acct: acct}
+	res, err := RunCell(ctx, spec, nil, nil)
 	if err != nil {
 		return nil, err
 	}
-	clientRole, serverRole := info.Roles[0], info.Roles[1]
-	client, server := tb.Host(spec.Roles[clientRole]), tb.Host(spec.Roles[serverRole])
+	for _, l := range spec.Topology.Links {
+		ls := res.Links[l.Name]
+		acct.Links = append(acct.Links, ShellLink{Name: l.Name, Up: directionAccount(ls.Up), Down: directionAccount(ls.Down)})
+	}
+	acct.Release, acct.Host = res.Release, res.Host
+	for _, b := range besides(spec) {
+		for _, k := range b.Columns() {
+			if v := res.Summary.Float(k); v == v { // JSON has no NaN: what was not measured is left out
+				if acct.Cross == nil {
+					acct.Cross = map[string]float64{}
+				}
+				acct.Cross[k] = v
+			}
+		}
+	}
+	if sh.Out != "" {
+		if err := writeShellAccount(sh.Out, acct); err != nil {
+			return acct, err
+		}
+	}
+	return acct, ctx.Err()
+}
+
+// shellCommands is tlab shell's interactive workload: the server command
+// in the host of the workload's second role for the shell's life, the
+// command (or an interactive shell) in the first's. It emits no records;
+// its window is the commands' life, and it fills in the account.
+type shellCommands struct {
+	sh    Shell
+	roles []string // the scenario's workload's: client, server, others
+	acct  *ShellAccount
+}
+
+func (w *shellCommands) Info() workload.Info { return workload.Info{Type: "shell", Roles: w.roles} }
+
+func (w *shellCommands) Run(ctx context.Context, e *workload.Env) error {
+	sh, acct := w.sh, w.acct
+	clientRole, serverRole := w.roles[0], w.roles[1]
+	client, okc := e.Hosts.Net(clientRole).(proto.ProcessHost)
+	server, oks := e.Hosts.Net(serverRole).(proto.ProcessHost)
+	if !okc || !oks {
+		return errors.New("tlab shell runs commands in a testbed's hosts: this site has none")
+	}
 	env := ShellEnv{}
-	for _, role := range info.Roles[1:] {
-		ip, err := tb.Addr(spec.Roles[clientRole], spec.Roles[role])
+	for _, role := range w.roles[1:] {
+		ip, err := e.Hosts.Addr(clientRole, role)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		env["TLAB_"+strings.ToUpper(role)] = ip.String()
 	}
-	if ip, err := tb.Addr(spec.Roles[serverRole], spec.Roles[clientRole]); err == nil {
+	if ip, err := e.Hosts.Addr(serverRole, clientRole); err == nil {
 		env["TLAB_CLIENT"] = ip.String()
 	}
 	env["TLAB_SERVER"] = env["TLAB_"+strings.ToUpper(serverRole)]
-	env["TLAB_NETWORK"] = cell.Profile
-
-	settings := spec.Settings
-	if settings.Certs, err = pki.NewCertificates(place.CertIP); err != nil {
-		return nil, err
-	}
-	beside, err := startBeside(ctx, spec, info, place, settings)
-	if err != nil {
-		return nil, err
-	}
-	defer beside.abort()
-	if err := beside.waitForWorkload(ctx); err != nil {
-		return nil, err
-	}
+	env["TLAB_NETWORK"] = acct.Network
+	acct.Env = env
 	if sh.Ready != nil {
 		sh.Ready(env)
 	}
-
-	acct := &ShellAccount{Network: cell.Profile, Seed: spec.Cell.Seed, Command: sh.Command, Server: sh.Server, Env: env}
-	if err := place.Meter.ResetLateness(); err != nil {
-		return nil, err
-	}
-	before, err := place.Meter.Stats()
-	if err != nil {
-		return nil, err
-	}
-	probe := hostnoise.Start()
+	e.StartWindow()
 	began := time.Now()
 
 	var srv *proto.Isolated
@@ -219,17 +248,16 @@ func (sh Shell) Run(ctx context.Context) (*ShellAccount, error) {
 		if sh.Out != "" {
 			f, err := results.Create(filepath.Join(sh.Out, "server.log"))
 			if err != nil {
-				probe.Stop()
-				return nil, err
+				return err
 			}
 			defer f.Close()
 			log = f
 		}
 		cmd := exec.Command("/bin/sh", "-c", sh.Server)
 		cmd.Env, cmd.Stdout, cmd.Stderr = append(environ(env), sh.UserEnv...), log, log
+		var err error
 		if srv, err = proto.StartIsolated(server, cmd, sh.Credential); err != nil {
-			probe.Stop()
-			return nil, fmt.Errorf("server: %w", err)
+			return fmt.Errorf("server: %w", err)
 		}
 		defer srv.Stop()
 		select {
@@ -239,17 +267,15 @@ func (sh Shell) Run(ctx context.Context) (*ShellAccount, error) {
 		}
 	}
 
-	cmd, cleanup, err := sh.clientCommand(env, cell.Profile)
+	cmd, cleanup, err := sh.clientCommand(env, acct.Network)
 	if err != nil {
-		probe.Stop()
-		return nil, err
+		return err
 	}
 	defer cleanup()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = sh.Stdin, sh.Stdout, sh.Stderr
 	cl, err := proto.StartIsolated(client, cmd, sh.Credential)
 	if err != nil {
-		probe.Stop()
-		return nil, fmt.Errorf("command: %w", err)
+		return fmt.Errorf("command: %w", err)
 	}
 	var serverDone <-chan struct{}
 	if srv != nil {
@@ -280,40 +306,18 @@ func (sh Shell) Run(ctx context.Context) (*ShellAccount, error) {
 		}
 		srv.Stop()
 	}
-	acct.Host = probe.Stop()
-	after, err := place.Meter.Stats()
-	if err != nil {
-		return acct, err
+	return nil
+}
+
+// ownsItsStack says a workload runs commands that are their own stack
+// (a scenario's stacks:, tlab shell's commands): no registered protocol
+// is looked up for it.
+func ownsItsStack(w workload.Workload) bool {
+	switch w.(type) {
+	case workload.Command, *shellCommands:
+		return true
 	}
-	for i, l := range after.Links {
-		var prev emu.LinkStats
-		if i < len(before.Links) {
-			prev = before.Links[i]
-		}
-		acct.Links = append(acct.Links, ShellLink{Name: l.Name, Up: directionAccount(l.Up.Sub(prev.Up)), Down: directionAccount(l.Down.Sub(prev.Down))})
-	}
-	acct.Release = after.Lateness
-	if facts, _, err := beside.stop(); err == nil {
-		for k, v := range facts {
-			if v == v { // JSON has no NaN: what was not measured is left out
-				if acct.Cross == nil {
-					acct.Cross = map[string]float64{}
-				}
-				acct.Cross[k] = v
-			}
-		}
-	}
-	if sh.Out != "" {
-		if err := writeShellAccount(sh.Out, acct); err != nil {
-			return acct, err
-		}
-		// The links' timelines and live changes (tlab link set), their
-		// window from the command's start.
-		if err := writeLinkEvents(sh.Out, spec.Topology, place.Meter, time.Duration(before.ClockNs), time.Duration(after.ClockNs)); err != nil {
-			return acct, err
-		}
-	}
-	return acct, ctx.Err()
+	return false
 }
 
 // environ is the commands' environment: tlab's own and the addresses.

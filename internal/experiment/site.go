@@ -9,23 +9,45 @@ import (
 
 	"tlab/internal/cross"
 	"tlab/internal/emu"
+	"tlab/internal/results"
 	"tlab/internal/testbed"
 	"tlab/internal/workload"
 )
 
 // A Site is where a cell runs: the emulated testbed of the cell's topology
-// (testbedSite), the real path to a tlab agent (agentSite, agent.go), and
-// whatever comes next. RunCell asks the cell's site for a Place and runs
-// the cell's own logic on it: the workload, what runs beside it, the
-// ledger and the summary. A new site is one file: a type with Open, and
-// for a site a scenario names, a kind registered with
-// scenario.RegisterSite.
+// (testbedSite), the real path to a tlab agent (agentSite, remote.go), an
+// emulated link in front of another site (Behind), and whatever comes
+// next. A run starts each site its cells need once, RunCell opens it for
+// each cell and runs the cell's own logic on the Place (the workload,
+// what runs beside it, the ledger and the summary), and the run finishes
+// it after its last cell. A new site is one file: a type with these
+// methods (embed CellOnly for a site with nothing to do per run) and a
+// factory registered with RegisterSite.
 type Site interface {
+	// Start readies the site for a run's cells (the agent's site dials
+	// the agent and measures the path), once, before the first cell.
+	Start(ctx context.Context) error
+	// Note adds what the site knows of the run to its manifest (the
+	// agent and the path as measured at Start); called when the run
+	// writes its manifest, before the cells.
+	Note(m *results.Manifest)
 	// Open prepares the site for one cell: its hosts, by the workload's
 	// roles, and what the cell reads of its links. The Place is closed by
 	// the caller, also on error.
 	Open(ctx context.Context, spec CellSpec, info workload.Info) (*Place, error)
+	// Finish ends the run at the site, also after a failed or cancelled
+	// run (completed false): what Start opened is released, and a run
+	// that completed is checked once more (the path at the end).
+	Finish(completed bool) error
 }
+
+// CellOnly is the per-run life of a site that has none: embedded in a
+// site, it starts, notes and finishes nothing.
+type CellOnly struct{}
+
+func (CellOnly) Start(context.Context) error { return nil }
+func (CellOnly) Note(*results.Manifest)      {}
+func (CellOnly) Finish(bool) error           { return nil }
 
 // Place is a site opened for one cell.
 type Place struct {
@@ -53,6 +75,9 @@ type Place struct {
 	// its bottleneck, from the host of role near to the first host across
 	// its link; nil where the site has no link to load.
 	Beside func(near string) (cross.Endpoints, error)
+	// Beyond, when set, is what the roles this place runs on this machine
+	// reach across the site: a link may be put in front of it (Behind).
+	Beyond *Beyond
 	// Check, when set, says after the workload whether the site is still
 	// whole (an agent that went away measured a broken path).
 	Check func() error
@@ -71,20 +96,13 @@ func (p *Place) close() error {
 // veths and the user-space emulator, seeded by the cell, so that every
 // protocol meets the same loss and jitter pattern and starts with fresh
 // kernel state.
-type testbedSite struct{}
+type testbedSite struct{ CellOnly }
 
-func (s testbedSite) Open(_ context.Context, spec CellSpec, info workload.Info) (*Place, error) {
-	p, _, err := s.build(spec, info)
-	return p, err
-}
-
-// build is Open, also giving the testbed (tlab shell runs commands in its
-// hosts).
-func (testbedSite) build(spec CellSpec, info workload.Info) (*Place, *testbed.Testbed, error) {
+func (testbedSite) Open(_ context.Context, spec CellSpec, info workload.Info) (*Place, error) {
 	opts := testbed.Options{Seed: spec.Cell.Seed, Emulator: spec.Emulator, Label: spec.Label, TCPECN: spec.Settings.TCPECN, CaptureDir: spec.CaptureDir}
 	tb, err := testbed.Build(spec.Topology, opts)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	p := &Place{Meter: tb.Emulator(), Emulated: true, Close: tb.Close}
 	th := hosts{tb, spec.Roles, spec.Groups}
@@ -93,11 +111,11 @@ func (testbedSite) build(spec CellSpec, info workload.Info) (*Place, *testbed.Te
 	// second (the client its server).
 	if len(info.Roles) > 1 {
 		if p.CertIP, err = th.Addr(info.Roles[0], info.Roles[1]); err != nil {
-			return p, tb, err
+			return p, err
 		}
 	}
 	if p.Measured, p.UpIsAtoB, err = measuredLink(spec.Topology, spec.Roles[info.Roles[0]]); err != nil {
-		return p, tb, err
+		return p, err
 	}
 	p.RTTMs = float64(p.Measured.Config.BaseRTT().Nanoseconds()) / 1e6
 	p.Beside = func(nearRole string) (cross.Endpoints, error) {
@@ -116,7 +134,7 @@ func (testbedSite) build(spec CellSpec, info workload.Info) (*Place, *testbed.Te
 		}
 		return cross.Endpoints{Client: th.Net(near), Server: th.Net(far), ServerAddr: farIP}, nil
 	}
-	return p, tb, nil
+	return p, nil
 }
 
 // measuredLink returns the link the host of the workload's first role

@@ -35,6 +35,7 @@ func (m *siteMeter) ResetLateness() error            { m.resets++; return nil }
 
 // fakeSite is a site on loopback that records what RunCell did with it.
 type fakeSite struct {
+	CellOnly
 	meter    siteMeter
 	opened   int
 	closed   int

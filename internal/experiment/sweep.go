@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -52,11 +53,10 @@ type Sweep struct {
 	// nextRound marks a later round of this same run (an exploration's,
 	// repetitions: auto), with Resume: not a resume, and the run grows.
 	nextRound bool
-	// Remote, when set, runs every cell across the real path to an agent;
-	// PathCheck is the path as measured at this start (or resume), for
-	// the manifest.
-	Remote    *RemotePath
-	PathCheck *results.PathCheck
+	// Sites are the run's started sites by kind, where its cells' networks
+	// run at one (sites: in the scenario); the testbed needs none. A cell
+	// whose site is missing is refused before anything runs.
+	Sites map[string]Site
 	// Requirements go into the manifest ("METRIC OP BOUND" each); a
 	// resume without any keeps the run's.
 	Requirements []advise.Requirement
@@ -209,7 +209,7 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 		}
 	}
 	cells := sw.Shard.Of(all)
-	if sw.Remote != nil {
+	if slices.ContainsFunc(cells, func(c scenario.Cell) bool { return c.Site != "" }) {
 		cells = interleaveNetworks(cells)
 	}
 	sites, err := sw.sites(cells)
@@ -275,13 +275,11 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 	if sw.QoO != nil {
 		m.QoO = sw.QoO.Wire()
 	}
-	if sw.Remote != nil {
-		a := sw.Remote.Agent
-		if m.Remote == nil {
-			m.Remote = &results.Remote{Address: a.Addr, Fingerprint: a.Agent.Fingerprint, Hostname: a.Agent.Hostname, Emulated: sc.LinkOverrides()}
-		}
-		if sw.PathCheck != nil {
-			m.Remote.Checks = append(m.Remote.Checks, *sw.PathCheck)
+	if !sw.nextRound {
+		// What each site knows of the run (the agent, the path at the
+		// start), once a start or resume: a later round is neither.
+		for _, kind := range slices.Sorted(maps.Keys(sw.Sites)) {
+			sw.Sites[kind].Note(m)
 		}
 	}
 	pending := 0
@@ -408,13 +406,11 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 }
 
 // sites are the sites the cells run at, by kind ("" the testbed): the
-// agent's real path where the run has one. A cell whose site the run does
+// run's started sites (the agent's real path where the run has one). A cell whose site the run does
 // not have is refused before anything runs.
 func (sw Sweep) sites(cells []scenario.Cell) (map[string]Site, error) {
 	sites := map[string]Site{"": testbedSite{}}
-	if sw.Remote != nil {
-		sites[AgentSite] = agentSite{sw.Remote}
-	}
+	maps.Copy(sites, sw.Sites)
 	for _, c := range cells {
 		if _, ok := sites[c.Site]; !ok {
 			return nil, inputErr(fmt.Errorf("network %s runs at the %s site, which this run does not have: %s", c.Profile, c.Site, siteHint(c.Site)))

@@ -201,8 +201,8 @@ type frameLedger struct {
 // into the ledger: in this process, or on a remote agent, whose arrivals
 // are fetched (on this clock) when the server is closed.
 func (f Frames) serve(env *Env, ft proto.FrameTransport, opts proto.FrameOptions, led *frameLedger) (io.Closer, error) {
-	if rs, ok := remote(env, "server"); ok {
-		rf, ok := rs.(RemoteFrames)
+	if remote(env, "server") {
+		rf, ok := env.Hosts.(RemoteFrames)
 		if !ok {
 			return nil, errors.New("the server's machine cannot run a frame server")
 		}

@@ -348,7 +348,7 @@ func (p PubSub) Run(ctx context.Context, env *Env) error {
 		return nil
 	}
 	port := env.Port(ps.DefaultPort())
-	broker, err := serveBroker(env, ps, "broker", port, p.Broker)
+	broker, err := serveBroker(env, "broker", port, p.Broker)
 	if err != nil {
 		return failAll("broker: " + err.Error())
 	}
@@ -416,7 +416,7 @@ func (p PubSub) Run(ctx context.Context, env *Env) error {
 			others = append(others, topicOf(i))
 		}
 		pacerNet, pacerAt := env.Hosts.Net("broker"), net.JoinHostPort("127.0.0.1", fmt.Sprint(port))
-		if _, isRemote := remote(env, "broker"); isRemote {
+		if remote(env, "broker") {
 			pacerNet, pacerAt = env.Hosts.Net("subscriber"), subscriberAt
 		}
 		pacer, err := follow("tlab-pacer", pacerNet, pacerAt, others)

@@ -315,18 +315,7 @@ var ClientServerRoles = []string{"client", "server"}
 // StartServer starts the protocol's server on the host playing role
 // server; the returned function stops it.
 func StartServer(env *Env) (stop func() error, err error) {
-	if rs, ok := remote(env, "server"); ok {
-		srv, err := rs.Serve("server", ServerRequestResponse, env.Protocol.Name, env.Port(ServerPort), env.Settings)
-		if err != nil {
-			return nil, fmt.Errorf("server (on the agent): %w", err)
-		}
-		return srv.Close, nil
-	}
-	ex, ok := proto.As[proto.Exchanger](env.Protocol)
-	if !ok {
-		return nil, proto.Require(env.Protocol.Name, proto.CapRequestResponse)
-	}
-	srv, err := ex.Serve(env.Hosts.Net("server"), env.Port(ServerPort), env.Settings)
+	srv, err := serve(env, "server", ServerRequestResponse, ServerRequest{Protocol: env.Protocol, Port: env.Port(ServerPort), Settings: env.Settings})
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
