@@ -19,10 +19,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // event is one line of go test -json (cmd/test2json's TestEvent).
 type event struct {
+	Time    time.Time
 	Action  string
 	Package string
 	Test    string
@@ -126,6 +128,9 @@ type result struct {
 // of the logs.
 func slowest(n int, logs []string, w io.Writer) error {
 	var tests, pkgs []result
+	// A test's time is from its first event to its end: go test's own
+	// Elapsed for a test whose subtests run in parallel leaves them out.
+	began := map[string]time.Time{}
 	for _, name := range logs {
 		f, err := os.Open(name)
 		if err != nil {
@@ -135,14 +140,22 @@ func slowest(n int, logs []string, w io.Writer) error {
 		sc.Buffer(make([]byte, 1<<20), 16<<20)
 		for sc.Scan() {
 			var e event
-			if json.Unmarshal(sc.Bytes(), &e) != nil || (e.Action != "pass" && e.Action != "fail" && e.Action != "skip") {
+			if json.Unmarshal(sc.Bytes(), &e) != nil {
+				continue
+			}
+			key := e.Package + " " + e.Test
+			if _, ok := began[key]; !ok {
+				began[key] = e.Time
+			}
+			if e.Action != "pass" && e.Action != "fail" && e.Action != "skip" {
 				continue
 			}
 			switch {
 			case e.Test == "":
 				pkgs = append(pkgs, result{e.Package, e.Action, e.Elapsed})
 			case !strings.Contains(e.Test, "/"):
-				tests = append(tests, result{e.Package + " " + e.Test, e.Action, e.Elapsed})
+				wall := e.Time.Sub(began[key]).Seconds()
+				tests = append(tests, result{key, e.Action, max(e.Elapsed, wall)})
 			}
 		}
 		f.Close()
