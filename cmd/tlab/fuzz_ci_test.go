@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"maps"
 	"os"
@@ -38,9 +37,7 @@ const fuzzCap = 30 * time.Second
 // Its time is bounded three ways. Each target fuzzes for fuzzCap at
 // most. Each package's instrumented test binary is built once (go test
 // -c -fuzz), not once per target: the go command links a fuzzing binary
-// on every go test -fuzz, and two thirds of the targets share a package;
-// the next package's binary builds while the last one's targets fuzz
-// (building took two thirds of this test's time when done in turn).
+// on every go test -fuzz, and two thirds of the targets share a package.
 // And the fuzzing cache is a directory of this run's own, so each run
 // starts from the targets' seeds: with Go's cache in GOCACHE, every run's
 // new inputs stay and every later run replays them all before it fuzzes,
@@ -74,40 +71,18 @@ func TestEveryFuzzTargetRunsBriefly(t *testing.T) {
 		t.Fatal(err)
 	}
 	work := t.TempDir()
-	dirs := slices.Sorted(maps.Keys(targets))
-	// The binaries are built one after another in the background while
-	// the ones built are fuzzing: a build is mostly one core's compile
-	// and link, and fuzzing waits for it less.
-	built := make(chan fuzzBinary, len(dirs))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer func() { // no build outlives the test (and its temp directory)
-		cancel()
-		for range built {
-		}
-	}()
-	go func() {
-		defer close(built)
-		for _, dir := range dirs {
-			began := time.Now()
-			flat := strings.ReplaceAll(strings.TrimPrefix(dir, "./"), "/", "_")
-			b := fuzzBinary{dir: dir, flat: flat, path: filepath.Join(work, flat+".test")}
-			build := exec.CommandContext(ctx, "go", "test", "-c", "-fuzz", ".", "-o", b.path, dir)
-			build.Dir = root
-			if out, err := build.CombinedOutput(); err != nil {
-				b.err = fmt.Errorf("building its fuzzing test binary: %v\n%s", err, out)
-			}
-			b.took = time.Since(began)
-			built <- b
-		}
-	}()
 	n := 0
-	for b := range built {
-		dir, flat, bin := b.dir, b.flat, b.path
-		if b.err != nil {
-			t.Errorf("%s: %v", dir, b.err)
+	for _, dir := range slices.Sorted(maps.Keys(targets)) {
+		began := time.Now()
+		flat := strings.ReplaceAll(strings.TrimPrefix(dir, "./"), "/", "_")
+		bin := filepath.Join(work, flat+".test")
+		build := exec.Command("go", "test", "-c", "-fuzz", ".", "-o", bin, dir)
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Errorf("%s: building its fuzzing test binary: %v\n%s", dir, err, out)
 			continue
 		}
-		t.Logf("%s: built for fuzzing in %.0f s", dir, b.took.Seconds())
+		t.Logf("%s: built for fuzzing in %.0f s", dir, time.Since(began).Seconds())
 		for _, name := range targets[dir] {
 			n++
 			began := time.Now()
@@ -117,8 +92,7 @@ func TestEveryFuzzTargetRunsBriefly(t *testing.T) {
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			if err := cmd.Start(); err != nil {
-				t.Errorf("%s %s: %v", dir, name, err)
-				continue
+				t.Fatal(err)
 			}
 			interrupt := time.AfterFunc(fuzzCap, func() { cmd.Process.Signal(os.Interrupt) })
 			err := cmd.Wait()
@@ -137,19 +111,10 @@ func TestEveryFuzzTargetRunsBriefly(t *testing.T) {
 			}
 			t.Logf("%s %s: fuzzed %s inputs in %.0f s%s", dir, name, execs, time.Since(began).Seconds(), stop)
 		}
-		os.Remove(bin) // tens of MB each
 	}
 	if n < 10 {
 		t.Errorf("found %d fuzz targets; the parsers have at least 10", n)
 	}
-}
-
-// fuzzBinary is one package's instrumented test binary, or why it was
-// not built.
-type fuzzBinary struct {
-	dir, flat, path string
-	took            time.Duration
-	err             error
 }
 
 // fuzzExecs reads the count of inputs from Go's fuzzing progress lines.
