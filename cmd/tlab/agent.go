@@ -48,17 +48,22 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return errorExit(stderr, err)
 	}
+	// The pairing file is written before anything is printed: a script
+	// (or a test) that starts the controller as soon as the agent says it
+	// listens must find the file there.
+	if pairing.Token != "" && *tokenFile != "" {
+		// A new file renamed into place: a link at the path is
+		// replaced, not followed, and an old file's looser mode
+		// does not carry over to the live token.
+		if err := remote.WritePrivateFile(*tokenFile, pairing.Marshal()); err != nil {
+			ln.Close()
+			return errorExit(stderr, err)
+		}
+	}
 	fmt.Fprintf(stdout, "tlab agent listening on %s\nidentity %s\n", ln.Addr(), pairing.Agent)
 	if pairing.Token != "" {
 		fmt.Fprintf(stdout, "pairing token %s (one time)\n", pairing.Token)
 		if *tokenFile != "" {
-			// A new file renamed into place: a link at the path is
-			// replaced, not followed, and an old file's looser mode
-			// does not carry over to the live token.
-			if err := remote.WritePrivateFile(*tokenFile, pairing.Marshal()); err != nil {
-				ln.Close()
-				return errorExit(stderr, err)
-			}
 			fmt.Fprintf(stdout, "pairing written to %s: copy it to the controller and run\n  tlab run FILE|PRESET --remote THIS_HOST:%d --token-file %s\n", *tokenFile, remote.DefaultPort, *tokenFile)
 		}
 	}

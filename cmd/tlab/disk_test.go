@@ -34,6 +34,9 @@ func TestFullDiskKeepsCellsAndResumes(t *testing.T) {
 	bin := buildTlab(t)
 	for _, c := range []struct{ name, size string }{{"in a cell", "400k"}, {"at the join", "1000k"}} {
 		t.Run(c.name, func(t *testing.T) {
+			// The two fill points side by side, each on a tmpfs of its
+			// own: the runs mostly wait for their cells' packets.
+			t.Parallel()
 			dir := t.TempDir()
 			file := filepath.Join(dir, "s.yaml")
 			os.WriteFile(file, []byte(fullDiskScenario), 0o644)

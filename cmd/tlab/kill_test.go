@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -93,6 +94,9 @@ warmup: 0s
 // records as the reference's, no record twice, every file parses, report
 // and stats rebuild, and nothing is left running or registered.
 //
+// The scenarios run two at a time (-parallel), each with a copy of tlab
+// of its own so that a process left after a kill is its own.
+//
 // CI runs the short form, one kill a scenario (six in all). The long
 // form: TLAB_KILLS=5 go test -run TestKillAtRandomAndResume -v ./cmd/tlab
 // (thirty kills). TLAB_KILL_SEED replays a run's kill moments.
@@ -112,7 +116,6 @@ func TestKillAtRandomAndResume(t *testing.T) {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
 	t.Logf("kill moments from seed %d (TLAB_KILL_SEED=%d replays them)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 0x6b696c6c))
 	bin := buildTlab(t)
 	// The runs' temporary directories go to a directory of this test's
 	// own, so that what it finds left over is its runs', not those of
@@ -125,85 +128,103 @@ func TestKillAtRandomAndResume(t *testing.T) {
 	t.Setenv("TMPDIR", tmp)
 	linksBefore := linkCount(t)
 	runDirsBefore := tempRunDirs()
-	survived, landedInCell := 0, 0
+	var bins []string
 	for _, sc := range killScenarios {
-		t.Run(sc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			for name, content := range sc.files {
-				if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			file := filepath.Join(dir, sc.run)
-			ref := filepath.Join(dir, "reference")
-			began := time.Now()
-			if out, err := exec.Command(bin, "run", file, "--out", ref, "--no-calibration", "--quality", "off").CombinedOutput(); err != nil {
-				t.Fatalf("reference run: %v\n%s", err, out)
-			}
-			span := time.Since(began)
-			want := runRecordCounts(t, ref)
-
-			shards := max(sc.shards, 1)
-			var outs []string
-			for i := 1; i <= shards; i++ {
-				out := filepath.Join(dir, fmt.Sprintf("killed-%d", i))
-				outs = append(outs, out)
-				args := []string{"run", file, "--out", out, "--no-calibration", "--quality", "off"}
-				if sc.shards > 0 {
-					args = append(args, "--shard", fmt.Sprintf("%d/%d", i, shards))
-				}
-				for k := 0; k < kills; k++ {
-					sig := []syscall.Signal{syscall.SIGKILL, syscall.SIGINT}[rng.IntN(2)]
-					// Anywhere from the start (building the testbed) to
-					// near the end of what is left of the shard, at the
-					// pace of the undisturbed run.
-					left := 1 - float64(doneCells(out))/(float64(len(want))/float64(shards))
-					at := time.Duration(float64(span/time.Duration(shards)) * max(left, 0.1) * (0.05 + 0.85*rng.Float64()))
-					inCell, finished := killAt(t, bin, args, out, sig, at)
-					if finished {
-						t.Logf("kill %d (%v at %v) came after the run finished", k+1, sig, at.Round(time.Millisecond))
-						break
-					}
-					survived++
-					if inCell {
-						landedInCell++
-					}
-					t.Logf("kill %d: %v at %v, in a cell: %v", k+1, sig, at.Round(time.Millisecond), inCell)
-					args = []string{"run", "--resume", out, "--no-calibration"}
-				}
-				if o, err := exec.Command(bin, "run", "--resume", out, "--no-calibration").CombinedOutput(); err != nil {
-					t.Fatalf("final resume of %s: %v\n%s", out, err, o)
-				}
-			}
-			final := outs[0]
-			if sc.shards > 0 {
-				final = filepath.Join(dir, "merged")
-				if o, err := exec.Command(bin, append(append([]string{"merge"}, outs...), "--out", final)...).CombinedOutput(); err != nil {
-					t.Fatalf("merge: %v\n%s", err, o)
-				}
-			}
-			got := runRecordCounts(t, final)
-			if !mapsEqual(got, want) {
-				t.Errorf("killed and resumed, records per cell:\n%v\nundisturbed:\n%v", got, want)
-			}
-			for _, d := range runDirs(t, final) {
-				// The run's options hold in every part, also one begun
-				// only by a resume.
-				var man struct{ Quality string }
-				if b, err := os.ReadFile(filepath.Join(d, "manifest.json")); err != nil || json.Unmarshal(b, &man) != nil || man.Quality != "off" {
-					t.Errorf("%s ran with quality %q, want the run's off (%v)", d, man.Quality, err)
-				}
-				for _, cmd := range [][]string{{"report", d}, {"stats", d}} {
-					if o, err := exec.Command(bin, cmd...).CombinedOutput(); err != nil {
-						t.Errorf("tlab %s after the kills: %v\n%s", strings.Join(cmd, " "), err, o)
-					}
-				}
-			}
-		})
+		bins = append(bins, copyFile(t, bin, filepath.Join(tmp, "tlab-"+sc.name)))
 	}
+	var survived, landedInCell atomic.Int64
+	// The scenarios run side by side (as many at once as -parallel, the
+	// CPUs by default): a run spends most of its time waiting for its
+	// cells' packets, and this test times nothing; each has its own
+	// generator of kill moments from the seed, so a seed still replays.
+	t.Run("scenarios", func(t *testing.T) {
+		for i, sc := range killScenarios {
+			t.Run(sc.name, func(t *testing.T) {
+				t.Parallel()
+				rng := rand.New(rand.NewPCG(seed, 0x6b696c6c+uint64(i)))
+				// A copy of tlab of the scenario's own: what is left
+				// running after a kill is told apart from the runs
+				// of the scenarios beside it by its executable.
+				bin := bins[i]
+				dir := t.TempDir()
+				for name, content := range sc.files {
+					if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				file := filepath.Join(dir, sc.run)
+				ref := filepath.Join(dir, "reference")
+				began := time.Now()
+				if out, err := exec.Command(bin, "run", file, "--out", ref, "--no-calibration", "--quality", "off").CombinedOutput(); err != nil {
+					t.Fatalf("reference run: %v\n%s", err, out)
+				}
+				span := time.Since(began)
+				want := runRecordCounts(t, ref)
+
+				shards := max(sc.shards, 1)
+				var outs []string
+				for i := 1; i <= shards; i++ {
+					out := filepath.Join(dir, fmt.Sprintf("killed-%d", i))
+					outs = append(outs, out)
+					args := []string{"run", file, "--out", out, "--no-calibration", "--quality", "off"}
+					if sc.shards > 0 {
+						args = append(args, "--shard", fmt.Sprintf("%d/%d", i, shards))
+					}
+					for k := 0; k < kills; k++ {
+						sig := []syscall.Signal{syscall.SIGKILL, syscall.SIGINT}[rng.IntN(2)]
+						// Anywhere from the start (building the testbed) to
+						// near the end of what is left of the shard, at the
+						// pace of the undisturbed run.
+						left := 1 - float64(doneCells(out))/(float64(len(want))/float64(shards))
+						at := time.Duration(float64(span/time.Duration(shards)) * max(left, 0.1) * (0.05 + 0.85*rng.Float64()))
+						inCell, finished := killAt(t, bin, args, out, sig, at)
+						if finished {
+							t.Logf("kill %d (%v at %v) came after the run finished", k+1, sig, at.Round(time.Millisecond))
+							break
+						}
+						survived.Add(1)
+						if inCell {
+							landedInCell.Add(1)
+						}
+						t.Logf("kill %d: %v at %v, in a cell: %v", k+1, sig, at.Round(time.Millisecond), inCell)
+						args = []string{"run", "--resume", out, "--no-calibration"}
+					}
+					if o, err := exec.Command(bin, "run", "--resume", out, "--no-calibration").CombinedOutput(); err != nil {
+						t.Fatalf("final resume of %s: %v\n%s", out, err, o)
+					}
+				}
+				final := outs[0]
+				if sc.shards > 0 {
+					final = filepath.Join(dir, "merged")
+					if o, err := exec.Command(bin, append(append([]string{"merge"}, outs...), "--out", final)...).CombinedOutput(); err != nil {
+						t.Fatalf("merge: %v\n%s", err, o)
+					}
+				}
+				got := runRecordCounts(t, final)
+				if !mapsEqual(got, want) {
+					t.Errorf("killed and resumed, records per cell:\n%v\nundisturbed:\n%v", got, want)
+				}
+				for _, d := range runDirs(t, final) {
+					// The run's options hold in every part, also one begun
+					// only by a resume.
+					var man struct{ Quality string }
+					if b, err := os.ReadFile(filepath.Join(d, "manifest.json")); err != nil || json.Unmarshal(b, &man) != nil || man.Quality != "off" {
+						t.Errorf("%s ran with quality %q, want the run's off (%v)", d, man.Quality, err)
+					}
+					for _, cmd := range [][]string{{"report", d}, {"stats", d}} {
+						if o, err := exec.Command(bin, cmd...).CombinedOutput(); err != nil {
+							t.Errorf("tlab %s after the kills: %v\n%s", strings.Join(cmd, " "), err, o)
+						}
+					}
+				}
+			})
+		}
+	})
 	// Nothing is left behind: no process of ours, no registered run, no
 	// interface in this namespace that was not there before.
-	waitNoProcess(t, bin)
+	for _, b := range append(bins, bin) {
+		waitNoProcess(t, b)
+	}
 	o, err := exec.Command(bin, "cleanup", "--dry-run", "--json").Output()
 	var actions []map[string]any
 	if err != nil || json.Unmarshal(o, &actions) != nil || len(actions) != 0 {
@@ -217,9 +238,9 @@ func TestKillAtRandomAndResume(t *testing.T) {
 	if n := linkCount(t); n != linksBefore {
 		t.Errorf("%d network interfaces here after the kills, %d before", n, linksBefore)
 	}
-	t.Logf("%d kills survived (%d in the middle of a cell), nothing lost", survived, landedInCell)
-	if survived < len(killScenarios)*kills/2 {
-		t.Errorf("only %d of %d kills landed before their run ended: the scenarios are too short for this machine", survived, len(killScenarios)*kills)
+	t.Logf("%d kills survived (%d in the middle of a cell), nothing lost", survived.Load(), landedInCell.Load())
+	if survived.Load() < int64(len(killScenarios)*kills/2) {
+		t.Errorf("only %d of %d kills landed before their run ended: the scenarios are too short for this machine", survived.Load(), len(killScenarios)*kills)
 	}
 }
 
@@ -262,6 +283,19 @@ func killAt(t *testing.T, bin string, args []string, out string, sig syscall.Sig
 	}
 	waitNoProcess(t, bin)
 	return inCell, false
+}
+
+// copyFile copies the executable from to the path to and returns to.
+func copyFile(t *testing.T, from, to string) string {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err == nil {
+		err = os.WriteFile(to, b, 0o755)
+	}
+	if err != nil {
+		t.Fatalf("copying %s: %v", from, err)
+	}
+	return to
 }
 
 // doneCells counts the complete cells of a run directory or a suite's.

@@ -85,13 +85,9 @@ func (m *twoMachines) startAgent(t *testing.T, token bool) {
 		t.Fatal(err)
 	}
 	m.agent = p
-	// Ready once it listens and, when it pairs, once the pairing file is
-	// written: the agent announces the one before it writes the other, and
-	// a controller started in between (a busy machine) found no file.
+	// Ready once it says it listens: the agent writes its pairing file
+	// before that line (TestAgentWritesThePairingBeforeItSaysItListens).
 	readyLine := "tlab agent listening"
-	if token {
-		readyLine = "pairing written to "
-	}
 	ready := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
