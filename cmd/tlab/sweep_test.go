@@ -269,8 +269,13 @@ func TestConcurrentRunsAreNamed(t *testing.T) {
 	}
 	b, _ := os.ReadFile(filepath.Join(second, "summary.json"))
 	var rows []map[string]any
-	if json.Unmarshal(b, &rows); len(rows) != 1 || rows[0]["overlapping_runs"] != 1.0 {
+	// At least the first run overlapped: tlab counts every run on the
+	// host, and another one (a user's, another test suite's) may be live
+	// too; the first run is named above by its pid.
+	if json.Unmarshal(b, &rows); len(rows) != 1 {
 		t.Errorf("summary: %v", rows)
+	} else if n, _ := rows[0]["overlapping_runs"].(float64); !(n >= 1) {
+		t.Errorf("summary: overlapping_runs %v, want at least 1 (the first run): %v", rows[0]["overlapping_runs"], rows)
 	}
 	html, _ := os.ReadFile(filepath.Join(second, "report.html"))
 	if !strings.Contains(string(html), "Warning: cell") || !strings.Contains(string(html), fmt.Sprint(first.Process.Pid)) {
