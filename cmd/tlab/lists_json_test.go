@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -24,6 +25,8 @@ func TestListsAsJSONComeFromTheirRegistries(t *testing.T) {
 		PlannedS float64  `json:"planned_s"`
 		Suite    []string `json:"suite"`
 		Invalid  string   `json:"invalid"`
+		Most     int      `json:"most_cells"`
+		MostS    float64  `json:"most_planned_s"`
 	}
 	if err := json.Unmarshal([]byte(out), &presets); err != nil {
 		t.Fatalf("presets --json is not JSON: %v\n%s", err, out)
@@ -33,6 +36,14 @@ func TestListsAsJSONComeFromTheirRegistries(t *testing.T) {
 		names = append(names, p.Name)
 		if p.Invalid != "" || p.Cells <= 0 || p.PlannedS <= 0 {
 			t.Errorf("preset %s: cells %d, planned %g s, invalid %q", p.Name, p.Cells, p.PlannedS, p.Invalid)
+		}
+	}
+	// quick repeats until decided, from 2 to 6 repetitions of its 8
+	// stack-network pairs: 16 cells at first, 48 at the most, taking
+	// three times as long.
+	for _, p := range presets {
+		if p.Name == "quick" && (p.Cells != 16 || p.Most != 48 || math.Abs(p.MostS-3*p.PlannedS) > 1e-6*p.MostS) {
+			t.Errorf("quick: %d to %d cells, %g to %g s; want 16 to 48, the most three times the first", p.Cells, p.Most, p.PlannedS, p.MostS)
 		}
 	}
 	if !slices.Equal(names, scenarios.Names()) {

@@ -43,7 +43,9 @@ func TestExitCodesAndHelp(t *testing.T) {
 		{[]string{"profiles", "wifi", "--link", "rate"}, exitUsage, "want key=value"},
 		{[]string{"profiles", "wifi", "--link", "up.rate=5Mbit"}, exitOK, "rate 5Mbit"},
 		{[]string{"version", "extra"}, exitUsage, "unexpected argument"},
-		{[]string{"validate", "quick"}, exitOK, "16 cells (2 profiles x 4 protocols x 1 matrix point x 2 repetitions)"},
+		// repetitions: auto from 2 to 6: 2 profiles x 4 protocols x 2 = 16
+		// cells at first, x 6 = 48 at the most.
+		{[]string{"validate", "quick"}, exitOK, "16 to 48 cells (2 profiles x 4 protocols x 1 matrix point x 2 to 6 repetitions, repeated until decided)"},
 		{[]string{"run", "--replay", "x.yaml"}, exitUsage, "goes with --remote"},
 		{[]string{"run", "--remote", "nohost", "quick"}, exitUsage, "want HOST:PORT"},
 		{[]string{"run", "--remote", "h:1", "--replay", "x.yaml", "--link", "up.loss=1%"}, exitUsage, "run the two apart"},

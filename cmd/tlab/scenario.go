@@ -271,9 +271,19 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 		var cells []scenario.Cell
 		if cells, err = sc.Cells(); err == nil {
 			points := len(cells) / max(1, len(sc.Profiles)*len(sc.Protocols)*sc.Repetitions)
-			fmt.Fprintf(stdout, "%s: valid. %s (%s x %s x %s x %s), about %v.\n",
-				sc.Name, units.Count(len(cells), "cell"), units.Count(len(sc.Profiles), "profile"), units.Count(len(sc.Protocols), "protocol"), units.Count(points, "matrix point"), units.Count(sc.Repetitions, "repetition"),
-				experiment.Plan(cells).Round(time.Second))
+			planned := experiment.Plan(cells)
+			if maxReps, auto := sc.AutoRepetitions(); auto && maxReps > sc.Repetitions {
+				// repetitions: auto runs the first repetitions, then more
+				// only while a verdict is open: a range, not one figure.
+				most := mostCells(len(cells), sc.Repetitions, maxReps)
+				fmt.Fprintf(stdout, "%s: valid. %d to %s (%s x %s x %s x %d to %d repetitions, repeated until decided), about %v to %v.\n",
+					sc.Name, len(cells), units.Count(most, "cell"), units.Count(len(sc.Profiles), "profile"), units.Count(len(sc.Protocols), "protocol"), units.Count(points, "matrix point"), sc.Repetitions, maxReps,
+					planned.Round(time.Second), scalePlan(planned, most, len(cells)).Round(time.Second))
+			} else {
+				fmt.Fprintf(stdout, "%s: valid. %s (%s x %s x %s x %s), about %v.\n",
+					sc.Name, units.Count(len(cells), "cell"), units.Count(len(sc.Profiles), "profile"), units.Count(len(sc.Protocols), "protocol"), units.Count(points, "matrix point"), units.Count(sc.Repetitions, "repetition"),
+					planned.Round(time.Second))
+			}
 			for _, line := range sc.StackLines() {
 				fmt.Fprintln(stdout, line)
 			}
@@ -383,12 +393,16 @@ func runPresets(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	// presetInfo is one preset as --json writes it.
 	type presetInfo struct {
-		Name        string   `json:"name"`
-		Cells       int      `json:"cells"`
-		PlannedS    float64  `json:"planned_s"`
-		Suite       []string `json:"suite,omitempty"`
-		Description string   `json:"description"`
-		Invalid     string   `json:"invalid,omitempty"`
+		Name     string   `json:"name"`
+		Cells    int      `json:"cells"`
+		PlannedS float64  `json:"planned_s"`
+		Suite    []string `json:"suite,omitempty"`
+		// MostCells and MostPlannedS are the most a preset with
+		// repetitions: auto may run, when every verdict stays open.
+		MostCells    int     `json:"most_cells,omitempty"`
+		MostPlannedS float64 `json:"most_planned_s,omitempty"`
+		Description  string  `json:"description"`
+		Invalid      string  `json:"invalid,omitempty"`
 	}
 	var out []presetInfo
 	for _, n := range scenarios.Names() {
@@ -419,26 +433,51 @@ func runPresets(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		cells, _ := sc.Cells()
 		info.Cells, info.PlannedS, info.Description = len(cells), experiment.Plan(cells).Seconds(), firstSentence(sc.Description)
+		if maxReps, auto := sc.AutoRepetitions(); auto && maxReps > sc.Repetitions {
+			info.MostCells = mostCells(len(cells), sc.Repetitions, maxReps)
+			info.MostPlannedS = scalePlan(experiment.Plan(cells), info.MostCells, len(cells)).Seconds()
+		}
 		out = append(out, info)
 	}
 	if *asJSON {
 		return writeJSON(stdout, out)
 	}
 	for _, p := range out {
-		planned := time.Duration(p.PlannedS * 1e9)
-		if planned = planned.Round(time.Second); planned >= time.Minute {
-			planned = planned.Round(time.Minute)
-		}
+		planned := roundPlan(time.Duration(p.PlannedS * 1e9))
 		switch {
 		case p.Invalid != "":
 			fmt.Fprintf(stdout, "%-20s INVALID: %s\n", p.Name, p.Invalid)
 		case len(p.Suite) > 0:
 			fmt.Fprintf(stdout, "%-20s %4d cells, ~%-10v suite of %s. %s\n", p.Name, p.Cells, planned, strings.Join(p.Suite, ", "), p.Description)
+		case p.MostCells > 0:
+			span := fmt.Sprintf("%v-%v", planned, roundPlan(time.Duration(p.MostPlannedS*1e9)))
+			fmt.Fprintf(stdout, "%-20s %4d-%d cells, ~%-10v %s\n", p.Name, p.Cells, p.MostCells, span, p.Description)
 		default:
 			fmt.Fprintf(stdout, "%-20s %4d cells, ~%-10v %s\n", p.Name, p.Cells, planned, p.Description)
 		}
 	}
 	return exitOK
+}
+
+// roundPlan rounds a planned time as the listing prints it: to the
+// minute, or to the second under a minute.
+func roundPlan(d time.Duration) time.Duration {
+	if d = d.Round(time.Second); d >= time.Minute {
+		d = d.Round(time.Minute)
+	}
+	return d
+}
+
+// mostCells is how many cells a scenario with repetitions: auto runs when
+// every point goes to maxReps: its cells for the first reps, scaled.
+func mostCells(cells, reps, maxReps int) int {
+	return cells / max(reps, 1) * maxReps
+}
+
+// scalePlan scales a planned time for cells to most cells (the cells of
+// one repetition cost the same in every repetition).
+func scalePlan(planned time.Duration, most, cells int) time.Duration {
+	return time.Duration(float64(planned) * float64(most) / float64(max(cells, 1)))
 }
 
 func firstSentence(s string) string {
