@@ -222,6 +222,16 @@ func (s *Scenario) defaults() {
 
 // errAt makes an error at the line of the node at path (or the root).
 func (s *Scenario) errAt(path []any, format string, args ...any) error {
+	// An error that already says where it stands in this scenario (a
+	// line of its own, or a --set override) is not placed again: the
+	// line of the path would be a second, wrong place ("quick:7: quick,
+	// in a --set override: ...").
+	if len(args) == 1 && format == "%v" {
+		var placed *strictyaml.Error
+		if err, ok := args[0].(error); ok && errors.As(err, &placed) && placed.File == s.file {
+			return err
+		}
+	}
 	n := nodeAt(s.root, path)
 	line := 1
 	if n != nil {
