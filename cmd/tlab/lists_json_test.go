@@ -87,3 +87,44 @@ func containsLine(text, name string) bool {
 	}
 	return false
 }
+
+// TestValidateAsJSON: tlab validate --json says what the text says, as
+// numbers: quick's 2 profiles x 4 protocols x 2 to 6 repetitions are 16
+// to 48 cells; a suite is one object per part, in the suite's order.
+func TestValidateAsJSON(t *testing.T) {
+	code, out, errs := run("validate", "quick", "--json")
+	if code != exitOK {
+		t.Fatalf("validate quick --json: exit %d: %s", code, errs)
+	}
+	var v struct {
+		Name      string `json:"name"`
+		Cells     int    `json:"cells"`
+		Most      int    `json:"most_cells"`
+		Profiles  int    `json:"profiles"`
+		Protocols int    `json:"protocols"`
+		Reps      int    `json:"repetitions"`
+		MaxReps   int    `json:"max_repetitions"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if v.Name != "quick" || v.Cells != 16 || v.Most != 48 || v.Profiles != 2 || v.Protocols != 4 || v.Reps != 2 || v.MaxReps != 6 {
+		t.Errorf("validate quick --json: %+v", v)
+	}
+	code, out, errs = run("validate", "latency-under-load", "--json")
+	if code != exitOK {
+		t.Fatalf("validate latency-under-load --json: exit %d: %s", code, errs)
+	}
+	var s struct {
+		Suite string `json:"suite"`
+		Parts []struct {
+			Name string `json:"name"`
+		} `json:"parts"`
+	}
+	if err := json.Unmarshal([]byte(out), &s); err != nil || s.Suite != "latency-under-load" || len(s.Parts) != 2 || s.Parts[0].Name != "latency-under-load-loop" || s.Parts[1].Name != "latency-under-load-mqtt" {
+		t.Errorf("the suite as JSON: %v %+v", err, s)
+	}
+	if code, _, errs := run("validate", "quick", "--json", "--set", "link.rate=abc"); code != exitUsage || !strings.Contains(errs, "in a --set override") {
+		t.Errorf("a bad override with --json: exit %d, %s", code, errs)
+	}
+}

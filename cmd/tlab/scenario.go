@@ -242,9 +242,10 @@ func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("validate", "validate FILE|PRESET [--set key=value ...]\n\nCheck a scenario without running it.", stderr)
+	fs := newFlags("validate", "validate FILE|PRESET [--set key=value ...] [--json]\n\nCheck a scenario without running it: its cells, their time, its warnings.", stderr)
 	var sets listFlag
 	fs.Var(&sets, "set", "override a field, e.g. workload.interval=10ms (repeatable)")
+	asJSON := fs.Bool("json", false, "print what was checked as JSON (a suite: one object per part)")
 	pos, code, ok := parseArgs(fs, args, 1)
 	if !ok {
 		return code
@@ -253,64 +254,124 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "tlab validate: give a scenario file or preset name")
 		return exitUsage
 	}
-	if suite, isSuite, err := experiment.SuiteFor(pos[0], sets); isSuite || err != nil {
+	names := pos
+	suite, isSuite, err := experiment.SuiteFor(pos[0], sets)
+	if err != nil {
+		fmt.Fprintf(stderr, "tlab validate: %v\n", err)
+		return exitUsage
+	}
+	if isSuite {
+		names = suite.Parts
+	}
+	var checked []validation
+	for _, name := range names {
+		v, err := validateScenario(name, sets)
 		if err != nil {
 			fmt.Fprintf(stderr, "tlab validate: %v\n", err)
 			return exitUsage
 		}
-		for _, part := range suite.Parts {
-			if code := runValidate(context.Background(), append([]string{part}, setArgs(sets)...), stdout, stderr); code != exitOK {
-				return code
-			}
+		checked = append(checked, v)
+	}
+	if *asJSON {
+		if isSuite {
+			return writeJSON(stdout, map[string]any{"suite": suite.Name, "parts": checked})
 		}
+		return writeJSON(stdout, checked[0])
+	}
+	for _, v := range checked {
+		v.print(stdout, stderr)
+	}
+	if isSuite {
 		fmt.Fprintf(stdout, "%s: a valid suite of %s.\n", suite.Name, units.Count(len(suite.Parts), "scenario"))
-		return exitOK
 	}
-	sc, err := experiment.LoadScenario(pos[0], sets)
-	if err == nil {
-		var cells []scenario.Cell
-		if cells, err = sc.Cells(); err == nil {
-			points := len(cells) / max(1, len(sc.Profiles)*len(sc.Protocols)*sc.Repetitions)
-			planned := experiment.Plan(cells)
-			if maxReps, auto := sc.AutoRepetitions(); auto && maxReps > sc.Repetitions {
-				// repetitions: auto runs the first repetitions, then more
-				// only while a verdict is open: a range, not one figure.
-				most := mostCells(len(cells), sc.Repetitions, maxReps)
-				fmt.Fprintf(stdout, "%s: valid. %d to %s (%s x %s x %s x %d to %d repetitions, repeated until decided), about %v to %v.\n",
-					sc.Name, len(cells), units.Count(most, "cell"), units.Count(len(sc.Profiles), "profile"), units.Count(len(sc.Protocols), "protocol"), units.Count(points, "matrix point"), sc.Repetitions, maxReps,
-					planned.Round(time.Second), scalePlan(planned, most, len(cells)).Round(time.Second))
-			} else {
-				fmt.Fprintf(stdout, "%s: valid. %s (%s x %s x %s x %s), about %v.\n",
-					sc.Name, units.Count(len(cells), "cell"), units.Count(len(sc.Profiles), "profile"), units.Count(len(sc.Protocols), "protocol"), units.Count(points, "matrix point"), units.Count(sc.Repetitions, "repetition"),
-					planned.Round(time.Second))
-			}
-			for _, line := range sc.StackLines() {
-				fmt.Fprintln(stdout, line)
-			}
-			if len(sc.Stacks) > 0 {
-				as := invoker.Find()
-				fmt.Fprintf(stdout, "These commands run on this machine under /bin/sh, in the testbed's hosts, as the user who starts tlab run: through sudo, doas or pkexec the invoking user, root only when tlab runs as root without one (started as you are now: %s).\n", as.Name)
-				if as.Warning != "" {
-					fmt.Fprintf(stderr, "warning: %s\n", as.Warning)
-				}
-				if !experiment.IsPreset(pos[0]) {
-					fmt.Fprintln(stdout, "They come from a file: tlab run runs them only with --allow-commands.")
-				}
-			}
-			if maxReps, auto := sc.AutoRepetitions(); auto {
-				fmt.Fprintf(stdout, "repetitions: auto: each point repeated until its verdicts are decided, up to %d repetitions.\n", maxReps)
-			}
-			if line := exploreLine(sc); line != "" {
-				fmt.Fprintln(stdout, line)
-			}
-			for _, w := range scenario.CellWarnings(cells) {
-				fmt.Fprintf(stderr, "warning: %s\n", w)
-			}
-			return exitOK
+	return exitOK
+}
+
+// validation is what tlab validate checked of one scenario, as --json
+// writes it.
+type validation struct {
+	Name         string  `json:"name"`
+	Cells        int     `json:"cells"`
+	PlannedS     float64 `json:"planned_s"`
+	Profiles     int     `json:"profiles"`
+	Protocols    int     `json:"protocols"`
+	MatrixPoints int     `json:"matrix_points"`
+	Repetitions  int     `json:"repetitions"`
+	// MaxRepetitions, MostCells and MostPlannedS are set with
+	// repetitions: auto, which repeats only while a verdict is open.
+	MaxRepetitions int      `json:"max_repetitions,omitempty"`
+	MostCells      int      `json:"most_cells,omitempty"`
+	MostPlannedS   float64  `json:"most_planned_s,omitempty"`
+	Stacks         []string `json:"stacks,omitempty"`
+	// Commands says the scenario gives stacks as commands; FromFile that
+	// it is not a preset (tlab run then wants --allow-commands).
+	Commands bool     `json:"commands,omitempty"`
+	FromFile bool     `json:"from_file,omitempty"`
+	RunsAs   string   `json:"commands_run_as,omitempty"`
+	Explore  string   `json:"explore,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+func validateScenario(name string, sets []string) (validation, error) {
+	sc, err := experiment.LoadScenario(name, sets)
+	if err != nil {
+		return validation{}, err
+	}
+	cells, err := sc.Cells()
+	if err != nil {
+		return validation{}, err
+	}
+	planned := experiment.Plan(cells)
+	v := validation{Name: sc.Name, Cells: len(cells), PlannedS: planned.Seconds(), Profiles: len(sc.Profiles), Protocols: len(sc.Protocols),
+		MatrixPoints: len(cells) / max(1, len(sc.Profiles)*len(sc.Protocols)*sc.Repetitions), Repetitions: sc.Repetitions,
+		Stacks: sc.StackLines(), Explore: exploreLine(sc), Warnings: scenario.CellWarnings(cells)}
+	if maxReps, auto := sc.AutoRepetitions(); auto {
+		v.MaxRepetitions = maxReps
+		if maxReps > sc.Repetitions {
+			// repetitions: auto runs the first repetitions, then more
+			// only while a verdict is open: a range, not one figure.
+			v.MostCells = mostCells(len(cells), sc.Repetitions, maxReps)
+			v.MostPlannedS = scalePlan(planned, v.MostCells, len(cells)).Seconds()
 		}
 	}
-	fmt.Fprintf(stderr, "tlab validate: %v\n", err)
-	return exitUsage
+	if len(sc.Stacks) > 0 {
+		as := invoker.Find()
+		v.Commands, v.FromFile, v.RunsAs = true, !experiment.IsPreset(name), as.Name
+		if as.Warning != "" {
+			v.Warnings = append(v.Warnings, as.Warning)
+		}
+	}
+	return v, nil
+}
+
+func (v validation) print(stdout, stderr io.Writer) {
+	planned := time.Duration(v.PlannedS * 1e9).Round(time.Second)
+	if v.MostCells > 0 {
+		fmt.Fprintf(stdout, "%s: valid. %d to %s (%s x %s x %s x %d to %d repetitions, repeated until decided), about %v to %v.\n",
+			v.Name, v.Cells, units.Count(v.MostCells, "cell"), units.Count(v.Profiles, "profile"), units.Count(v.Protocols, "protocol"), units.Count(v.MatrixPoints, "matrix point"), v.Repetitions, v.MaxRepetitions,
+			planned, time.Duration(v.MostPlannedS*1e9).Round(time.Second))
+	} else {
+		fmt.Fprintf(stdout, "%s: valid. %s (%s x %s x %s x %s), about %v.\n",
+			v.Name, units.Count(v.Cells, "cell"), units.Count(v.Profiles, "profile"), units.Count(v.Protocols, "protocol"), units.Count(v.MatrixPoints, "matrix point"), units.Count(v.Repetitions, "repetition"), planned)
+	}
+	for _, line := range v.Stacks {
+		fmt.Fprintln(stdout, line)
+	}
+	if v.Commands {
+		fmt.Fprintf(stdout, "These commands run on this machine under /bin/sh, in the testbed's hosts, as the user who starts tlab run: through sudo, doas or pkexec the invoking user, root only when tlab runs as root without one (started as you are now: %s).\n", v.RunsAs)
+		if v.FromFile {
+			fmt.Fprintln(stdout, "They come from a file: tlab run runs them only with --allow-commands.")
+		}
+	}
+	if v.MaxRepetitions > 0 {
+		fmt.Fprintf(stdout, "repetitions: auto: each point repeated until its verdicts are decided, up to %d repetitions.\n", v.MaxRepetitions)
+	}
+	if v.Explore != "" {
+		fmt.Fprintln(stdout, v.Explore)
+	}
+	for _, w := range v.Warnings {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
 }
 
 func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
