@@ -75,6 +75,7 @@ func ApplyOverlay(file string, node *yaml.Node, link *LinkConfig) error {
 		}
 	}
 	for _, d := range []*DirectionConfig{&link.Up, &link.Down} {
+		replaceRateOrTrace(both, d)
 		if err := strictyaml.Decode(file, both, d); err != nil {
 			return err
 		}
@@ -87,11 +88,13 @@ func ApplyOverlay(file string, node *yaml.Node, link *LinkConfig) error {
 		link.Up.Delay, link.Down.Delay = half, ov.RTT-half
 	}
 	if upNode != nil {
+		replaceRateOrTrace(upNode, &link.Up)
 		if err := strictyaml.Decode(file, upNode, &link.Up); err != nil {
 			return err
 		}
 	}
 	if downNode != nil {
+		replaceRateOrTrace(downNode, &link.Down)
 		if err := strictyaml.Decode(file, downNode, &link.Down); err != nil {
 			return err
 		}
@@ -100,6 +103,27 @@ func ApplyOverlay(file string, node *yaml.Node, link *LinkConfig) error {
 		return &strictyaml.Error{File: file, Line: node.Line, Msg: err.Error()}
 	}
 	return nil
+}
+
+// replaceRateOrTrace lets an overlay's rate replace the trace it lays
+// over, and its trace the rate: each sets the direction's capacity, so an
+// override (--link down.trace=FILE on 5g) replaces what it contradicts
+// instead of being refused as "rate and trace are exclusive". Both in one
+// overlay are still refused.
+func replaceRateOrTrace(node *yaml.Node, d *DirectionConfig) {
+	if node == nil || node.Kind != yaml.MappingNode {
+		return
+	}
+	has := map[string]bool{}
+	for i := 0; i+1 < len(node.Content); i += 2 {
+		has[node.Content[i].Value] = true
+	}
+	switch {
+	case has["trace"] && !has["rate"]:
+		d.Rate = 0
+	case has["rate"] && !has["trace"]:
+		d.Trace, d.TracePhase = "", ""
+	}
 }
 
 var typeOfOverlay = reflect.TypeOf(&overlay{})
