@@ -29,7 +29,7 @@ func TestDeferredReadsKeepASparseDirectionOnTime(t *testing.T) {
 	tbtest.RequirePrivileges(t)
 	up := emu.DirectionConfig{Delay: units.Duration(5 * time.Millisecond)}
 	down := emu.DirectionConfig{Delay: units.Duration(200 * time.Millisecond)}
-	tb, err := testbed.Build(testbed.ClientServer(emu.LinkConfig{Up: up, Down: down}), testbed.Options{Seed: 1, Emulator: emu.EngineOptions{Mode: emu.ModeAdaptive}})
+	tb, err := testbed.Build(testbed.ClientServer(emu.LinkConfig{Up: up, Down: down}), testbed.Options{Seed: 1, Emulator: emu.EngineOptions{Mode: emu.ModeAdaptive, DeferReads: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -200,7 +200,7 @@ func newEngine(spec EngineSpec, ctrlFD, outFD, firstPortFD int) (*engine, error)
 			return nil, fmt.Errorf("port %d: epoll: %w", i, err)
 		}
 	}
-	if spec.Mode == ModeAdaptive && e.useRing && onePortASide(e.links) {
+	if spec.DeferReads && spec.Mode == ModeAdaptive && e.useRing && onePortASide(e.links) {
 		// With several hosts on a side, frames read one port after the
 		// other are offered in read order (Direction.Offer): deferred,
 		// that order could hold a frame back by the deferral.
