@@ -278,18 +278,21 @@ type SlurmRounds struct {
 // Tasks is the array's size.
 func (s SlurmRounds) Tasks() int { return s.Spec.Shards }
 
-// RunRound submits the round's array and waits for it.
-func (s SlurmRounds) RunRound(ctx context.Context, r Round) error {
-	spec := s.Spec
+// roundSpec is a cluster's template for round r: its directory, its
+// shards, no more running at once than it has, named by round.
+func roundSpec(spec cluster.Spec, r Round) cluster.Spec {
 	spec.Round, spec.Shards = r.Dir, r.Shards
-	if spec.Parallelism > spec.Shards {
-		spec.Parallelism = spec.Shards
-	}
+	spec.Parallelism = min(spec.Parallelism, r.Shards)
 	if spec.Name == "" {
 		spec.Name = "tlab-round"
 	}
 	spec.Name = cluster.NameFor(fmt.Sprintf("%s-r%d", spec.Name, r.Index))
-	script, err := cluster.Slurm(spec)
+	return spec
+}
+
+// RunRound submits the round's array and waits for it.
+func (s SlurmRounds) RunRound(ctx context.Context, r Round) error {
+	script, err := cluster.Slurm(roundSpec(s.Spec, r))
 	if err != nil {
 		return err
 	}
@@ -339,15 +342,10 @@ func (k KubectlRounds) RunRound(ctx context.Context, r Round) error {
 	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || !filepath.IsAbs(r.Dir) {
 		return fmt.Errorf("the round's directory %s is not under %s, where the pods mount the results' volume: give --out under it", r.Dir, spec.ResultsDir)
 	}
-	spec.Round, spec.Shards = r.Dir, r.Shards
-	if k.Spec.Parallelism == 0 || k.Spec.Parallelism > r.Shards {
-		spec.Parallelism = r.Shards
+	if spec.Parallelism == 0 {
+		spec.Parallelism = r.Shards // a Job runs every index at once
 	}
-	if spec.Name == "" {
-		spec.Name = "tlab-round"
-	}
-	spec.Name = cluster.NameFor(fmt.Sprintf("%s-r%d", spec.Name, r.Index))
-	doc, err := cluster.JobYAML(spec)
+	doc, err := cluster.JobYAML(roundSpec(spec, r))
 	if err != nil {
 		return err
 	}
