@@ -342,9 +342,6 @@ func (k KubectlRounds) RunRound(ctx context.Context, r Round) error {
 	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || !filepath.IsAbs(r.Dir) {
 		return fmt.Errorf("the round's directory %s is not under %s, where the pods mount the results' volume: give --out under it", r.Dir, spec.ResultsDir)
 	}
-	if spec.Parallelism == 0 {
-		spec.Parallelism = r.Shards // a Job runs every index at once
-	}
 	doc, err := cluster.JobYAML(roundSpec(spec, r))
 	if err != nil {
 		return err
