@@ -62,13 +62,7 @@ func runProfiles(_ context.Context, args []string, stdout, stderr io.Writer) int
 		name string
 		c    emu.DirectionConfig
 	}{{"up (client to server)", cfg.Up}, {"down (server to client)", cfg.Down}} {
-		jitter := fmt.Sprintf("%v %s", d.c.Jitter, d.c.JitterDist)
-		if d.c.JitterCorrelation > 0 {
-			jitter += fmt.Sprintf(" (correlation %v)", d.c.JitterCorrelation)
-		}
-		if d.c.JitterCoherence > 0 {
-			jitter += fmt.Sprintf(" (coherent over %v)", d.c.JitterCoherence)
-		}
+		jitter := jitterString(d.c)
 		rate := rateString(d.c.Rate)
 		if d.c.Trace != "" {
 			rate = "the trace " + d.c.Trace + " from its start"

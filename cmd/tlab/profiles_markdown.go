@@ -43,10 +43,10 @@ func jitterString(d emu.DirectionConfig) string {
 	}
 	s := fmt.Sprintf("%v %s", d.Jitter, d.JitterDist)
 	if d.JitterCorrelation > 0 {
-		s += fmt.Sprintf(", correlation %v", d.JitterCorrelation)
+		s += fmt.Sprintf(" (correlation %v)", d.JitterCorrelation)
 	}
 	if d.JitterCoherence > 0 {
-		s += fmt.Sprintf(", coherent over %v", d.JitterCoherence)
+		s += fmt.Sprintf(" (coherent over %v)", d.JitterCoherence)
 	}
 	return s
 }
