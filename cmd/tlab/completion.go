@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -60,7 +61,7 @@ complete -c tlab -f -a '(tlab __complete (commandline -opc)[2..-1] (commandline 
 }
 
 func runCompletion(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	shells := withPrefix(mapKeys(completionScripts), "")
+	shells := slices.Sorted(maps.Keys(completionScripts))
 	fs := newFlags("completion", "completion SHELL\n\nPrint the completion script for SHELL ("+strings.Join(shells, ", ")+"): commands, flags, presets, link\nprofiles, protocols, queue disciplines and QoO profiles complete from this binary's registries.\n\nExamples:\n  source <(tlab completion bash)      # in ~/.bashrc\n  source <(tlab completion zsh)       # in ~/.zshrc\n  tlab completion fish > ~/.config/fish/completions/tlab.fish", stderr)
 	pos, code, ok := parseArgs(fs, args, 1)
 	if !ok {
@@ -77,14 +78,6 @@ func runCompletion(_ context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	fmt.Fprint(stdout, script)
 	return exitOK
-}
-
-func mapKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 // runComplete prints the candidates for the last of words, one per line.
@@ -106,12 +99,12 @@ func complete(words []string) []string {
 	cur, before := words[len(words)-1], words[:len(words)-1]
 	cmds := commands()
 	if len(before) == 0 {
-		return withPrefix(mapKeys(cmds), cur)
+		return withPrefix(slices.Collect(maps.Keys(cmds)), cur)
 	}
 	name := before[0]
 	if name == "help" {
 		if len(before) == 1 {
-			return withPrefix(mapKeys(cmds), cur)
+			return withPrefix(slices.Collect(maps.Keys(cmds)), cur)
 		}
 		return nil
 	}
@@ -187,7 +180,7 @@ func positionalValues(command, cur string) []string {
 	case "profiles":
 		return flagValues("profiles", cur)
 	case "completion":
-		return withPrefix(mapKeys(completionScripts), cur)
+		return withPrefix(slices.Collect(maps.Keys(completionScripts)), cur)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -17,8 +18,7 @@ import (
 // command of the registry tlab dispatches on, and to nothing else (the
 // hidden __complete is not a command a user types).
 func TestCompletionOffersEveryCommand(t *testing.T) {
-	want := mapKeys(commands())
-	sort.Strings(want)
+	want := slices.Sorted(maps.Keys(commands()))
 	if got := complete([]string{""}); !slices.Equal(got, want) {
 		t.Errorf("complete(\"\") = %v\nwant the commands %v", got, want)
 	}
