@@ -61,3 +61,28 @@ func TestReadmeFollowsTheRegistries(t *testing.T) {
 		t.Error("README gives calibrate's exit codes more than once")
 	}
 }
+
+// TestReadmeGoVersionIsGoMods: the README promises "Go 1.N or newer", so
+// go.mod's go line must be 1.N.0: a later patch there (go 1.26.8) makes
+// every earlier 1.N toolchain refuse the module or fetch another one.
+func TestReadmeGoVersionIsGoMods(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	promised := regexp.MustCompile(`Go (1\.\d+) or newer`).FindSubmatch(readme)
+	goLine := regexp.MustCompile(`(?m)^go (\S+)$`).FindSubmatch(mod)
+	if promised == nil || goLine == nil {
+		t.Fatalf("README's \"Go 1.N or newer\" (%q) or go.mod's go line (%q) not found", promised, goLine)
+	}
+	if want := string(promised[1]) + ".0"; string(goLine[1]) != want {
+		t.Errorf("go.mod says go %s; the README promises Go %s or newer, so it must say go %s", goLine[1], promised[1], want)
+	}
+	if regexp.MustCompile(`(?m)^toolchain `).Match(mod) {
+		t.Errorf("go.mod has a toolchain line: a user's Go %s would fetch another toolchain", promised[1])
+	}
+}
