@@ -86,3 +86,56 @@ func TestReadmeGoVersionIsGoMods(t *testing.T) {
 		t.Errorf("go.mod has a toolchain line: a user's Go %s would fetch another toolchain", promised[1])
 	}
 }
+
+// TestReadmesTwoCommands: the README's second command is what .ci/run
+// runs, and the first (scripts/setup) installs nothing the main job does
+// not need: every apt-get and pip in scripts/setup comes after the line
+// that ends a plain setup, so a user who only wants `tlab run quick`
+// gets no browser, broker or Slurm.
+func TestReadmesTwoCommands(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := regexp.MustCompile("(?s)## Two commands on a fresh machine.*?```sh\n(.*?)```").FindSubmatch(readme)
+	if block == nil {
+		t.Fatal("README: no \"Two commands\" block")
+	}
+	lines := strings.Split(strings.TrimSpace(string(block[1])), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("README's two commands are %d lines: %q", len(lines), lines)
+	}
+	first, _, _ := strings.Cut(lines[0], "#")
+	second, _, _ := strings.Cut(lines[1], "#")
+	if strings.TrimSpace(first) != "scripts/setup && ./tlab run quick" {
+		t.Errorf("README's first command is %q", strings.TrimSpace(first))
+	}
+	ci, err := os.ReadFile("../../.ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ciCommands []string
+	for _, l := range strings.Split(string(ci), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") && !strings.HasPrefix(l, "set ") && !strings.HasPrefix(l, "cd ") && !strings.HasPrefix(l, "export ") {
+			ciCommands = append(ciCommands, l)
+		}
+	}
+	if want := "./" + strings.TrimSpace(second); len(ciCommands) != 1 || ciCommands[0] != want {
+		t.Errorf(".ci/run runs %q; the README's test command is %q", ciCommands, want)
+	}
+	setup, err := os.ReadFile("../../scripts/setup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _, ok := strings.Cut(string(setup), "$tests || exit 0")
+	if !ok {
+		t.Fatal("scripts/setup: no line ending a plain setup ($tests || exit 0)")
+	}
+	for _, installer := range []string{"apt-get", "pip install", "dpkg"} {
+		for _, l := range strings.Split(plain, "\n") {
+			if l = strings.TrimSpace(l); !strings.HasPrefix(l, "#") && strings.Contains(l, installer) {
+				t.Errorf("scripts/setup runs %s before its plain part ends: %q", installer, l)
+			}
+		}
+	}
+}
