@@ -1,11 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"tlab/internal/proto"
 	"tlab/internal/workload"
@@ -137,5 +142,38 @@ func TestReadmesTwoCommands(t *testing.T) {
 				t.Errorf("scripts/setup runs %s before its plain part ends: %q", installer, l)
 			}
 		}
+	}
+}
+
+// TestQuickTimeIsTheSameEverywhere: tlab presets, tlab validate and the
+// README's first command state quick's time from one estimate: presets
+// and validate print the same range, and the README's "~N min" is the
+// range's upper end in whole minutes (what a newcomer should expect at
+// most, before any cell is re-run for a disturbance).
+func TestQuickTimeIsTheSameEverywhere(t *testing.T) {
+	var presets, validate bytes.Buffer
+	runPresets(t.Context(), nil, &presets, io.Discard)
+	runValidate(t.Context(), []string{"quick"}, &validate, io.Discard)
+	line := regexp.MustCompile(`(?m)^quick +\d+-\d+ cells, ~(\S+)-(\S+) `).FindStringSubmatch(presets.String())
+	if line == nil {
+		t.Fatalf("tlab presets has no quick line with a range:\n%s", presets.String())
+	}
+	if want := "about " + line[1] + " to " + line[2] + "."; !strings.Contains(validate.String(), want) {
+		t.Errorf("tlab presets says quick takes %s to %s; tlab validate quick says %q", line[1], line[2], strings.TrimSpace(validate.String()))
+	}
+	most, err := time.ParseDuration(line[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := regexp.MustCompile(`tlab run quick +# 1\..*~(\d+) min`).FindSubmatch(readme)
+	if claim == nil {
+		t.Fatal("README: the first command's time (~N min) not found")
+	}
+	if want := fmt.Sprint(int(math.Ceil(most.Minutes()))); string(claim[1]) != want {
+		t.Errorf("README says quick takes ~%s min; the estimate's upper end is %v (~%s min)", claim[1], most, want)
 	}
 }
