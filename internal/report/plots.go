@@ -25,6 +25,26 @@ type Figure struct {
 	Title   string
 	Caption string
 	SVG     []byte
+	// Kind is the plot kind as the scenario asked for it (with its fixed
+	// values): the page sets a kind's figures, one per network, side by
+	// side as small multiples.
+	Kind string
+}
+
+// smallMultiples groups consecutive figures of one kind, so that a page
+// lays out each kind's networks side by side (a grid) rather than one
+// full-width figure under another: eight cells' figures took a page of
+// about 10 800 px.
+func smallMultiples(figs []Figure) [][]Figure {
+	var out [][]Figure
+	for i, f := range figs {
+		if i > 0 && f.Kind == figs[i-1].Kind {
+			out[len(out)-1] = append(out[len(out)-1], f)
+			continue
+		}
+		out = append(out, []Figure{f})
+	}
+	return out
 }
 
 // protocolColors gives every protocol the same colour in every plot; a
