@@ -24,7 +24,16 @@ type CellSeries struct {
 	CCDF   []Point
 	Series []Point
 	Peaks  []Point
+	// Samples are the records themselves (send time, delay) in time
+	// order, for the latency-under-load view's dots: every one up to
+	// MaxSamples, else every k-th (the view draws the Peaks beside them,
+	// so a thinning cannot hide a spike).
+	Samples []Point
 }
+
+// MaxSamples bounds the dots of one cell's latency-under-load view (a
+// 10 ms loop for a minute is 6000 records; a plot of more is ink).
+const MaxSamples = 4000
 
 // CCDFStepsPerDecade is how finely the tail is drawn: points at
 // exceedance probabilities 10^(-k/CCDFStepsPerDecade), from 1 down to one
@@ -109,6 +118,7 @@ func reduceSeries(delays []float64, pts []Point) *CellSeries {
 	if len(pts) == 0 {
 		return cs
 	}
+	cs.Samples = thin(pts, MaxSamples)
 	t0, t1 := pts[0].X, pts[len(pts)-1].X
 	width := math.Max((t1-t0)/SeriesBins, 1e-9)
 	var bin []float64
@@ -150,6 +160,20 @@ func ccdf(sorted []float64) []Point {
 			break
 		}
 		out = append(out, Point{X: metrics.Quantile(sorted, 1-p), Y: p})
+	}
+	return out
+}
+
+// thin returns at most limit of the time-ordered points: all of them when
+// they fit, else every k-th (k the smallest stride that fits).
+func thin(pts []Point, limit int) []Point {
+	if len(pts) <= limit {
+		return slices.Clone(pts)
+	}
+	stride := (len(pts) + limit - 1) / limit
+	out := make([]Point, 0, limit)
+	for i := 0; i < len(pts); i += stride {
+		out = append(out, pts[i])
 	}
 	return out
 }

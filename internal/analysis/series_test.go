@@ -97,3 +97,19 @@ func TestSeriesTailIsTheComplementaryDistribution(t *testing.T) {
 		}
 	}
 }
+
+// TestSamplesAreThinnedEvenly: ten records fit a limit of ten whole; at a
+// limit of four the stride is ceil(10/4) = 3, keeping records 0, 3, 6 and 9.
+func TestSamplesAreThinnedEvenly(t *testing.T) {
+	var pts []Point
+	for i := range 10 {
+		pts = append(pts, Point{X: float64(i), Y: float64(i)})
+	}
+	if got := thin(pts, 10); len(got) != 10 {
+		t.Errorf("thin to 10 kept %d", len(got))
+	}
+	got := thin(pts, 4)
+	if len(got) != 4 || got[0].X != 0 || got[1].X != 3 || got[2].X != 6 || got[3].X != 9 {
+		t.Errorf("thin to 4: %v, want records 0, 3, 6, 9", got)
+	}
+}

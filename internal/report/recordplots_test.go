@@ -87,3 +87,25 @@ func TestLogTicksLabelOneTwoFive(t *testing.T) {
 		t.Errorf("ticks 0.001..1: labels %v, want %v", got, want)
 	}
 }
+
+// TestLoadAndLatencyShareOneTimeAxis: the latency-under-load view's two
+// panels run over one time range (the load from 0 to 10 s, the delays
+// from 1 to 9 s: both 0 to 10), the load from 0, and the delay panel
+// reaches the largest sample (80 ms) though the bins' medians stay at 5.
+func TestLoadAndLatencyShareOneTimeAxis(t *testing.T) {
+	rate := plotter.XYs{{X: 0, Y: 20}, {X: 10, Y: 25}}
+	cs := &cellSeries{series: plotter.XYs{{X: 1, Y: 5}, {X: 9, Y: 5}}, samples: plotter.XYs{{X: 1, Y: 4}, {X: 5, Y: 80}, {X: 9, Y: 6}}}
+	load, latency, err := loadPlots("tcp", rate, cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if load.X.Min != 0 || load.X.Max != 10 || latency.X.Min != 0 || latency.X.Max != 10 {
+		t.Errorf("time axes: load %v..%v, latency %v..%v; want both 0..10", load.X.Min, load.X.Max, latency.X.Min, latency.X.Max)
+	}
+	if load.Y.Min != 0 {
+		t.Errorf("the load axis starts at %v, want 0", load.Y.Min)
+	}
+	if latency.Y.Max < 80 {
+		t.Errorf("the delay axis ends at %v: the 80 ms sample is not drawn", latency.Y.Max)
+	}
+}

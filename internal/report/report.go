@@ -79,6 +79,9 @@ type cellSeries struct {
 	ccdf   plotter.XYs
 	series plotter.XYs
 	peaks  plotter.XYs
+	// samples are every measured record's (send time, delay), thinned
+	// to analysis.MaxSamples.
+	samples plotter.XYs
 }
 
 // seriesBins is how many time bins a cell's delay-over-time line has.
@@ -141,7 +144,7 @@ func seriesOf(a *analysis.Analysis) map[string]*cellSeries {
 		return out
 	}
 	for cell, s := range a.Series {
-		out[cell] = &cellSeries{cdf: xys(s.CDF), ccdf: xys(s.CCDF), series: xys(s.Series), peaks: xys(s.Peaks)}
+		out[cell] = &cellSeries{cdf: xys(s.CDF), ccdf: xys(s.CCDF), series: xys(s.Series), peaks: xys(s.Peaks), samples: xys(s.Samples)}
 	}
 	return out
 }
