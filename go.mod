@@ -1,6 +1,6 @@
 module tlab
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/aclements/go-moremath v0.0.0-20210112150236-f10218a38794

@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -178,13 +179,117 @@ func usage(w io.Writer) {
 // newFlags makes a flag set that prints its usage with a one-line synopsis
 // and reports errors instead of exiting.
 func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	return newGroupedFlags(name, synopsis, stderr, nil)
+}
+
+// flagGroup is one heading of a command's --help and the flags under it,
+// in the order a reader needs them (what to run before how to tune it).
+type flagGroup struct {
+	title string
+	names []string
+}
+
+// newGroupedFlags is newFlags for a command with many flags: its --help
+// lists them under groups' headings rather than in one alphabetical list
+// (run has about forty), and any flag no group names under "Other flags"
+// (a test keeps that heading away from the commands that group theirs).
+func newGroupedFlags(name, synopsis string, stderr io.Writer, groups []flagGroup) *flag.FlagSet {
 	fs := flag.NewFlagSet("tlab "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: tlab %s\n\n", synopsis)
-		printFlags(stderr, fs)
+		fmt.Fprintf(stderr, "%s\n\n", formatSynopsis("Usage: tlab "+synopsis, 80))
+		if groups == nil {
+			printFlags(stderr, fs)
+			return
+		}
+		printFlagGroups(stderr, fs, groups)
 	}
 	return fs
+}
+
+// formatSynopsis fits a command's help text to width columns, so that
+// the synopses can be written as prose without counting columns: the
+// usage paragraph's long lines break between words, continued under the
+// command's first argument; a paragraph of prose (no line indented) is
+// wrapped anew; a paragraph with an indented line (examples, lists) is
+// kept as written, since its lines are commands a user copies.
+func formatSynopsis(s string, width int) string {
+	paragraphs := strings.Split(s, "\n\n")
+	for i, p := range paragraphs {
+		lines := strings.Split(p, "\n")
+		switch {
+		case i == 0:
+			var out []string
+			for _, line := range lines {
+				out = append(out, wrapUsageLine(line, width)...)
+			}
+			paragraphs[i] = strings.Join(out, "\n")
+		case !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, " ") }):
+			paragraphs[i] = strings.Join(wrapWords(p, width), "\n")
+		}
+	}
+	return strings.Join(paragraphs, "\n\n")
+}
+
+// wrapUsageLine breaks a usage line ("Usage: tlab run FILE [--out DIR]",
+// or a continuation indented under it) between words, each further line
+// indented to where the command's first argument starts. A bracketed
+// option is not split across lines.
+func wrapUsageLine(line string, width int) []string {
+	if len(line) <= width {
+		return []string{line}
+	}
+	body := strings.TrimLeft(line, " ")
+	lead := line[:len(line)-len(body)]
+	words := usageWords(body)
+	// The continuation indent: under the third word of "Usage: tlab NAME",
+	// or under the line's own first word when it is itself indented.
+	indent := lead
+	if strings.HasPrefix(body, "Usage: ") && len(words) > 3 {
+		indent = strings.Repeat(" ", len(strings.Join(words[:3], " "))+1)
+	} else if lead != "" && len(words) > 2 {
+		indent = strings.Repeat(" ", len(lead)+len(strings.Join(words[:2], " "))+1)
+	}
+	var out []string
+	cur := lead
+	for _, w := range words {
+		switch {
+		case strings.TrimSpace(cur) == "":
+			cur += w
+		case len(cur)+1+len(w) <= width:
+			cur += " " + w
+		default:
+			out = append(out, cur)
+			cur = indent + w
+		}
+	}
+	return append(out, cur)
+}
+
+// usageWords splits a usage line at spaces outside brackets, so that
+// "[--out DIR [--capture]]" stays one word.
+func usageWords(s string) []string {
+	var words []string
+	depth, start := 0, 0
+	for i, r := range s {
+		switch r {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		case ' ':
+			if depth == 0 {
+				if i > start {
+					words = append(words, s[start:i])
+				}
+				start = i + 1
+			}
+		}
+	}
+	if start < len(s) {
+		words = append(words, s[start:])
+	}
+	return words
 }
 
 // renamedFlag keeps a renamed flag's old name working: the same value
@@ -203,26 +308,61 @@ const renamedUsage = "the former name of --"
 // when it has one.
 func printFlags(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintln(w, "Flags:")
+	fs.VisitAll(func(f *flag.Flag) { printFlag(w, f) })
+}
+
+// printFlagGroups lists fs's flags as printFlags does, under each group's
+// heading in the group's order; flags no group names follow under "Other
+// flags", alphabetically. A name no flag has is skipped.
+func printFlagGroups(w io.Writer, fs *flag.FlagSet, groups []flagGroup) {
+	listed := map[string]bool{}
+	for i, g := range groups {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s:\n", g.title)
+		for _, name := range g.names {
+			if f := fs.Lookup(name); f != nil {
+				printFlag(w, f)
+				listed[name] = true
+			}
+		}
+	}
+	other := false
 	fs.VisitAll(func(f *flag.Flag) {
-		if strings.HasPrefix(f.Usage, renamedUsage) {
+		if listed[f.Name] || strings.HasPrefix(f.Usage, renamedUsage) {
 			return
 		}
-		kind, usage := flag.UnquoteUsage(f)
-		head := "  --" + f.Name
-		if kind != "" {
-			head += " " + kind
+		if !other {
+			fmt.Fprintln(w, "\nOther flags:")
+			other = true
 		}
-		fmt.Fprintln(w, head)
-		if def := f.DefValue; def != "" && def != "0" && def != "false" && def != "0s" && def != "[]" {
-			if fmt.Sprintf("%T", f.Value) == "*flag.stringValue" {
-				def = strconv.Quote(def) // as the flag package quotes a string's default
-			}
-			usage += " (default " + def + ")"
-		}
-		for _, line := range wrapWords(usage, 80-6) {
-			fmt.Fprintln(w, "      "+line)
-		}
+		printFlag(w, f)
 	})
+}
+
+// printFlag writes one flag: "  --name kind", then its usage wrapped to
+// fit 80 columns with its default after it when it has one. A renamed
+// flag's old name prints nothing.
+func printFlag(w io.Writer, f *flag.Flag) {
+	if strings.HasPrefix(f.Usage, renamedUsage) {
+		return
+	}
+	kind, usage := flag.UnquoteUsage(f)
+	head := "  --" + f.Name
+	if kind != "" {
+		head += " " + kind
+	}
+	fmt.Fprintln(w, head)
+	if def := f.DefValue; def != "" && def != "0" && def != "false" && def != "0s" && def != "[]" {
+		if fmt.Sprintf("%T", f.Value) == "*flag.stringValue" {
+			def = strconv.Quote(def) // as the flag package quotes a string's default
+		}
+		usage += " (default " + def + ")"
+	}
+	for _, line := range wrapWords(usage, 80-6) {
+		fmt.Fprintln(w, "      "+line)
+	}
 }
 
 // wrapWords breaks s into lines of at most width columns at spaces (a

@@ -103,6 +103,11 @@ func lossString(d emu.DirectionConfig) string {
 	case emu.LossGilbert:
 		m, _ := l.ExpectedLoss()
 		s = fmt.Sprintf("GE %.2f%%", m*100)
+	case emu.LossOutages:
+		s = fmt.Sprintf("outages of %v every %v on average", l.MeanOutage, l.MeanBetween+l.MeanOutage)
+		if l.Rate > 0 {
+			s += ", " + l.Rate.String() + " between"
+		}
 	}
 	if w := d.WiFi; w.Enabled() {
 		if s != "" {

@@ -60,7 +60,7 @@ func TestProgressRedrawsInPlaceAt80Columns(t *testing.T) {
 		return
 	}
 	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("no tmux (scripts/setup installs it)")
+		t.Skip("no tmux (scripts/setup --tests installs it)")
 	}
 	session := "tlab-progress-test-" + strings.ReplaceAll(t.Name(), "/", "-")
 	socket := t.TempDir() + "/tmux"

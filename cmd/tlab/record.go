@@ -55,7 +55,11 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		name string
 		d    pathrec.Direction
 	}{{"up", fit.Up}, {"down", fit.Down}} {
-		fmt.Fprintf(stdout, "%-4s delay %.2f ms, jitter %.2f ms, loss %.2f %% (mean burst %.1f), rate %.1f Mbit/s\n", d.name, d.d.DelayMs, d.d.JitterMs, d.d.LossPct, d.d.MeanBurst, d.d.RateBps/1e6)
+		outages := ""
+		if d.d.Outages > 0 {
+			outages = fmt.Sprintf(", %d outages of %v every %v on average", d.d.Outages, d.d.MeanOutage.Round(time.Millisecond), (d.d.MeanOutage + d.d.MeanBetween).Round(time.Millisecond))
+		}
+		fmt.Fprintf(stdout, "%-4s delay %.2f ms, jitter %.2f ms, loss %.2f %% (mean burst %.1f)%s, rate %.1f Mbit/s\n", d.name, d.d.DelayMs, d.d.JitterMs, d.d.LossPct, d.d.MeanBurst, outages, d.d.RateBps/1e6)
 	}
 	for _, line := range fit.LoadSummary() {
 		fmt.Fprintln(stdout, line)

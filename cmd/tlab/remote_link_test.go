@@ -83,7 +83,7 @@ func (m *twoMachines) egressState(t *testing.T) egressState {
 // side can open a connection into the egress while it runs.
 func TestLinkInFrontOfARealPath(t *testing.T) {
 	if _, err := exec.LookPath("nft"); err != nil {
-		t.Skip("nftables' nft is not installed (scripts/setup installs it)")
+		t.Skip("nftables' nft is not installed (scripts/setup --tests installs it)")
 	}
 	bin := buildTlab(t)
 	// The path's emulator sleeps: the near link's own polls a core.

@@ -28,9 +28,16 @@ import (
 // protocol.
 //
 //	TLAB_EXPERIMENT=replay go test ./cmd/tlab -run TestReplayUnderLightAndHeavyUse -v -timeout 40m
+//
+// TLAB_EXPERIMENT=replay-outages records another unseen path instead, one
+// with short periodic outages (both directions 30 ms and 20 Mbit/s,
+// everything dropped for 150 ms every 2.5 s, nothing else lost): the
+// kind of path whose outages a recording once fitted as packet bursts
+// that a backed-off TCP loop stretched into a 16 s stall.
 func TestReplayUnderLightAndHeavyUse(t *testing.T) {
-	if os.Getenv("TLAB_EXPERIMENT") != "replay" {
-		t.Skip("an experiment: TLAB_EXPERIMENT=replay runs it")
+	exp := os.Getenv("TLAB_EXPERIMENT")
+	if exp != "replay" && exp != "replay-outages" {
+		t.Skip("an experiment: TLAB_EXPERIMENT=replay (or replay-outages) runs it")
 	}
 	bin := buildTlab(t)
 	tbtest.RequirePrivileges(t)
@@ -61,6 +68,11 @@ func TestReplayUnderLightAndHeavyUse(t *testing.T) {
 		Jitter: units.Duration(2 * time.Millisecond), JitterDist: emu.DistLogNormal, JitterCoherence: units.Duration(10 * time.Millisecond),
 		Loss: emu.LossConfig{Model: "gilbert-elliott", Rate: 0.02, MeanBurst: 4}}
 	down := emu.DirectionConfig{Delay: units.Duration(30 * time.Millisecond), Trace: tracePath}
+	if exp == "replay-outages" {
+		outage := []emu.Outage{{At: units.Duration(time.Second), For: units.Duration(150 * time.Millisecond), Every: units.Duration(2500 * time.Millisecond)}}
+		up = emu.DirectionConfig{Delay: units.Duration(30 * time.Millisecond), Rate: 20e6, Outages: outage}
+		down = emu.DirectionConfig{Delay: units.Duration(30 * time.Millisecond), Rate: 20e6, Outages: outage}
+	}
 	m := pathMachines(t, bin, emu.LinkConfig{Up: up, Down: down}, 5, "replay experiment", "20s", dir)
 	profile := filepath.Join(dir, "unseen.yaml")
 	stdout, stderr, err := m.controller(t, "record", "--remote", m.agentAddr, "--token-file", m.tokenFile, "--state", m.ctlState, "--duration", "40s", "--out", profile)

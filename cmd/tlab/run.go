@@ -46,6 +46,38 @@ var adhocFlags = map[string]string{
 	"link": "link",
 }
 
+// runSynopsis heads tlab run --help, in lines that fit 80 columns.
+var runSynopsis = `run FILE|PRESET [--set key=value ...] [--out DIR]
+       tlab run --resume DIR
+       tlab run [ad-hoc flags] [--set key=value ...]
+
+Run a scenario (a YAML file, or a preset: see tlab presets) into a results
+directory with a report, continue an interrupted one, or compare protocols
+ad hoc with the flags below: an in-memory scenario in which every flag is a
+shorthand for a --set, and --set reaches any field (see docs/guide.md).
+Ad hoc, what no flag sets is: ` + defaultProtocols + ` on ` + defaultProfiles + `,
+25 ms interval, 256 B, 12 s each (about 2 minutes). Without any argument,
+tlab run prints examples and runs nothing.
+
+Examples:
+  tlab run quick --out quick-run
+  tlab run study-a-short --set link.loss=1% --out a
+  tlab run --protocols tcp,quic --profile 5g --interval 10ms
+  tlab run quick --require delay_p99_ms<=20 --require failed_pct<=1
+  tlab run --resume quick-run`
+
+// runFlagGroups orders tlab run --help: what to run and where it goes,
+// then the ad-hoc scenario's fields, the stacks' settings, real paths
+// and the run's own control.
+var runFlagGroups = []flagGroup{
+	{"Scenario and results", []string{"set", "out", "resume", "resume-existing", "json", "no-report", "serve", "allow-commands"}},
+	{"The answer", []string{"require", "qoo"}},
+	{"Ad hoc: what runs, where", []string{"protocols", "profile", "link", "workload", "interval", "payload", "response-size", "duration", "count", "warmup", "seed", "capture", "remove-outliers"}},
+	{"Ad hoc: the stacks' settings", []string{"tls-version", "kex", "resumption", "0rtt", "cc", "idle-timeout", "h1-client", "h1-max-idle"}},
+	{"A real path (tlab agent)", []string{"remote", "token-file", "state", "replay"}},
+	{"The emulator and the host", []string{"emulator-mode", "quality", "no-calibration", "require-calibration", "shard"}},
+}
+
 // runExamples is what tlab run alone prints: it used to start a
 // two-minute run of the defaults at once.
 const runExamples = `Usage: tlab run FILE|PRESET [--set key=value ...] [--out DIR]
@@ -65,11 +97,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, runExamples)
 		return exitUsage
 	}
-	fs := newFlags("run", "run FILE|PRESET [--set key=value ...] [--out DIR]\n       tlab run --resume DIR\n       tlab run [ad-hoc flags] [--set key=value ...]\n\nRun a scenario (a YAML file or a preset: see tlab presets) into a results directory with a report,\ncontinue an interrupted one, or compare protocols ad hoc with the flags below (an in-memory scenario:\nevery flag is a shorthand for a --set, and --set reaches any field; see docs/guide.md).\nAd hoc, what no flag sets is: "+defaultProtocols+" on "+defaultProfiles+", 25 ms interval, 256 B, 12 s each\n(about 2 minutes). Without any argument, tlab run prints examples and runs nothing.", stderr)
+	fs := newGroupedFlags("run", runSynopsis, stderr, runFlagGroups)
 	var sets, require listFlag
 	qooSpec := fs.String("qoo", "", "a Quality of Outcome requirement profile (tlab qoo, or a LibreQoS FILE[#ID]): the answer also scores each stack 0-100 against it (a shorthand for --set qoo=...)")
-	fs.Var(&require, "require", "what the application needs, such as delay_p99_ms<=20 (repeatable; the first is the priority): the terminal and the report open with which stack meets it on each network (tlab advise)")
-	fs.Var(&sets, "set", "override a scenario field, e.g. workload.interval=10ms (repeatable)")
+	fs.Var(&require, "require", "what the application needs, a `metric<=bound` such as delay_p99_ms<=20 (repeatable; the first is the priority): the terminal and the report open with which stack meets it on each network (tlab advise)")
+	fs.Var(&sets, "set", "override a scenario field, given as `key=value`, e.g. workload.interval=10ms (repeatable)")
 	resume := fs.String("resume", "", "continue the interrupted run in DIR")
 	noCal := fs.Bool("no-calibration", false, "scenario: skip the emulator calibration recorded in the manifest")
 	noReport := fs.Bool("no-report", false, "do not write report.html")

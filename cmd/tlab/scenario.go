@@ -345,11 +345,11 @@ func validateScenario(name string, sets []string) (validation, error) {
 }
 
 func (v validation) print(stdout, stderr io.Writer) {
-	planned := time.Duration(v.PlannedS * 1e9).Round(time.Second)
+	planned := roundPlan(time.Duration(v.PlannedS * 1e9))
 	if v.MostCells > 0 {
 		fmt.Fprintf(stdout, "%s: valid. %d to %s (%s x %s x %s x %d to %d repetitions, repeated until decided), about %v to %v.\n",
 			v.Name, v.Cells, units.Count(v.MostCells, "cell"), units.Count(v.Profiles, "profile"), units.Count(v.Protocols, "protocol"), units.Count(v.MatrixPoints, "matrix point"), v.Repetitions, v.MaxRepetitions,
-			planned, time.Duration(v.MostPlannedS*1e9).Round(time.Second))
+			planned, roundPlan(time.Duration(v.MostPlannedS*1e9)))
 	} else {
 		fmt.Fprintf(stdout, "%s: valid. %s (%s x %s x %s x %s), about %v.\n",
 			v.Name, units.Count(v.Cells, "cell"), units.Count(v.Profiles, "profile"), units.Count(v.Protocols, "protocol"), units.Count(v.MatrixPoints, "matrix point"), units.Count(v.Repetitions, "repetition"), planned)
@@ -520,8 +520,9 @@ func runPresets(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	return exitOK
 }
 
-// roundPlan rounds a planned time as the listing prints it: to the
-// minute, or to the second under a minute.
+// roundPlan rounds a planned time as tlab presets and tlab validate both
+// print it: to the minute, or to the second under a minute (an estimate
+// to the second over minutes claims a precision it does not have).
 func roundPlan(d time.Duration) time.Duration {
 	if d = d.Round(time.Second); d >= time.Minute {
 		d = d.Round(time.Minute)

@@ -32,7 +32,7 @@ plots: [delay_box, jitter_bars]
 `
 
 // chromium returns Debian's headless Chromium, failing on CI when it is
-// missing (scripts/setup installs it) and skipping elsewhere.
+// missing (scripts/setup --tests installs it) and skipping elsewhere.
 func chromium(t *testing.T) string {
 	t.Helper()
 	for _, name := range []string{"chromium", "chromium-browser"} {
@@ -41,9 +41,9 @@ func chromium(t *testing.T) string {
 		}
 	}
 	if os.Getenv("CI") != "" {
-		t.Fatal("chromium is missing on CI: scripts/setup installs it")
+		t.Fatal("chromium is missing on CI: scripts/setup --tests installs it")
 	}
-	t.Skip("chromium is not installed (scripts/setup installs it)")
+	t.Skip("chromium is not installed (scripts/setup --tests installs it)")
 	return ""
 }
 

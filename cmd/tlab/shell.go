@@ -23,8 +23,7 @@ import (
 	"tlab/internal/units"
 )
 
-const shellSynopsis = `shell [--profile P] [--link k=v,...] [--queue Q] [--seed N] [--cross k=v ...]
-           [--server CMD] [--out DIR [--capture]] [--scenario FILE] [-- COMMAND [ARG ...]]
+const shellSynopsis = `shell [--profile P] [--link k=v,...] [--queue Q] [--seed N] [--cross k=v ...] [--server CMD] [--out DIR [--capture]] [--scenario FILE] [-- COMMAND [ARG ...]]
 
 Run a command, or an interactive shell, inside one of tlab's emulated networks: the command runs in
 the client's host, --server's in the server's host for the shell's life, and both directions of the
@@ -36,9 +35,14 @@ host's noise) on standard error, and exits with the command's status. As root th
 or pkexec, the commands run as the invoking user (--as-root keeps root); as root without one, a
 warning says they run as root.
 
-  tlab shell --profile 5g --server 'iperf3 -s' -- sh -c 'iperf3 -c "$TLAB_SERVER"'
-  tlab shell --profile wifi --link up.loss=1% --server 'irtt server' -- sh -c 'irtt client -d 10s "$TLAB_SERVER"'
-(Single quotes: $TLAB_SERVER is set inside the network, so sh -c there expands it, not your shell.)`
+Examples:
+  tlab shell --profile 5g --server 'iperf3 -s' -- \
+      sh -c 'iperf3 -c "$TLAB_SERVER"'
+  tlab shell --profile wifi --link up.loss=1% --server 'irtt server' -- \
+      sh -c 'irtt client -d 10s "$TLAB_SERVER"'
+
+The single quotes matter: $TLAB_SERVER is set inside the network, so sh -c
+there expands it, not your shell.`
 
 func runShell(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("shell", shellSynopsis, stderr)

@@ -18,16 +18,16 @@ import (
 )
 
 // realTool returns the path of a real client the tests check tlab with
-// (scripts/setup installs it from Debian), failing on CI where it must be
+// (scripts/setup --tests installs it from Debian), failing on CI where it must be
 // and skipping elsewhere.
 func realTool(t *testing.T, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is missing on CI: scripts/setup installs it", name)
+			t.Fatalf("%s is missing on CI: scripts/setup --tests installs it", name)
 		}
-		t.Skipf("%s is not installed (scripts/setup installs it)", name)
+		t.Skipf("%s is not installed (scripts/setup --tests installs it)", name)
 	}
 	return p
 }

@@ -25,7 +25,7 @@ func TestVsEmulatorsScriptRunsTlabsSide(t *testing.T) {
 	for _, tool := range []string{"irtt", "python3"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if os.Getenv("CI") != "" {
-				t.Fatalf("%s is missing on CI: scripts/setup installs it", tool)
+				t.Fatalf("%s is missing on CI: scripts/setup --tests installs it", tool)
 			}
 			t.Skipf("%s is not installed", tool)
 		}

@@ -57,3 +57,59 @@ func abs(x float64) float64 {
 	}
 	return x
 }
+
+// TestSeriesKeepsEachBinsPeak: a median per time bin hides a spike, so
+// each bin's largest delay is kept beside it. By hand: sends at 0, 10 and
+// 20 ms with delays 1, 50 and 2 ms fall in the first of 40 bins of a 1 s
+// span (0.025 s each): median 2, peak 50; the send at 1 s (delay 3) is
+// the last bin's median and peak.
+func TestSeriesKeepsEachBinsPeak(t *testing.T) {
+	cs := reduceSeries([]float64{1, 50, 2, 3}, []Point{{0, 1}, {0.010, 50}, {0.020, 2}, {1, 3}})
+	if len(cs.Series) != 2 || cs.Series[0].Y != 2 || cs.Series[1].Y != 3 {
+		t.Errorf("medians over time %v, want 2 then 3", cs.Series)
+	}
+	if len(cs.Peaks) != 2 || cs.Peaks[0].Y != 50 || cs.Peaks[1].Y != 3 || cs.Peaks[0].X != cs.Series[0].X {
+		t.Errorf("peaks over time %v, want 50 then 3 at the medians' times %v", cs.Peaks, cs.Series)
+	}
+}
+
+// TestSeriesTailIsTheComplementaryDistribution: the CCDF of the delays
+// 1..1000 ms, by hand with type-7 quantiles (h = (n−1)q): at exceedance
+// 1 the minimum, 1 ms; at 0.01 (q 0.99, h 989.01) 990 + 0.01 = 990.01 ms;
+// at 0.001, one record in 1000 and the last point (h 998.001), 999.001 ms.
+// Ten points a decade over three decades: 31 points.
+func TestSeriesTailIsTheComplementaryDistribution(t *testing.T) {
+	delays := make([]float64, 1000)
+	for i := range delays {
+		delays[i] = float64(i + 1)
+	}
+	cs := reduceSeries(delays, nil)
+	if len(cs.CCDF) != 31 {
+		t.Fatalf("%d CCDF points, want 31: %v", len(cs.CCDF), cs.CCDF)
+	}
+	const eps = 1e-9
+	for _, c := range []struct {
+		i    int
+		x, p float64
+	}{{0, 1, 1}, {20, 990.01, 0.01}, {30, 999.001, 0.001}} {
+		if got := cs.CCDF[c.i]; abs(got.X-c.x) > eps || abs(got.Y-c.p) > eps {
+			t.Errorf("CCDF point %d = %v, want (%v, %v)", c.i, got, c.x, c.p)
+		}
+	}
+}
+
+// TestSamplesAreThinnedEvenly: ten records fit a limit of ten whole; at a
+// limit of four the stride is ceil(10/4) = 3, keeping records 0, 3, 6 and 9.
+func TestSamplesAreThinnedEvenly(t *testing.T) {
+	var pts []Point
+	for i := range 10 {
+		pts = append(pts, Point{X: float64(i), Y: float64(i)})
+	}
+	if got := thin(pts, 10); len(got) != 10 {
+		t.Errorf("thin to 10 kept %d", len(got))
+	}
+	got := thin(pts, 4)
+	if len(got) != 4 || got[0].X != 0 || got[1].X != 3 || got[2].X != 6 || got[3].X != 9 {
+		t.Errorf("thin to 4: %v, want records 0, 3, 6, 9", got)
+	}
+}

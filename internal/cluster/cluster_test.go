@@ -62,15 +62,15 @@ func TestJobIsAnIndexedJobOfWholeCPUs(t *testing.T) {
 
 // TestJobValidatesAgainstKubernetesSchemas checks the YAML against the
 // official JSON schemas bundled with the kubernetes-validate package
-// (scripts/setup installs it), strictly; a broken copy must fail, so that
+// (scripts/setup --tests installs it), strictly; a broken copy must fail, so that
 // the check can fail.
 func TestJobValidatesAgainstKubernetesSchemas(t *testing.T) {
 	validator, err := exec.LookPath("kubernetes-validate")
 	if err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatal("kubernetes-validate is missing on CI: scripts/setup installs it from PyPI")
+			t.Fatal("kubernetes-validate is missing on CI: scripts/setup --tests installs it from PyPI")
 		}
-		t.Skip("kubernetes-validate is not installed (scripts/setup installs it from PyPI)")
+		t.Skip("kubernetes-validate is not installed (scripts/setup --tests installs it from PyPI)")
 	}
 	// A sharded run's job, and an exploration's round's.
 	round := testSpec()

@@ -37,6 +37,7 @@ const (
 	LossNone      = "none"
 	LossBernoulli = "bernoulli"
 	LossGilbert   = "gilbert-elliott"
+	LossOutages   = "outages"
 )
 
 // LossConfig selects a loss model. Gilbert-Elliott takes netem's four
@@ -53,6 +54,15 @@ type LossConfig struct {
 	OneMinusH units.Ratio `yaml:"1-h" json:"one_minus_h,omitempty"`
 	OneMinusK units.Ratio `yaml:"1-k" json:"one_minus_k,omitempty"`
 	MeanBurst float64     `yaml:"mean_burst" json:"mean_burst,omitempty"`
+	// Outages: the link alternates between up and down in time, each
+	// stretch's length drawn from an exponential distribution with these
+	// means; while down it loses every packet, while up each with
+	// probability Rate. Unlike Gilbert-Elliott's bursts, counted in
+	// packets, an outage lasts a time whatever the sender does: a
+	// backed-off sender that sends one packet a second meets the same
+	// 300 ms outage as a busy one.
+	MeanOutage  units.Duration `yaml:"mean_outage" json:"mean_outage,omitempty"`
+	MeanBetween units.Duration `yaml:"mean_between" json:"mean_between,omitempty"`
 }
 
 // Outage is a scheduled interval during which the link delivers nothing:
@@ -266,8 +276,21 @@ func (l LossConfig) Validate() error {
 		if l.R == 0 {
 			return errors.New("r = 0 would keep the link in the bad state forever")
 		}
+	case LossOutages:
+		if l.P != 0 || l.R != 0 || l.MeanBurst != 0 || l.OneMinusH != 0 || l.OneMinusK != 0 {
+			return errors.New("outages takes mean_outage, mean_between and (between outages) rate")
+		}
+		if l.MeanOutage <= 0 || l.MeanBetween <= 0 {
+			return errors.New("outages needs mean_outage and mean_between, both positive")
+		}
+		if l.Rate >= 1 {
+			return errors.New("rate (the loss between outages) must be below 100%")
+		}
 	default:
-		return fmt.Errorf("model %q: want none, bernoulli or gilbert-elliott", l.Model)
+		return fmt.Errorf("model %q: want none, bernoulli, gilbert-elliott or outages", l.Model)
+	}
+	if l.Model != LossOutages && (l.MeanOutage != 0 || l.MeanBetween != 0) {
+		return errors.New("mean_outage and mean_between belong to model outages")
 	}
 	return nil
 }

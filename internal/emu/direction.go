@@ -317,7 +317,12 @@ func (d *Direction) Offer(now int64, f Frame, emit Emit) {
 	if d.timeline != nil {
 		d.arriveOnTimeline(now, &p)
 	}
-	lost := d.loss.Lost()
+	var lost bool
+	if tl, ok := d.loss.(timedLoss); ok {
+		lost = tl.LostAt(now)
+	} else {
+		lost = d.loss.Lost()
+	}
 	if d.cfg.JitterCoherence == 0 {
 		// Drawn per arrival, so that every protocol meets the same
 		// packet-to-packet pattern.

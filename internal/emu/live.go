@@ -40,8 +40,8 @@ func (d *Direction) Set(now int64, step TimelineStep) error {
 	}
 	_, set := step.values()
 	switch {
-	case set[fieldLoss] && d.stepped.loss == nil && d.cfg.Loss.Model == LossGilbert:
-		return errors.New("loss: this direction's loss is gilbert-elliott; a live loss is a Bernoulli rate")
+	case set[fieldLoss] && d.stepped.loss == nil && (d.cfg.Loss.Model == LossGilbert || d.cfg.Loss.Model == LossOutages):
+		return fmt.Errorf("loss: this direction's loss is %s; a live loss is a Bernoulli rate", d.cfg.Loss.Model)
 	case set[fieldRate] && d.stepped.rate == nil && !d.constantRateShaper():
 		return errors.New("rate: this direction has no constant rate limit to change (give it a rate; a trace or an 802.11 model sets its own)")
 	case (set[fieldQueuePackets] || set[fieldQueueBytes]) && d.qdisc == nil:

@@ -99,9 +99,69 @@ func (l LossConfig) ExpectedLoss() (mean, variancePerPacket float64) {
 	case LossGilbert:
 		g := l.GEParams()
 		return g.MeanLoss(), g.LossVariancePerPacket()
+	case LossOutages:
+		// The share of time down, and of the time up the random rate:
+		// for packets spread evenly in time, the share lost. How much
+		// the count varies depends on the packets' rate against the
+		// outages' lengths, which the model does not know: no interval.
+		down := float64(l.MeanOutage) / float64(l.MeanOutage+l.MeanBetween)
+		return down + (1-down)*float64(l.Rate), math.Inf(1)
 	}
 	return 0, 0
 }
+
+// Outages is the time-based two-state loss model (LossOutages): up and
+// down stretches of exponential lengths, drawn from a generator of their
+// own that packets never touch, so that every protocol meets the same
+// outages at the same times of the link's clock, whatever it sends.
+type Outages struct {
+	Rate                 float64 // loss while up
+	MeanOutage, MeanUp   float64 // ns
+	down                 bool
+	next                 int64 // link time of the next change
+	started              bool
+	schedule, packetDraw *rand.Rand
+}
+
+// newOutages builds the model: its schedule's generator is seeded from
+// rng once, here, and rng then serves the per-packet draws alone.
+func newOutages(l LossConfig, rng *rand.Rand) *Outages {
+	return &Outages{Rate: float64(l.Rate), MeanOutage: float64(l.MeanOutage), MeanUp: float64(l.MeanBetween),
+		schedule: rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())), packetDraw: rng}
+}
+
+// Lost is LostAt without a time: the model needs one (Direction calls
+// LostAt); alone it loses as the link was at its last change.
+func (o *Outages) Lost() bool { return o.lostIn(o.down) }
+
+// LostAt decides the fate of a packet arriving at link time now (ns):
+// the schedule is first advanced to now, then one draw decides a packet
+// that arrived while the link was up.
+func (o *Outages) LostAt(now int64) bool {
+	if !o.started {
+		// The link starts up; its first outage comes after an up
+		// stretch of its own (a cell opens on a working link).
+		o.started = true
+		o.next = int64(o.schedule.ExpFloat64() * o.MeanUp)
+	}
+	for now >= o.next {
+		o.down = !o.down
+		mean := o.MeanUp
+		if o.down {
+			mean = o.MeanOutage
+		}
+		o.next += max(int64(o.schedule.ExpFloat64()*mean), 1)
+	}
+	return o.lostIn(o.down)
+}
+
+func (o *Outages) lostIn(down bool) bool {
+	u := o.packetDraw.Float64() // drawn whatever the state, as every model
+	return down || u < o.Rate
+}
+
+// timedLoss is a loss model whose verdict depends on the arrival time.
+type timedLoss interface{ LostAt(now int64) bool }
 
 // newLossModel builds the model for a config with its own generator.
 func newLossModel(l LossConfig, rng *rand.Rand) LossModel {
@@ -111,6 +171,8 @@ func newLossModel(l LossConfig, rng *rand.Rand) LossModel {
 	case LossGilbert:
 		g := l.GEParams()
 		return &GilbertElliott{P: g.P, R: g.R, LossBad: g.LossBad, LossGood: g.LossGood, rng: rng}
+	case LossOutages:
+		return newOutages(l, rng)
 	}
 	return noLoss{}
 }

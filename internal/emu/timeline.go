@@ -196,8 +196,8 @@ func (t Timeline) validateWith(d DirectionConfig) error {
 		rate = rate || s.Rate != nil
 	}
 	switch {
-	case loss && d.Loss.Model == LossGilbert:
-		return errors.New("timeline: a step's loss is a Bernoulli rate, and this direction's loss is gilbert-elliott: give its loss as a rate, or step it in another profile")
+	case loss && (d.Loss.Model == LossGilbert || d.Loss.Model == LossOutages):
+		return fmt.Errorf("timeline: a step's loss is a Bernoulli rate, and this direction's loss is %s: give its loss as a rate, or step it in another profile", d.Loss.Model)
 	case rate && d.Trace != "":
 		return errors.New("timeline: a trace sets the rate; a timeline's rate steps need a rate instead")
 	case rate && d.WiFi.Enabled():

@@ -231,7 +231,7 @@ func (cc CrossCheck) externalCommand(protocol, dir, caFile string) (func() *exec
 			return nil, errors.New("python3 is needed for the HTTP/2 and HTTP/3 client (curl_cffi)")
 		}
 		if err := exec.Command(python, "-c", "import curl_cffi").Run(); err != nil {
-			return nil, errors.New("the HTTP/2 and HTTP/3 client needs curl_cffi: pip install 'curl_cffi<0.17' (scripts/setup does)")
+			return nil, errors.New("the HTTP/2 and HTTP/3 client needs curl_cffi: pip install 'curl_cffi<0.17' (scripts/setup --tests does)")
 		}
 		return func() *exec.Cmd {
 			return exec.Command(python, script, url, caFile, strconv.Itoa(cc.Size), "2", protocol, cc.Settings.TLSVersion)
@@ -239,7 +239,7 @@ func (cc CrossCheck) externalCommand(protocol, dir, caFile string) (func() *exec
 	}
 	curl, err := exec.LookPath("curl")
 	if err != nil {
-		return nil, errors.New("curl is not installed (apt-get install curl; scripts/setup does)")
+		return nil, errors.New("curl is not installed (apt-get install curl; scripts/setup --tests does)")
 	}
 	body := filepath.Join(dir, "body")
 	if err := os.WriteFile(body, make([]byte, cc.Size), 0o644); err != nil {

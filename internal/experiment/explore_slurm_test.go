@@ -136,7 +136,7 @@ func (s *slurmNode) dump(t *testing.T) {
 }
 
 // startSlurm starts munged, slurmctld and slurmd (Debian's slurm-wlm and
-// munge, which scripts/setup installs) with their configuration, key,
+// munge, which scripts/setup --tests installs) with their configuration, key,
 // state and logs in a temporary directory, inside a network namespace
 // made for the test (only its loopback: the daemons' ports are on it),
 // and stops them and removes the namespace when the test ends, also when
@@ -150,7 +150,7 @@ func startSlurm(t *testing.T) *slurmNode {
 		}
 	}
 	if len(missing) > 0 {
-		t.Skipf("needs Debian's slurm-wlm and munge (scripts/setup installs them): %s not found", strings.Join(missing, ", "))
+		t.Skipf("needs Debian's slurm-wlm and munge (scripts/setup --tests installs them): %s not found", strings.Join(missing, ", "))
 	}
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the daemons run as root, in a network namespace of the test's own")

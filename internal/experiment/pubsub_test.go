@@ -134,9 +134,9 @@ settings: {zero_rtt: true}
 func TestPubSubMosquittoAgreesWithEmbedded(t *testing.T) {
 	if _, err := exec.LookPath("mosquitto"); err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatal("mosquitto is missing on CI: scripts/setup installs it")
+			t.Fatal("mosquitto is missing on CI: scripts/setup --tests installs it")
 		}
-		t.Skip("mosquitto is not installed (scripts/setup installs it)")
+		t.Skip("mosquitto is not installed (scripts/setup --tests installs it)")
 	}
 	src := `name: d
 profiles: [ethernet]

@@ -35,9 +35,9 @@ func irttThrough(t *testing.T, tb *testbed.Testbed, runFor time.Duration, during
 	irtt, err := exec.LookPath("irtt")
 	if err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatal("irtt is missing on CI: scripts/setup installs it")
+			t.Fatal("irtt is missing on CI: scripts/setup --tests installs it")
 		}
-		t.Skip("irtt is not installed (scripts/setup installs it)")
+		t.Skip("irtt is not installed (scripts/setup --tests installs it)")
 	}
 	// Where the link's clock stands on the wall clock: read between two
 	// wall-clock stamps, it is known to half the request's time.
@@ -257,9 +257,9 @@ func TestIperf3FollowsARateRamp(t *testing.T) {
 	iperf3, err := exec.LookPath("iperf3")
 	if err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatal("iperf3 is missing on CI: scripts/setup installs it")
+			t.Fatal("iperf3 is missing on CI: scripts/setup --tests installs it")
 		}
-		t.Skip("iperf3 is not installed (scripts/setup installs it)")
+		t.Skip("iperf3 is not installed (scripts/setup --tests installs it)")
 	}
 	ten := units.Bitrate(10e6)
 	up := emu.DirectionConfig{Delay: units.Duration(5 * time.Millisecond)}

@@ -162,7 +162,7 @@ func TestUploadFailuresAreRecords(t *testing.T) {
 // (well under one RTT) plus what the host's own noise during the check
 // can add to either client's timing (crossCheckTolerance). tlab crosscheck
 // itself applies the stricter 1 ms + 10 % on whatever link it is given.
-// On CI the real clients must be there (scripts/setup installs them);
+// On CI the real clients must be there (scripts/setup --tests installs them);
 // elsewhere their absence skips the test. It is never skipped for noise:
 // a noisy host widens the tolerance by what it measured, so the check
 // always judges.
@@ -219,7 +219,7 @@ func TestCrossCheckToleranceFollowsTheHost(t *testing.T) {
 func missingClient(t *testing.T, what string) {
 	t.Helper()
 	if os.Getenv("CI") != "" {
-		t.Fatalf("%s is missing on CI: scripts/setup installs it", what)
+		t.Fatalf("%s is missing on CI: scripts/setup --tests installs it", what)
 	}
-	t.Skipf("%s is not installed (scripts/setup installs it)", what)
+	t.Skipf("%s is not installed (scripts/setup --tests installs it)", what)
 }

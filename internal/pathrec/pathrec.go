@@ -440,8 +440,17 @@ type Direction struct {
 	Stalls []Stall
 	// Load is what the loaded phase showed (Options.Load).
 	Load LoadFit
-	// LossPct and MeanBurst (consecutive probes lost) of the direction.
+	// LossPct and MeanBurst (consecutive probes lost) of the direction,
+	// outside its outages.
 	LossPct, MeanBurst float64
+	// Outages are the stretches in which the direction lost every probe
+	// for at least OutageMinProbes in a row (probes go out at a fixed
+	// rate, so a run of losses is a time): replayed in time (loss model
+	// outages), not as a burst of packets, which a backed-off sender
+	// would stretch over seconds. MeanOutage is their mean length,
+	// MeanBetween the mean time from one's end to the next's start.
+	Outages                 int
+	MeanOutage, MeanBetween time.Duration
 	// RateBps is the median train rate; Rates the trains over time.
 	RateBps float64
 	Rates   []Train
@@ -499,8 +508,6 @@ func (r *Recording) Fit() (Fit, error) {
 		return Fit{}, fmt.Errorf("only %d of %d probes came back: the path (or the prober's port %d) is closed", len(rtts), len(r.Probes), r.Options.Port)
 	}
 	f := Fit{Probes: len(r.Probes), RTTMinMs: slices.Min(rtts), RTTMedianMs: median(rtts)}
-	f.Up = direction(upLost, r.Up)
-	f.Down = direction(downLost, r.Down)
 	o := r.Options
 	o.defaults()
 	spacing := time.Second / time.Duration(o.Rate)
@@ -508,6 +515,8 @@ func (r *Recording) Fit() (Fit, error) {
 	if total <= 0 {
 		total = time.Duration(len(r.Probes)) * spacing
 	}
+	f.Up = direction(upLost, r.Up, spacing)
+	f.Down = direction(downLost, r.Down, spacing)
 	size := o.ProbeSize + frameOverhead
 	// What the replayed rate explains, then the stalls it does not, then
 	// what is left is jitter: each effect fitted once.
@@ -569,9 +578,11 @@ func (r *Recording) Fit() (Fit, error) {
 
 // direction fits one direction's loss and rates; its delay and jitter
 // come from Fit, once the replayed rate's share is known.
-func direction(lost []bool, trains []Train) Direction {
+func direction(lost []bool, trains []Train, spacing time.Duration) Direction {
 	d := Direction{Rates: despike(trains)}
-	d.LossPct, d.MeanBurst = lossRuns(lost)
+	var rest []bool
+	d.Outages, d.MeanOutage, d.MeanBetween, rest = outagesIn(lost, spacing)
+	d.LossPct, d.MeanBurst = lossRuns(rest)
 	var rates []float64
 	for _, t := range trains {
 		rates = append(rates, t.RateBps)
@@ -603,6 +614,42 @@ func despike(trains []Train) []Train {
 		out[i].RateBps = median(three)
 	}
 	return out
+}
+
+// OutageMinProbes is the shortest run of lost probes taken as an outage:
+// three in a row at 100 probes/s is 30 ms of nothing, which random loss
+// of 5 % gives once in 8000 probes.
+const OutageMinProbes = 3
+
+// outagesIn finds the outages in a direction's probe losses (runs of at
+// least OutageMinProbes lost probes, each lasting its probes' count times
+// the spacing), and returns their count, mean length, mean time between
+// them (the recording's time up, over the outages), and the losses
+// outside them, whose rate the model keeps between outages.
+func outagesIn(lost []bool, spacing time.Duration) (n int, meanOutage, meanBetween time.Duration, rest []bool) {
+	var down int
+	for i := 0; i < len(lost); {
+		j := i
+		for j < len(lost) && lost[j] {
+			j++
+		}
+		if j-i >= OutageMinProbes {
+			n++
+			down += j - i
+		} else {
+			rest = append(rest, lost[i:j]...)
+		}
+		if j < len(lost) {
+			rest = append(rest, false)
+		}
+		i = j + 1
+	}
+	if n == 0 {
+		return 0, 0, 0, lost
+	}
+	meanOutage = time.Duration(down) * spacing / time.Duration(n)
+	meanBetween = time.Duration(len(lost)-down) * spacing / time.Duration(n)
+	return n, meanOutage, meanBetween, rest
 }
 
 // lossRuns is the share of true values in percent, and the mean length
@@ -719,7 +766,7 @@ func (f Fit) Profile(name, agent string, r *Recording, traceDir string) ([]byte,
 	var b strings.Builder
 	fmt.Fprintf(&b, "name: %s\n", name)
 	fmt.Fprintf(&b, "description: \"The path to the tlab agent at %s, recorded by tlab record on %s over %v.\"\n", agent, r.Start.UTC().Format(time.RFC3339), r.Duration.Round(time.Second))
-	fmt.Fprintf(&b, "source: \"tlab record: %d probes at %d/s and %d+%d packet trains; round trip min %.2f ms, median %.2f ms. Each direction gets half the median round trip less what the replayed rate adds to a probe (the split needs one clock at both ends); rate from train dispersion (the bottleneck's capacity, not what other traffic left), as a trace when it varied or the direction stalled (held its packets and let them go at once: a stretch of the trace without delivery opportunities); jitter is what of the one-way delay variation the replayed rate and stalls do not explain (the variances' difference), lognormal when clearly right-skewed, correlated in time from consecutive probes, probes right after a train left out; loss is what the probes met, bursts as the simple Gilbert model.%s docs/methodology.md says what a recording cannot capture.\"\n",
+	fmt.Fprintf(&b, "source: \"tlab record: %d probes at %d/s and %d+%d packet trains; round trip min %.2f ms, median %.2f ms. Each direction gets half the median round trip less what the replayed rate adds to a probe (the split needs one clock at both ends); rate from train dispersion (the bottleneck's capacity, not what other traffic left), as a trace when it varied or the direction stalled (held its packets and let them go at once: a stretch of the trace without delivery opportunities); jitter is what of the one-way delay variation the replayed rate and stalls do not explain (the variances' difference), lognormal when clearly right-skewed, correlated in time from consecutive probes, probes right after a train left out; loss is what the probes met: three or more probes lost in a row as outages that last a time (loss model outages), other bursts as the simple Gilbert model.%s docs/methodology.md says what a recording cannot capture.\"\n",
 		f.Probes, r.Options.Rate, len(r.Up), len(r.Down), f.RTTMinMs, f.RTTMedianMs, f.loadSource())
 	for _, d := range []struct {
 		key string
@@ -744,6 +791,13 @@ func (f Fit) Profile(name, agent string, r *Recording, traceDir string) ([]byte,
 		}
 		b.WriteString(d.dir.Load.queueYAML())
 		switch {
+		case d.dir.Outages > 0:
+			// Outages last a time; what was lost between them is a
+			// rate (its bursts, two probes at most, are not kept).
+			fmt.Fprintf(&b, "  loss:\n    model: outages\n    mean_outage: %v\n    mean_between: %v\n", d.dir.MeanOutage.Round(time.Millisecond), d.dir.MeanBetween.Round(time.Millisecond))
+			if d.dir.LossPct > 0 {
+				fmt.Fprintf(&b, "    rate: %.3f%%\n", d.dir.LossPct)
+			}
 		case d.dir.LossPct == 0:
 		case d.dir.MeanBurst > 1.05:
 			fmt.Fprintf(&b, "  loss:\n    model: gilbert-elliott\n    rate: %.3f%%\n    mean_burst: %.2f\n", d.dir.LossPct, d.dir.MeanBurst)

@@ -214,3 +214,51 @@ func TestCoherenceByHand(t *testing.T) {
 		t.Errorf("coherence %v, want 30ms", coherence)
 	}
 }
+
+// TestOutagesAreFoundInTime: by hand, 20 probes 10 ms apart, lost at 2,
+// 4-7, 13-15 and 19: the runs of four and three are outages (at least
+// OutageMinProbes), 7 probes down in 2 outages, 35 ms each on average,
+// (20 − 7) × 10 ms / 2 = 65 ms up between them; the lone losses at 2 and
+// 19 stay as the rate between outages: 2 of the 13 probes outside them.
+func TestOutagesAreFoundInTime(t *testing.T) {
+	lost := make([]bool, 20)
+	for _, i := range []int{2, 4, 5, 6, 7, 13, 14, 15, 19} {
+		lost[i] = true
+	}
+	n, meanOutage, meanBetween, rest := outagesIn(lost, 10*time.Millisecond)
+	if n != 2 || meanOutage != 35*time.Millisecond || meanBetween != 65*time.Millisecond {
+		t.Errorf("outages %d, mean %v, between %v; want 2, 35ms, 65ms", n, meanOutage, meanBetween)
+	}
+	kept := 0
+	for _, l := range rest {
+		if l {
+			kept++
+		}
+	}
+	if len(rest) != 13 || kept != 2 {
+		t.Errorf("outside the outages: %d probes, %d lost; want 13 and 2", len(rest), kept)
+	}
+}
+
+// TestOutagesReplayInTime: a path that lost five probes in a row every
+// 100 (50 ms down each second, at 100 probes/s) and one more in every 100
+// alone is written as the outages model: 50 ms outages, 950 ms between on
+// average, and a rate of 1/95 = 1.053 % between them, which the emulator
+// reads back.
+func TestOutagesReplayInTime(t *testing.T) {
+	pattern := strings.Repeat(".", 40) + "uuuuu" + strings.Repeat(".", 30) + "u" + strings.Repeat(".", 24)
+	r := synthetic(2000, pattern)
+	f, err := r.Fit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	yaml, _ := f.Profile("outages", "192.0.2.1:7447", r, t.TempDir())
+	p, err := emu.ParseProfile("outages.yaml", yaml)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, yaml)
+	}
+	l := p.Link.Up.Loss
+	if l.Model != emu.LossOutages || l.MeanOutage.D() != 50*time.Millisecond || l.MeanBetween.D() != 950*time.Millisecond || math.Abs(float64(l.Rate)-1.0/95) > 1e-5 {
+		t.Errorf("up loss %+v, want outages of 50ms, 950ms between, 1.053 %% between\n%s", l, yaml)
+	}
+}

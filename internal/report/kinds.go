@@ -8,8 +8,10 @@ import (
 	"strconv"
 	"strings"
 
+	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"tlab/internal/metrics"
 	"tlab/internal/results"
@@ -120,10 +122,12 @@ func init() {
 		"Payload bytes of every completed stream over the transfer time (mean over repetitions)."))
 	registerPlot(PlotKind{Name: "conns_heatmap", Doc: "connections per 1000 requests by interval and payload, for each protocol that opened more than one connection in a cell (study A: HTTP/1.1)",
 		Needs: []string{"conns_per_1000", "interval_ms", "req_size"}, Draw: drawConnsHeatmap})
-	registerPlot(PlotKind{Name: "delay_cdf", Doc: "empirical distribution of the delay per protocol (first repetition)",
-		Needs: []string{"records"}, Draw: func(p panel) ([]Figure, error) { return drawRecordLines(p, true) }})
-	registerPlot(PlotKind{Name: "timeseries", Doc: "delay of each record by the time it was sent (first repetition, long cells thinned)",
-		Needs: []string{"records"}, Draw: func(p panel) ([]Figure, error) { return drawRecordLines(p, false) }})
+	registerPlot(PlotKind{Name: "delay_cdf", Doc: "empirical distribution of the delay per protocol (first repetition); a log delay axis when the delays span more than a decade",
+		Needs: []string{"records"}, Draw: func(p panel) ([]Figure, error) { return drawRecordLines(p, viewCDF) }})
+	registerPlot(PlotKind{Name: "delay_ccdf", Doc: "the delay's tail: the fraction of requests slower than each delay per protocol, both axes logarithmic (first repetition)",
+		Needs: []string{"records"}, Draw: func(p panel) ([]Figure, error) { return drawRecordLines(p, viewCCDF) }})
+	registerPlot(PlotKind{Name: "timeseries", Doc: "delay over the time requests were sent: each time bin's median as a line and its slowest request as a dot (first repetition)",
+		Needs: []string{"records"}, Draw: func(p panel) ([]Figure, error) { return drawRecordLines(p, viewOverTime) }})
 }
 
 // category returns the function that places a row on the x axis: its
@@ -270,24 +274,37 @@ func drawConnsHeatmap(p panel) ([]Figure, error) {
 	return figs, nil
 }
 
+// recordView is which view of a cell's records a record plot draws.
+type recordView int
+
+const (
+	viewCDF recordView = iota
+	viewCCDF
+	viewOverTime
+)
+
 // drawRecordLines draws, per swept combination (at most six), one line per
-// protocol from the records: the delay CDF or the delay over time.
-func drawRecordLines(p panel, cdf bool) ([]Figure, error) {
+// protocol from the records: the delay CDF, its tail, or the delay over
+// time.
+func drawRecordLines(p panel, view recordView) ([]Figure, error) {
 	var figs []Figure
 	for ci, cat := range p.cats {
 		if ci >= 6 {
 			break // enough to read; the records hold the rest
 		}
-		pts := map[string]plotter.XYs{}
+		pts, peaks := map[string]plotter.XYs{}, map[string]plotter.XYs{}
 		for _, row := range p.rows {
 			if comboLabel(row) != cat || row.Rep > 1 {
 				continue
 			}
 			if cs := p.run.cellSeriesOf(row); cs != nil {
-				if cdf {
+				switch view {
+				case viewCDF:
 					pts[row.Protocol] = cs.cdf
-				} else {
-					pts[row.Protocol] = cs.series
+				case viewCCDF:
+					pts[row.Protocol] = cs.ccdf
+				default:
+					pts[row.Protocol], peaks[row.Protocol] = cs.series, cs.peaks
 				}
 			}
 		}
@@ -299,31 +316,148 @@ func drawRecordLines(p panel, cdf bool) ([]Figure, error) {
 			label += ", " + p.axis + " " + cat
 		}
 		stem := fmt.Sprintf("%s-%d", p.stem, ci+1)
-		var fig Figure
-		if cdf {
-			pl, err := lines(p.protos, pts, "response delay (ms)", "fraction of requests")
-			if err != nil {
-				return nil, err
-			}
-			// A distribution ends at 1; the legend goes where a CDF has
-			// no data (bottom right).
-			pl.Y.Min, pl.Y.Max = 0, 1
-			pl.Legend.Top = false
-			if fig, err = render(pl, p.dir, stem, "Delay CDF, "+label, "Empirical distribution of the response delay (first repetition).", figW, figH); err != nil {
-				return nil, err
-			}
-		} else {
-			pl, err := lines(p.protos, pts, "time since the cell started (s)", "response delay (ms)")
-			if err != nil {
-				return nil, err
-			}
-			if fig, err = render(pl, p.dir, stem, "Delay over time, "+label, fmt.Sprintf("Median response delay of the requests sent in each of %d time bins (first repetition).", seriesBins), figW, figH); err != nil {
-				return nil, err
-			}
+		fig, err := drawRecordView(view, p.protos, pts, peaks, label, p.dir, stem)
+		if err != nil {
+			return nil, err
 		}
 		figs = append(figs, fig)
 	}
 	return figs, nil
+}
+
+// drawRecordView draws one record plot of the protocols' points.
+func drawRecordView(view recordView, protos []string, pts, peaks map[string]plotter.XYs, label, dir, stem string) (Figure, error) {
+	pl, title, caption, err := recordPlot(view, protos, pts, peaks)
+	if err != nil {
+		return Figure{}, err
+	}
+	return render(pl, dir, stem, title+", "+label, caption, figW, figH)
+}
+
+// recordPlot is a record plot before it is rendered: the plot, its title
+// (without the network) and its caption.
+func recordPlot(view recordView, protos []string, pts, peaks map[string]plotter.XYs) (pl *plot.Plot, title, caption string, err error) {
+	switch view {
+	case viewCDF:
+		logX := spansDecade(pts)
+		if logX {
+			pts = positiveX(pts)
+		}
+		if pl, err = lines(protos, pts, "response delay (ms)", "fraction of requests"); err != nil {
+			return nil, "", "", err
+		}
+		// A distribution ends at 1; the legend goes where a CDF has
+		// no data (bottom right).
+		pl.Y.Min, pl.Y.Max = 0, 1
+		pl.Legend.Top = false
+		caption = "Empirical distribution of the response delay (first repetition)."
+		if logX {
+			logAxis(&pl.X)
+			caption += " The delay axis is logarithmic: the delays span more than a decade, which a linear axis would crush against its left edge."
+		}
+		return pl, "Delay CDF", caption, nil
+	case viewCCDF:
+		if pl, err = lines(protos, positiveX(pts), "response delay (ms)", "fraction of requests slower"); err != nil {
+			return nil, "", "", err
+		}
+		logAxis(&pl.X)
+		logAxis(&pl.Y)
+		return pl, "Delay tail (CCDF)", "The fraction of requests slower than each delay, both axes logarithmic: the tail a percentile summary hides (p99 is where a line crosses 0.01, p99.9 at 0.001). Each line stops at one request in the cell's count (first repetition).", nil
+	default:
+		if pl, err = lines(protos, pts, "time since the cell started (s)", "response delay (ms)"); err != nil {
+			return nil, "", "", err
+		}
+		if err := addPeaks(pl, protos, peaks); err != nil {
+			return nil, "", "", err
+		}
+		return pl, "Delay over time", fmt.Sprintf("Lines: the median response delay of the requests sent in each of %d time bins; dots: the slowest request of each bin, so that a spike shows (first repetition).", seriesBins), nil
+	}
+}
+
+// spansDecade says whether the points' X values (delays) span more than
+// a factor of ten, where a linear axis leaves the bulk of the curves as a
+// sliver at its left edge (one 60 ms outlier beside 1-3 ms delays).
+func spansDecade(pts map[string]plotter.XYs) bool {
+	lo, hi := math.Inf(1), 0.0
+	for _, xy := range pts {
+		for _, p := range xy {
+			if p.X > 0 {
+				lo, hi = math.Min(lo, p.X), math.Max(hi, p.X)
+			}
+		}
+	}
+	return hi > 10*lo
+}
+
+// positiveX drops the points a log axis cannot place (a delay of 0).
+func positiveX(pts map[string]plotter.XYs) map[string]plotter.XYs {
+	out := make(map[string]plotter.XYs, len(pts))
+	for name, xy := range pts {
+		var keep plotter.XYs
+		for _, p := range xy {
+			if p.X > 0 && p.Y > 0 {
+				keep = append(keep, p)
+			}
+		}
+		if len(keep) > 0 {
+			out[name] = keep
+		}
+	}
+	return out
+}
+
+// logAxis makes an axis logarithmic with ticks at powers of ten and the
+// steps between (1, 2, 5).
+func logAxis(a *plot.Axis) {
+	a.Scale = plot.LogScale{}
+	a.Tick.Marker = ticks125{}
+}
+
+// ticks125 marks a log axis at 1, 2 and 5 times each power of ten,
+// labelled, and at the other whole multiples unlabelled: a range within
+// one decade (8 to 60 ms) still gets labels to read values by, where
+// powers of ten alone would label one tick or none.
+type ticks125 struct{}
+
+func (ticks125) Ticks(lo, hi float64) []plot.Tick {
+	if !(lo > 0) || !(hi >= lo) {
+		return nil
+	}
+	var out []plot.Tick
+	for exp := math.Floor(math.Log10(lo)); exp <= math.Ceil(math.Log10(hi)); exp++ {
+		decade := math.Pow(10, exp)
+		for m := 1; m <= 9; m++ {
+			v := float64(m) * decade
+			if v < lo*(1-1e-9) || v > hi*(1+1e-9) {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if m == 1 || m == 2 || m == 5 {
+				t.Label = strconv.FormatFloat(v, 'g', -1, 64)
+			}
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// addPeaks draws each protocol's peaks as dots of its colour.
+func addPeaks(pl *plot.Plot, protos []string, peaks map[string]plotter.XYs) error {
+	for _, name := range protos {
+		xy := peaks[name]
+		if len(xy) == 0 {
+			continue
+		}
+		sc, err := plotter.NewScatter(xy)
+		if err != nil {
+			return err
+		}
+		sc.GlyphStyle.Color = colorOf(name)
+		sc.GlyphStyle.Radius = vg.Points(1.6)
+		sc.GlyphStyle.Shape = draw.CircleGlyph{}
+		pl.Add(sc)
+	}
+	return nil
 }
 
 func init() {

@@ -415,7 +415,7 @@ var livePage = template.Must(template.Must(page.Clone()).New("live").Funcs(templ
 {{if not .Progress.Total}}<b id="done">waiting for the run to start</b> (its manifest is not written yet).{{else}}<b id="done">{{.Progress.Done}} of {{.Progress.Total}} cells complete</b>{{if .Progress.Finished}}: the run is over. <a href="files/report.html">The report</a>.{{else}}, {{since .Progress.Started}} since it started, {{left .Progress.Left}}.{{with .Progress.Running}} Running: {{range $i, $c := .}}{{if $i}}, {{end}}{{$c}}{{end}}.{{end}} {{end}}{{end}}{{if not .Progress.Finished}} This page reloads every 3 s.{{end}}
 {{if .Progress.Disturbed}}<span class="fail">{{.Progress.Disturbed}} {{if eq .Progress.Disturbed 1}}cell{{else}}cells{{end}} disturbed by the host</span> (see the quality column).{{end}}</p>
 {{if .Run.Rows}}{{template "answer" .}}
-{{range .Figures}}<figure id="{{.Name}}"><img alt="{{.Title}}" src="{{img .SVG}}"><figcaption><b>{{.Title}}.</b> {{.Caption}}</figcaption></figure>
+{{range multiples .Figures}}<div class="figs{{if gt (len .) 1}} multiples{{end}}">{{range .}}<figure id="{{.Name}}"><img alt="{{.Title}}" src="{{img .SVG}}"><figcaption><b>{{.Title}}.</b> {{.Caption}}</figcaption></figure>{{end}}</div>
 {{end}}{{template "cells" .}}
 <table><tr><th class="l">cell</th><th class="l">quality</th></tr>
 {{range .Run.Rows}}<tr><td class="l">{{.Cell}}</td><td class="l {{if eq (.Label "quality") "clean" ""}}pass{{else}}fail{{end}}">{{with .Label "quality"}}{{.}}{{else}}clean{{end}}</td></tr>

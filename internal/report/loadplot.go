@@ -2,7 +2,9 @@ package report
 
 import (
 	"fmt"
+	"math"
 
+	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 )
 
@@ -14,9 +16,11 @@ func init() {
 // crossLabel names the cross traffic's line (its colour is its own).
 const crossLabel = "cross traffic (Mbit/s)"
 
-// drawLoadSeries draws, for up to six loaded cells, the stack's median
-// delay per time bin and the cross traffic's summed goodput per 100 ms:
-// does the delay follow the load, and where the load starts or stops?
+// drawLoadSeries draws, for up to six loaded cells, the latency under
+// load as flent and crusader draw it: the cross traffic's summed goodput
+// per 100 ms above, and below, on the same time axis, every response
+// delay as a dot with the median per time bin as a line. Does the delay
+// follow the load, and where does the load start or stop?
 func drawLoadSeries(p panel) ([]Figure, error) {
 	var figs []Figure
 	for _, row := range p.rows {
@@ -31,9 +35,7 @@ func drawLoadSeries(p panel) ([]Figure, error) {
 		if cs == nil || len(rate) == 0 {
 			continue // a cell without its files (a merged or copied run)
 		}
-		// The delay's line is named by its protocol, so it has the
-		// protocol's colour in every plot.
-		pl, err := lines([]string{row.Protocol, crossLabel}, map[string]plotter.XYs{row.Protocol: cs.series, crossLabel: rate}, "time since the workload started (s; the load leads)", row.Protocol+"'s delay (ms) / load (Mbit/s)")
+		load, latency, err := loadPlots(row.Protocol, rate, cs)
 		if err != nil {
 			return nil, err
 		}
@@ -41,14 +43,36 @@ func drawLoadSeries(p panel) ([]Figure, error) {
 		if c := comboLabel(row); c != "" {
 			label += ", " + c
 		}
-		fig, err := render(pl, p.dir, fmt.Sprintf("%s-%d", p.stem, len(figs)+1), "Delay under load, "+label,
-			"The stack's median response delay per time bin beside the cross traffic's goodput, summed over its flows, per 100 ms (first repetition).", figW, figH)
+		fig, err := renderStacked([]*plot.Plot{load, latency}, p.dir, fmt.Sprintf("%s-%d", p.stem, len(figs)+1), "Delay under load, "+label,
+			"Above, the cross traffic's goodput summed over its flows per 100 ms; below, on the same time axis, every response delay of the stack (dots) and their median per time bin (line) (first repetition).", figW, figH*3/2)
 		if err != nil {
 			return nil, err
 		}
 		figs = append(figs, fig)
 	}
 	return figs, nil
+}
+
+// loadPlots are the two panels of a latency-under-load figure: the load
+// and the latency, their time axes set to one range.
+func loadPlots(protocol string, rate plotter.XYs, cs *cellSeries) (load, latency *plot.Plot, err error) {
+	if load, err = lines([]string{crossLabel}, map[string]plotter.XYs{crossLabel: rate}, "", "load (Mbit/s)"); err != nil {
+		return nil, nil, err
+	}
+	load.Y.Min = 0
+	if latency, err = lines([]string{protocol}, map[string]plotter.XYs{protocol: cs.series}, "time since the workload started (s; the load leads)", "response delay (ms)"); err != nil {
+		return nil, nil, err
+	}
+	// Every sample, and each bin's slowest (a thinned long cell's
+	// samples may have skipped it).
+	for _, dots := range []plotter.XYs{cs.samples, cs.peaks} {
+		if err := addPeaks(latency, []string{protocol}, map[string]plotter.XYs{protocol: dots}); err != nil {
+			return nil, nil, err
+		}
+	}
+	lo, hi := math.Min(load.X.Min, latency.X.Min), math.Max(load.X.Max, latency.X.Max)
+	load.X.Min, load.X.Max, latency.X.Min, latency.X.Max = lo, hi, lo, hi
+	return load, latency, nil
 }
 
 // crossRateOf is the analysis's cross traffic rate of a cell as plot

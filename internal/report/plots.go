@@ -16,6 +16,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // Figure is one plot, rendered as SVG (inlined in the HTML) and saved as
@@ -25,6 +27,26 @@ type Figure struct {
 	Title   string
 	Caption string
 	SVG     []byte
+	// Kind is the plot kind as the scenario asked for it (with its fixed
+	// values): the page sets a kind's figures, one per network, side by
+	// side as small multiples.
+	Kind string
+}
+
+// smallMultiples groups consecutive figures of one kind, so that a page
+// lays out each kind's networks side by side (a grid) rather than one
+// full-width figure under another: eight cells' figures took a page of
+// about 10 800 px.
+func smallMultiples(figs []Figure) [][]Figure {
+	var out [][]Figure
+	for i, f := range figs {
+		if i > 0 && f.Kind == figs[i-1].Kind {
+			out[len(out)-1] = append(out[len(out)-1], f)
+			continue
+		}
+		out = append(out, []Figure{f})
+	}
+	return out
 }
 
 // protocolColors gives every protocol the same colour in every plot; a
@@ -113,6 +135,47 @@ func render(p *plot.Plot, dir, name, title, caption string, w, h vg.Length) (Fig
 		return Figure{}, err
 	}
 	return Figure{Name: name, Title: title, Caption: caption, SVG: buf.Bytes()}, nil
+}
+
+// renderStacked writes plots one above the other in one figure, their
+// axes aligned, as flent's and crusader's latency-under-load views set
+// the load above the latency on one time axis (two units never share one
+// y axis). The first plot carries the title.
+func renderStacked(plots []*plot.Plot, dir, name, title, caption string, w, h vg.Length) (Figure, error) {
+	plots[0].Title.Text = title
+	drawOn := func(c draw.Canvas) {
+		tiles := draw.Tiles{Rows: len(plots), Cols: 1, PadY: vg.Points(4), PadX: vg.Points(2), PadTop: vg.Points(2), PadBottom: vg.Points(2), PadLeft: vg.Points(2), PadRight: vg.Points(2)}
+		cols := make([][]*plot.Plot, len(plots))
+		for i, p := range plots {
+			cols[i] = []*plot.Plot{p}
+		}
+		for i, row := range plot.Align(cols, tiles, c) {
+			plots[i].Draw(row[0])
+		}
+	}
+	svg := vgsvg.New(w, h)
+	drawOn(draw.New(svg))
+	var buf bytes.Buffer
+	if _, err := svg.WriteTo(&buf); err != nil {
+		return Figure{}, err
+	}
+	fig := Figure{Name: name, Title: title, Caption: caption, SVG: buf.Bytes()}
+	if dir == "" {
+		return fig, nil
+	}
+	img := vgimg.PngCanvas{Canvas: vgimg.New(w, h)}
+	drawOn(draw.New(img))
+	var png bytes.Buffer
+	if _, err := img.WriteTo(&png); err != nil {
+		return Figure{}, fmt.Errorf("%s.png: %w", name, err)
+	}
+	if err := results.WriteFileAtomic(filepath.Join(dir, name+".svg"), buf.Bytes()); err != nil {
+		return Figure{}, err
+	}
+	if err := results.WriteFileAtomic(filepath.Join(dir, name+".png"), png.Bytes()); err != nil {
+		return Figure{}, err
+	}
+	return fig, nil
 }
 
 // boxStat is one box: whiskers at p5 and p95, box from p25 to p75, median.

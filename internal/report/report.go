@@ -76,7 +76,12 @@ func runOf(dir string, m *results.Manifest) *Run {
 // reduction (analysis.CellSeries) as plot points.
 type cellSeries struct {
 	cdf    plotter.XYs
+	ccdf   plotter.XYs
 	series plotter.XYs
+	peaks  plotter.XYs
+	// samples are every measured record's (send time, delay), thinned
+	// to analysis.MaxSamples.
+	samples plotter.XYs
 }
 
 // seriesBins is how many time bins a cell's delay-over-time line has.
@@ -139,7 +144,7 @@ func seriesOf(a *analysis.Analysis) map[string]*cellSeries {
 		return out
 	}
 	for cell, s := range a.Series {
-		out[cell] = &cellSeries{cdf: xys(s.CDF), series: xys(s.Series)}
+		out[cell] = &cellSeries{cdf: xys(s.CDF), ccdf: xys(s.CCDF), series: xys(s.Series), peaks: xys(s.Peaks), samples: xys(s.Samples)}
 	}
 	return out
 }
@@ -263,6 +268,7 @@ func (r *Run) figures(dir string) ([]Figure, []string, error) {
 				if fixes != "" {
 					fs[i].Title += " (" + fixes + ")"
 				}
+				fs[i].Kind = kind
 			}
 			drawn += len(fs)
 			figs = append(figs, fs...)
@@ -283,6 +289,8 @@ th,td{padding:3px 5px;border-bottom:1px solid #eee;text-align:right}
 th{background:#f6f6f6;position:sticky;top:0} td.l,th.l{text-align:left}
 .pass{color:#1a7f37}.fail{color:#cf222e;font-weight:bold}
 figure{margin:1.5em 0} figure img{width:100%;height:auto;border:1px solid #eee}
+.multiples{display:grid;grid-template-columns:repeat(auto-fill,minmax(460px,1fr));column-gap:1.2em}
+.multiples figure{margin:.8em 0}
 .wide{overflow-x:auto;max-height:80vh}
 figcaption{font-size:13px;color:#555}
 .meta td{text-align:left}
@@ -348,7 +356,8 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 		}
 		return strconv.FormatFloat(v, 'f', prec, 64)
 	},
-	"img": imgURL,
+	"img":       imgURL,
+	"multiples": smallMultiples,
 	"called": func(vs []stats.Comparison) int {
 		n := 0
 		for _, v := range vs {
@@ -435,7 +444,7 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 {{if eq .Verdict "host"}}<p>Every failed check is explained by the host's own noise in the same step (FAIL (host)): the host was too noisy for tlab's targets; the emulator is not at fault.</p>{{else if eq .Verdict "emulator"}}<p class="fail">A failed check is not explained by the host's noise: the emulator was less accurate than tlab's targets.</p>{{end}}
 {{end}}{{end}}
 <h2>Plots</h2>
-{{range .Figures}}<figure id="{{.Name}}"><img alt="{{.Title}}" src="{{img .SVG}}"><figcaption><b>{{.Title}}.</b> {{.Caption}} (plots/{{.Name}}.svg, .png)</figcaption></figure>
+{{range multiples .Figures}}<div class="figs{{if gt (len .) 1}} multiples{{end}}">{{range .}}<figure id="{{.Name}}"><img alt="{{.Title}}" src="{{img .SVG}}"><figcaption><b>{{.Title}}.</b> {{.Caption}} (plots/{{.Name}}.svg, .png)</figcaption></figure>{{end}}</div>
 {{end}}
 {{template "cells" .}}{{range .Notes}}<p class="fail">{{.}}</p>{{end}}
 <p>Delays in milliseconds. Column definitions: docs/metrics.md (or hover a column's title); every column is in summary.csv. Data: summary.json, summary.csv, records.csv beside this file.</p>

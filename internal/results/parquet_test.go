@@ -152,9 +152,9 @@ func TestParquetMatchesCSV(t *testing.T) {
 func TestParquetReadByPyarrow(t *testing.T) {
 	if exec.Command("python3", "-c", "import pyarrow").Run() != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatal("pyarrow is missing on CI: scripts/setup installs it")
+			t.Fatal("pyarrow is missing on CI: scripts/setup --tests installs it")
 		}
-		t.Skip("pyarrow is not installed (scripts/setup installs it)")
+		t.Skip("pyarrow is not installed (scripts/setup --tests installs it)")
 	}
 	dir := parquetRun(t)
 	out, err := exec.Command("python3", "testdata/parquet_vs_csv.py",

@@ -116,7 +116,7 @@ func (b Bulk) Info() Info {
 		Roles:    ClientServerRoles,
 		Metrics:  []string{"requests", "errors", "failed_pct", "transfer_ms", "goodput_mbps", "delay_p50_ms", "delay_p95_ms", "delay_p50_ci_low_ms", "delay_p50_ci_high_ms", "delay_p95_ci_low_ms", "delay_p95_ci_high_ms", "bytes_per_response"},
 		Table:    []string{"requests", "errors", "transfer_ms", "goodput_mbps", "delay_p50_ms", "delay_p95_ms"},
-		Plots:    []string{"goodput_bars", "delay_cdf"},
+		Plots:    []string{"goodput_bars", "delay_cdf", "delay_ccdf"},
 		Describe: fmt.Sprintf("Bulk download: %d stream(s) of %d B at once; a record per stream, its delay the stream's completion", b.Streams, b.Bytes),
 	}
 }

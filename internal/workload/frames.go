@@ -181,7 +181,7 @@ func (f Frames) Info() Info {
 			"pkt_owd_mean_ms", "pkt_owd_p50_ms", "pkt_owd_p99_ms", "pkt_owd_std_ms", "pkt_jitter_ms", "pkt_rtt_mean_ms", "pkt_owd_queued_mean_ms", "pkt_owd_queued_p99_ms", "packets_lost_pct", "throughput_mbps", "late_sends"},
 		Table:    []string{"frames", "frames_lost_pct", "frame_rtt_p50_ms", "frame_rtt_p99_ms", "deadline_miss_pct", "pkt_rtt_mean_ms", "pkt_owd_p50_ms", "pkt_owd_std_ms", "packets_lost_pct", "throughput_mbps"},
 		Columns:  []string{"owd_ms", "packets_sent", "packets_arrived", "deadline_miss"},
-		Plots:    []string{"pkt_rtt_by_size", "rtt_by_size", "pkt_owd_by_size", "jitter_by_size", "throughput_by_size", "rtt_shift_heatmap", "rtt_location", "delay_cdf"},
+		Plots:    []string{"pkt_rtt_by_size", "rtt_by_size", "pkt_owd_by_size", "jitter_by_size", "throughput_by_size", "rtt_shift_heatmap", "rtt_location", "delay_cdf", "delay_ccdf"},
 		Describe: fmt.Sprintf("Frames of %d B at %g Hz, open loop, a %d B result each", f.Size, f.FPS, f.ResultSize),
 		Offered:  Offered{UpBps: float64(f.Size) * 8 * f.FPS, DownBps: float64(f.ResultSize) * 8 * f.FPS, UpParam: "size", DownParam: "result_size", UpMessage: f.Size, DownMessage: f.ResultSize},
 	}

@@ -115,7 +115,7 @@ func (p Periodic) Info() Info {
 		Table: []string{"requests", "failed_pct", "delay_p5_ms", "delay_p50_ms", "delay_p95_ms", "delay_p99_ms", "sched_delay_p99_ms", "deadline_miss_pct", "delay_mean_ms", "jitter_pct",
 			"bytes_per_request", "bytes_per_response", "conns_per_1000", "late_sends", "errors", "unsent"},
 		Columns:  []string{"sched_delay_ms"},
-		Plots:    []string{"delay_box", "jitter_bars", "bytes_bars", "bytes_resp_bars", "conns_heatmap", "delay_cdf", "timeseries"},
+		Plots:    []string{"delay_box", "jitter_bars", "bytes_bars", "bytes_resp_bars", "conns_heatmap", "delay_cdf", "delay_ccdf", "timeseries"},
 		Describe: fmt.Sprintf("Periodic requests every %v, %d B up, %d B down", p.Interval, p.ReqSize, p.RespSize),
 		Offered: Offered{UpBps: float64(p.ReqSize) * 8 / p.Interval.Seconds(), DownBps: float64(p.RespSize) * 8 / p.Interval.Seconds(),
 			UpParam: "payload", DownParam: "response_size", UpMessage: p.ReqSize, DownMessage: p.RespSize},

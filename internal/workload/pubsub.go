@@ -286,7 +286,7 @@ func (p PubSub) Info() Info {
 // out.
 var (
 	pubsubTable = []string{"messages", "messages_failed", "completion_ms", "reconnect_ms", "message_latency_p50_ms", "message_latency_p95_ms", "used_0rtt", "resumed", "wire_bytes_per_message"}
-	pubsubPlots = []string{"completion_box", "xi", "xi_box", "reconnect_by_network", "reconnect_box", "delay_cdf"}
+	pubsubPlots = []string{"completion_box", "xi", "xi_box", "reconnect_by_network", "reconnect_box", "delay_cdf", "delay_ccdf"}
 )
 
 // undefined are the metrics the pattern cannot produce: Δ is pattern

@@ -188,7 +188,7 @@ func (u Upload) Info() Info {
 			"bytes_per_request"},
 		Table:    []string{"requests", "errors", "response_time_mean_ms", "response_time_std_ms", "e2e_mean_ms", "e2e_std_ms", "e2e_p50_ms", "e2e_p95_ms", "time_appconnect_mean_ms", "bytes_per_request"},
 		Columns:  append(slices.Clone(uploadPhases), "response_time_ms", "e2e_ms"),
-		Plots:    []string{"rt_e2e_bars", "e2e_hist", "delay_cdf"},
+		Plots:    []string{"rt_e2e_bars", "e2e_hist", "delay_cdf", "delay_ccdf"},
 		Describe: fmt.Sprintf("Uploads of %d B, each on a fresh connection (name lookup: %s); delay = end-to-end (total − namelookup)", u.Size, u.Resolve),
 	}
 }

@@ -45,7 +45,7 @@ func (m mqttProto) CheckBroker(kind string) error {
 			return errors.New("mosquitto speaks MQTT over TCP and TLS, not QUIC: use broker embedded for mqtt-quic")
 		}
 		if _, err := exec.LookPath("mosquitto"); err != nil {
-			return errors.New("mosquitto is not installed: run scripts/setup (or apt-get install mosquitto)")
+			return errors.New("mosquitto is not installed: apt-get install mosquitto (or scripts/setup --tests)")
 		}
 		return nil
 	}
