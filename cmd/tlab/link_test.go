@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,11 +31,14 @@ func TestLinkSetChangesALiveShell(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer shell.Process.Kill()
-	// The shell's run is the socket that was not there before.
+	// The shell's run is the socket that was not there before and whose
+	// record names the shell as its owner: other runs (the race half of
+	// scripts/test beside this package, anyone's tlab) may start theirs
+	// meanwhile.
 	var id string
 	for deadline := time.Now().Add(3 * time.Second); id == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		for s := range liveSockets(t) {
-			if !socketsBefore[s] {
+			if !socketsBefore[s] && runOwner(strings.TrimSuffix(s, ".sock")+".json") == shell.Process.Pid {
 				id = strings.TrimSuffix(filepath.Base(s), ".sock")
 			}
 		}
@@ -105,6 +109,21 @@ func asNobody(t *testing.T, bin string) []string {
 		t.Fatal(err)
 	}
 	return []string{setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", copyPath}
+}
+
+// runOwner is the pid of the process that owns the run record at path
+// (0 when it cannot be read).
+func runOwner(path string) int {
+	var rec struct {
+		Owner struct {
+			PID int `json:"pid"`
+		} `json:"owner"`
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || json.Unmarshal(b, &rec) != nil {
+		return 0
+	}
+	return rec.Owner.PID
 }
 
 // liveSockets lists the control sockets in root's run registry.
