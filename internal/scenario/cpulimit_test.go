@@ -35,3 +35,35 @@ func TestTopologyCPULimit(t *testing.T) {
 		}
 	}
 }
+
+// TestCPULimitOnInProcessWorkWarns: a limit holds the processes of a host
+// (a workload's servers, which a limited host runs in a child of its own;
+// a command's programs), never tlab's own process, where the clients of
+// tlab's stacks, the publishers and subscribers, and the frame servers
+// run: a limit on such a role's host is accepted with a warning naming
+// the host and the role; one on a server or a broker is not.
+func TestCPULimitOnInProcessWorkWarns(t *testing.T) {
+	for _, c := range []struct {
+		name, yaml string
+		warn       string // "" for none
+	}{
+		{"periodic's server", topoBase + "topology: {cpu: {server: 1}}\n", ""},
+		{"periodic's client", topoBase + "topology: {cpu: {client: 1}}\n", "cpu client: the host plays client"},
+		{"frames' server", "name: t\nprofiles: [wifi]\nprotocols: [udp]\nworkload: {type: frames}\nduration: 1s\ntopology: {cpu: {server: 1}}\n", "cpu server: the host plays server"},
+		{"pubsub's broker", "name: t\nprofiles: [wifi]\nprotocols: [mqtt-tcp]\nworkload: {type: pubsub}\nduration: 1s\ntopology: {type: chain, cpu: {broker: 1}}\n", ""},
+		{"pubsub's subscriber", "name: t\nprofiles: [wifi]\nprotocols: [mqtt-tcp]\nworkload: {type: pubsub}\nduration: 1s\ntopology: {type: chain, cpu: {subscriber: 1}}\n", "cpu subscriber: the host plays subscriber"},
+	} {
+		s, err := Parse("t.yaml", []byte(c.yaml))
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		got := strings.Join(s.Warnings(), "\n")
+		if c.warn == "" && strings.Contains(got, "topology: cpu") {
+			t.Errorf("%s: warned %q, want no cpu warning", c.name, got)
+		}
+		if c.warn != "" && !strings.Contains(got, c.warn) {
+			t.Errorf("%s: warnings %q, want one with %q", c.name, got, c.warn)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"tlab/internal/emu"
 	"tlab/internal/strictyaml"
 	"tlab/internal/testbed"
+	"tlab/internal/workload"
 )
 
 // Topology is the scenario's hosts and links, as data. Three shapes:
@@ -151,7 +152,26 @@ func (s *Scenario) decodeTopology() error {
 			return at("", "workload %s: %v", s.workload.Info().Type, err)
 		}
 	}
+	s.warnInProcessLimits()
 	return nil
+}
+
+// warnInProcessLimits warns of a CPU-limited host whose role's work runs
+// in tlab's own process, where the limit cannot reach it.
+func (s *Scenario) warnInProcessLimits() {
+	outside := workload.OutOfProcessRoles(s.workload)
+	for _, role := range s.workload.Info().Roles {
+		host, err := s.topology.HostFor(role)
+		if _, limited := s.topology.CPU[host]; err != nil || !limited || slices.Contains(outside, role) {
+			continue
+		}
+		path := []any{"topology", "cpu", host}
+		if nodeAt(s.root, path) == nil {
+			path = []any{"topology"}
+		}
+		s.warnings = append(s.warnings, s.errAt(path, "topology: cpu %s: the host plays %s, whose work (workload %s) runs in tlab's own process, which the limit does not hold; it holds only the processes a host runs (a workload's servers, a command's programs)",
+			host, role, s.workload.Info().Type).Error())
+	}
 }
 
 // HostFor returns the host that plays role: the host of that name, or the
