@@ -67,3 +67,43 @@ func TestCPULimitOnInProcessWorkWarns(t *testing.T) {
 		}
 	}
 }
+
+// TestCPULimitOnOneProfile: "host@profile" limits the host on that
+// profile's cells alone and wins there over the host's own limit (study
+// A: a 1-vCPU cloud task, edge pods unlimited); a key without a host or
+// a profile, and an unknown host, are refused.
+func TestCPULimitOnOneProfile(t *testing.T) {
+	s, err := Parse("t.yaml", []byte("name: t\nprofiles: [ethernet, cloud]\nprotocols: [tcp]\nworkload: {type: periodic}\nduration: 1s\n"+
+		"topology: {cpu: {server@cloud: 1, server: 0.5, client@ethernet: 0.25}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		profile        string
+		server, client time.Duration // quota per 100 ms; 0: no limit
+	}{
+		{"cloud", 100 * time.Millisecond, 0},
+		{"ethernet", 50 * time.Millisecond, 25 * time.Millisecond},
+	} {
+		topo, err := s.TestbedTopology(c.profile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for host, want := range map[string]time.Duration{"server": c.server, "client": c.client} {
+			l, limited := topo.CPU[host]
+			if want == 0 && limited || want != 0 && l.Quota != want {
+				t.Errorf("%s on %s: %+v (limited %v), want quota %v per 100ms", host, c.profile, l, limited, want)
+			}
+		}
+	}
+	for _, c := range []struct{ cpu, want string }{
+		{"{\"@cloud\": 1}", "want HOST or HOST@PROFILE"},
+		{"{server@: 1}", "want HOST or HOST@PROFILE"},
+		{"{nobody@cloud: 1}", "unknown host"},
+	} {
+		_, err := Parse("t.yaml", []byte(topoBase+"topology: {type: client-server, cpu: "+c.cpu+"}\n"))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("cpu %s: %v, want an error with %q", c.cpu, err, c.want)
+		}
+	}
+}

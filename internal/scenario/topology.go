@@ -47,7 +47,8 @@ type Topology struct {
 	Then     []string          `yaml:"then"`
 	Links    map[string]string `yaml:"links"`
 	// CPU limits a host's processes to that many cores (cgroup CPU
-	// bandwidth, 100 ms period): cpu: {server: 1} is a 1-vCPU server.
+	// bandwidth, 100 ms period): cpu: {server: 1} is a 1-vCPU server;
+	// cpu: {server@cloud: 1} limits it on the profile cloud alone.
 	CPU map[string]float64 `yaml:"cpu"`
 }
 
@@ -128,6 +129,9 @@ func (s *Scenario) decodeTopology() error {
 	if err != nil {
 		return at("", "topology: %v", err)
 	}
+	if topo.CPU, err = s.topology.cpuOn(everyProfile); err != nil {
+		return at("cpu", "topology: %v", err)
+	}
 	if err := topo.Validate(); err != nil {
 		return at("", "%v", err)
 	}
@@ -162,7 +166,7 @@ func (s *Scenario) warnInProcessLimits() {
 	outside := workload.OutOfProcessRoles(s.workload)
 	for _, role := range s.workload.Info().Roles {
 		host, err := s.topology.HostFor(role)
-		if _, limited := s.topology.CPU[host]; err != nil || !limited || slices.Contains(outside, role) {
+		if err != nil || !s.topology.limitedHost(host) || slices.Contains(outside, role) {
 			continue
 		}
 		path := []any{"topology", "cpu", host}
@@ -239,13 +243,49 @@ func (t Topology) build(linkFor func(link string) (emu.LinkConfig, error)) (test
 			prev = h
 		}
 	}
-	for h, cpus := range t.CPU {
-		if topo.CPU == nil {
-			topo.CPU = map[string]testbed.CPULimit{}
-		}
-		topo.CPU[h] = testbed.LimitCPUs(cpus)
-	}
 	return topo, nil
+}
+
+// everyProfile asks cpuOn for every limit, whatever profile it is on
+// (to check the hosts they name).
+const everyProfile = ""
+
+// cpuOn are the CPU limits of the hosts on profile: a key "host" limits
+// the host on every profile, "host@profile" on that profile alone (study
+// A's cloud server is a 1-vCPU task, its edge servers are not limited),
+// and wins there over the host's own.
+func (t Topology) cpuOn(profile string) (map[string]testbed.CPULimit, error) {
+	var out map[string]testbed.CPULimit
+	for _, qualified := range []bool{false, true} {
+		for key, cpus := range t.CPU {
+			host, on, hasProfile := strings.Cut(key, "@")
+			if hasProfile != qualified {
+				continue
+			}
+			if hasProfile && (host == "" || on == "") {
+				return nil, fmt.Errorf("cpu %q: want HOST or HOST@PROFILE", key)
+			}
+			if hasProfile && profile != everyProfile && on != profile {
+				continue
+			}
+			if out == nil {
+				out = map[string]testbed.CPULimit{}
+			}
+			out[host] = testbed.LimitCPUs(cpus)
+		}
+	}
+	return out, nil
+}
+
+// limitedHost tells whether the topology limits host's CPU on any
+// profile.
+func (t Topology) limitedHost(host string) bool {
+	for key := range t.CPU {
+		if h, _, _ := strings.Cut(key, "@"); h == host {
+			return true
+		}
+	}
+	return false
 }
 
 // TestbedTopology returns the cell's testbed: a link named in
@@ -253,7 +293,7 @@ func (t Topology) build(linkFor func(link string) (emu.LinkConfig, error)) (test
 // cell's profile nor the link: overrides and their sweeps touch it); every
 // other link gets the cell's profile with the overrides.
 func (s *Scenario) TestbedTopology(profile string) (testbed.Topology, error) {
-	return s.topology.build(func(link string) (emu.LinkConfig, error) {
+	topo, err := s.topology.build(func(link string) (emu.LinkConfig, error) {
 		if cfg, ok := s.fixed[link]; ok {
 			return cfg, nil
 		}
@@ -271,4 +311,9 @@ func (s *Scenario) TestbedTopology(profile string) (testbed.Topology, error) {
 		}
 		return cfg, nil
 	})
+	if err != nil {
+		return topo, err
+	}
+	topo.CPU, err = s.topology.cpuOn(profile)
+	return topo, err
 }
