@@ -26,6 +26,8 @@ import (
 
 	"tlab/internal/emu"
 	"tlab/internal/hostnoise"
+	"tlab/internal/testbed"
+	"tlab/internal/workload"
 )
 
 // Exit codes.
@@ -112,6 +114,8 @@ func main() {
 	// When started as the emulator engine, become it and never return.
 	emu.RunChildIfRequested()
 	hostnoise.RunChildIfRequested()
+	// When started as a CPU-limited host's server, serve and never return.
+	testbed.RunServerChildIfRequested(workload.ServeProcessRequest)
 	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -12,6 +12,7 @@ import (
 	"tlab/internal/emu"
 	"tlab/internal/strictyaml"
 	"tlab/internal/testbed"
+	"tlab/internal/workload"
 )
 
 // Topology is the scenario's hosts and links, as data. Three shapes:
@@ -46,7 +47,8 @@ type Topology struct {
 	Then     []string          `yaml:"then"`
 	Links    map[string]string `yaml:"links"`
 	// CPU limits a host's processes to that many cores (cgroup CPU
-	// bandwidth, 100 ms period): cpu: {server: 1} is a 1-vCPU server.
+	// bandwidth, 100 ms period): cpu: {server: 1} is a 1-vCPU server;
+	// cpu: {server@cloud: 1} limits it on the profile cloud alone.
 	CPU map[string]float64 `yaml:"cpu"`
 }
 
@@ -127,6 +129,9 @@ func (s *Scenario) decodeTopology() error {
 	if err != nil {
 		return at("", "topology: %v", err)
 	}
+	if topo.CPU, err = s.topology.cpuOn(everyProfile); err != nil {
+		return at("cpu", "topology: %v", err)
+	}
 	if err := topo.Validate(); err != nil {
 		return at("", "%v", err)
 	}
@@ -151,7 +156,26 @@ func (s *Scenario) decodeTopology() error {
 			return at("", "workload %s: %v", s.workload.Info().Type, err)
 		}
 	}
+	s.warnInProcessLimits()
 	return nil
+}
+
+// warnInProcessLimits warns of a CPU-limited host whose role's work runs
+// in tlab's own process, where the limit cannot reach it.
+func (s *Scenario) warnInProcessLimits() {
+	outside := workload.OutOfProcessRoles(s.workload)
+	for _, role := range s.workload.Info().Roles {
+		host, err := s.topology.HostFor(role)
+		if err != nil || !s.topology.limitedHost(host) || slices.Contains(outside, role) {
+			continue
+		}
+		path := []any{"topology", "cpu", host}
+		if nodeAt(s.root, path) == nil {
+			path = []any{"topology"}
+		}
+		s.warnings = append(s.warnings, s.errAt(path, "topology: cpu %s: the host plays %s, whose work (workload %s) runs in tlab's own process, which the limit does not hold; it holds only the processes a host runs (a workload's servers, a command's programs)",
+			host, role, s.workload.Info().Type).Error())
+	}
 }
 
 // HostFor returns the host that plays role: the host of that name, or the
@@ -219,13 +243,49 @@ func (t Topology) build(linkFor func(link string) (emu.LinkConfig, error)) (test
 			prev = h
 		}
 	}
-	for h, cpus := range t.CPU {
-		if topo.CPU == nil {
-			topo.CPU = map[string]testbed.CPULimit{}
-		}
-		topo.CPU[h] = testbed.LimitCPUs(cpus)
-	}
 	return topo, nil
+}
+
+// everyProfile asks cpuOn for every limit, whatever profile it is on
+// (to check the hosts they name).
+const everyProfile = ""
+
+// cpuOn are the CPU limits of the hosts on profile: a key "host" limits
+// the host on every profile, "host@profile" on that profile alone (study
+// A's cloud server is a 1-vCPU task, its edge servers are not limited),
+// and wins there over the host's own.
+func (t Topology) cpuOn(profile string) (map[string]testbed.CPULimit, error) {
+	var out map[string]testbed.CPULimit
+	for _, qualified := range []bool{false, true} {
+		for key, cpus := range t.CPU {
+			host, on, hasProfile := strings.Cut(key, "@")
+			if hasProfile != qualified {
+				continue
+			}
+			if hasProfile && (host == "" || on == "") {
+				return nil, fmt.Errorf("cpu %q: want HOST or HOST@PROFILE", key)
+			}
+			if hasProfile && profile != everyProfile && on != profile {
+				continue
+			}
+			if out == nil {
+				out = map[string]testbed.CPULimit{}
+			}
+			out[host] = testbed.LimitCPUs(cpus)
+		}
+	}
+	return out, nil
+}
+
+// limitedHost tells whether the topology limits host's CPU on any
+// profile.
+func (t Topology) limitedHost(host string) bool {
+	for key := range t.CPU {
+		if h, _, _ := strings.Cut(key, "@"); h == host {
+			return true
+		}
+	}
+	return false
 }
 
 // TestbedTopology returns the cell's testbed: a link named in
@@ -233,7 +293,7 @@ func (t Topology) build(linkFor func(link string) (emu.LinkConfig, error)) (test
 // cell's profile nor the link: overrides and their sweeps touch it); every
 // other link gets the cell's profile with the overrides.
 func (s *Scenario) TestbedTopology(profile string) (testbed.Topology, error) {
-	return s.topology.build(func(link string) (emu.LinkConfig, error) {
+	topo, err := s.topology.build(func(link string) (emu.LinkConfig, error) {
 		if cfg, ok := s.fixed[link]; ok {
 			return cfg, nil
 		}
@@ -251,4 +311,9 @@ func (s *Scenario) TestbedTopology(profile string) (testbed.Topology, error) {
 		}
 		return cfg, nil
 	})
+	if err != nil {
+		return topo, err
+	}
+	topo.CPU, err = s.topology.cpuOn(profile)
+	return topo, err
 }

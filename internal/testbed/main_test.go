@@ -10,6 +10,7 @@ import (
 func TestMain(m *testing.M) {
 	// Test binaries that build testbeds are also the emulator's executable.
 	emu.RunChildIfRequested()
+	RunServerChildIfRequested(spinServer)
 	if os.Getenv(killedRunEnv) != "" {
 		killedRunChild()
 	}

@@ -1,5 +1,6 @@
 // Package tbtest holds what tests that build testbeds share: a TestMain that
-// lets the test binary serve as the emulator's executable, and a check that
+// lets the test binary serve as the emulator's executable (and a CPU-limited
+// host's server child), and a check that
 // skips (or, in CI, fails) a test that lacks the privileges to build
 // namespaces.
 package tbtest
@@ -13,6 +14,7 @@ import (
 	"tlab/internal/hostnoise"
 	"tlab/internal/testbed"
 	"tlab/internal/units"
+	"tlab/internal/workload"
 )
 
 // Main runs the tests of a package whose tests build testbeds. Call it from
@@ -22,6 +24,7 @@ import (
 func Main(m *testing.M, cleanups ...func()) {
 	emu.RunChildIfRequested()
 	hostnoise.RunChildIfRequested()
+	testbed.RunServerChildIfRequested(workload.ServeProcessRequest)
 	code := m.Run()
 	for _, c := range cleanups {
 		c()
