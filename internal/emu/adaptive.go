@@ -3,7 +3,6 @@ package emu
 import (
 	"math"
 	"slices"
-	"sort"
 )
 
 // Spinning in ModeAdaptive. A loop that blocks in the kernel until a frame
@@ -80,12 +79,11 @@ func releasesSoonerThanSpin(c DirectionConfig) bool {
 }
 
 // wakeWindow is how many timed wake-ups the adaptive loop gathers before
-// it takes a new spin from them (savableP99).
+// it takes their p99 as its new spin.
 const wakeWindow = 256
 
 // wakeEstimate is the adaptive loop's wake-up latency: the p99 of how late
-// its timed waits returned, over the last wakeWindow of them, counted
-// among the wake-ups a spin can save (savableP99), bounded to
+// its timed waits returned, over the last wakeWindow of them, bounded to
 // [minSpinNs, maxSpinNs]. It starts from a measurement taken when the
 // engine starts (measureWakeLatency) and follows the host as the loop
 // sleeps.
@@ -99,7 +97,7 @@ type wakeEstimate struct {
 func newWakeEstimate(samples []int64) *wakeEstimate {
 	w := &wakeEstimate{spinNs: minSpinNs}
 	if len(samples) > 0 {
-		w.spinNs = boundSpin(savableP99(slices.Clone(samples)))
+		w.spinNs = boundSpin(p99(slices.Clone(samples)))
 	}
 	return w
 }
@@ -110,29 +108,16 @@ func (w *wakeEstimate) add(lateNs int64) {
 	w.window[w.n] = max(lateNs, 0)
 	w.n++
 	if w.n == wakeWindow {
-		w.spinNs = boundSpin(savableP99(w.window[:]))
+		w.spinNs = boundSpin(p99(w.window[:]))
 		w.n = 0
 	}
 }
 
-// savableP99 is the spin that still pays for itself: the nearest-rank p99
-// of s, ceil(0.99 n)-th smallest, with the rank counted down past the
-// wake-ups later than maxSpinNs. Those are the thread waiting for its CPU
-// behind another (maxSpinNs), which a spinning thread meets as well, so
-// no spin saves them; counted in the p99, they pushed the spin to its
-// bound on a loaded host, where every release then cost maxSpinNs of CPU
-// to save the few wake-ups between the typical and the bound. Measured on
-// the 2-vCPU VM at load 20 (docs/methodology.md): 80 % of wake-ups within
-// 25 µs, 15 % past 250 µs, about 4 % between. With no wake-up past
-// maxSpinNs it is the plain p99; with every one past it, 0 (the floor).
-// It sorts s.
-func savableP99(s []int64) int64 {
+// p99 is the 99th percentile of s by the nearest-rank method: the
+// ceil(0.99 n)-th smallest. It sorts s.
+func p99(s []int64) int64 {
 	slices.Sort(s)
-	beyond := len(s) - sort.Search(len(s), func(i int) bool { return s[i] > maxSpinNs })
-	rank := (99*len(s)+99)/100 - beyond // ceil(0.99 n), less the unsavable
-	if rank < 1 {
-		return 0
-	}
+	rank := (99*len(s) + 99) / 100 // ceil(0.99 n)
 	return s[rank-1]
 }
 

@@ -82,12 +82,11 @@ func TestLingerOnlyWhereAFrameMayBeDueAtOnce(t *testing.T) {
 	}
 }
 
-// TestWakeEstimateIsTheSavableP99OfItsWindow: the spin is the nearest-rank
-// p99 of the last 256 timed wake-ups, ceil(0.99 × 256) = the 254th
-// smallest (the third largest), with the rank counted down past every
-// wake-up later than the longest spin (250 µs), which no spin saves; it
-// changes only when a window is full, and stays within [5 µs, 250 µs].
-func TestWakeEstimateIsTheSavableP99OfItsWindow(t *testing.T) {
+// TestWakeEstimateIsTheP99OfItsWindow: the spin is the nearest-rank p99 of
+// the last 256 timed wake-ups, ceil(0.99 × 256) = the 254th smallest, which
+// is the third largest; it changes only when a window is full, and stays
+// within [5 µs, 250 µs].
+func TestWakeEstimateIsTheP99OfItsWindow(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	us := func(v int) int64 { return int64(v) * 1000 }
 
@@ -103,48 +102,23 @@ func TestWakeEstimateIsTheSavableP99OfItsWindow(t *testing.T) {
 		t.Errorf("0.5..128 µs: spin %d ns, want 127 µs", w.spinNs)
 	}
 
-	// Windows of 256 as counts of a lateness, by hand:
-	//  - 253 of 10 µs, 3 stalls of 5 ms: no spin saves a stall; rank
-	//    254 - 3 = 251st smallest: 10 µs (a plain p99 gave 5 ms,
-	//    bounded to 250 µs: every release paid 250 µs of spin).
-	//  - 253 of 10 µs, 3 of exactly 250 µs: a 250 µs spin saves them,
-	//    rank 254: 250 µs.
-	//  - this host at load 20: 216 of 10 µs, 2 of 200 µs, 38 stalls of
-	//    5 ms: rank 254 - 38 = 216th smallest, the last 10 µs (the two
-	//    200 µs wake-ups are the 1 % left to the tail);
-	//  - 215 of 10 µs, 3 of 200 µs, 38 stalls: rank 216 is a 200 µs one.
-	//  - 256 stalls: nothing to save, the floor.
-	type count struct {
-		n    int
-		late int64
-	}
-	for _, c := range []struct {
-		name   string
-		counts []count
-		want   int64
-	}{
-		{"3 stalls", []count{{253, us(10)}, {3, us(5000)}}, us(10)},
-		{"3 at the bound", []count{{253, us(10)}, {3, maxSpinNs}}, maxSpinNs},
-		{"2 savable, 38 stalls", []count{{216, us(10)}, {2, us(200)}, {38, us(5000)}}, us(10)},
-		{"3 savable, 38 stalls", []count{{215, us(10)}, {3, us(200)}, {38, us(5000)}}, us(200)},
-		{"all stalls", []count{{256, us(5000)}}, minSpinNs},
-	} {
-		var samples []int64
-		for _, k := range c.counts {
-			for range k.n {
-				samples = append(samples, k.late)
-			}
-		}
-		rng.Shuffle(len(samples), func(i, j int) { samples[i], samples[j] = samples[j], samples[i] })
+	// Two stalls of 5 ms among 10 µs wake-ups are the p99.5 and above:
+	// the p99 (third largest) is 10 µs. A third stall makes it 5 ms,
+	// bounded to 250 µs.
+	for stalls, want := range map[int]int64{2: us(10), 3: maxSpinNs} {
 		w := newWakeEstimate(nil)
-		for i, late := range samples {
+		for i := range wakeWindow {
+			late := us(10)
+			if i < stalls {
+				late = us(5000)
+			}
 			w.add(late)
 			if i < wakeWindow-1 && w.spinNs != minSpinNs {
-				t.Fatalf("%s: spin changed to %d after %d samples, before the window filled", c.name, w.spinNs, i+1)
+				t.Fatalf("spin changed to %d after %d samples, before the window filled", w.spinNs, i+1)
 			}
 		}
-		if w.spinNs != c.want {
-			t.Errorf("%s: spin %d ns, want %d", c.name, w.spinNs, c.want)
+		if w.spinNs != want {
+			t.Errorf("%d stalls of 5 ms among 10 µs: spin %d ns, want %d", stalls, w.spinNs, want)
 		}
 	}
 
