@@ -510,7 +510,7 @@ func (e *engine) receiveMmsg(pi int) int {
 			}
 			buf := e.rbufs[i]
 			e.rbufs[i] = nil
-			e.accept(p, buf, size, clock.arrival(e, ts, stamped))
+			e.accept(p, buf, size, e.arrival(&clock, ts, stamped))
 		}
 		return n
 	}
@@ -534,14 +534,8 @@ func (e *engine) receiveRing(pi int) {
 		buf := e.getBuf()
 		copy(buf, frame)
 		p.ring.done()
-		e.accept(p, buf, size, clock.arrival(e, ts, ts != 0))
+		e.accept(p, buf, size, e.arrival(&clock, ts, ts != 0))
 	}
-}
-
-// readClock is the link clock at a read, with the offset of the kernel's
-// clock from it.
-type readClock struct {
-	now, offset int64
 }
 
 // readClock reads the link clock. The kernel stamps frames on
@@ -554,22 +548,14 @@ func (e *engine) readClock() readClock {
 	return readClock{now: now, offset: wall.UnixNano() - now}
 }
 
-// arrival is a frame's arrival on the link clock: its kernel timestamp
-// tsNs (CLOCK_REALTIME) when it has one and the engine times by the
-// kernel, else when it was read. The timestamp's distance from the read
-// is recorded as the read lag either way.
-func (c readClock) arrival(e *engine, tsNs int64, stamped bool) int64 {
-	if !stamped {
-		return c.now
+// arrival is a frame's arrival on the link clock (readClock.arrival),
+// with its read lag recorded.
+func (e *engine) arrival(c *readClock, tsNs int64, stamped bool) int64 {
+	at, lag := c.arrival(tsNs, stamped, e.kernelTime, e.readClock)
+	if stamped {
+		e.readLag.Add(lag)
 	}
-	// Never in the future, and not before the link started (a
-	// timestamp from before a clock step).
-	at := min(max(tsNs-c.offset, 0), c.now)
-	e.readLag.Add(c.now - at)
-	if e.kernelTime {
-		return at
-	}
-	return c.now
+	return at
 }
 
 // oversize counts and drops a frame larger than the MTU (GRO left on

@@ -81,11 +81,10 @@ type EngineOptions struct {
 	CPU int `yaml:"cpu" json:"-"`
 	// DeferReads lets the adaptive loop leave arrivals unread while
 	// frames wait on a plain delay (adaptive.go, readHoldNs). Off by
-	// default: beside a CPU hog on each core an echo through a 10 ms +
-	// 10 ms link came back 12 µs to 0.76 ms early in 3 of 27 tries with it
-	// on, and in none of 12 with it off, a release error not yet
-	// understood; and at 10 Mbit/s as the loop runs it saved no CPU
-	// (+0.32 [−0.53, +1.16] s per Gbit).
+	// default: at 10 Mbit/s as the loop runs it saved no CPU (+0.32
+	// [−0.53, +1.16] s per Gbit). (The early echoes once seen with it on
+	// came from the batch's clock read, fixed for every read:
+	// readClock.arrival.)
 	DeferReads bool `yaml:"defer_reads" json:"defer_reads,omitempty"`
 }
 
