@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"strconv"
 	"sync"
 	"time"
 
@@ -90,9 +91,9 @@ func (tb *Testbed) setupMultiHome() error {
 		if err := mptcpLimits(); err != nil {
 			return err
 		}
-		for _, l := range links {
-			if out, err := exec.Command("ip", "mptcp", "endpoint", "add", l.ifc.IP.String(), "dev", l.ifc.Name, "subflow").CombinedOutput(); err != nil {
-				return fmt.Errorf("mptcp endpoint %s: %v: %s", l.ifc.IP, err, out)
+		for i, l := range links {
+			if err := mptcpEndpoint(true, i, l); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -106,6 +107,22 @@ func (tb *Testbed) setupMultiHome() error {
 // serviceRoute is the route to the peer's service address over link l.
 func serviceRoute(svc net.IP, l multiHomeLink) netlink.Route {
 	return netlink.Route{Dst: &net.IPNet{IP: svc, Mask: net.CIDRMask(32, 32)}, Gw: l.peerIP, Src: l.ifc.IP, LinkIndex: l.linkIdx}
+}
+
+// mptcpEndpoint adds (or deletes) the MPTCP endpoint of the host's i-th
+// link (run inside the host): its address, as a subflow endpoint bound
+// to its interface, with id i+1. Adding it gives every MPTCP connection
+// of the host a subflow from that address; deleting it closes them.
+func mptcpEndpoint(add bool, i int, l multiHomeLink) error {
+	id := strconv.Itoa(i + 1)
+	args := []string{"mptcp", "endpoint", "delete", "id", id}
+	if add {
+		args = []string{"mptcp", "endpoint", "add", l.ifc.IP.String(), "dev", l.ifc.Name, "id", id, "subflow"}
+	}
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("mptcp endpoint %s (%s): %v: %s", l.ifc.IP, args[2], err, out)
+	}
+	return nil
 }
 
 // mptcpLimits lets MPTCP's in-kernel path manager of this namespace open
@@ -235,13 +252,28 @@ func (tb *Testbed) startHandovers() error {
 
 // runHandovers applies actions at their times on the link clock, whose
 // zero was start.
+//
+// MPTCP's endpoints follow the host's view of its links, as a device's
+// network manager adds and removes an interface's address: when a link
+// comes up with the route, its endpoint is there (added again if it had
+// gone: the kernel's path manager then opens a subflow from it for every
+// open connection) and the endpoints of the links that are down go (their
+// subflows close); a link given up after an overlap loses its endpoint
+// as it goes down. In a break before make the host notices the loss only
+// at the end of the outage, with the route.
 func (tb *Testbed) runHandovers(ctx context.Context, start time.Time, links []multiHomeLink, actions []handoverAction) error {
-	byName := map[string]multiHomeLink{}
-	for _, l := range links {
-		byName[l.name] = l
+	index := map[string]int{}
+	for i, l := range links {
+		index[l.name] = i
 	}
 	host := tb.hosts[tb.Topo.MultiHome.Host]
 	svc := serviceIP(tb.first)
+	down := make([]bool, len(links))     // the link is down
+	endpoint := make([]bool, len(links)) // the link's MPTCP endpoint is there
+	for i := range endpoint {
+		endpoint[i] = true
+	}
+	active := 0 // the link with the route
 	for _, a := range actions {
 		t := time.NewTimer(time.Until(start.Add(a.at)))
 		select {
@@ -250,25 +282,47 @@ func (tb *Testbed) runHandovers(ctx context.Context, start time.Time, links []mu
 			return nil
 		case <-t.C:
 		}
-		l := byName[a.link]
-		for i, dir := range []string{"up", "down"} {
+		i := index[a.link]
+		l := links[i]
+		for k, dir := range []string{"up", "down"} {
 			loss := units.Ratio(1)
 			if a.up {
-				loss = units.Ratio(l.baseLoss[i])
+				loss = units.Ratio(l.baseLoss[k])
 			}
 			if _, err := tb.emu.SetAs(emu.EventHandover, l.name, dir, emu.TimelineStep{Loss: &loss}); err != nil {
 				return fmt.Errorf("handover at %v: link %s %s: %w", a.at, l.name, dir, err)
 			}
 		}
-		if !a.up {
-			continue
-		}
+		down[i] = !a.up
 		err := host.Do(func() error {
+			if !a.up {
+				if i != active && endpoint[i] {
+					endpoint[i] = false
+					return mptcpEndpoint(false, i, l)
+				}
+				return nil
+			}
 			r := serviceRoute(svc, l)
-			return netlink.RouteReplace(&r)
+			if err := netlink.RouteReplace(&r); err != nil {
+				return fmt.Errorf("route to %s over %s: %w", svc, l.name, err)
+			}
+			active = i
+			for k := range links {
+				if down[k] && endpoint[k] {
+					endpoint[k] = false
+					if err := mptcpEndpoint(false, k, links[k]); err != nil {
+						return err
+					}
+				}
+			}
+			if !endpoint[i] {
+				endpoint[i] = true
+				return mptcpEndpoint(true, i, l)
+			}
+			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("handover at %v: route to %s over %s: %w", a.at, svc, l.name, err)
+			return fmt.Errorf("handover at %v: %w", a.at, err)
 		}
 	}
 	return nil

@@ -20,9 +20,17 @@ import (
 // links, "wifi" (3 ms each way) and "5g" (10 ms each way), to a server,
 // through a break-before-make handover from wifi to 5g at 1.5 s of the
 // link clock with an outage of 0.5 s, for 4 s. It returns, for each
-// exchange, its start on the link clock and whether it completed; and
-// whether the client's connection was MPTCP.
+// exchange, when it completed on the link clock (or, for one that failed,
+// when it started) and whether it did; and whether the client's
+// connection was MPTCP.
 func loopThroughHandover(t *testing.T, name string) (starts []time.Duration, ok []bool, multipath bool) {
+	t.Helper()
+	return loopThrough(t, name, 4*time.Second, testbed.Handover{At: units.Duration(1500 * time.Millisecond), From: "wifi", To: "5g", Outage: units.Duration(500 * time.Millisecond)})
+}
+
+// loopThrough runs the loop of loopThroughHandover for total through
+// handovers.
+func loopThrough(t *testing.T, name string, total time.Duration, handovers ...testbed.Handover) (starts []time.Duration, ok []bool, multipath bool) {
 	t.Helper()
 	tbtest.RequirePrivileges(t)
 	oneWay := func(d time.Duration) emu.LinkConfig {
@@ -31,7 +39,7 @@ func loopThroughHandover(t *testing.T, name string) (starts []time.Duration, ok 
 	}
 	topo, err := testbed.MultiHomed("client", "server", []string{"wifi", "5g"},
 		[]emu.LinkConfig{oneWay(3 * time.Millisecond), oneWay(10 * time.Millisecond)},
-		[]testbed.Handover{{At: units.Duration(1500 * time.Millisecond), From: "wifi", To: "5g", Outage: units.Duration(500 * time.Millisecond)}})
+		handovers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,12 +74,17 @@ func loopThroughHandover(t *testing.T, name string) (starts []time.Duration, ok 
 		multipath = UsesMultipath(rc.cur)
 	}
 	zero := tb.LinkClockZero()
-	for next := time.Now(); time.Since(zero) < 4*time.Second; next = next.Add(20 * time.Millisecond) {
+	for next := time.Now(); time.Since(zero) < total; next = next.Add(20 * time.Millisecond) {
 		time.Sleep(time.Until(next))
 		start := time.Since(zero)
 		ectx, ecancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		_, err := c.Exchange(ectx, 200, 200)
 		ecancel()
+		if err == nil {
+			// A completed exchange counts at its end: the silences
+			// are between answers.
+			start = time.Since(zero)
+		}
 		starts, ok = append(starts, start), append(ok, err == nil)
 		if d := time.Until(next); d < -20*time.Millisecond {
 			next = time.Now() // a failed exchange took its 300 ms: go on from now
@@ -80,9 +93,8 @@ func loopThroughHandover(t *testing.T, name string) (starts []time.Duration, ok 
 	return starts, ok, multipath
 }
 
-// longestGap is the longest time between the starts of two exchanges
-// that completed with none completed between (or between the last that
-// completed and the last exchange), and when it began.
+// longestGap is the longest time between two answers with none between
+// (or between the last answer and the last exchange), and when it began.
 func longestGap(starts []time.Duration, ok []bool) (from, gap time.Duration) {
 	last := time.Duration(-1)
 	for i, s := range starts {
@@ -100,9 +112,9 @@ func longestGap(starts []time.Duration, ok []bool) (from, gap time.Duration) {
 // TestHandoverCostsTCPTheOutageAndMPTCPLess: in a break-before-make
 // handover with an outage of 0.5 s, a TCP loop that redials has no path
 // during the outage (its old connection's link is down and the new link
-// has no route yet), so its completed exchanges are at least 0.5 s apart
-// (less one 20 ms period: the last one before may start up to a period
-// before the break); plain TCP keeps its connection, whose address's link
+// has no route yet), so its answers are at least 0.5 s apart (less the
+// 20 ms period: the last answer before may come as the break starts, the
+// first after may take as long as an exchange over 5g); plain TCP keeps its connection, whose address's link
 // never comes back, so it completes nothing after the break; MPTCP's
 // subflow on 5g was there before the break (an endpoint per link), so it
 // has no such silence: its longest gap is shorter than the outage.
@@ -156,4 +168,40 @@ func TestHandoverCostsTCPTheOutageAndMPTCPLess(t *testing.T) {
 			t.Error("the last exchange failed")
 		}
 	})
+}
+
+// TestMPTCPComesBackWithTheLinkItLost: wifi goes at 1.5 s (5g up and
+// routed at 2 s), then 5g goes at 3 s and wifi comes back, with the route,
+// at 3.5 s. Between 3 and 3.5 s no link is up, so MPTCP too has a silence
+// of at least that outage; its wifi subflow closed when the host gave up
+// wifi at 2 s, and the endpoint added again at 3.5 s opens a new one
+// (the kernel's path manager does so for every open connection when an
+// endpoint is added), so the loop answers again within the 300 ms an
+// exchange is given after that, and its last exchange completes.
+func TestMPTCPComesBackWithTheLinkItLost(t *testing.T) {
+	const back, outage = 3 * time.Second, 500 * time.Millisecond
+	starts, ok, multipath := loopThrough(t, "mptcp", 5*time.Second,
+		testbed.Handover{At: units.Duration(1500 * time.Millisecond), From: "wifi", To: "5g", Outage: units.Duration(outage)},
+		testbed.Handover{At: units.Duration(back), From: "5g", To: "wifi", Outage: units.Duration(outage)})
+	if !multipath {
+		t.Fatal("the connection is not MPTCP")
+	}
+	from, gap := longestGap(starts, ok)
+	t.Logf("longest gap %v from %v", gap, from)
+	if gap < outage-20*time.Millisecond {
+		t.Errorf("longest gap %v: MPTCP had no link up for %v", gap, outage)
+	}
+	var again time.Duration = -1
+	for i, s := range starts {
+		if s > back+outage && ok[i] {
+			again = s
+			break
+		}
+	}
+	if again < 0 || again > back+outage+300*time.Millisecond+50*time.Millisecond {
+		t.Errorf("the first exchange to complete after wifi came back at %v started at %v", back+outage, again)
+	}
+	if !ok[len(ok)-1] {
+		t.Error("the last exchange failed")
+	}
 }
