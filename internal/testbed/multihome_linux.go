@@ -25,6 +25,7 @@ type multiHomeLink struct {
 	name     string
 	ifc      Iface  // the host's interface on it
 	peerIP   net.IP // the peer's address on it: the next hop
+	peerIf   string // the peer's interface on it
 	linkIdx  int
 	baseLoss [2]float64 // the link's own loss rate, up and down
 }
@@ -60,6 +61,22 @@ func (tb *Testbed) setupMultiHome() error {
 		}
 		if err := noReversePathFilter(peer); err != nil {
 			return err
+		}
+		// The peer answers each of the host's addresses from the
+		// service address, over that address's link: a socket that
+		// connects to the host without binding (a UDP server
+		// connecting to its first client) takes the service address
+		// as its own, the one the host sends to, so that the host's
+		// next datagrams still reach it.
+		for _, l := range links {
+			ifc, err := netlink.LinkByName(l.peerIf)
+			if err != nil {
+				return err
+			}
+			r := &netlink.Route{Dst: &net.IPNet{IP: l.ifc.IP, Mask: net.CIDRMask(32, 32)}, LinkIndex: ifc.Attrs().Index, Src: svc, Scope: netlink.SCOPE_LINK}
+			if err := netlink.RouteAdd(r); err != nil {
+				return fmt.Errorf("route to %s from %s: %w", l.ifc.IP, svc, err)
+			}
 		}
 		return mptcpLimits()
 	})
@@ -165,7 +182,7 @@ func (tb *Testbed) multiHomeLinks() ([]multiHomeLink, error) {
 		}
 		for _, ifc := range peer.Ifaces {
 			if ifc.Link == name {
-				l.peerIP = ifc.IP
+				l.peerIP, l.peerIf = ifc.IP, ifc.Name
 			}
 		}
 		if l.ifc.Name == "" || l.peerIP == nil {

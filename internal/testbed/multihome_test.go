@@ -2,8 +2,10 @@ package testbed
 
 import (
 	"encoding/binary"
+	"errors"
 	"net"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -217,4 +219,69 @@ func TestMultiHomeRefusesImpossibleHandovers(t *testing.T) {
 	if err := twoLinks(t, Handover{At: units.Duration(time.Second), From: "wifi", To: "5g"}, Handover{At: units.Duration(2 * time.Second), From: "5g", To: "wifi"}).Validate(); err != nil {
 		t.Errorf("there and back refused: %v", err)
 	}
+}
+
+// TestConnectedUDPServerKeepsHearingTheClient: a UDP server that connects
+// its socket to the first client it hears (as tlab's frame servers do)
+// takes the service address the client sent to as its own, so the
+// client's next datagrams, sent to that address, still reach it, and its
+// answers come from it.
+func TestConnectedUDPServerKeepsHearingTheClient(t *testing.T) {
+	tb := build(t, twoLinks(t), Options{Seed: 1})
+	srv, err := tb.Host("server").ListenUDP(&net.UDPAddr{Port: 7008})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ip, _ := tb.Addr("client", "server")
+	c, err := tb.Host("client").ListenUDP(&net.UDPAddr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	dst := &net.UDPAddr{IP: ip, Port: 7008}
+	buf := make([]byte, 16)
+	for i := 0; i < 3; i++ {
+		if _, err := c.WriteTo([]byte{byte(i)}, dst); err != nil {
+			t.Fatal(err)
+		}
+		srv.SetReadDeadline(time.Now().Add(2 * time.Second))
+		n, from, err := srv.ReadFromUDP(buf)
+		if err != nil {
+			t.Fatalf("datagram %d did not reach the server: %v", i, err)
+		}
+		if i == 0 {
+			// Connect to the first client, as a frame server does.
+			if err := connectUDPForTest(srv, from); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := srv.Write(buf[:n]); err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		_, answer, err := c.ReadFromUDP(buf)
+		if err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		if !answer.IP.Equal(ip) {
+			t.Errorf("answer %d came from %v, want the service address %v", i, answer.IP, ip)
+		}
+	}
+}
+
+// connectUDPForTest connects c to to with connect(2), behind Go's back,
+// as a frame server does to the first peer it hears.
+func connectUDPForTest(c *net.UDPConn, to *net.UDPAddr) error {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var cerr error
+	err = rc.Control(func(fd uintptr) {
+		sa := &syscall.SockaddrInet4{Port: to.Port}
+		copy(sa.Addr[:], to.IP.To4())
+		cerr = syscall.Connect(int(fd), sa)
+	})
+	return errors.Join(err, cerr)
 }
