@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -132,28 +133,49 @@ func TestBreakBeforeMakeDropsTheOutageAndMovesTheRoute(t *testing.T) {
 	if l, err := tb.ActiveLink(); err != nil || l != "5g" {
 		t.Fatalf("after the handover the route is on %q (%v), want 5g", l, err)
 	}
+	// Every packet sent outside the outage is answered; a round trip may
+	// be held up by a busy host's stall (tens of ms here), so each phase's
+	// round trip is its median: 20 ms over wifi, 6 ms over 5g.
+	var before, after []time.Duration
 	var gapFrom, gapTo, last time.Duration = 0, 0, -1
 	for i, s := range e.sent {
 		r := e.rtt[i]
 		switch {
 		case s > 100*time.Millisecond && s < at-20*time.Millisecond-handoverSlack:
-			if r < 0 || r < 20*time.Millisecond || r > 20*time.Millisecond+handoverSlack {
-				t.Errorf("packet sent at %v before the handover: round trip %v, want 20 ms over wifi", s, r)
+			if r < 0 {
+				t.Errorf("packet sent at %v before the handover was not answered", s)
 			}
+			before = append(before, r)
 		case s > at+handoverSlack && s < at+outage-handoverSlack:
 			if r >= 0 {
 				t.Errorf("packet sent at %v in the outage came back after %v", s, r)
 			}
 		case s > at+outage+handoverSlack:
-			if r < 0 || r < 6*time.Millisecond || r > 6*time.Millisecond+handoverSlack {
-				t.Errorf("packet sent at %v after the handover: round trip %v, want 6 ms over 5g", s, r)
+			if r < 0 {
+				t.Errorf("packet sent at %v after the handover was not answered", s)
 			}
+			after = append(after, r)
 		}
 		if r >= 0 {
 			if last >= 0 && s-last > gapTo-gapFrom {
 				gapFrom, gapTo = last, s
 			}
 			last = s
+		}
+	}
+	for _, phase := range []struct {
+		name string
+		rtts []time.Duration
+		want time.Duration
+	}{{"before the handover, over wifi", before, 20 * time.Millisecond}, {"after it, over 5g", after, 6 * time.Millisecond}} {
+		slices.Sort(phase.rtts)
+		if len(phase.rtts) == 0 {
+			t.Fatalf("no packets %s", phase.name)
+		}
+		med := phase.rtts[len(phase.rtts)/2]
+		t.Logf("median round trip %s: %v of %d packets", phase.name, med, len(phase.rtts))
+		if med < phase.want || med > phase.want+handoverSlack/4 {
+			t.Errorf("median round trip %s %v, want %v", phase.name, med, phase.want)
 		}
 	}
 	gap := gapTo - gapFrom
