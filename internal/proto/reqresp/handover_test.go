@@ -32,6 +32,13 @@ func loopThroughHandover(t *testing.T, name string) (starts []time.Duration, ok 
 // handovers.
 func loopThrough(t *testing.T, name string, total time.Duration, handovers ...testbed.Handover) (starts []time.Duration, ok []bool, multipath bool) {
 	t.Helper()
+	return loopThroughWith(t, name, total, nil, handovers...)
+}
+
+// loopThroughWith is loopThrough that hands the client to after once the
+// loop has run, before it closes.
+func loopThroughWith(t *testing.T, name string, total time.Duration, after func(proto.Client), handovers ...testbed.Handover) (starts []time.Duration, ok []bool, multipath bool) {
+	t.Helper()
 	tbtest.RequirePrivileges(t)
 	oneWay := func(d time.Duration) emu.LinkConfig {
 		dc := emu.DirectionConfig{Delay: units.Duration(d)}
@@ -80,6 +87,9 @@ func loopThrough(t *testing.T, name string, total time.Duration, handovers ...te
 		ectx, ecancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		_, err := c.Exchange(ectx, 200, 200)
 		ecancel()
+		if err != nil && testing.Verbose() {
+			t.Logf("exchange at %v: %v", start, err)
+		}
 		if err == nil {
 			// A completed exchange counts at its end: the silences
 			// are between answers.
@@ -89,6 +99,9 @@ func loopThrough(t *testing.T, name string, total time.Duration, handovers ...te
 		if d := time.Until(next); d < -20*time.Millisecond {
 			next = time.Now() // a failed exchange took its 300 ms: go on from now
 		}
+	}
+	if after != nil {
+		after(c)
 	}
 	return starts, ok, multipath
 }
@@ -203,5 +216,32 @@ func TestMPTCPComesBackWithTheLinkItLost(t *testing.T) {
 	}
 	if !ok[len(ok)-1] {
 		t.Error("the last exchange failed")
+	}
+}
+
+// TestQUICMigratesToTheNewLink: quic-migrate sends from wifi's address
+// (its socket is bound to it), so after wifi goes at 1.5 s its exchanges
+// fail through the outage; once the route is on 5g (2 s), the first
+// exchange after a failure moves the connection to a socket on 5g's
+// address (a path probed, then switched to) and the loop answers again
+// on the same connection: its last exchange completes, it opened one
+// connection, and it migrated once.
+func TestQUICMigratesToTheNewLink(t *testing.T) {
+	var migrations, conns int
+	starts, ok, _ := loopThroughWith(t, "quic-migrate", 4*time.Second, func(c proto.Client) {
+		if m, is := c.(*migratingClient); is {
+			migrations, conns = m.Migrations(), m.Connections()
+		}
+	}, testbed.Handover{At: units.Duration(1500 * time.Millisecond), From: "wifi", To: "5g", Outage: units.Duration(500 * time.Millisecond)})
+	from, gap := longestGap(starts, ok)
+	t.Logf("longest gap %v from %v; %d migration(s), %d connection(s)", gap, from, migrations, conns)
+	if gap < 500*time.Millisecond-20*time.Millisecond {
+		t.Errorf("longest gap %v: shorter than the outage", gap)
+	}
+	if !ok[len(ok)-1] {
+		t.Error("the last exchange failed: the connection did not move to 5g")
+	}
+	if migrations != 1 || conns != 1 {
+		t.Errorf("%d migrations over %d connections, want one migration of the one connection", migrations, conns)
 	}
 }
