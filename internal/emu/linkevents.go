@@ -24,6 +24,9 @@ const (
 	EventRepeat = "repeat"
 	// EventLive is a change made while the link ran (tlab link set).
 	EventLive = "live"
+	// EventHandover is a multi-homed host's handover taking a link down
+	// (loss 100 %) or bringing it up with the host's route (testbed).
+	EventHandover = "handover"
 )
 
 // LinkEvent is one change of a link direction's settings: at At on the

@@ -152,6 +152,13 @@ func (p *Process) ResetLateness() error {
 // change, which it returns.
 // Each change is kept as a link event (source "live"): LiveEvents.
 func (p *Process) Set(link, direction string, step TimelineStep) (time.Duration, error) {
+	return p.SetAs(EventLive, link, direction, step)
+}
+
+// SetAs is Set for a change made on the user's behalf by something other
+// than `tlab link set` (a handover: EventHandover), kept as a link event
+// of that source.
+func (p *Process) SetAs(source, link, direction string, step TimelineStep) (time.Duration, error) {
 	line, err := json.Marshal(control{Op: "set", Link: link, Direction: direction, Step: &step})
 	if err != nil {
 		return 0, err
@@ -171,7 +178,7 @@ func (p *Process) Set(link, direction string, step TimelineStep) (time.Duration,
 	if r.Error != "" {
 		return time.Duration(r.AtNs), errors.New("emulator: set " + r.Error)
 	}
-	p.live = append(p.live, LinkEvent{Link: link, Direction: direction, Source: EventLive, At: time.Duration(r.AtNs), Ramp: step.Ramp.D(), State: r.State})
+	p.live = append(p.live, LinkEvent{Link: link, Direction: direction, Source: source, At: time.Duration(r.AtNs), Ramp: step.Ramp.D(), State: r.State})
 	return time.Duration(r.AtNs), nil
 }
 

@@ -32,6 +32,14 @@ import (
 //	  then: [subscriber]               # hosts chained after the server
 //	  links: {access: wifi+loss-ge-b}
 //
+//	topology:
+//	  type: multi-homed                # a client on several access links to one server
+//	  networks: [wifi, 5g]             # the links, by name; the first has the route at the start
+//	  links: {wifi: wifi, 5g: 5g}
+//	  handovers:                       # the client's route moves (testbed.Handover)
+//	    - {at: 5s, from: wifi, to: 5g, outage: 1s}      # break before make
+//	    - {at: 15s, from: 5g, to: wifi, overlap: 500ms} # make before break
+//
 // Links maps link names to profile stacks, fixed: a link without one gets
 // the cell's profile (from the scenario's profiles list) and the link:
 // overrides. Without a topology
@@ -50,10 +58,14 @@ type Topology struct {
 	// bandwidth, 100 ms period): cpu: {server: 1} is a 1-vCPU server;
 	// cpu: {server@cloud: 1} limits it on the profile cloud alone.
 	CPU map[string]float64 `yaml:"cpu"`
+	// Networks names a multi-homed client's access links, each joining
+	// it to the server; Handovers move its route between them.
+	Networks  []string           `yaml:"networks"`
+	Handovers []testbed.Handover `yaml:"handovers"`
 }
 
 // TopologyTypes are the shapes a scenario may name.
-var TopologyTypes = []string{"client-server", "chain", "shared-access"}
+var TopologyTypes = []string{"client-server", "chain", "shared-access", "multi-homed"}
 
 // StationsMeasured is the most stations of a shared access whose
 // emulator error docs/methodology.md reports ("What a long study costs"):
@@ -119,8 +131,16 @@ func (s *Scenario) decodeTopology() error {
 			t.Hosts = append(t.Hosts, t.Station+strconv.Itoa(i))
 		}
 		t.Hosts = append(append(t.Hosts, t.Server), t.Then...)
+	case "multi-homed":
+		if len(t.Networks) < 2 {
+			return at("networks", "topology: a multi-homed client needs two networks or more, such as [wifi, 5g]")
+		}
+		t.Hosts = []string{"client", "server"}
 	default:
 		return at("type", "topology %q: want one of %s", t.Type, strings.Join(TopologyTypes, ", "))
+	}
+	if t.Type != "multi-homed" && (len(t.Networks) > 0 || len(t.Handovers) > 0) {
+		return at("type", "topology: networks and handovers belong to a multi-homed topology, not %s", t.Type)
 	}
 	s.topology = t
 	// Build once with a placeholder profile: names, links and the
@@ -150,6 +170,17 @@ func (s *Scenario) decodeTopology() error {
 			return at("links", "topology link %s: %v", name, err)
 		}
 		s.fixed[name] = cfg
+	}
+	if t.Type == "multi-homed" {
+		// A handover takes a link down through its loss: a fixed
+		// link's model is known now.
+		fixed, err := s.topology.build(func(link string) (emu.LinkConfig, error) { return s.fixed[link], nil })
+		if err == nil {
+			err = fixed.Validate()
+		}
+		if err != nil {
+			return at("links", "%v", err)
+		}
 	}
 	for _, role := range s.workload.Info().Roles {
 		if _, err := s.topology.HostFor(role); err != nil {
@@ -241,6 +272,16 @@ func (t Topology) build(linkFor func(link string) (emu.LinkConfig, error)) (test
 			topo.Hosts = append(topo.Hosts, h)
 			topo.Links = append(topo.Links, testbed.Link{Name: prev + "-" + h, A: []string{prev}, B: []string{h}, Config: cfg})
 			prev = h
+		}
+	case "multi-homed":
+		cfgs := make([]emu.LinkConfig, len(t.Networks))
+		for i, name := range t.Networks {
+			if cfgs[i], err = linkFor(name); err != nil {
+				return topo, err
+			}
+		}
+		if topo, err = testbed.MultiHomed(t.Hosts[0], t.Hosts[1], t.Networks, cfgs, t.Handovers); err != nil {
+			return topo, err
 		}
 	}
 	return topo, nil

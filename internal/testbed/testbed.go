@@ -141,7 +141,9 @@ type Testbed struct {
 
 	mu      sync.Mutex
 	closers []func() error
-	closed  bool
+	// linkZero is the link clock's zero in wall time (multihome_linux.go).
+	linkZero time.Time
+	closed   bool
 }
 
 // Build creates the namespaces, veths and emulator of topo. On any error it
@@ -229,6 +231,9 @@ func Build(topo Topology, opts Options) (tb *Testbed, err error) {
 	if err := tb.addNeighbours(); err != nil {
 		return tb, err
 	}
+	if err := tb.setupMultiHome(); err != nil {
+		return tb, err
+	}
 	if opts.CaptureDir != "" {
 		if err := tb.startCaptures(opts.CaptureDir); err != nil {
 			return tb, err
@@ -254,6 +259,9 @@ func Build(topo Topology, opts Options) (tb *Testbed, err error) {
 	tb.run.addPID(tb.emu.PID())
 	tb.onClose(tb.emu.Close)
 	tb.serveLive()
+	if err := tb.startHandovers(); err != nil {
+		return tb, err
+	}
 	return tb, nil
 }
 
@@ -420,11 +428,16 @@ func (tb *Testbed) Hosts() []*Host {
 	return out
 }
 
-// Addr returns the address of host to on a link it shares with host from.
+// Addr returns the address of host to on a link it shares with host from;
+// a multi-homed host reaches its peer at the peer's service address,
+// over whichever link has the route.
 func (tb *Testbed) Addr(from, to string) (net.IP, error) {
 	f, t := tb.hosts[from], tb.hosts[to]
 	if f == nil || t == nil {
 		return nil, fmt.Errorf("testbed: unknown host %q or %q", from, to)
+	}
+	if m := tb.Topo.MultiHome; m != nil && m.Host == from && m.Peer == to && !tb.opts.Direct {
+		return serviceIP(tb.first), nil
 	}
 	for _, fi := range f.Ifaces {
 		for _, ti := range t.Ifaces {

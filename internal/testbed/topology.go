@@ -27,6 +27,9 @@ type Topology struct {
 	// constrained fog node, a 1-vCPU cloud task. tlab's own in-process
 	// stacks are not processes of a host and stay unlimited.
 	CPU map[string]CPULimit `yaml:"cpu,omitempty" json:"cpu,omitempty"`
+	// MultiHome, when set, gives one host several access links to one
+	// peer and moves its route between them (multihome.go).
+	MultiHome *MultiHome `yaml:"multi_home,omitempty" json:"multi_home,omitempty"`
 }
 
 // Link joins the hosts of side A to the hosts of side B through one
@@ -153,6 +156,11 @@ func (t Topology) Validate() error {
 	for _, h := range t.Hosts {
 		if !onLink[h] {
 			return fmt.Errorf("topology: host %q is on no link", h)
+		}
+	}
+	if t.MultiHome != nil {
+		if err := t.MultiHome.validate(t); err != nil {
+			return fmt.Errorf("topology: %w", err)
 		}
 	}
 	for h, l := range t.CPU {

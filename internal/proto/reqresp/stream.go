@@ -3,6 +3,7 @@ package reqresp
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -21,6 +22,16 @@ type streamClient struct {
 	// The first exchange reports the connection set-up.
 	setup      proto.Exchange
 	setupTaken bool
+	// owed counts the responses of failed exchanges still to come: an
+	// exchange whose wait for its response ended before any byte of it
+	// (a timeout) leaves it in the stream, ahead of the next one's, and
+	// the next exchange reads and drops it first. Without this, every
+	// later exchange would take its predecessor's response for its own.
+	owed int
+	// broken is set when a failure left the stream within a message (a
+	// request not wholly written, a response partly read): nothing after
+	// can be told apart, so every later exchange fails at once.
+	broken error
 }
 
 func (c *streamClient) Multiplexes() bool { return false }
@@ -42,13 +53,35 @@ func (c *streamClient) Exchange(ctx context.Context, reqSize, respSize int) (pro
 		}
 		defer proto.InterruptOnCancel(ctx, dl)()
 	}
+	if c.broken != nil {
+		return ex, c.broken
+	}
 	if err := writeRequest(c.stream, reqSize, respSize); err != nil {
+		c.broken = fmt.Errorf("the stream is out of step since a request was cut: %w", err)
 		return ex, proto.OrCanceled(ctx, err)
 	}
 	if c.br == nil {
 		c.br = bufio.NewReaderSize(c.stream, 16<<10)
 	}
+	for c.owed > 0 {
+		first, _, _, err := readResponse(c.br)
+		if err != nil {
+			if !first.IsZero() {
+				c.broken = fmt.Errorf("the stream is out of step since a response was cut: %w", err)
+			}
+			c.owed++ // this exchange's own response is owed too
+			return ex, proto.OrCanceled(ctx, err)
+		}
+		c.owed--
+	}
 	first, done, n, err := readResponse(c.br)
 	ex.FirstByte, ex.Done, ex.RespBytes = first, done, n
+	if err != nil {
+		if first.IsZero() {
+			c.owed++
+		} else {
+			c.broken = fmt.Errorf("the stream is out of step since a response was cut: %w", err)
+		}
+	}
 	return ex, proto.OrCanceled(ctx, err)
 }
