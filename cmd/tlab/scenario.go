@@ -12,10 +12,10 @@ import (
 	"tlab/internal/advise"
 	"tlab/internal/experiment"
 	"tlab/internal/invoker"
+	"tlab/internal/plan"
 	"tlab/internal/qoo"
 	"tlab/internal/report"
 	"tlab/internal/results"
-	"tlab/internal/scenario"
 	"tlab/internal/units"
 	"tlab/scenarios"
 )
@@ -97,7 +97,7 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 				where = "nothing kept (give --out DIR to keep records, summaries and a report)"
 			}
 			fmt.Fprintf(stderr, "%s: %s, about %v, %s\n", r.Scenario.Name, units.Count(len(r.Cells), "cell"), r.Plan.Round(time.Second), where)
-			for _, w := range scenario.CellWarnings(r.Cells) {
+			for _, w := range plan.Warnings(r.Cells) {
 				fmt.Fprintf(stderr, "warning: %s\n", w)
 			}
 			if lines := r.Scenario.StackLines(); len(lines) > 0 {
@@ -317,14 +317,14 @@ func validateScenario(name string, sets []string) (validation, error) {
 	if err != nil {
 		return validation{}, err
 	}
-	cells, err := sc.Cells()
+	cells, err := plan.Compile(sc)
 	if err != nil {
 		return validation{}, err
 	}
 	planned := experiment.Plan(cells)
 	v := validation{Name: sc.Name, Cells: len(cells), PlannedS: planned.Seconds(), Profiles: len(sc.Profiles), Protocols: len(sc.Protocols),
 		MatrixPoints: len(cells) / max(1, len(sc.Profiles)*len(sc.Protocols)*sc.Repetitions), Repetitions: sc.Repetitions,
-		Stacks: sc.StackLines(), Explore: exploreLine(sc), Warnings: scenario.CellWarnings(cells)}
+		Stacks: sc.StackLines(), Explore: exploreLine(sc), Warnings: plan.Warnings(cells)}
 	if maxReps, auto := sc.AutoRepetitions(); auto {
 		v.MaxRepetitions = maxReps
 		if maxReps > sc.Repetitions {
@@ -477,7 +477,7 @@ func runPresets(_ context.Context, args []string, stdout, stderr io.Writer) int 
 			planned := time.Duration(0)
 			for _, part := range suite.Parts {
 				if sc, err := experiment.LoadPreset(part, nil); err == nil {
-					cells, _ := sc.Cells()
+					cells, _ := plan.Compile(sc)
 					info.Cells += len(cells)
 					planned += experiment.Plan(cells)
 				}
@@ -492,7 +492,7 @@ func runPresets(_ context.Context, args []string, stdout, stderr io.Writer) int 
 			out = append(out, info)
 			continue
 		}
-		cells, _ := sc.Cells()
+		cells, _ := plan.Compile(sc)
 		info.Cells, info.PlannedS, info.Description = len(cells), experiment.Plan(cells).Seconds(), firstSentence(sc.Description)
 		if maxReps, auto := sc.AutoRepetitions(); auto && maxReps > sc.Repetitions {
 			info.MostCells = mostCells(len(cells), sc.Repetitions, maxReps)

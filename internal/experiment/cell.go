@@ -78,16 +78,6 @@ type CellSpec struct {
 	BesideDir string
 }
 
-// SpecFor turns a scenario cell into a cell spec, through its compiled
-// cell.
-func SpecFor(cell scenario.Cell, total int) (CellSpec, error) {
-	c, err := plan.CompileCell(cell)
-	if err != nil {
-		return CellSpec{}, err
-	}
-	return SpecOf(c, total), nil
-}
-
 // SpecOf is the cell spec of a compiled cell (of total in its run): the
 // compiled values, without the run's directories, site and label.
 func SpecOf(c plan.Cell, total int) CellSpec {

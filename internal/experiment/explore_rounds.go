@@ -18,6 +18,7 @@ import (
 	"tlab/internal/advise"
 	"tlab/internal/cluster"
 	"tlab/internal/emu"
+	"tlab/internal/plan"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
 )
@@ -87,7 +88,7 @@ type roundFile struct {
 // It returns the tasks' warnings (their manifests': disturbed cells,
 // other runs on the node, a calibration that failed), each prefixed with
 // its round and shard, for the run's manifest.
-func dispatch(ctx context.Context, runner RoundRunner, sc *scenario.Scenario, base Sweep, pending []scenario.Cell) (warnings []string, err error) {
+func dispatch(ctx context.Context, runner RoundRunner, sc *scenario.Scenario, base Sweep, pending []plan.Cell) (warnings []string, err error) {
 	dir, log := base.Dir, base.Log
 	if err := results.PrepareOut(dir); err != nil {
 		return nil, err
@@ -165,7 +166,7 @@ func first(s []string, n int) []string {
 
 // mergeRound moves each pending cell that a shard completed into the
 // run's cells/ and returns the ids of those no shard completed.
-func mergeRound(dir, rd string, pending []scenario.Cell) (missing []string, err error) {
+func mergeRound(dir, rd string, pending []plan.Cell) (missing []string, err error) {
 	shards, err := filepath.Glob(filepath.Join(rd, "shard-*"))
 	if err != nil {
 		return nil, err
@@ -234,9 +235,9 @@ func (t RoundTask) Run(ctx context.Context) error {
 	if len(sc.StackLines()) > 0 && !t.AllowCommands {
 		return inputErr(errors.New("the scenario's stacks name commands; the round's tasks need --allow-commands"))
 	}
-	var cells []scenario.Cell
+	var cells []plan.Cell
 	for _, rc := range rf.Cells {
-		c, err := sc.CellAt(rc.Profile, rc.Protocol, rc.Rep, rc.Params)
+		c, err := plan.CompileAt(sc, rc.Profile, rc.Protocol, rc.Rep, rc.Params)
 		if err != nil {
 			return inputErr(fmt.Errorf("cell %s: %w", rc.ID, err))
 		}

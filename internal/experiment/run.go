@@ -14,6 +14,7 @@ import (
 	"tlab/internal/advise"
 	"tlab/internal/analysis"
 	"tlab/internal/invoker"
+	"tlab/internal/plan"
 	"tlab/internal/qoo"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
@@ -145,7 +146,7 @@ func (r Run) checkCommands(sc *scenario.Scenario) error {
 // Ready is what a run is about to do.
 type Ready struct {
 	Scenario  *scenario.Scenario
-	Cells     []scenario.Cell
+	Cells     []plan.Cell
 	Plan      time.Duration
 	Dir       string
 	Temporary bool
@@ -207,7 +208,7 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 	if sc.Capture && r.Temporary && r.Out == "" {
 		return Outcome{}, inputErr(errors.New("--capture needs --out DIR"))
 	}
-	cells, err := sc.Cells()
+	cells, err := plan.Compile(sc)
 	if err != nil {
 		return Outcome{}, inputErr(err)
 	}

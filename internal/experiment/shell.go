@@ -15,6 +15,7 @@ import (
 
 	"tlab/internal/emu"
 	"tlab/internal/hostnoise"
+	"tlab/internal/plan"
 	"tlab/internal/proto"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
@@ -144,7 +145,7 @@ const ShellFile = "shell.json"
 // and reads the link over their life.
 func (sh Shell) Run(ctx context.Context) (*ShellAccount, error) {
 	sc := sh.Scenario
-	cells, err := sc.Cells()
+	cells, err := plan.Compile(sc)
 	if err != nil {
 		return nil, err
 	}
@@ -152,10 +153,7 @@ func (sh Shell) Run(ctx context.Context) (*ShellAccount, error) {
 	if cell.Site != "" {
 		return nil, fmt.Errorf("tlab shell runs on emulated links: network %s is the %s site", cell.Profile, cell.Site)
 	}
-	spec, err := SpecFor(cell, 1)
-	if err != nil {
-		return nil, err
-	}
+	spec := SpecOf(cell, 1)
 	info := spec.Workload.Info()
 	if len(info.Roles) < 2 {
 		return nil, fmt.Errorf("the scenario's workload has no server role to place the server in")

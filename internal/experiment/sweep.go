@@ -18,6 +18,7 @@ import (
 	"tlab/internal/advise"
 	"tlab/internal/analysis"
 	"tlab/internal/emu"
+	"tlab/internal/plan"
 	"tlab/internal/qoo"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
@@ -47,9 +48,10 @@ type Sweep struct {
 	RequireCalibration bool
 	// Shard, when set, runs only this shard's share of the cells.
 	Shard Shard
-	// Cells, when set, are the cells to run in place of the scenario's
-	// (an exploration's rounds so far: scenario.CellAt's points).
-	Cells []scenario.Cell
+	// Cells, when set, are the compiled cells to run in place of the
+	// scenario's (the run's, already compiled; an exploration's rounds so
+	// far: plan.CompileAt's points).
+	Cells []plan.Cell
 	// nextRound marks a later round of this same run (an exploration's,
 	// repetitions: auto), with Resume: not a resume, and the run grows.
 	nextRound bool
@@ -121,11 +123,11 @@ func (sh Shard) String() string {
 }
 
 // Of returns the shard's cells.
-func (sh Shard) Of(cells []scenario.Cell) []scenario.Cell {
+func (sh Shard) Of(cells []plan.Cell) []plan.Cell {
 	if sh.N <= 1 {
 		return cells
 	}
-	var out []scenario.Cell
+	var out []plan.Cell
 	for k, c := range cells {
 		if k%sh.N == sh.I-1 {
 			out = append(out, c)
@@ -197,7 +199,7 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 	all := sw.Cells
 	if all == nil {
 		var err error
-		if all, err = sc.Cells(); err != nil {
+		if all, err = plan.Compile(sc); err != nil {
 			return nil, err
 		}
 	}
@@ -209,7 +211,7 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 		}
 	}
 	cells := sw.Shard.Of(all)
-	if slices.ContainsFunc(cells, func(c scenario.Cell) bool { return c.Site != "" }) {
+	if slices.ContainsFunc(cells, func(c plan.Cell) bool { return c.Site != "" }) {
 		cells = interleaveNetworks(cells)
 	}
 	sites, err := sw.sites(cells)
@@ -408,7 +410,7 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 // sites are the sites the cells run at, by kind ("" the testbed): the
 // run's started sites (the agent's real path where the run has one). A cell whose site the run does
 // not have is refused before anything runs.
-func (sw Sweep) sites(cells []scenario.Cell) (map[string]Site, error) {
+func (sw Sweep) sites(cells []plan.Cell) (map[string]Site, error) {
 	sites := map[string]Site{"": testbedSite{}}
 	maps.Copy(sites, sw.Sites)
 	for _, c := range cells {
@@ -429,16 +431,13 @@ func siteHint(kind string) string {
 	return "no such site"
 }
 
-func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir string, site Site) (results.Summary, []testbed.LiveRun, error) {
-	spec, err := SpecFor(cell, total)
-	if err != nil {
-		return results.Summary{}, nil, err
-	}
+func (sw Sweep) runCell(ctx context.Context, cell plan.Cell, total int, dir string, site Site) (results.Summary, []testbed.LiveRun, error) {
+	spec := SpecOf(cell, total)
 	if c, ok := spec.Workload.(workload.Command); ok {
 		c.Credential, c.UserEnv = sw.CommandsAs, sw.CommandsEnv
 		spec.Workload = c
 	}
-	spec.Label = "tlab run " + cell.Scenario.Name + " into " + sw.Dir
+	spec.Label = "tlab run " + cell.Scenario + " into " + sw.Dir
 	spec.Dir = dir
 	spec.ServerLog = filepath.Join(dir, "server.log")
 	if spec.Cross.Active() {
@@ -452,7 +451,7 @@ func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir 
 	// attempt's becomes captures/, so the pcap, key log and qlog always
 	// belong to the summarised run.
 	captureDir := func(attempt int) string { return "" }
-	if cell.Scenario.Capture {
+	if cell.Capture {
 		captureDir = func(attempt int) string {
 			return filepath.Join(dir, fmt.Sprintf("captures.attempt-%d", attempt))
 		}
@@ -509,7 +508,7 @@ func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir 
 	if err := rec.Close(); err != nil {
 		return results.Summary{}, nil, err
 	}
-	if cell.Scenario.Capture {
+	if cell.Capture {
 		if err := keepCaptures(dir, captureDir, bestAttempt); err != nil {
 			return results.Summary{}, nil, err
 		}
@@ -551,8 +550,8 @@ func keepCaptures(dir string, attemptDir func(int) string, keep int) error {
 // their network run one after the other: a remote run checked against its
 // recording alternates the real path and its replay, so that a change of
 // the path over the run affects both alike.
-func interleaveNetworks(cells []scenario.Cell) []scenario.Cell {
-	key := func(c scenario.Cell) string {
+func interleaveNetworks(cells []plan.Cell) []plan.Cell {
+	key := func(c plan.Cell) string {
 		k := fmt.Sprintf("%s/%d", c.Protocol, c.Rep)
 		for _, p := range c.Params {
 			k += "/" + p.Value
@@ -566,6 +565,6 @@ func interleaveNetworks(cells []scenario.Cell) []scenario.Cell {
 		}
 	}
 	out := slices.Clone(cells)
-	slices.SortStableFunc(out, func(a, b scenario.Cell) int { return first[key(a)] - first[key(b)] })
+	slices.SortStableFunc(out, func(a, b plan.Cell) int { return first[key(a)] - first[key(b)] })
 	return out
 }

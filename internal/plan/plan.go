@@ -49,27 +49,69 @@ type Cell struct {
 	RemoveOutliers bool
 	Cross          cross.Config
 	Beside         []scenario.BesideFlow
+	// Warnings are what validation accepted of the cell's matrix point
+	// but a user should know.
+	Warnings []string
+	// pointSeed is the point's seed, from which a repetition's is made
+	// (Repeat).
+	pointSeed uint64
 }
 
 // Compile compiles every cell of a scenario, in its order.
 func Compile(s *scenario.Scenario) ([]Cell, error) {
-	cells, err := s.Cells()
+	cells, points, err := s.Expand()
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Cell, len(cells))
 	for i, c := range cells {
-		if out[i], err = CompileCell(c); err != nil {
+		if out[i], err = CompileCell(points[c.Point], c); err != nil {
 			return nil, fmt.Errorf("cell %s: %w", c.ID, err)
 		}
 	}
 	return out, nil
 }
 
-// CompileCell compiles one scenario cell (one of Cells, or an explored
-// point's from CellAt).
-func CompileCell(c scenario.Cell) (Cell, error) {
-	s := c.Scenario
+// CompileAt compiles the cell of one point given by its fields' values,
+// for a profile, a protocol and a repetition (scenario.CellAt): a point
+// an exploration chose.
+func CompileAt(s *scenario.Scenario, profile, protocol string, rep int, params []results.Param) (Cell, error) {
+	c, point, err := s.CellAt(profile, protocol, rep, params)
+	if err != nil {
+		return Cell{}, err
+	}
+	return CompileCell(point, c)
+}
+
+// Warnings gathers the cells' warnings, each once, in the cells' order.
+func Warnings(cells []Cell) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, c := range cells {
+		for _, w := range c.Warnings {
+			if !seen[w] {
+				seen[w] = true
+				out = append(out, w)
+			}
+		}
+	}
+	return out
+}
+
+// Repeat is the cell's repetition rep at the same point (named id): its
+// seed is that repetition's, also in a command stack's workload.
+func (c Cell) Repeat(rep int, id string) Cell {
+	c.Rep, c.ID, c.Seed = rep, id, scenario.RepetitionSeed(c.pointSeed, rep)
+	if w, ok := c.Workload.(workload.Command); ok {
+		w.Seed = c.Seed
+		c.Workload = w
+	}
+	return c
+}
+
+// CompileCell compiles one scenario cell, given its matrix point's
+// scenario (scenario.Expand's points[c.Point], or CellAt's).
+func CompileCell(s *scenario.Scenario, c scenario.Cell) (Cell, error) {
 	topo, err := s.TestbedTopology(c.Profile)
 	if err != nil {
 		return Cell{}, err
@@ -78,7 +120,7 @@ func CompileCell(c scenario.Cell) (Cell, error) {
 	if own, ok := s.CommandStack(c.Protocol); ok {
 		// The scenario's own stack, given as commands: its client makes
 		// the workload's traffic, and the workload's metrics measure it.
-		w = workload.Command{Base: w, Stack: own, Params: s.WorkloadParams(), Seed: c.Seed(),
+		w = workload.Command{Base: w, Stack: own, Params: s.WorkloadParams(), Seed: c.Seed,
 			Common: workload.Common{Duration: s.Duration.D(), Count: s.Count, Warmup: s.Warmup.D()}}
 	}
 	roles, groups := map[string]string{}, map[string][]string{}
@@ -89,10 +131,11 @@ func CompileCell(c scenario.Cell) (Cell, error) {
 		roles[r] = groups[r][0]
 	}
 	return Cell{
-		Index: c.Index, ID: c.ID, Profile: c.Profile, Site: c.Site, Protocol: c.Protocol, Rep: c.Rep, Params: c.Params, Seed: c.Seed(),
+		Index: c.Index, ID: c.ID, Profile: c.Profile, Site: c.Site, Protocol: c.Protocol, Rep: c.Rep, Params: c.Params, Seed: c.Seed,
 		Scenario: s.Name, Capture: s.Capture,
 		Topology: topo, Roles: roles, Groups: groups, Workload: w, Settings: s.ProtoSettings(),
 		Emulator: s.Emulator, RemoveOutliers: s.Metrics.RemoveOutliers,
 		Cross: cross.Of(s), Beside: s.BesideFlows(),
+		Warnings: s.Warnings(), pointSeed: s.Seed,
 	}, nil
 }

@@ -536,13 +536,13 @@ func (s *Scenario) workloadAt(path []any, node *yaml.Node) (workload.Workload, e
 // naming its file and line.
 func (s *Scenario) Warnings() []string { return s.warnings }
 
-// CellWarnings gathers the warnings of the scenarios behind cells (one
-// per matrix point), each once, in the cells' order.
-func CellWarnings(cells []Cell) []string {
+// PointWarnings gathers the warnings of matrix points' scenarios (as
+// Expand gives them), each once, in the points' order.
+func PointWarnings(points []*Scenario) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, c := range cells {
-		for _, w := range c.Scenario.Warnings() {
+	for _, p := range points {
+		for _, w := range p.Warnings() {
 			if !seen[w] {
 				seen[w] = true
 				out = append(out, w)
@@ -692,16 +692,18 @@ type Cell struct {
 	Protocol string
 	Rep      int
 	Params   []results.Param
-	// Scenario is this cell's scenario, matrix values applied.
-	Scenario *Scenario
+	// Point numbers the cell's matrix point: its scenario, matrix values
+	// applied, is Expand's points[Point] (the cell holds no pointer back
+	// to it; plan.Compile reads it there).
+	Point int
+	// Seed is the emulator seed of the cell: the scenario's seed for the
+	// first repetition, and one derived from it and the repetition for
+	// the others (RepetitionSeed). Every protocol of a repetition meets
+	// the same loss and jitter pattern (a fair comparison); each
+	// repetition meets another (so that repetitions sample the link, not
+	// only the host's timing).
+	Seed uint64
 }
-
-// Seed is the emulator seed of the cell: the scenario's seed for the
-// first repetition, and one derived from it and the repetition for the
-// others. Every protocol of a repetition meets the same loss and jitter
-// pattern (a fair comparison); each repetition meets another (so that
-// repetitions sample the link, not only the host's timing).
-func (c Cell) Seed() uint64 { return RepetitionSeed(c.Scenario.Seed, c.Rep) }
 
 // RepetitionSeed derives repetition rep's seed from the scenario's.
 func RepetitionSeed(seed uint64, rep int) uint64 {
@@ -775,8 +777,16 @@ func (s *Scenario) with(keys []string, vals []*yaml.Node) (*Scenario, error) {
 // Cells expands the matrix, profiles, protocols and repetitions into the
 // cells to run, in the scenario's order.
 func (s *Scenario) Cells() ([]Cell, error) {
+	cells, _, err := s.Expand()
+	return cells, err
+}
+
+// Expand is Cells with the scenarios of the matrix's points: cell c's,
+// matrix values applied, is points[c.Point] (the cells of a point share
+// it on every profile).
+func (s *Scenario) Expand() (cells []Cell, points []*Scenario, err error) {
 	if err := s.checkCellCount(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	keys, vals := s.matrix()
 	combos := [][]*yaml.Node{{}}
@@ -791,12 +801,12 @@ func (s *Scenario) Cells() ([]Cell, error) {
 	}
 	// Each matrix point's scenario is decoded once, and its cells share
 	// it on every profile: its links are resolved there, once.
-	points := make([]*Scenario, len(combos))
+	points = make([]*Scenario, len(combos))
 	params := make([][]results.Param, len(combos))
 	for c, combo := range combos {
 		inst, err := s.with(keys, combo)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		inst.warnings = append(inst.warnings, s.whole...)
 		points[c] = inst
@@ -804,13 +814,13 @@ func (s *Scenario) Cells() ([]Cell, error) {
 			params[c] = append(params[c], results.Param{Key: k, Value: combo[i].Value})
 		}
 	}
-	var cells []Cell
 	for _, profile := range s.Profiles {
 		for c := range combos {
 			inst, params := points[c], params[c]
 			for _, protocol := range s.Protocols {
 				for rep := 1; rep <= s.Repetitions; rep++ {
-					cells = append(cells, Cell{Profile: profile, Site: s.Sites[profile], Protocol: protocol, Rep: rep, Params: params, Scenario: inst})
+					cells = append(cells, Cell{Profile: profile, Site: s.Sites[profile], Protocol: protocol, Rep: rep, Params: params,
+						Point: c, Seed: RepetitionSeed(inst.Seed, rep)})
 				}
 			}
 		}
@@ -829,5 +839,5 @@ func (s *Scenario) Cells() ([]Cell, error) {
 		parts = append(parts, "r"+strconv.Itoa(c.Rep))
 		c.ID = results.SafeName(strings.Join(parts, "_"))
 	}
-	return cells, nil
+	return cells, points, nil
 }

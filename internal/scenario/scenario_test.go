@@ -64,7 +64,7 @@ func TestMatrixExpansion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cells, err := s.Cells()
+	cells, points, err := s.Expand()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,12 +79,12 @@ func TestMatrixExpansion(t *testing.T) {
 		}
 		seen[c.ID] = true
 		iv, pl := c.Params[0].Value, c.Params[1].Value
-		if got := c.Scenario.WorkloadSpec().(workload.Periodic).Interval.String(); got != map[string]string{"5ms": "5ms", "50ms": "50ms"}[iv] {
+		if got := points[c.Point].WorkloadSpec().(workload.Periodic).Interval.String(); got != map[string]string{"5ms": "5ms", "50ms": "50ms"}[iv] {
 			t.Errorf("cell %s: interval %s, want %s", c.ID, got, iv)
 		}
 		want := map[string]int64{"128": 128, "1024": 1024, "4KiB": 4096}[pl]
-		if int64(c.Scenario.WorkloadSpec().(workload.Periodic).ReqSize) != want {
-			t.Errorf("cell %s: payload %d, want %d", c.ID, c.Scenario.WorkloadSpec().(workload.Periodic).ReqSize, want)
+		if int64(points[c.Point].WorkloadSpec().(workload.Periodic).ReqSize) != want {
+			t.Errorf("cell %s: payload %d, want %d", c.ID, points[c.Point].WorkloadSpec().(workload.Periodic).ReqSize, want)
 		}
 	}
 	// The same seed gives the same random order; another seed another.
@@ -110,12 +110,12 @@ func TestAnyFieldCanBeSweptAndOverridden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cells, _ := s.Cells()
+	cells, points, _ := s.Expand()
 	if len(cells) != 16 {
 		t.Fatalf("%d cells, want 16", len(cells))
 	}
 	for _, c := range cells {
-		link, err := c.Scenario.LinkFor(c.Profile)
+		link, err := points[c.Point].LinkFor(c.Profile)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,11 +123,11 @@ func TestAnyFieldCanBeSweptAndOverridden(t *testing.T) {
 		if lossy != (c.Params[0].Value == "5%") {
 			t.Errorf("cell %s: loss %v", c.ID, link.Up.Loss)
 		}
-		if c.Scenario.ProtoSettings().TLSVersion != c.Params[1].Value {
-			t.Errorf("cell %s: TLS %s", c.ID, c.Scenario.ProtoSettings().TLSVersion)
+		if points[c.Point].ProtoSettings().TLSVersion != c.Params[1].Value {
+			t.Errorf("cell %s: TLS %s", c.ID, points[c.Point].ProtoSettings().TLSVersion)
 		}
-		if c.Scenario.Duration.String() != "3s" || c.Scenario.WorkloadSpec().(workload.Periodic).ReqSize != 512 {
-			t.Errorf("overrides lost: %v %v", c.Scenario.Duration, c.Scenario.WorkloadSpec().(workload.Periodic).ReqSize)
+		if points[c.Point].Duration.String() != "3s" || points[c.Point].WorkloadSpec().(workload.Periodic).ReqSize != 512 {
+			t.Errorf("overrides lost: %v %v", points[c.Point].Duration, points[c.Point].WorkloadSpec().(workload.Periodic).ReqSize)
 		}
 	}
 }
@@ -231,11 +231,11 @@ func TestOverloadBetweenOneAndTenTimesWarns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cells, err := s.Cells()
+	_, points, err := s.Expand()
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := CellWarnings(cells)
+	w := PointWarnings(points)
 	if len(w) != 4 || !strings.Contains(w[0], "o.yaml:7: the workload offers 81.92kbit up, 2.0 times what profile ethernet carries up") ||
 		!strings.Contains(w[1], "81.92kbit down, 2.0 times what profile ethernet") || !strings.Contains(w[3], "profile 5g carries down") {
 		t.Errorf("warnings: %q", w)
@@ -348,11 +348,11 @@ func TestManyStationsWarnWithTheFigure(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s stations: %v", c.stations, err)
 		}
-		cells, err := s.Cells()
+		_, points, err := s.Expand()
 		if err != nil {
 			t.Fatalf("%s stations: %v", c.stations, err)
 		}
-		w := CellWarnings(cells)
+		w := PointWarnings(points)
 		switch {
 		case c.warn && (len(w) != 1 || !strings.Contains(w[0], "st.yaml:12: topology: stations "+c.stations) || !strings.Contains(w[0], "0.94 ms at 64")):
 			t.Errorf("%s stations: warnings %q, want one at line 12 with the measured error", c.stations, w)

@@ -195,8 +195,9 @@ func (s *Scenario) IsCell() bool { return s.cell }
 // repetition: a point an exploration chose. Its id names the point and
 // the repetition rather than a position, so that the same point is the
 // same cell however the search reached it (a resume finds it done), and
-// its seed is the repetition's, the same for every protocol.
-func (s *Scenario) CellAt(profile, protocol string, rep int, params []results.Param) (Cell, error) {
+// its seed is the repetition's, the same for every protocol. The point's
+// scenario comes with it (plan.CompileAt compiles the two).
+func (s *Scenario) CellAt(profile, protocol string, rep int, params []results.Param) (Cell, *Scenario, error) {
 	keys := make([]string, len(params))
 	vals := make([]*yaml.Node, len(params))
 	parts := []string{"x", profile, protocol}
@@ -207,9 +208,9 @@ func (s *Scenario) CellAt(profile, protocol string, rep int, params []results.Pa
 	}
 	inst, err := s.with(keys, vals)
 	if err != nil {
-		return Cell{}, err
+		return Cell{}, nil, err
 	}
 	parts = append(parts, fmt.Sprintf("r%d", rep))
 	return Cell{ID: results.SafeName(strings.Join(parts, "_")), Profile: profile, Site: s.Sites[profile], Protocol: protocol,
-		Rep: rep, Params: params, Scenario: inst}, nil
+		Rep: rep, Params: params, Seed: RepetitionSeed(inst.Seed, rep)}, inst, nil
 }
