@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"tlab/internal/beside"
 	"tlab/internal/cross"
 	"tlab/internal/emu"
 	"tlab/internal/hostnoise"
@@ -27,7 +28,6 @@ import (
 	"tlab/internal/plan"
 	"tlab/internal/proto"
 	"tlab/internal/results"
-	"tlab/internal/scenario"
 	"tlab/internal/testbed"
 	"tlab/internal/workload"
 )
@@ -74,7 +74,7 @@ type CellSpec struct {
 	// Beside are other workloads beside the cell's, each over its own
 	// stack; BesideDir, when set, receives their records
 	// (beside-NAME.csv).
-	Beside    []scenario.BesideFlow
+	Beside    []beside.Flow
 	BesideDir string
 }
 

@@ -9,6 +9,7 @@ package plan
 import (
 	"fmt"
 
+	"tlab/internal/beside"
 	"tlab/internal/cross"
 	"tlab/internal/emu"
 	"tlab/internal/proto"
@@ -48,7 +49,7 @@ type Cell struct {
 	Emulator       emu.EngineOptions
 	RemoveOutliers bool
 	Cross          cross.Config
-	Beside         []scenario.BesideFlow
+	Beside         []beside.Flow
 	// Warnings are what validation accepted of the cell's matrix point
 	// but a user should know.
 	Warnings []string
@@ -135,7 +136,7 @@ func CompileCell(s *scenario.Scenario, c scenario.Cell) (Cell, error) {
 		Scenario: s.Name, Capture: s.Capture,
 		Topology: topo, Roles: roles, Groups: groups, Workload: w, Settings: s.ProtoSettings(),
 		Emulator: s.Emulator, RemoveOutliers: s.Metrics.RemoveOutliers,
-		Cross: cross.Of(s), Beside: s.BesideFlows(),
+		Cross: cross.Of(s), Beside: beside.Of(s),
 		Warnings: s.Warnings(), pointSeed: s.Seed,
 	}, nil
 }

@@ -78,11 +78,6 @@ type Scenario struct {
 	Plots    []string  `yaml:"plots"`
 	Capture  bool      `yaml:"capture"`
 	Emulator Emulator  `yaml:"emulator"`
-	// Beside are other workloads that run beside the cell's, each over a
-	// stack of its own, on the same hosts and links: a second control
-	// loop, an MQTT stream beside a loop. Each one's figures are the
-	// cell's beside_NAME_* columns.
-	Beside []BesideSpec `yaml:"beside"`
 	// Stacks are the scenario's own stacks, given as commands: a name
 	// listed in Protocols runs its server and client commands in the
 	// cell's hosts, with the workload's parameters in their templates and
@@ -124,7 +119,6 @@ type Scenario struct {
 	// plotKinds are the plots the workload offers (nil: not checked).
 	plotKinds []string
 	settings  proto.Settings
-	beside    []BesideFlow
 	// cell: one point of a matrix (a cell's scenario, or a swept value
 	// checked alone), whose requirements the whole scenario judges.
 	cell bool
@@ -349,9 +343,6 @@ func (s *Scenario) validate() error {
 	if field, err := s.Emulator.Validate(); err != nil {
 		return s.errAt([]any{"emulator", field}, "emulator %v", err)
 	}
-	if err := s.decodeBeside(); err != nil {
-		return err
-	}
 	settings, set, err := proto.DecodeSettings(s.file, &s.Settings)
 	if err != nil {
 		return err
@@ -482,7 +473,7 @@ func (s *Scenario) ProtoSettings() proto.Settings { return s.settings }
 
 // decodeWorkload has the workload's type decode its section.
 func (s *Scenario) decodeWorkload() error {
-	w, err := s.workloadAt([]any{"workload"}, &s.Workload)
+	w, err := s.WorkloadAt([]any{"workload"}, &s.Workload)
 	if err != nil {
 		return err
 	}
@@ -496,9 +487,10 @@ func (s *Scenario) decodeWorkload() error {
 	return nil
 }
 
-// workloadAt decodes the workload section at path (a type and its
-// parameters), with the scenario's duration, count and warm-up.
-func (s *Scenario) workloadAt(path []any, node *yaml.Node) (workload.Workload, error) {
+// WorkloadAt decodes a workload section at path (a type and its
+// parameters), with the scenario's duration, count and warm-up: the
+// workload: section, or another's (a beside: entry's).
+func (s *Scenario) WorkloadAt(path []any, node *yaml.Node) (workload.Workload, error) {
 	if node.Kind == 0 {
 		node = &yaml.Node{Kind: yaml.MappingNode, Line: 1}
 	}
