@@ -16,6 +16,7 @@ import (
 	"tlab/internal/qoo"
 	"tlab/internal/report"
 	"tlab/internal/results"
+	"tlab/internal/stacks"
 	"tlab/internal/units"
 	"tlab/scenarios"
 )
@@ -100,7 +101,7 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 			for _, w := range plan.Warnings(r.Cells) {
 				fmt.Fprintf(stderr, "warning: %s\n", w)
 			}
-			if lines := r.Scenario.StackLines(); len(lines) > 0 {
+			if lines := stacks.Lines(r.Scenario); len(lines) > 0 {
 				fmt.Fprintf(stderr, "commands that run on this machine, as %s:\n", commandsAs.Name)
 				for _, line := range lines {
 					fmt.Fprintf(stderr, "  %s\n", line)
@@ -324,7 +325,7 @@ func validateScenario(name string, sets []string) (validation, error) {
 	planned := experiment.Plan(cells)
 	v := validation{Name: sc.Name, Cells: len(cells), PlannedS: planned.Seconds(), Profiles: len(sc.Profiles), Protocols: len(sc.Protocols),
 		MatrixPoints: len(cells) / max(1, len(sc.Profiles)*len(sc.Protocols)*sc.Repetitions), Repetitions: sc.Repetitions,
-		Stacks: sc.StackLines(), Explore: exploreLine(sc), Warnings: plan.Warnings(cells)}
+		Stacks: stacks.Lines(sc), Explore: exploreLine(sc), Warnings: plan.Warnings(cells)}
 	if maxReps, auto := sc.AutoRepetitions(); auto {
 		v.MaxRepetitions = maxReps
 		if maxReps > sc.Repetitions {
@@ -334,7 +335,7 @@ func validateScenario(name string, sets []string) (validation, error) {
 			v.MostPlannedS = scalePlan(planned, v.MostCells, len(cells)).Seconds()
 		}
 	}
-	if len(sc.Stacks) > 0 {
+	if stacks.Any(sc) {
 		as := invoker.Find()
 		v.Commands, v.FromFile, v.RunsAs = true, !experiment.IsPreset(name), as.Name
 		if as.Warning != "" {

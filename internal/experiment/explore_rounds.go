@@ -21,6 +21,7 @@ import (
 	"tlab/internal/plan"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
+	"tlab/internal/stacks"
 )
 
 // An exploration's round on many machines: the controller (tlab explore
@@ -232,7 +233,7 @@ func (t RoundTask) Run(ctx context.Context) error {
 	if err != nil {
 		return inputErr(err)
 	}
-	if len(sc.StackLines()) > 0 && !t.AllowCommands {
+	if stacks.Any(sc) && !t.AllowCommands {
 		return inputErr(errors.New("the scenario's stacks name commands; the round's tasks need --allow-commands"))
 	}
 	var cells []plan.Cell

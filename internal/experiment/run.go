@@ -18,6 +18,7 @@ import (
 	"tlab/internal/qoo"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
+	"tlab/internal/stacks"
 	"tlab/internal/testbed"
 )
 
@@ -119,7 +120,7 @@ func (e commandsNotAllowed) Is(target error) bool { return target == ErrCommands
 // checkCommands refuses a scenario whose stacks name commands when they
 // come from a file or a resumed directory and AllowCommands is not set.
 func (r Run) checkCommands(sc *scenario.Scenario) error {
-	if len(sc.Stacks) == 0 || r.AllowCommands {
+	if !stacks.Any(sc) || r.AllowCommands {
 		return nil
 	}
 	var from string
@@ -136,7 +137,7 @@ func (r Run) checkCommands(sc *scenario.Scenario) error {
 		as = "tlab's user"
 	}
 	msg := fmt.Sprintf("%s names commands that would run on this machine as %s:\n", from, as)
-	for _, line := range sc.StackLines() {
+	for _, line := range stacks.Lines(sc) {
 		msg += "  " + line + "\n"
 	}
 	msg += "Read them; to run them, give --allow-commands."

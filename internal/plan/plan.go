@@ -15,6 +15,7 @@ import (
 	"tlab/internal/proto"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
+	"tlab/internal/stacks"
 	"tlab/internal/testbed"
 	"tlab/internal/workload"
 )
@@ -118,7 +119,7 @@ func CompileCell(s *scenario.Scenario, c scenario.Cell) (Cell, error) {
 		return Cell{}, err
 	}
 	w := s.WorkloadSpec()
-	if own, ok := s.CommandStack(c.Protocol); ok {
+	if own, ok := stacks.Command(s, c.Protocol); ok {
 		// The scenario's own stack, given as commands: its client makes
 		// the workload's traffic, and the workload's metrics measure it.
 		w = workload.Command{Base: w, Stack: own, Params: s.WorkloadParams(), Seed: c.Seed,

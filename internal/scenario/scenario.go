@@ -78,11 +78,6 @@ type Scenario struct {
 	Plots    []string  `yaml:"plots"`
 	Capture  bool      `yaml:"capture"`
 	Emulator Emulator  `yaml:"emulator"`
-	// Stacks are the scenario's own stacks, given as commands: a name
-	// listed in Protocols runs its server and client commands in the
-	// cell's hosts, with the workload's parameters in their templates and
-	// the workload's metrics over the events its client reports.
-	Stacks map[string]StackSpec `yaml:"stacks"`
 	// Baseline is the protocol ratios divide by (study D's ξ = T / T of
 	// MQTT over TLS): the study's reference, named, never the first
 	// protocol listed by accident. Empty: figures that need one say
@@ -96,6 +91,10 @@ type Scenario struct {
 	// Decode made of them.
 	nodes  map[string]*yaml.Node
 	values map[string]any
+	// provided are the protocol names a section gives (the stacks:
+	// section's own stacks): protocols: may list them, and the section
+	// checks them, not the protocol registry.
+	provided map[string]bool
 	// links are the profiles' links (overrides applied), resolved once
 	// by validate and read by LinkFor and TestbedTopology (the plan's
 	// estimate and the cell's spec); fixed are topology.links' own.
@@ -189,6 +188,9 @@ func decode(file string, root *yaml.Node, cell bool, traces *traceRates) (*Scena
 	if err := strictyaml.Decode(file, src, s); err != nil {
 		return nil, err
 	}
+	if s.provided, err = providedProtocols(file, nodes); err != nil {
+		return nil, err
+	}
 	s.file, s.root, s.auto = file, root, auto
 	s.defaults()
 	if err := s.validate(); err != nil {
@@ -264,7 +266,7 @@ func (s *Scenario) validate() error {
 		return s.errAt(nil, "protocols: give at least one of %s", strings.Join(proto.Names(), ", "))
 	}
 	for i, p := range s.Protocols {
-		if _, own := s.Stacks[p]; own {
+		if s.provided[p] {
 			continue
 		}
 		if _, err := proto.Lookup(p); err != nil {
@@ -294,15 +296,12 @@ func (s *Scenario) validate() error {
 		return err
 	}
 	for i, p := range s.Protocols {
-		if _, own := s.Stacks[p]; own {
+		if s.provided[p] {
 			continue
 		}
 		if err := s.workload.Info().Accepts(p); err != nil {
 			return s.errAt([]any{"protocols", i}, "%v", err)
 		}
-	}
-	if err := s.validateStacks(); err != nil {
-		return err
 	}
 	if n := s.workload.Info().Records; n > workload.MaxRecordsPerCell {
 		key := "duration"

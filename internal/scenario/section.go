@@ -39,6 +39,32 @@ type Section struct {
 	// adds to every cell (cross traffic's cross_*): a requirement on
 	// one of them is one the scenario produces.
 	Columns func(value any) []string
+	// Protocols, when set, names the protocols a present section
+	// provides (a scenario's own stacks), read from its node before the
+	// scenario checks protocols: (an error names the file's line, as
+	// Decode's). The scenario accepts them there without the protocol
+	// registry, leaves them out of the protocols settings apply to
+	// (BuiltInProtocols), and the section's Decode checks them.
+	Protocols func(file string, node *yaml.Node) ([]string, error)
+}
+
+// providedProtocols are the protocol names the present sections provide.
+func providedProtocols(file string, nodes map[string]*yaml.Node) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, name := range sectionNames() {
+		p, node := sections[name].Protocols, nodes[name]
+		if p == nil || node == nil {
+			continue
+		}
+		names, err := p(file, node)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range names {
+			out[n] = true
+		}
+	}
+	return out, nil
 }
 
 // sections are the registered sections by name, filled from the owning

@@ -9,4 +9,5 @@ import (
 	_ "tlab/internal/cross"
 	_ "tlab/internal/explore"
 	_ "tlab/internal/qoo"
+	_ "tlab/internal/stacks"
 )
