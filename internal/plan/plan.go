@@ -8,6 +8,8 @@ package plan
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"tlab/internal/beside"
 	"tlab/internal/cross"
@@ -66,12 +68,38 @@ func Compile(s *scenario.Scenario) ([]Cell, error) {
 		return nil, err
 	}
 	out := make([]Cell, len(cells))
+	placed := make([]*placement, len(points)) // each point's roles, placed once
 	for i, c := range cells {
-		if out[i], err = CompileCell(points[c.Point], c); err != nil {
+		if placed[c.Point] == nil {
+			if placed[c.Point], err = place(points[c.Point]); err != nil {
+				return nil, fmt.Errorf("cell %s: %w", c.ID, err)
+			}
+		}
+		if out[i], err = compileCell(points[c.Point], c, placed[c.Point]); err != nil {
 			return nil, fmt.Errorf("cell %s: %w", c.ID, err)
 		}
 	}
 	return out, nil
+}
+
+// placement is where a point's workload roles play: the first host of
+// each, and every host of a role several play. A command stack runs the
+// workload's roles, so it is the same for every protocol of the point.
+type placement struct {
+	roles  map[string]string
+	groups map[string][]string
+}
+
+func place(s *scenario.Scenario) (*placement, error) {
+	p := &placement{roles: map[string]string{}, groups: map[string][]string{}}
+	for _, r := range s.WorkloadSpec().Info().Roles {
+		hosts, err := s.TopologySpec().HostsFor(r)
+		if err != nil {
+			return nil, err
+		}
+		p.groups[r], p.roles[r] = hosts, hosts[0]
+	}
+	return p, nil
 }
 
 // CompileAt compiles the cell of one point given by its fields' values,
@@ -114,6 +142,16 @@ func (c Cell) Repeat(rep int, id string) Cell {
 // CompileCell compiles one scenario cell, given its matrix point's
 // scenario (scenario.Expand's points[c.Point], or CellAt's).
 func CompileCell(s *scenario.Scenario, c scenario.Cell) (Cell, error) {
+	p, err := place(s)
+	if err != nil {
+		return Cell{}, err
+	}
+	return compileCell(s, c, p)
+}
+
+// compileCell compiles a cell whose point's roles are placed: each cell
+// gets maps of its own.
+func compileCell(s *scenario.Scenario, c scenario.Cell, p *placement) (Cell, error) {
 	topo, err := s.TestbedTopology(c.Profile)
 	if err != nil {
 		return Cell{}, err
@@ -125,12 +163,9 @@ func CompileCell(s *scenario.Scenario, c scenario.Cell) (Cell, error) {
 		w = workload.Command{Base: w, Stack: own, Params: s.WorkloadParams(), Seed: c.Seed,
 			Common: workload.Common{Duration: s.Duration.D(), Count: s.Count, Warmup: s.Warmup.D()}}
 	}
-	roles, groups := map[string]string{}, map[string][]string{}
-	for _, r := range w.Info().Roles {
-		if groups[r], err = s.TopologySpec().HostsFor(r); err != nil {
-			return Cell{}, err
-		}
-		roles[r] = groups[r][0]
+	roles, groups := maps.Clone(p.roles), map[string][]string{}
+	for r, hosts := range p.groups {
+		groups[r] = slices.Clone(hosts)
 	}
 	return Cell{
 		Index: c.Index, ID: c.ID, Profile: c.Profile, Site: c.Site, Protocol: c.Protocol, Rep: c.Rep, Params: c.Params, Seed: c.Seed,
