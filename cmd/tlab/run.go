@@ -327,26 +327,12 @@ func printRows(w io.Writer, rows []results.Summary, info workload.Info) {
 	}
 	rows = slices.Clone(rows)
 	slices.SortStableFunc(rows, func(a, b results.Summary) int { return order[a.Profile] - order[b.Profile] })
+	n := countRows(rows)
 	cols := append(slices.Clone(info.Table), "emu_release_p99_us")
-	disturbed := 0
-	for _, r := range rows {
-		if r.Float("overlapping_runs") > 0 {
-			disturbed++
-		}
-	}
-	if disturbed > 0 {
+	if n.disturbed > 0 {
 		cols = append(cols, "overlapping_runs")
 	}
-	reran, dirty := 0, 0
-	for _, r := range rows {
-		if r.Float("attempts_discarded") > 0 {
-			reran++
-		}
-		if strings.HasPrefix(r.Label("quality"), "disturbed") {
-			dirty++
-		}
-	}
-	if reran > 0 {
+	if n.reran > 0 {
 		cols = append(cols, "attempts_discarded")
 	}
 	header := []string{"PROFILE", "PROTOCOL", "SWEPT"}
@@ -356,7 +342,6 @@ func printRows(w io.Writer, rows []results.Summary, info workload.Info) {
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
-	failed := 0
 	prev := ""
 	for _, r := range rows {
 		if prev != "" && r.Profile != prev {
@@ -373,7 +358,6 @@ func printRows(w io.Writer, rows []results.Summary, info workload.Info) {
 		}
 		if r.Label("cell_error") != "" {
 			protocol += " (failed)"
-			failed++
 		}
 		cells := []string{r.Profile, protocol, strings.Join(swept, "/")}
 		for _, c := range cols {
@@ -382,21 +366,50 @@ func printRows(w io.Writer, rows []results.Summary, info workload.Info) {
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	tw.Flush()
+	printFootnotes(w, cols, n, len(rows))
+}
+
+// rowCounts are how many rows ran beside other runs (disturbed), were
+// run again (reran), stayed disturbed in every attempt (dirty) and
+// failed.
+type rowCounts struct{ disturbed, reran, dirty, failed int }
+
+func countRows(rows []results.Summary) rowCounts {
+	var n rowCounts
+	for _, r := range rows {
+		if r.Float("overlapping_runs") > 0 {
+			n.disturbed++
+		}
+		if r.Float("attempts_discarded") > 0 {
+			n.reran++
+		}
+		if strings.HasPrefix(r.Label("quality"), "disturbed") {
+			n.dirty++
+		}
+		if r.Label("cell_error") != "" {
+			n.failed++
+		}
+	}
+	return n
+}
+
+// printFootnotes explains the table's columns and marks.
+func printFootnotes(w io.Writer, cols []string, n rowCounts, rows int) {
 	if slices.Contains(cols, "late_sends") {
 		fmt.Fprintln(w, "\nLATE: sends more than 1 ms behind schedule: a protocol that cannot multiplex made them wait, or the host")
 		fmt.Fprintln(w, "stalled the sender (then EMU p99 is high too). UNSENT: requests still waiting when the schedule ended.")
 	}
 	fmt.Fprintln(w, "EMU p99 us: the emulator's own release error during the cell.")
-	if disturbed > 0 {
-		fmt.Fprintf(w, "OTHER RUNS: %d of %d cells ran beside other tlab runs, which shared the CPUs: their timings are disturbed (the run's warnings name them).\n", disturbed, len(rows))
+	if n.disturbed > 0 {
+		fmt.Fprintf(w, "OTHER RUNS: %d of %d cells ran beside other tlab runs, which shared the CPUs: their timings are disturbed (the run's warnings name them).\n", n.disturbed, rows)
 	}
-	if reran > 0 {
-		fmt.Fprintf(w, "RERUNS: %s disturbed by the host and run again (every attempt is in records.csv, column attempt).\n", units.Count(reran, "cell"))
+	if n.reran > 0 {
+		fmt.Fprintf(w, "RERUNS: %s disturbed by the host and run again (every attempt is in records.csv, column attempt).\n", units.Count(n.reran, "cell"))
 	}
-	if failed > 0 {
-		fmt.Fprintf(w, "(failed): %s failed (summary column cell_error says why; their records up to the failure are kept).\n", units.Count(failed, "cell"))
+	if n.failed > 0 {
+		fmt.Fprintf(w, "(failed): %s failed (summary column cell_error says why; their records up to the failure are kept).\n", units.Count(n.failed, "cell"))
 	}
-	if dirty > 0 {
-		fmt.Fprintf(w, "(!): %s disturbed in every attempt; each row shows its least disturbed attempt (summary column quality says why).\n", units.Count(dirty, "cell"))
+	if n.dirty > 0 {
+		fmt.Fprintf(w, "(!): %s disturbed in every attempt; each row shows its least disturbed attempt (summary column quality says why).\n", units.Count(n.dirty, "cell"))
 	}
 }
