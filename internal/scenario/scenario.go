@@ -243,6 +243,65 @@ func (s *Scenario) validate() error {
 	if len(s.Profiles) == 0 {
 		return s.errAt(nil, "profiles: give at least one link profile (see tlab profiles)")
 	}
+	links, err := s.resolveProfiles()
+	if err != nil {
+		return err
+	}
+	if err := s.validateSites(); err != nil {
+		return err
+	}
+	if err := s.validateProtocols(); err != nil {
+		return err
+	}
+	if err := s.validateCounts(); err != nil {
+		return err
+	}
+	if err := s.decodeWorkload(); err != nil {
+		return err
+	}
+	if err := s.checkWorkloadFits(); err != nil {
+		return err
+	}
+	if err := s.decodeTopology(); err != nil {
+		return err
+	}
+	if err := s.checkOffered(links); err != nil {
+		return err
+	}
+	if s.Order != "fixed" && s.Order != "random" {
+		return s.errAt([]any{"order"}, "order %q: want fixed or random", s.Order)
+	}
+	if err := s.validatePlots(); err != nil {
+		return err
+	}
+	if err := s.decodeSections(); err != nil {
+		return err
+	}
+	if s.Baseline != "" && !slices.Contains(s.Protocols, s.Baseline) {
+		return s.errAt([]any{"baseline"}, "baseline %q: not one of the scenario's protocols (%s)", s.Baseline, strings.Join(s.Protocols, ", "))
+	}
+	if field, err := s.Emulator.Validate(); err != nil {
+		return s.errAt([]any{"emulator", field}, "emulator %v", err)
+	}
+	if err := s.decodeSettings(); err != nil {
+		return err
+	}
+	if err := s.validateMatrix(); err != nil {
+		return err
+	}
+	if err := s.checkCellCount(); err != nil {
+		return err
+	}
+	if err := s.checkSections(); err != nil {
+		return err
+	}
+	s.warnings = append(s.warnings, s.whole...)
+	return nil
+}
+
+// resolveProfiles resolves each profile's link (overrides applied) once,
+// refusing an unknown or repeated profile.
+func (s *Scenario) resolveProfiles() ([]emu.LinkConfig, error) {
 	links := make([]emu.LinkConfig, len(s.Profiles))
 	s.links = map[string]emu.LinkConfig{}
 	for i, p := range s.Profiles {
@@ -250,18 +309,21 @@ func (s *Scenario) validate() error {
 		if links[i], err = s.resolveLink(p); err != nil {
 			// An error in this file's link: section already says where.
 			if se := (*strictyaml.Error)(nil); errors.As(err, &se) && se.File == s.file && se.Line > 0 {
-				return err
+				return nil, err
 			}
-			return s.errAt([]any{"profiles", i}, "%v", notAProfile(p, err))
+			return nil, s.errAt([]any{"profiles", i}, "%v", notAProfile(p, err))
 		}
 		if slices.Index(s.Profiles, p) < i {
-			return s.errAt([]any{"profiles", i}, "profile %q is listed twice", p)
+			return nil, s.errAt([]any{"profiles", i}, "profile %q is listed twice", p)
 		}
 		s.links[p] = links[i]
 	}
-	if err := s.validateSites(); err != nil {
-		return err
-	}
+	return links, nil
+}
+
+// validateProtocols checks protocols: each registered (or provided by a
+// section: the scenario's own stacks) and listed once.
+func (s *Scenario) validateProtocols() error {
 	if len(s.Protocols) == 0 {
 		return s.errAt(nil, "protocols: give at least one of %s", strings.Join(proto.Names(), ", "))
 	}
@@ -276,6 +338,11 @@ func (s *Scenario) validate() error {
 			return s.errAt([]any{"protocols", i}, "protocol %q is listed twice; use repetitions to run it again", p)
 		}
 	}
+	return nil
+}
+
+// validateCounts checks the scenario's durations, count and repetitions.
+func (s *Scenario) validateCounts() error {
 	switch {
 	case s.Duration < 0:
 		return s.errAt([]any{"duration"}, "duration %v is negative", s.Duration)
@@ -292,9 +359,12 @@ func (s *Scenario) validate() error {
 	case s.Duration > 0 && s.Count > 0:
 		return s.errAt([]any{"count"}, "give duration or count, not both (duration %v, count %d)", s.Duration, s.Count)
 	}
-	if err := s.decodeWorkload(); err != nil {
-		return err
-	}
+	return nil
+}
+
+// checkWorkloadFits checks that every registered protocol can carry the
+// workload and that a cell's records fit tlab's budget.
+func (s *Scenario) checkWorkloadFits() error {
 	for i, p := range s.Protocols {
 		if s.provided[p] {
 			continue
@@ -310,15 +380,12 @@ func (s *Scenario) validate() error {
 		}
 		return s.errAt([]any{key}, "a cell would hold %d records, more than tlab's budget of %d (about 3 GiB of memory and 0.7 GB of records.csv at the budget): shorten %s or lengthen the interval", n, workload.MaxRecordsPerCell, key)
 	}
-	if err := s.decodeTopology(); err != nil {
-		return err
-	}
-	if err := s.checkOffered(links); err != nil {
-		return err
-	}
-	if s.Order != "fixed" && s.Order != "random" {
-		return s.errAt([]any{"order"}, "order %q: want fixed or random", s.Order)
-	}
+	return nil
+}
+
+// validatePlots checks plots: each a plot the workload draws; one whose
+// figure a matrix does not fix is a warning.
+func (s *Scenario) validatePlots() error {
 	for i, p := range s.Plots {
 		spec, err := results.ParsePlotSpec(p)
 		if err != nil {
@@ -333,15 +400,12 @@ func (s *Scenario) validate() error {
 			s.whole = append(s.whole, s.errAt([]any{"plots", i}, "plot %q draws nothing: %v", p, err).Error())
 		}
 	}
-	if err := s.decodeSections(); err != nil {
-		return err
-	}
-	if s.Baseline != "" && !slices.Contains(s.Protocols, s.Baseline) {
-		return s.errAt([]any{"baseline"}, "baseline %q: not one of the scenario's protocols (%s)", s.Baseline, strings.Join(s.Protocols, ", "))
-	}
-	if field, err := s.Emulator.Validate(); err != nil {
-		return s.errAt([]any{"emulator", field}, "emulator %v", err)
-	}
+	return nil
+}
+
+// decodeSettings decodes settings:, each honoured by some built-in
+// protocol of the scenario.
+func (s *Scenario) decodeSettings() error {
 	settings, set, err := proto.DecodeSettings(s.file, &s.Settings)
 	if err != nil {
 		return err
@@ -352,16 +416,6 @@ func (s *Scenario) validate() error {
 		}
 	}
 	s.settings = settings
-	if err := s.validateMatrix(); err != nil {
-		return err
-	}
-	if err := s.checkCellCount(); err != nil {
-		return err
-	}
-	if err := s.checkSections(); err != nil {
-		return err
-	}
-	s.warnings = append(s.warnings, s.whole...)
 	return nil
 }
 
