@@ -17,6 +17,7 @@ import (
 	"tlab/internal/explore"
 	"tlab/internal/report"
 	"tlab/internal/scenario"
+	"tlab/internal/stacks"
 	"tlab/internal/units"
 )
 
@@ -107,19 +108,19 @@ func runExplore(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			slurmRounds.Spec.Name = cluster.NameFor(r.Scenario.Name + "-" + filepath.Base(r.Dir))
 			// A scenario file's commands run on every node: as tlab k8s,
 			// only with the user's word.
-			if lines := r.Scenario.StackLines(); len(lines) > 0 && !*allowCommands && !experiment.IsPreset(ex.NameOrFile) {
+			if lines := stacks.Lines(r.Scenario); len(lines) > 0 && !*allowCommands && !experiment.IsPreset(ex.NameOrFile) {
 				fmt.Fprintf(stderr, "tlab explore: the scenario names commands that every task would run:\n  %s\nRead them; to run them, give --allow-commands.\n", strings.Join(lines, "\n  "))
 				return exitCode(exitUsage)
 			}
-			slurmRounds.Spec.AllowCommands = len(r.Scenario.Stacks) > 0
+			slurmRounds.Spec.AllowCommands = stacks.Any(r.Scenario)
 		}
 		if kubeRounds != nil {
 			kubeRounds.Spec.Name = cluster.NameFor(r.Scenario.Name + "-" + filepath.Base(r.Dir))
-			if lines := r.Scenario.StackLines(); len(lines) > 0 && !*allowCommands && !experiment.IsPreset(ex.NameOrFile) {
+			if lines := stacks.Lines(r.Scenario); len(lines) > 0 && !*allowCommands && !experiment.IsPreset(ex.NameOrFile) {
 				fmt.Fprintf(stderr, "tlab explore: the scenario names commands that every pod would run:\n  %s\nRead them; to run them, give --allow-commands.\n", strings.Join(lines, "\n  "))
 				return exitCode(exitUsage)
 			}
-			kubeRounds.Spec.AllowCommands = len(r.Scenario.Stacks) > 0
+			kubeRounds.Spec.AllowCommands = stacks.Any(r.Scenario)
 		}
 		var names []string
 		for _, p := range r.Config.Params {

@@ -10,6 +10,7 @@ import (
 	"tlab/internal/cluster"
 	"tlab/internal/experiment"
 	"tlab/internal/results"
+	"tlab/internal/stacks"
 	"tlab/internal/units"
 )
 
@@ -58,7 +59,7 @@ func runK8s(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if *name == "" {
 		*name = cluster.NameFor(sc.Name)
 	}
-	if lines := sc.StackLines(); len(lines) > 0 && !*allowCommands && !experiment.IsPreset(pos[0]) {
+	if lines := stacks.Lines(sc); len(lines) > 0 && !*allowCommands && !experiment.IsPreset(pos[0]) {
 		fmt.Fprintf(stderr, "tlab k8s: %s names commands that every task would run:\n", pos[0])
 		for _, line := range lines {
 			fmt.Fprintf(stderr, "  %s\n", line)
@@ -68,7 +69,7 @@ func runK8s(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	spec := cluster.Spec{Scenario: pos[0], Name: *name, Shards: *shards, Parallelism: *parallelism, Retries: *retries,
 		CPUs: *cpus, Memory: *memory, Image: *image, Claim: *claim, ResultsDir: *resultsDir, Sets: sets,
-		AllowCommands: len(sc.Stacks) > 0}
+		AllowCommands: stacks.Any(sc)}
 	var doc []byte
 	if *slurm {
 		var s string

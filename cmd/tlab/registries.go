@@ -17,6 +17,7 @@ import (
 	"tlab/internal/proto"
 	"tlab/internal/report"
 	"tlab/internal/results"
+	"tlab/internal/stacks"
 	"tlab/internal/workload"
 )
 
@@ -162,11 +163,9 @@ func runProtocols(_ context.Context, args []string, stdout, stderr io.Writer) in
 			fmt.Fprintf(stderr, "tlab protocols: %v\n", err)
 			return exitUsage
 		}
-		for _, line := range sc.StackLines() {
-			own = append(own, line)
-		}
-		for n := range sc.Stacks {
-			st, _ := sc.CommandStack(n)
+		own = append(own, stacks.Lines(sc)...)
+		for _, n := range stacks.Names(sc) {
+			st, _ := stacks.Command(sc, n)
 			out[n] = protocolInfo{Own: true, Doc: fmt.Sprintf("the scenario's own, given as commands: server %q, client %q", st.Server, st.Client)}
 		}
 	}

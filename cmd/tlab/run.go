@@ -92,29 +92,48 @@ For example:
 tlab presets lists the presets; tlab run --help lists every flag.
 `
 
-func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, runExamples)
-		return exitUsage
-	}
+// runFlags are tlab run's own flags (the ad-hoc ones are read back by
+// name: adhocDocument).
+type runFlags struct {
+	sets, require  listFlag
+	qooSpec        *string
+	resume         *string
+	noCal          *bool
+	noReport       *bool
+	requireCal     *bool
+	shard          *string
+	remoteAddr     *string
+	tokenFile      *string
+	replay         *string
+	stateDir       *string
+	resumeExisting *bool
+	serve          *string
+	allowCommands  *bool
+	quality        *string
+	out            *string
+	asJSON         *bool
+}
+
+// newRunFlags declares tlab run's flags.
+func newRunFlags(stderr io.Writer) (*flag.FlagSet, *runFlags) {
 	fs := newGroupedFlags("run", runSynopsis, stderr, runFlagGroups)
-	var sets, require listFlag
-	qooSpec := fs.String("qoo", "", "a Quality of Outcome requirement profile (tlab qoo, or a LibreQoS FILE[#ID]): the answer also scores each stack 0-100 against it (a shorthand for --set qoo=...)")
-	fs.Var(&require, "require", "what the application needs, a `metric<=bound` such as delay_p99_ms<=20 (repeatable; the first is the priority): the terminal and the report open with which stack meets it on each network (tlab advise)")
-	fs.Var(&sets, "set", "override a scenario field, given as `key=value`, e.g. workload.interval=10ms (repeatable)")
-	resume := fs.String("resume", "", "continue the interrupted run in DIR")
-	noCal := fs.Bool("no-calibration", false, "scenario: skip the emulator calibration recorded in the manifest")
-	noReport := fs.Bool("no-report", false, "do not write report.html")
-	requireCal := fs.Bool("require-calibration", false, "refuse to run when the opening calibration does not pass")
-	shard := fs.String("shard", "", "run only shard I/N of the cells (merge the shards with tlab merge); auto/N takes I from a Kubernetes Indexed Job or a Slurm job array")
-	remoteAddr := fs.String("remote", "", "measure across the real path to the tlab agent at HOST:PORT (the servers there, the clients here)")
-	tokenFile := fs.String("token-file", "", "with --remote: the agent's pairing file (tlab agent --token-file), needed the first time")
-	replay := fs.String("replay", "", "with --remote: also run every cell on this recording of the path (tlab record's profile), alternately, and say where the replay agrees with the path (replay.csv, the report)")
-	stateDir := fs.String("state", "", "with --remote: the controller's identity and known agents (default $TLAB_STATE_DIR or ~/.config/tlab)")
-	resumeExisting := fs.Bool("resume-existing", false, "when --out already holds an interrupted run, continue it (for retried cluster tasks)")
-	serve := fs.String("serve", "", "serve a live view of the run on ADDR, such as "+defaultServeAddr+" (tlab serve DIR does for any run directory)")
-	allowCommands := fs.Bool("allow-commands", false, "run the commands a scenario file's stacks: name (shown first; they run as you, the invoking user under sudo); a preset needs no permission, a --resume always does")
-	quality := fs.String("quality", "", "re-run cells the host disturbed: normal (default: up to 3 attempts), strict (5, tighter), off; a resume keeps the run's")
+	f := &runFlags{}
+	f.qooSpec = fs.String("qoo", "", "a Quality of Outcome requirement profile (tlab qoo, or a LibreQoS FILE[#ID]): the answer also scores each stack 0-100 against it (a shorthand for --set qoo=...)")
+	fs.Var(&f.require, "require", "what the application needs, a `metric<=bound` such as delay_p99_ms<=20 (repeatable; the first is the priority): the terminal and the report open with which stack meets it on each network (tlab advise)")
+	fs.Var(&f.sets, "set", "override a scenario field, given as `key=value`, e.g. workload.interval=10ms (repeatable)")
+	f.resume = fs.String("resume", "", "continue the interrupted run in DIR")
+	f.noCal = fs.Bool("no-calibration", false, "scenario: skip the emulator calibration recorded in the manifest")
+	f.noReport = fs.Bool("no-report", false, "do not write report.html")
+	f.requireCal = fs.Bool("require-calibration", false, "refuse to run when the opening calibration does not pass")
+	f.shard = fs.String("shard", "", "run only shard I/N of the cells (merge the shards with tlab merge); auto/N takes I from a Kubernetes Indexed Job or a Slurm job array")
+	f.remoteAddr = fs.String("remote", "", "measure across the real path to the tlab agent at HOST:PORT (the servers there, the clients here)")
+	f.tokenFile = fs.String("token-file", "", "with --remote: the agent's pairing file (tlab agent --token-file), needed the first time")
+	f.replay = fs.String("replay", "", "with --remote: also run every cell on this recording of the path (tlab record's profile), alternately, and say where the replay agrees with the path (replay.csv, the report)")
+	f.stateDir = fs.String("state", "", "with --remote: the controller's identity and known agents (default $TLAB_STATE_DIR or ~/.config/tlab)")
+	f.resumeExisting = fs.Bool("resume-existing", false, "when --out already holds an interrupted run, continue it (for retried cluster tasks)")
+	f.serve = fs.String("serve", "", "serve a live view of the run on ADDR, such as "+defaultServeAddr+" (tlab serve DIR does for any run directory)")
+	f.allowCommands = fs.Bool("allow-commands", false, "run the commands a scenario file's stacks: name (shown first; they run as you, the invoking user under sudo); a preset needs no permission, a --resume always does")
+	f.quality = fs.String("quality", "", "re-run cells the host disturbed: normal (default: up to 3 attempts), strict (5, tighter), off; a resume keeps the run's")
 	fs.String("workload", "periodic", "traffic pattern: "+strings.Join(workload.Names(), ", ")+" (see tlab workloads)")
 	fs.String("protocols", defaultProtocols, "comma-separated protocols: "+strings.Join(proto.Names(), ", "))
 	fs.String("profile", defaultProfiles, "comma-separated link profiles; stack overlays with + (see tlab profiles)")
@@ -126,10 +145,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Int("count", 0, "measured requests per cell instead of --duration")
 	fs.Duration("warmup", 2*time.Second, "warm-up per cell: sent and recorded, kept out of the statistics")
 	fs.Uint64("seed", 1, "seed of every random decision of the emulator")
-	out := fs.String("out", "", "results directory (records, summaries, report); ad hoc without it, nothing is kept")
+	f.out = fs.String("out", "", "results directory (records, summaries, report); ad hoc without it, nothing is kept")
 	fs.Bool("capture", false, "pcap per host interface, TLS key log and qlog per cell (needs --out)")
 	fs.Bool("remove-outliers", false, "drop delays beyond 3 scaled MADs from the median (study B's rule); the count is reported")
-	asJSON := fs.Bool("json", false, "print the summary rows as JSON instead of a table")
+	f.asJSON = fs.Bool("json", false, "print the summary rows as JSON instead of a table")
 	fs.String("tls-version", "1.3", "TLS version over TCP: 1.3 or 1.2 (QUIC always uses 1.3)")
 	fs.String("kex", "x25519", "TLS key exchange: x25519, x25519mlkem768 (post-quantum hybrid, larger handshake) or p256")
 	fs.Bool("resumption", true, "let new TLS/QUIC connections resume sessions")
@@ -139,20 +158,30 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.String("h1-client", proto.H1Strict, "HTTP/1.1 client: strict (tlab's: the idle connection or a new one the request waits for) or transport (net/http's Transport with its defaults)")
 	fs.Int("h1-max-idle", 1, "HTTP/1.1 strict client: idle connections it keeps (1: one persistent connection)")
 	fs.String("emulator-mode", emu.ModeAdaptive, "emulator timer mode: "+strings.Join(emu.Modes(), ", "))
+	return fs, f
+}
+
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, runExamples)
+		return exitUsage
+	}
+	fs, f := newRunFlags(stderr)
 	pos, code, ok := parseArgs(fs, args, 1)
 	if !ok {
 		return code
 	}
-	requirements, err := parseRequirements(require)
+	sets := f.sets
+	requirements, err := parseRequirements(f.require)
 	if err != nil {
 		fmt.Fprintf(stderr, "tlab run: %v\n", err)
 		return exitUsage
 	}
-	if *qooSpec != "" {
-		sets = append(sets, "qoo="+*qooSpec)
+	if *f.qooSpec != "" {
+		sets = append(sets, "qoo="+*f.qooSpec)
 	}
-	target, err := remoteTarget(*remoteAddr, *tokenFile, *stateDir)
-	if err == nil && *replay != "" && *remoteAddr == "" {
+	target, err := remoteTarget(*f.remoteAddr, *f.tokenFile, *f.stateDir)
+	if err == nil && *f.replay != "" && *f.remoteAddr == "" {
 		err = errors.New("--replay checks a recording against the real path: it goes with --remote")
 	}
 	if err != nil {
@@ -160,16 +189,16 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	var given []string
-	fs.Visit(func(f *flag.Flag) {
-		if _, ok := adhocFlags[f.Name]; ok {
-			given = append(given, f.Name)
+	fs.Visit(func(fl *flag.Flag) {
+		if _, ok := adhocFlags[fl.Name]; ok {
+			given = append(given, fl.Name)
 		}
 	})
-	if *replay != "" && slices.Contains(given, "link") {
+	if *f.replay != "" && slices.Contains(given, "link") {
 		fmt.Fprintln(stderr, "tlab run: --replay compares a recording with the path as it is, and --link emulates a link in front of the path: run the two apart")
 		return exitUsage
 	}
-	if len(pos) == 1 || *resume != "" {
+	if len(pos) == 1 || *f.resume != "" {
 		if len(given) > 0 {
 			for i := range given {
 				given[i] = "--" + given[i]
@@ -181,22 +210,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if len(pos) == 1 {
 			name = pos[0]
 		}
-		o := runOptions{serve: *serve, require: requirements, remote: target, replay: *replay, nameOrFile: name, resume: *resume, sets: sets, out: *out, noCal: *noCal, noReport: *noReport, asJSON: *asJSON, quality: *quality, requireCal: *requireCal, shard: *shard, resumeExisting: *resumeExisting, allowCommands: *allowCommands}
-		if *resume != "" {
-			if suite, isSuite, err := experiment.ResumeSuite(*resume); err != nil {
-				fmt.Fprintf(stderr, "tlab run: %v\n", err)
-				return exitUsage
-			} else if isSuite {
-				o.resume, o.sets = "", nil
-				return runSuite(ctx, o, suite, args, stdout, stderr)
-			}
-		} else if rec, isSuite, err := experiment.SuiteFor(name, sets); err != nil {
-			fmt.Fprintf(stderr, "tlab run: %v\n", err)
-			return exitUsage
-		} else if isSuite {
-			return runSuite(ctx, o, experiment.Suite{Record: rec, Dir: *out}, args, stdout, stderr)
-		}
-		return runScenario(ctx, o, args, stdout, stderr)
+		o := runOptions{serve: *f.serve, require: requirements, remote: target, replay: *f.replay, nameOrFile: name, resume: *f.resume, sets: sets, out: *f.out, noCal: *f.noCal, noReport: *f.noReport, asJSON: *f.asJSON, quality: *f.quality, requireCal: *f.requireCal, shard: *f.shard, resumeExisting: *f.resumeExisting, allowCommands: *f.allowCommands}
+		return runNamed(ctx, o, args, stdout, stderr)
 	}
 	doc, flagSets, err := adhocDocument(fs, given)
 	if err != nil {
@@ -207,7 +222,27 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// builds it from the document, as it would a file), into --out or
 	// into a directory removed at the end; no calibration unless it is
 	// kept.
-	return runScenario(ctx, runOptions{serve: *serve, require: requirements, remote: target, replay: *replay, adhocDoc: doc, sets: append(flagSets, sets...), out: *out, noCal: *out == "" || *noCal, noReport: *out == "" || *noReport, asJSON: *asJSON, adhoc: true, quality: *quality, requireCal: *requireCal, shard: *shard}, args, stdout, stderr)
+	return runScenario(ctx, runOptions{serve: *f.serve, require: requirements, remote: target, replay: *f.replay, adhocDoc: doc, sets: append(flagSets, sets...), out: *f.out, noCal: *f.out == "" || *f.noCal, noReport: *f.out == "" || *f.noReport, asJSON: *f.asJSON, adhoc: true, quality: *f.quality, requireCal: *f.requireCal, shard: *f.shard}, args, stdout, stderr)
+}
+
+// runNamed runs a named scenario, preset or suite, or resumes a run
+// directory (a suite's too).
+func runNamed(ctx context.Context, o runOptions, args []string, stdout, stderr io.Writer) int {
+	if o.resume != "" {
+		if suite, isSuite, err := experiment.ResumeSuite(o.resume); err != nil {
+			fmt.Fprintf(stderr, "tlab run: %v\n", err)
+			return exitUsage
+		} else if isSuite {
+			o.resume, o.sets = "", nil
+			return runSuite(ctx, o, suite, args, stdout, stderr)
+		}
+	} else if rec, isSuite, err := experiment.SuiteFor(o.nameOrFile, o.sets); err != nil {
+		fmt.Fprintf(stderr, "tlab run: %v\n", err)
+		return exitUsage
+	} else if isSuite {
+		return runSuite(ctx, o, experiment.Suite{Record: rec, Dir: o.out}, args, stdout, stderr)
+	}
+	return runScenario(ctx, o, args, stdout, stderr)
 }
 
 // remoteTarget reads --remote's flags.
@@ -324,26 +359,12 @@ func printRows(w io.Writer, rows []results.Summary, info workload.Info) {
 	}
 	rows = slices.Clone(rows)
 	slices.SortStableFunc(rows, func(a, b results.Summary) int { return order[a.Profile] - order[b.Profile] })
+	n := countRows(rows)
 	cols := append(slices.Clone(info.Table), "emu_release_p99_us")
-	disturbed := 0
-	for _, r := range rows {
-		if r.Float("overlapping_runs") > 0 {
-			disturbed++
-		}
-	}
-	if disturbed > 0 {
+	if n.disturbed > 0 {
 		cols = append(cols, "overlapping_runs")
 	}
-	reran, dirty := 0, 0
-	for _, r := range rows {
-		if r.Float("attempts_discarded") > 0 {
-			reran++
-		}
-		if strings.HasPrefix(r.Label("quality"), "disturbed") {
-			dirty++
-		}
-	}
-	if reran > 0 {
+	if n.reran > 0 {
 		cols = append(cols, "attempts_discarded")
 	}
 	header := []string{"PROFILE", "PROTOCOL", "SWEPT"}
@@ -353,7 +374,6 @@ func printRows(w io.Writer, rows []results.Summary, info workload.Info) {
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
-	failed := 0
 	prev := ""
 	for _, r := range rows {
 		if prev != "" && r.Profile != prev {
@@ -370,7 +390,6 @@ func printRows(w io.Writer, rows []results.Summary, info workload.Info) {
 		}
 		if r.Label("cell_error") != "" {
 			protocol += " (failed)"
-			failed++
 		}
 		cells := []string{r.Profile, protocol, strings.Join(swept, "/")}
 		for _, c := range cols {
@@ -379,21 +398,50 @@ func printRows(w io.Writer, rows []results.Summary, info workload.Info) {
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	tw.Flush()
+	printFootnotes(w, cols, n, len(rows))
+}
+
+// rowCounts are how many rows ran beside other runs (disturbed), were
+// run again (reran), stayed disturbed in every attempt (dirty) and
+// failed.
+type rowCounts struct{ disturbed, reran, dirty, failed int }
+
+func countRows(rows []results.Summary) rowCounts {
+	var n rowCounts
+	for _, r := range rows {
+		if r.Float("overlapping_runs") > 0 {
+			n.disturbed++
+		}
+		if r.Float("attempts_discarded") > 0 {
+			n.reran++
+		}
+		if strings.HasPrefix(r.Label("quality"), "disturbed") {
+			n.dirty++
+		}
+		if r.Label("cell_error") != "" {
+			n.failed++
+		}
+	}
+	return n
+}
+
+// printFootnotes explains the table's columns and marks.
+func printFootnotes(w io.Writer, cols []string, n rowCounts, rows int) {
 	if slices.Contains(cols, "late_sends") {
 		fmt.Fprintln(w, "\nLATE: sends more than 1 ms behind schedule: a protocol that cannot multiplex made them wait, or the host")
 		fmt.Fprintln(w, "stalled the sender (then EMU p99 is high too). UNSENT: requests still waiting when the schedule ended.")
 	}
 	fmt.Fprintln(w, "EMU p99 us: the emulator's own release error during the cell.")
-	if disturbed > 0 {
-		fmt.Fprintf(w, "OTHER RUNS: %d of %d cells ran beside other tlab runs, which shared the CPUs: their timings are disturbed (the run's warnings name them).\n", disturbed, len(rows))
+	if n.disturbed > 0 {
+		fmt.Fprintf(w, "OTHER RUNS: %d of %d cells ran beside other tlab runs, which shared the CPUs: their timings are disturbed (the run's warnings name them).\n", n.disturbed, rows)
 	}
-	if reran > 0 {
-		fmt.Fprintf(w, "RERUNS: %s disturbed by the host and run again (every attempt is in records.csv, column attempt).\n", units.Count(reran, "cell"))
+	if n.reran > 0 {
+		fmt.Fprintf(w, "RERUNS: %s disturbed by the host and run again (every attempt is in records.csv, column attempt).\n", units.Count(n.reran, "cell"))
 	}
-	if failed > 0 {
-		fmt.Fprintf(w, "(failed): %s failed (summary column cell_error says why; their records up to the failure are kept).\n", units.Count(failed, "cell"))
+	if n.failed > 0 {
+		fmt.Fprintf(w, "(failed): %s failed (summary column cell_error says why; their records up to the failure are kept).\n", units.Count(n.failed, "cell"))
 	}
-	if dirty > 0 {
-		fmt.Fprintf(w, "(!): %s disturbed in every attempt; each row shows its least disturbed attempt (summary column quality says why).\n", units.Count(dirty, "cell"))
+	if n.dirty > 0 {
+		fmt.Fprintf(w, "(!): %s disturbed in every attempt; each row shows its least disturbed attempt (summary column quality says why).\n", units.Count(n.dirty, "cell"))
 	}
 }

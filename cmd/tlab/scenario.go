@@ -12,10 +12,11 @@ import (
 	"tlab/internal/advise"
 	"tlab/internal/experiment"
 	"tlab/internal/invoker"
+	"tlab/internal/plan"
 	"tlab/internal/qoo"
 	"tlab/internal/report"
 	"tlab/internal/results"
-	"tlab/internal/scenario"
+	"tlab/internal/stacks"
 	"tlab/internal/units"
 	"tlab/scenarios"
 )
@@ -84,40 +85,7 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 		NoCalibration: o.noCal, RequireCalibration: o.requireCal, NoReport: o.noReport, Render: report.Render, Quality: o.quality,
 		Remote: o.remote, Replay: o.replay, Requirements: o.require,
 		Progress: progressPrinter(stderr), Log: stderr,
-		Ready: func(r experiment.Ready) error {
-			// A run whose every cell crosses a real path builds nothing
-			// here: no namespace, no emulator.
-			if r.Testbed && !o.privilegesChecked {
-				if code, handled := ensurePrivileges(append([]string{"run"}, args...), stderr); handled {
-					return exitCode(code)
-				}
-			}
-			where := "into " + r.Dir
-			if r.Temporary {
-				where = "nothing kept (give --out DIR to keep records, summaries and a report)"
-			}
-			fmt.Fprintf(stderr, "%s: %s, about %v, %s\n", r.Scenario.Name, units.Count(len(r.Cells), "cell"), r.Plan.Round(time.Second), where)
-			for _, w := range scenario.CellWarnings(r.Cells) {
-				fmt.Fprintf(stderr, "warning: %s\n", w)
-			}
-			if lines := r.Scenario.StackLines(); len(lines) > 0 {
-				fmt.Fprintf(stderr, "commands that run on this machine, as %s:\n", commandsAs.Name)
-				for _, line := range lines {
-					fmt.Fprintf(stderr, "  %s\n", line)
-				}
-				if commandsAs.Warning != "" {
-					fmt.Fprintf(stderr, "warning: %s\n", commandsAs.Warning)
-				}
-			}
-			if o.serve != "" {
-				stop, err := serveLive(o.serve, r.Dir, nil, stderr)
-				if err != nil {
-					return err
-				}
-				stopServing = stop
-			}
-			return nil
-		},
+		Ready: func(r experiment.Ready) error { return announceRun(r, o, args, commandsAs, &stopServing, stderr) },
 	}
 	out, err := run.Execute(ctx)
 	defer out.Close()
@@ -125,31 +93,8 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 		defer stopServing()
 	}
 	clearProgress(stderr)
-	var code exitCode
-	switch {
-	case errors.As(err, &code):
-		return int(code)
-	case errors.Is(err, context.Canceled):
-		if out.Temporary {
-			fmt.Fprintf(stderr, "tlab run: interrupted after %d of %d cells; nothing is left running. An ad-hoc run without --out cannot be resumed.\n", len(out.Rows), out.Cells)
-		} else {
-			fmt.Fprintf(stderr, "tlab run: interrupted after %d of %d cells; nothing is left running.\nContinue with: tlab run --resume %s\n", len(out.Rows), out.Cells, out.Dir)
-		}
-		return exitCanceled
-	case errors.Is(err, syscall.ENOSPC) && !out.Temporary:
-		fmt.Fprintf(stderr, "tlab run: the disk holding %s is full: %v\nEvery complete cell is kept; free space, then continue with: tlab run --resume %s\n", out.Dir, err, out.Dir)
-		return exitError
-	case errors.Is(err, experiment.ErrInput):
-		fmt.Fprintf(stderr, "tlab run: %v\n", err)
-		return exitUsage
-	case errors.Is(err, experiment.ErrCalibration):
-		fmt.Fprintf(stderr, "tlab run: %v\n", err)
-		return exitFailure
-	case errors.Is(err, experiment.ErrReport):
-		fmt.Fprintf(stderr, "tlab run: %v\n", err)
-		return exitError
-	case err != nil:
-		return errorExit(stderr, err)
+	if code, failed := runFailed(err, out, stderr); failed {
+		return code
 	}
 	rows := out.Rows
 	result := exitOK
@@ -159,27 +104,7 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 		}
 		result = writeJSON(stdout, rows)
 	} else {
-		info := out.Scenario.WorkloadSpec().Info()
-		if m, err := results.ReadManifest(out.Dir); err == nil && len(m.Calibrations) > 0 {
-			if w := experiment.CalibrationWarning(m.Calibrations[len(m.Calibrations)-1]); w != "" {
-				fmt.Fprintf(stdout, "WARNING: %s.\n\n", w)
-			}
-		}
-		if out.Analysis != nil && len(out.Analysis.Answers) > 0 {
-			fmt.Fprintln(stdout, "THE ANSWER")
-			if len(out.Analysis.Requirements) > 0 {
-				printAnswers(stdout, out.Analysis.Answers)
-			}
-			if out.Analysis.QoO != nil {
-				printQoO(stdout, *out.Analysis.QoO, out.Analysis.Answers)
-			}
-			fmt.Fprintln(stdout)
-		}
-		fmt.Fprintf(stdout, "%s; seed %d\n\n", info.Describe, out.Scenario.Seed)
-		printRows(stdout, rows, info)
-		if !out.Temporary {
-			fmt.Fprintf(stdout, "\nResults in %s: report.html, summary.csv, summary.json, records.csv, manifest.json\n", out.Dir)
-		}
+		printOutcome(stdout, out, rows)
 	}
 	// A run whose cell measured nothing did not answer its question,
 	// whatever else went well: say so, and fail.
@@ -196,6 +121,101 @@ func runScenario(ctx context.Context, o runOptions, args []string, stdout, stder
 		return exitFailure
 	}
 	return result
+}
+
+// announceRun says what a run is about to do (cells, time, where, the
+// warnings, the commands it runs), checks privileges where it builds a
+// testbed here, and starts the live view.
+func announceRun(r experiment.Ready, o runOptions, args []string, commandsAs invoker.User, stopServing *func(), stderr io.Writer) error {
+	// A run whose every cell crosses a real path builds nothing
+	// here: no namespace, no emulator.
+	if r.Testbed && !o.privilegesChecked {
+		if code, handled := ensurePrivileges(append([]string{"run"}, args...), stderr); handled {
+			return exitCode(code)
+		}
+	}
+	where := "into " + r.Dir
+	if r.Temporary {
+		where = "nothing kept (give --out DIR to keep records, summaries and a report)"
+	}
+	fmt.Fprintf(stderr, "%s: %s, about %v, %s\n", r.Scenario.Name, units.Count(len(r.Cells), "cell"), r.Plan.Round(time.Second), where)
+	for _, w := range plan.Warnings(r.Cells) {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
+	if lines := stacks.Lines(r.Scenario); len(lines) > 0 {
+		fmt.Fprintf(stderr, "commands that run on this machine, as %s:\n", commandsAs.Name)
+		for _, line := range lines {
+			fmt.Fprintf(stderr, "  %s\n", line)
+		}
+		if commandsAs.Warning != "" {
+			fmt.Fprintf(stderr, "warning: %s\n", commandsAs.Warning)
+		}
+	}
+	if o.serve != "" {
+		stop, err := serveLive(o.serve, r.Dir, nil, stderr)
+		if err != nil {
+			return err
+		}
+		*stopServing = stop
+	}
+	return nil
+}
+
+// runFailed is the exit status of a run that ended in err (false: it
+// did not fail), with what the user reads.
+func runFailed(err error, out experiment.Outcome, stderr io.Writer) (int, bool) {
+	var code exitCode
+	switch {
+	case errors.As(err, &code):
+		return int(code), true
+	case errors.Is(err, context.Canceled):
+		if out.Temporary {
+			fmt.Fprintf(stderr, "tlab run: interrupted after %d of %d cells; nothing is left running. An ad-hoc run without --out cannot be resumed.\n", len(out.Rows), out.Cells)
+		} else {
+			fmt.Fprintf(stderr, "tlab run: interrupted after %d of %d cells; nothing is left running.\nContinue with: tlab run --resume %s\n", len(out.Rows), out.Cells, out.Dir)
+		}
+		return exitCanceled, true
+	case errors.Is(err, syscall.ENOSPC) && !out.Temporary:
+		fmt.Fprintf(stderr, "tlab run: the disk holding %s is full: %v\nEvery complete cell is kept; free space, then continue with: tlab run --resume %s\n", out.Dir, err, out.Dir)
+		return exitError, true
+	case errors.Is(err, experiment.ErrInput):
+		fmt.Fprintf(stderr, "tlab run: %v\n", err)
+		return exitUsage, true
+	case errors.Is(err, experiment.ErrCalibration):
+		fmt.Fprintf(stderr, "tlab run: %v\n", err)
+		return exitFailure, true
+	case errors.Is(err, experiment.ErrReport):
+		fmt.Fprintf(stderr, "tlab run: %v\n", err)
+		return exitError, true
+	case err != nil:
+		return errorExit(stderr, err), true
+	}
+	return 0, false
+}
+
+// printOutcome prints a run's answer, its rows and where its results are.
+func printOutcome(stdout io.Writer, out experiment.Outcome, rows []results.Summary) {
+	info := out.Scenario.WorkloadSpec().Info()
+	if m, err := results.ReadManifest(out.Dir); err == nil && len(m.Calibrations) > 0 {
+		if w := experiment.CalibrationWarning(m.Calibrations[len(m.Calibrations)-1]); w != "" {
+			fmt.Fprintf(stdout, "WARNING: %s.\n\n", w)
+		}
+	}
+	if out.Analysis != nil && len(out.Analysis.Answers) > 0 {
+		fmt.Fprintln(stdout, "THE ANSWER")
+		if len(out.Analysis.Requirements) > 0 {
+			printAnswers(stdout, out.Analysis.Answers)
+		}
+		if out.Analysis.QoO != nil {
+			printQoO(stdout, *out.Analysis.QoO, out.Analysis.Answers)
+		}
+		fmt.Fprintln(stdout)
+	}
+	fmt.Fprintf(stdout, "%s; seed %d\n\n", info.Describe, out.Scenario.Seed)
+	printRows(stdout, rows, info)
+	if !out.Temporary {
+		fmt.Fprintf(stdout, "\nResults in %s: report.html, summary.csv, summary.json, records.csv, manifest.json\n", out.Dir)
+	}
 }
 
 // emptyCells lists the cells whose rows count requests and have none.
@@ -317,14 +337,14 @@ func validateScenario(name string, sets []string) (validation, error) {
 	if err != nil {
 		return validation{}, err
 	}
-	cells, err := sc.Cells()
+	cells, err := plan.Compile(sc)
 	if err != nil {
 		return validation{}, err
 	}
 	planned := experiment.Plan(cells)
 	v := validation{Name: sc.Name, Cells: len(cells), PlannedS: planned.Seconds(), Profiles: len(sc.Profiles), Protocols: len(sc.Protocols),
 		MatrixPoints: len(cells) / max(1, len(sc.Profiles)*len(sc.Protocols)*sc.Repetitions), Repetitions: sc.Repetitions,
-		Stacks: sc.StackLines(), Explore: exploreLine(sc), Warnings: scenario.CellWarnings(cells)}
+		Stacks: stacks.Lines(sc), Explore: exploreLine(sc), Warnings: plan.Warnings(cells)}
 	if maxReps, auto := sc.AutoRepetitions(); auto {
 		v.MaxRepetitions = maxReps
 		if maxReps > sc.Repetitions {
@@ -334,7 +354,7 @@ func validateScenario(name string, sets []string) (validation, error) {
 			v.MostPlannedS = scalePlan(planned, v.MostCells, len(cells)).Seconds()
 		}
 	}
-	if len(sc.Stacks) > 0 {
+	if stacks.Any(sc) {
 		as := invoker.Find()
 		v.Commands, v.FromFile, v.RunsAs = true, !experiment.IsPreset(name), as.Name
 		if as.Warning != "" {
@@ -477,7 +497,7 @@ func runPresets(_ context.Context, args []string, stdout, stderr io.Writer) int 
 			planned := time.Duration(0)
 			for _, part := range suite.Parts {
 				if sc, err := experiment.LoadPreset(part, nil); err == nil {
-					cells, _ := sc.Cells()
+					cells, _ := plan.Compile(sc)
 					info.Cells += len(cells)
 					planned += experiment.Plan(cells)
 				}
@@ -492,7 +512,7 @@ func runPresets(_ context.Context, args []string, stdout, stderr io.Writer) int 
 			out = append(out, info)
 			continue
 		}
-		cells, _ := sc.Cells()
+		cells, _ := plan.Compile(sc)
 		info.Cells, info.PlannedS, info.Description = len(cells), experiment.Plan(cells).Seconds(), firstSentence(sc.Description)
 		if maxReps, auto := sc.AutoRepetitions(); auto && maxReps > sc.Repetitions {
 			info.MostCells = mostCells(len(cells), sc.Repetitions, maxReps)

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"tlab/internal/explore"
+	"tlab/internal/plan"
 	"tlab/internal/results"
-	"tlab/internal/scenario"
 )
 
 // autoAlpha is the chance, over a run with repetitions: auto, of any
@@ -26,7 +26,7 @@ const autoAlpha = 0.05
 // repetition's seed, the same for each), until all are decided or it has
 // maxReps; the extra cells are ordinary cells of the run, named after
 // their first repetition's cell ("c0001_ethernet_quic_r3").
-func (sw Sweep) repeatUntilDecided(ctx context.Context, cells []scenario.Cell, maxReps int, rows []results.Summary) ([]results.Summary, error) {
+func (sw Sweep) repeatUntilDecided(ctx context.Context, cells []plan.Cell, maxReps int, rows []results.Summary) ([]results.Summary, error) {
 	sc := sw.Scenario
 	if len(sw.Requirements) == 0 {
 		return rows, inputErr(errors.New("repetitions: auto repeats a cell until the answer's verdicts are decided: give the requirements (require: or --require)"))
@@ -41,12 +41,12 @@ func (sw Sweep) repeatUntilDecided(ctx context.Context, cells []scenario.Cell, m
 	}
 	// The first repetition's cell of each point and protocol: the
 	// template of its later ones.
-	first := map[string]map[string]scenario.Cell{}
+	first := map[string]map[string]plan.Cell{}
 	var order []string
 	for _, c := range cells {
 		k := key(c.Profile, c.Params)
 		if first[k] == nil {
-			first[k] = map[string]scenario.Cell{}
+			first[k] = map[string]plan.Cell{}
 			order = append(order, k)
 		}
 		if c.Rep == 1 {
@@ -72,7 +72,7 @@ func (sw Sweep) repeatUntilDecided(ctx context.Context, cells []scenario.Cell, m
 			}
 			reps[k][r.Rep][r.Protocol] = vals
 		}
-		var more []scenario.Cell
+		var more []plan.Cell
 		for _, k := range order {
 			n := len(reps[k])
 			var seq []map[string]map[string]float64
@@ -95,10 +95,7 @@ func (sw Sweep) repeatUntilDecided(ctx context.Context, cells []scenario.Cell, m
 				if !ok {
 					continue
 				}
-				c := t
-				c.Rep = n + 1
-				c.ID = strings.TrimSuffix(t.ID, "_r1") + "_r" + strconv.Itoa(c.Rep)
-				more = append(more, c)
+				more = append(more, t.Repeat(n+1, strings.TrimSuffix(t.ID, "_r1")+"_r"+strconv.Itoa(n+1)))
 			}
 		}
 		if len(more) == 0 {

@@ -13,11 +13,11 @@ import (
 	"sync"
 	"time"
 
+	"tlab/internal/beside"
 	"tlab/internal/cross"
 	"tlab/internal/metrics"
 	"tlab/internal/proto"
 	"tlab/internal/results"
-	"tlab/internal/scenario"
 	"tlab/internal/workload"
 )
 
@@ -215,7 +215,7 @@ const besidePortOffset = 100
 // cell's beside_NAME_* columns. It shares the link's counters with the
 // cell's workload, so its bytes-on-the-wire metrics are not computed.
 type workloadBeside struct {
-	flow   scenario.BesideFlow
+	flow   beside.Flow
 	offset int
 	dir    string // the cell's directory: beside-NAME.csv goes there
 

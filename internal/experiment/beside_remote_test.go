@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"tlab/internal/cross"
+	"tlab/internal/plan"
 	"tlab/internal/proto"
 	"tlab/internal/scenario"
 )
@@ -27,11 +28,11 @@ func TestAWorkloadBesideNeedsItsServersHere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cells, _ := sc.Cells()
-	spec, err := SpecFor(cells[0], 1)
+	cells, err := plan.Compile(sc)
 	if err != nil {
 		t.Fatal(err)
 	}
+	spec := SpecOf(cells[0], 1)
 	ends := func(string) (cross.Endpoints, error) { return cross.Endpoints{}, nil }
 	far := besides(spec)[0]
 	err = far.Start(context.Background(), &Place{Hosts: farServerHosts{}, Beside: ends}, proto.DefaultSettings())

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"tlab/internal/beside"
 	"tlab/internal/cross"
 	"tlab/internal/emu"
 	"tlab/internal/hostnoise"
@@ -27,7 +28,6 @@ import (
 	"tlab/internal/plan"
 	"tlab/internal/proto"
 	"tlab/internal/results"
-	"tlab/internal/scenario"
 	"tlab/internal/testbed"
 	"tlab/internal/workload"
 )
@@ -74,18 +74,8 @@ type CellSpec struct {
 	// Beside are other workloads beside the cell's, each over its own
 	// stack; BesideDir, when set, receives their records
 	// (beside-NAME.csv).
-	Beside    []scenario.BesideFlow
+	Beside    []beside.Flow
 	BesideDir string
-}
-
-// SpecFor turns a scenario cell into a cell spec, through its compiled
-// cell.
-func SpecFor(cell scenario.Cell, total int) (CellSpec, error) {
-	c, err := plan.CompileCell(cell)
-	if err != nil {
-		return CellSpec{}, err
-	}
-	return SpecOf(c, total), nil
 }
 
 // SpecOf is the cell spec of a compiled cell (of total in its run): the
@@ -172,53 +162,15 @@ func (h hosts) Group(role string) []string {
 // cell made is gone when it returns, also on error or cancellation.
 func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error, progress func(Progress)) (res CellResult, err error) {
 	info := spec.Workload.Info()
-	if len(info.Roles) == 0 {
-		return CellResult{}, errors.New("workload names no roles")
+	p, err := cellStack(spec, info)
+	if err != nil {
+		return CellResult{}, err
 	}
-	for _, r := range info.Roles {
-		if _, ok := spec.Roles[r]; !ok {
-			return CellResult{}, fmt.Errorf("no host plays the workload's role %q", r)
-		}
+	settings, serverLines, closeFiles, err := cellSettings(spec)
+	defer closeFiles()
+	if err != nil {
+		return CellResult{}, err
 	}
-	// A stack given as commands is no registered protocol: its commands
-	// are the stack.
-	var p *proto.Stack
-	if !ownsItsStack(spec.Workload) {
-		if err := info.Accepts(spec.Cell.Protocol); err != nil {
-			return CellResult{}, err
-		}
-		if p, err = proto.Lookup(spec.Cell.Protocol); err != nil {
-			return CellResult{}, err
-		}
-	}
-	settings := spec.Settings
-	if spec.CaptureDir != "" {
-		if settings.QlogDir == "" {
-			settings.QlogDir = filepath.Join(spec.CaptureDir, "qlog")
-		}
-		if err := results.Mkdir(spec.CaptureDir); err != nil {
-			return CellResult{}, err
-		}
-		kl, err := results.Create(filepath.Join(spec.CaptureDir, "keys.log"))
-		if err != nil {
-			return CellResult{}, err
-		}
-		defer kl.Close()
-		settings.KeyLog = kl
-	}
-	var serverLines lineCounter
-	if spec.ServerLog != "" {
-		f, err := results.Append(spec.ServerLog)
-		if err != nil {
-			return CellResult{}, err
-		}
-		defer f.Close()
-		serverLines.w = f
-	}
-	settings.ServerLog = &serverLines
-	settings.Handshakes = &proto.Handshakes{}
-	settings.TCP = &proto.TCPConns{}
-
 	site := spec.Site
 	if site == nil {
 		site = testbedSite{}
@@ -246,45 +198,9 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	led.startWindow()
 	env := led.env(p, settings, place.Hosts)
 	env.Dir = spec.Dir
-	// Other runs are sampled at the start, every second and at the end.
-	var overlaps []testbed.LiveRun
-	sampleOthers := func() {
-		for _, o := range testbed.OtherLiveRuns() {
-			if !slices.ContainsFunc(overlaps, func(x testbed.LiveRun) bool { return x.ID == o.ID }) {
-				overlaps = append(overlaps, o)
-			}
-		}
-	}
-	sampleOthers()
-	began := time.Now()
-	stopProgress := make(chan struct{})
-	progressDone := make(chan struct{})
-	go func() {
-		defer close(progressDone)
-		t := time.NewTicker(250 * time.Millisecond)
-		defer t.Stop()
-		for tick := 1; ; tick++ {
-			select {
-			case <-stopProgress:
-				return
-			case <-t.C:
-				if tick%4 == 0 {
-					sampleOthers()
-				}
-				if progress != nil {
-					n, last := led.progress()
-					progress(Progress{Cell: spec.Index + 1, Cells: spec.Total, Profile: spec.Cell.Profile, Protocol: spec.Cell.Protocol,
-						Elapsed: time.Since(began), Planned: info.PlanOn(pathOf(spec.Topology)), Records: n, LastDelayMs: last})
-				}
-			}
-		}
-	}()
-	stopWatching := func() {
-		close(stopProgress)
-		<-progressDone
-	}
+	watch := watchCell(spec, info, led, progress)
 	if err := beside.waitForWorkload(ctx); err != nil {
-		stopWatching()
+		watch.stop()
 		led.stopProbe()
 		return CellResult{}, err
 	}
@@ -297,8 +213,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	for _, why := range failures {
 		led.fail(why)
 	}
-	stopWatching()
-	sampleOthers()
+	overlaps := watch.stop()
 	host := led.stopProbe()
 	if runErr != nil {
 		return CellResult{}, runErr
@@ -306,6 +221,133 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	if err := led.err(); err != nil {
 		return CellResult{}, err
 	}
+	return finishCell(spec, info, place, led, settings, serverLines, beside.columns(), overlaps, host)
+}
+
+// cellStack checks that the cell's hosts play every role of its workload
+// and finds its protocol: none for a stack given as commands (its
+// commands are the stack).
+func cellStack(spec CellSpec, info workload.Info) (*proto.Stack, error) {
+	if len(info.Roles) == 0 {
+		return nil, errors.New("workload names no roles")
+	}
+	for _, r := range info.Roles {
+		if _, ok := spec.Roles[r]; !ok {
+			return nil, fmt.Errorf("no host plays the workload's role %q", r)
+		}
+	}
+	if ownsItsStack(spec.Workload) {
+		return nil, nil
+	}
+	if err := info.Accepts(spec.Cell.Protocol); err != nil {
+		return nil, err
+	}
+	return proto.Lookup(spec.Cell.Protocol)
+}
+
+// cellSettings are the cell's protocol settings with what the cell
+// writes to (the TLS key log and qlog under CaptureDir, the servers' log)
+// and counts (handshakes, TCP connections); closeFiles closes the files,
+// also after an error.
+func cellSettings(spec CellSpec) (settings proto.Settings, serverLines *lineCounter, closeFiles func(), err error) {
+	var files []io.Closer
+	closeFiles = func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	settings = spec.Settings
+	serverLines = &lineCounter{}
+	if spec.CaptureDir != "" {
+		if settings.QlogDir == "" {
+			settings.QlogDir = filepath.Join(spec.CaptureDir, "qlog")
+		}
+		if err := results.Mkdir(spec.CaptureDir); err != nil {
+			return settings, serverLines, closeFiles, err
+		}
+		kl, err := results.Create(filepath.Join(spec.CaptureDir, "keys.log"))
+		if err != nil {
+			return settings, serverLines, closeFiles, err
+		}
+		files = append(files, kl)
+		settings.KeyLog = kl
+	}
+	if spec.ServerLog != "" {
+		f, err := results.Append(spec.ServerLog)
+		if err != nil {
+			return settings, serverLines, closeFiles, err
+		}
+		files = append(files, f)
+		serverLines.w = f
+	}
+	settings.ServerLog = serverLines
+	settings.Handshakes = &proto.Handshakes{}
+	settings.TCP = &proto.TCPConns{}
+	return settings, serverLines, closeFiles, nil
+}
+
+// cellWatch samples the other tlab runs live on this machine (at the
+// start, every second and at the end) and reports the cell's progress
+// every 250 ms while the workload runs.
+type cellWatch struct {
+	mu       sync.Mutex
+	overlaps []testbed.LiveRun
+	quit     chan struct{}
+	done     chan struct{}
+}
+
+func watchCell(spec CellSpec, info workload.Info, led *cellLedger, progress func(Progress)) *cellWatch {
+	w := &cellWatch{quit: make(chan struct{}), done: make(chan struct{})}
+	w.sampleOthers()
+	began := time.Now()
+	go func() {
+		defer close(w.done)
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for tick := 1; ; tick++ {
+			select {
+			case <-w.quit:
+				return
+			case <-t.C:
+				if tick%4 == 0 {
+					w.sampleOthers()
+				}
+				if progress != nil {
+					n, last := led.progress()
+					progress(Progress{Cell: spec.Index + 1, Cells: spec.Total, Profile: spec.Cell.Profile, Protocol: spec.Cell.Protocol,
+						Elapsed: time.Since(began), Planned: info.PlanOn(pathOf(spec.Topology)), Records: n, LastDelayMs: last})
+				}
+			}
+		}
+	}()
+	return w
+}
+
+func (w *cellWatch) sampleOthers() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, o := range testbed.OtherLiveRuns() {
+		if !slices.ContainsFunc(w.overlaps, func(x testbed.LiveRun) bool { return x.ID == o.ID }) {
+			w.overlaps = append(w.overlaps, o)
+		}
+	}
+}
+
+// stop ends the watch, samples the other runs once more and returns
+// every one seen.
+func (w *cellWatch) stop() []testbed.LiveRun {
+	close(w.quit)
+	<-w.done
+	w.sampleOthers()
+	return w.overlaps
+}
+
+// finishCell reads the cell's result once the workload has ended: the
+// place's own check, the measured window's counters, the links'
+// timelines, the servers' log lines and the emulator's figures (unknown
+// where none ran), and the summary.
+func finishCell(spec CellSpec, info workload.Info, place *Place, led *cellLedger, settings proto.Settings, serverLines *lineCounter,
+	besideColumns []string, overlaps []testbed.LiveRun, host hostnoise.Sample) (CellResult, error) {
 	if place.Check != nil {
 		if err := place.Check(); err != nil {
 			return CellResult{}, err
@@ -315,7 +357,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	if err != nil {
 		return CellResult{}, err
 	}
-	res = led.result(end, place.Measured.Name, place.UpIsAtoB, overlaps, host)
+	res := led.result(end, place.Measured.Name, place.UpIsAtoB, overlaps, host)
 	if place.Emulated {
 		// The links' timelines and live changes, aligned with the window
 		// (link-events.csv).
@@ -331,7 +373,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 		}
 	}
 	spec.Settings.Handshakes, spec.Settings.TCP = settings.Handshakes, settings.TCP
-	res.Summary, err = summarize(spec, info, place, beside.columns(), res.Records, res.window, led.facts)
+	res.Summary, err = summarize(spec, info, place, besideColumns, res.Records, res.window, led.facts)
 	res.Summary.Set("cell_error", res.Failed)
 	return res, err
 }

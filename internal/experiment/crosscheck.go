@@ -18,8 +18,8 @@ import (
 	"tlab/internal/dns"
 	"tlab/internal/emu"
 	"tlab/internal/metrics"
+	"tlab/internal/plan"
 	"tlab/internal/proto"
-	"tlab/internal/results"
 	"tlab/internal/testbed"
 	"tlab/internal/workload"
 )
@@ -119,13 +119,15 @@ func (cc CrossCheck) one(ctx context.Context, protocol string) ([]PhaseCheck, er
 	}
 	defer tmp.Remove()
 	w := &crossCheckRequests{cc: cc, client: client}
-	spec := CellSpec{
-		Cell:     results.Cell{ID: "crosscheck-" + protocol, Profile: "crosscheck", Protocol: protocol, Workload: w.Info().Type, Seed: cc.Seed},
-		Total:    1,
+	// A compiled cell of its own (no scenario): the link between a client
+	// and a server, the protocol and the workload.
+	spec := SpecOf(plan.Cell{
+		ID: "crosscheck-" + protocol, Profile: "crosscheck", Protocol: protocol, Seed: cc.Seed,
 		Topology: testbed.ClientServer(cc.Link),
 		Roles:    map[string]string{"client": "client", "server": "server"},
-		Workload: w, Settings: cc.Settings, Label: "tlab crosscheck", Dir: tmp.Path,
-	}
+		Workload: w, Settings: cc.Settings,
+	}, 1)
+	spec.Label, spec.Dir = "tlab crosscheck", tmp.Path
 	if _, err := RunCell(ctx, spec, nil, nil); err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"tlab/internal/advise"
 	"tlab/internal/emu"
 	"tlab/internal/explore"
+	"tlab/internal/plan"
 	"tlab/internal/qoo"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
@@ -189,7 +190,7 @@ var exploreEvidence = []string{"conns_per_1000", "bytes_per_request", "late_send
 
 // cellMeasurer runs an exploration's rounds as cells of one run
 // directory: each request is one cell per protocol at the point's values
-// (scenario.CellAt, the repetition's seed), and every round's sweep holds
+// (plan.CompileAt, the repetition's seed), and every round's sweep holds
 // the cells of the rounds before (done: read back, not run again), so
 // that summary.csv and records.csv hold the whole exploration.
 type cellMeasurer struct {
@@ -197,7 +198,7 @@ type cellMeasurer struct {
 	sweep    Sweep
 	// runner, when set, runs the round's new cells elsewhere first.
 	runner RoundRunner
-	cells  []scenario.Cell
+	cells  []plan.Cell
 	have   map[string]bool
 	rounds int
 }
@@ -215,7 +216,7 @@ func (m *cellMeasurer) Measure(ctx context.Context, reqs []explore.Request) ([]e
 		}
 		ids[i] = map[string]string{}
 		for _, p := range sc.Protocols {
-			c, err := sc.CellAt(sc.Profiles[0], p, r.Rep, params)
+			c, err := plan.CompileAt(sc, sc.Profiles[0], p, r.Rep, params)
 			if err != nil {
 				return nil, inputErr(fmt.Errorf("point %s: %w", r.Point.Label(), err))
 			}
@@ -228,7 +229,7 @@ func (m *cellMeasurer) Measure(ctx context.Context, reqs []explore.Request) ([]e
 	}
 	var warnings []string // the round's tasks', for the manifest
 	if m.runner != nil {
-		var pending []scenario.Cell
+		var pending []plan.Cell
 		for _, c := range m.cells {
 			if !results.CellDone(results.CellDir(m.sweep.Dir, c.ID)) {
 				pending = append(pending, c)

@@ -18,8 +18,10 @@ import (
 	"tlab/internal/advise"
 	"tlab/internal/cluster"
 	"tlab/internal/emu"
+	"tlab/internal/plan"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
+	"tlab/internal/stacks"
 )
 
 // An exploration's round on many machines: the controller (tlab explore
@@ -87,7 +89,7 @@ type roundFile struct {
 // It returns the tasks' warnings (their manifests': disturbed cells,
 // other runs on the node, a calibration that failed), each prefixed with
 // its round and shard, for the run's manifest.
-func dispatch(ctx context.Context, runner RoundRunner, sc *scenario.Scenario, base Sweep, pending []scenario.Cell) (warnings []string, err error) {
+func dispatch(ctx context.Context, runner RoundRunner, sc *scenario.Scenario, base Sweep, pending []plan.Cell) (warnings []string, err error) {
 	dir, log := base.Dir, base.Log
 	if err := results.PrepareOut(dir); err != nil {
 		return nil, err
@@ -165,7 +167,7 @@ func first(s []string, n int) []string {
 
 // mergeRound moves each pending cell that a shard completed into the
 // run's cells/ and returns the ids of those no shard completed.
-func mergeRound(dir, rd string, pending []scenario.Cell) (missing []string, err error) {
+func mergeRound(dir, rd string, pending []plan.Cell) (missing []string, err error) {
 	shards, err := filepath.Glob(filepath.Join(rd, "shard-*"))
 	if err != nil {
 		return nil, err
@@ -231,12 +233,12 @@ func (t RoundTask) Run(ctx context.Context) error {
 	if err != nil {
 		return inputErr(err)
 	}
-	if len(sc.StackLines()) > 0 && !t.AllowCommands {
+	if stacks.Any(sc) && !t.AllowCommands {
 		return inputErr(errors.New("the scenario's stacks name commands; the round's tasks need --allow-commands"))
 	}
-	var cells []scenario.Cell
+	var cells []plan.Cell
 	for _, rc := range rf.Cells {
-		c, err := sc.CellAt(rc.Profile, rc.Protocol, rc.Rep, rc.Params)
+		c, err := plan.CompileAt(sc, rc.Profile, rc.Protocol, rc.Rep, rc.Params)
 		if err != nil {
 			return inputErr(fmt.Errorf("cell %s: %w", rc.ID, err))
 		}

@@ -18,6 +18,7 @@ import (
 
 	"tlab/internal/cluster"
 	"tlab/internal/explore"
+	"tlab/internal/plan"
 	"tlab/internal/results"
 )
 
@@ -394,11 +395,11 @@ func TestNoHandshakesResumesWhatTheStacksCan(t *testing.T) {
 		got := a.Note
 		if !a.Absent {
 			got = settingsText(a.Settings)
-			cell, err := sc.CellAt(sc.Profiles[0], sc.Protocols[0], 1, asParams(a.Settings))
+			cell, err := plan.CompileAt(sc, sc.Profiles[0], sc.Protocols[0], 1, asParams(a.Settings))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s := cell.Scenario.ProtoSettings(); !s.Resumption {
+			if s := cell.Settings; !s.Resumption {
 				t.Errorf("%s %s: the cell without handshakes does not resume", c.protocols, c.settings)
 			}
 		}

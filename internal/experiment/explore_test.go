@@ -16,6 +16,7 @@ import (
 	"tlab/internal/analysis"
 	"tlab/internal/emu"
 	"tlab/internal/explore"
+	"tlab/internal/plan"
 	"tlab/internal/report"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
@@ -256,7 +257,7 @@ require: ["delay_p99_ms<=1000"]
 		res.Summary, err = summarize(spec, spec.Workload.Info(), &Place{Emulated: true}, nil, recs, emu.LinkStats{}, map[string]float64{"conns_opened": 1})
 		return res, err
 	}
-	cells, err := sc.Cells()
+	cells, err := plan.Compile(sc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +285,7 @@ require: ["delay_p99_ms<=1000"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	twoCells, _ := two.Cells()
+	twoCells, _ := plan.Compile(two)
 	sw2 := Sweep{Scenario: two, Dir: filepath.Join(t.TempDir(), "run"), SkipCalibration: true, Quality: Quality{Mode: "off"}, attempt: attempt, Requirements: reqs}
 	rows2, err := sw2.Run(context.Background())
 	if err == nil {

@@ -117,7 +117,7 @@ func ablationsFor(sc *scenario.Scenario, params []explore.Param) []explore.Ablat
 			a.Settings, a.Note = r.fromStacks(sc)
 			if len(a.Settings) > 0 {
 				// The cell with them must be one the scenario accepts.
-				if _, err := sc.CellAt(profile, sc.Protocols[0], 1, asParams(a.Settings)); err != nil {
+				if _, _, err := sc.CellAt(profile, sc.Protocols[0], 1, asParams(a.Settings)); err != nil {
 					a.Settings, a.Note = nil, fmt.Sprintf("%s cannot be taken off these stacks: %v", r.impairment, err)
 				}
 			}
@@ -152,11 +152,11 @@ func ablationsFor(sc *scenario.Scenario, params []explore.Param) []explore.Ablat
 // impairment in both directions ("" when they do): a scenario's up: or
 // down: overrides would keep it, and then the removal would say nothing.
 func takesOff(sc *scenario.Scenario, profile string, settings []explore.Setting, r removal) string {
-	c, err := sc.CellAt(profile, sc.Protocols[0], 1, asParams(settings))
+	_, point, err := sc.CellAt(profile, sc.Protocols[0], 1, asParams(settings))
 	if err != nil {
 		return err.Error()
 	}
-	link, err := c.Scenario.LinkFor(profile)
+	link, err := point.LinkFor(profile)
 	if err != nil {
 		return err.Error()
 	}
@@ -181,13 +181,13 @@ func asParams(settings []explore.Setting) []results.Param {
 // (scenario.CellAt: the repetition's seed, as in the map).
 func (e Exploration) ablationMeasurer(sc *scenario.Scenario, dir string, base Sweep) func(explore.Ablation) (explore.Measurer, error) {
 	return func(a explore.Ablation) (explore.Measurer, error) {
-		c, err := sc.CellAt(sc.Profiles[0], sc.Protocols[0], 1, asParams(a.Settings))
+		_, point, err := sc.CellAt(sc.Profiles[0], sc.Protocols[0], 1, asParams(a.Settings))
 		if err != nil {
 			return nil, err
 		}
 		d := filepath.Join(dir, AblationDir, strings.ReplaceAll(a.Name, " ", "-"))
 		sw := base
-		sw.Scenario, sw.Dir, sw.SkipCalibration = c.Scenario, d, true
+		sw.Scenario, sw.Dir, sw.SkipCalibration = point, d, true
 		_, err = os.Stat(filepath.Join(d, results.ScenarioFile))
 		sw.Resume = err == nil
 		if e.Log != nil {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"tlab/internal/cross"
+	"tlab/internal/plan"
 	"tlab/internal/scenario"
 	"tlab/internal/testbed"
 	"tlab/internal/workload"
@@ -58,28 +58,10 @@ const CellOverhead = 400 * time.Millisecond
 // workload paced by round trips takes longer on a satellite, one waiting
 // for handshakes longer on a lossy link), and
 // CellOverhead per cell.
-func Plan(cells []scenario.Cell) time.Duration {
-	// Cells of one profile and matrix point share their scenario: plan
-	// each once (resolving a topology reads its profiles).
-	type key struct {
-		sc      *scenario.Scenario
-		profile string
-	}
-	plans := map[key]time.Duration{}
+func Plan(cells []plan.Cell) time.Duration {
 	var total time.Duration
 	for _, c := range cells {
-		k := key{c.Scenario, c.Profile}
-		plan, ok := plans[k]
-		if !ok {
-			info := c.Scenario.WorkloadSpec().Info()
-			plan = info.Planned
-			if topo, err := c.Scenario.TestbedTopology(c.Profile); err == nil {
-				plan = info.PlanOn(pathOf(topo))
-			}
-			plan += cross.Of(c.Scenario).LeadTime()
-			plans[k] = plan
-		}
-		total += plan + CellOverhead
+		total += c.Workload.Info().PlanOn(pathOf(c.Topology)) + c.Cross.LeadTime() + CellOverhead
 	}
 	return total
 }

@@ -14,9 +14,11 @@ import (
 	"tlab/internal/advise"
 	"tlab/internal/analysis"
 	"tlab/internal/invoker"
+	"tlab/internal/plan"
 	"tlab/internal/qoo"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
+	"tlab/internal/stacks"
 	"tlab/internal/testbed"
 )
 
@@ -118,7 +120,7 @@ func (e commandsNotAllowed) Is(target error) bool { return target == ErrCommands
 // checkCommands refuses a scenario whose stacks name commands when they
 // come from a file or a resumed directory and AllowCommands is not set.
 func (r Run) checkCommands(sc *scenario.Scenario) error {
-	if len(sc.Stacks) == 0 || r.AllowCommands {
+	if !stacks.Any(sc) || r.AllowCommands {
 		return nil
 	}
 	var from string
@@ -135,7 +137,7 @@ func (r Run) checkCommands(sc *scenario.Scenario) error {
 		as = "tlab's user"
 	}
 	msg := fmt.Sprintf("%s names commands that would run on this machine as %s:\n", from, as)
-	for _, line := range sc.StackLines() {
+	for _, line := range stacks.Lines(sc) {
 		msg += "  " + line + "\n"
 	}
 	msg += "Read them; to run them, give --allow-commands."
@@ -145,7 +147,7 @@ func (r Run) checkCommands(sc *scenario.Scenario) error {
 // Ready is what a run is about to do.
 type Ready struct {
 	Scenario  *scenario.Scenario
-	Cells     []scenario.Cell
+	Cells     []plan.Cell
 	Plan      time.Duration
 	Dir       string
 	Temporary bool
@@ -197,57 +199,13 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 	if err := r.continueExisting(); err != nil {
 		return Outcome{}, err
 	}
-	sc, err := r.scenario()
+	sc, cells, shard, err := r.compile()
 	if err != nil {
-		return Outcome{}, inputErr(err)
+		return Outcome{}, err
 	}
-	if err := r.checkCommands(sc); err != nil {
-		return Outcome{}, inputErr(err)
-	}
-	if sc.Capture && r.Temporary && r.Out == "" {
-		return Outcome{}, inputErr(errors.New("--capture needs --out DIR"))
-	}
-	cells, err := sc.Cells()
+	out, err := r.outcomeFor(sc)
 	if err != nil {
-		return Outcome{}, inputErr(err)
-	}
-	// On a real path, the link overrides are emulated in front of it.
-	inFront := sc.LinkOverrides()
-	if r.Replay != "" && inFront != "" {
-		// On the recording the overrides would replace the fitted fields,
-		// on the path they are added in front of it: the two would not
-		// compare.
-		return Outcome{}, inputErr(fmt.Errorf("--replay compares a recording with the path as it is; this run also emulates %s in front of the path: run the two apart", inFront))
-	}
-	if r.Quality != "" && !slices.Contains(QualityModes, r.Quality) {
-		return Outcome{}, inputErr(fmt.Errorf("--quality %q: want %s", r.Quality, strings.Join(QualityModes, ", ")))
-	}
-	var shard Shard
-	if r.Shard != "" {
-		spec, err := ShardFromEnv(r.Shard, r.Getenv)
-		if err == nil {
-			shard, err = ParseShard(spec)
-		}
-		if err != nil {
-			return Outcome{}, inputErr(fmt.Errorf("--%w", err))
-		}
-	}
-	if _, auto := sc.AutoRepetitions(); auto && r.Shard != "" {
-		return Outcome{}, inputErr(errors.New("repetitions: auto decides where to repeat from every stack's cells at a point: run it whole, not as shards"))
-	}
-	out := Outcome{Scenario: sc, Dir: r.Out}
-	switch {
-	case r.Resume != "":
-		out.Dir = r.Resume
-	case out.Dir == "" && r.Temporary:
-		// Recorded in the run registry first: a kill -9 leaves no
-		// directory that tlab cleanup does not know of.
-		if out.tmp, err = testbed.MakeTempDir("adhoc"); err != nil {
-			return Outcome{}, err
-		}
-		out.Dir, out.Temporary = out.tmp.Path, true
-	case out.Dir == "":
-		out.Dir = DefaultDir(sc.Name, r.Now())
+		return Outcome{}, err
 	}
 	all := cells
 	if r.Shard != "" {
@@ -269,26 +227,7 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 			r.QoO = &p
 		}
 	}
-	sw := Sweep{Requirements: r.Requirements, QoO: r.QoO, Shard: shard, Scenario: sc, Dir: out.Dir, Resume: r.Resume != "", SkipCalibration: r.NoCalibration,
-		Progress: r.Progress, Log: r.Log, Quality: Quality{Mode: r.Quality}, RequireCalibration: r.RequireCalibration, CommandsAs: r.CommandsAs.Cred, CommandsEnv: r.CommandsAs.Env}
-	given := map[string]any{}
-	if r.Remote != nil {
-		given[AgentSite] = r.Remote
-	}
-	sites, err := startSites(ctx, SiteSetup{Scenario: sc, Dir: out.Dir, Resume: r.Resume != "", Log: r.Log}, all, given)
-	if err != nil {
-		return out, err
-	}
-	sw.Sites = sites
-	out.Rows, err = sw.Run(ctx)
-	if maxReps, auto := sc.AutoRepetitions(); err == nil && auto {
-		out.Rows, err = sw.repeatUntilDecided(ctx, cells, maxReps, out.Rows)
-	}
-	err = sites.finish(err == nil, err)
-	if err != nil {
-		if errors.Is(err, ErrRunExists) {
-			err = inputErr(err)
-		}
+	if out.Rows, err = r.sweep(ctx, sc, all, cells, shard, out.Dir); err != nil {
 		return out, err
 	}
 	render := r.Render
@@ -298,6 +237,96 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 	done, err := Analyze(out.Dir, r.Requirements, render)
 	out.Report, out.Analysis = done.Report, done.Analysis
 	return out, err
+}
+
+// compile reads the run's scenario, checks what the command line asked
+// of it, and compiles its cells; errors wrap ErrInput.
+func (r Run) compile() (*scenario.Scenario, []plan.Cell, Shard, error) {
+	sc, err := r.scenario()
+	if err != nil {
+		return nil, nil, Shard{}, inputErr(err)
+	}
+	if err := r.checkCommands(sc); err != nil {
+		return nil, nil, Shard{}, inputErr(err)
+	}
+	if sc.Capture && r.Temporary && r.Out == "" {
+		return nil, nil, Shard{}, inputErr(errors.New("--capture needs --out DIR"))
+	}
+	cells, err := plan.Compile(sc)
+	if err != nil {
+		return nil, nil, Shard{}, inputErr(err)
+	}
+	// On a real path, the link overrides are emulated in front of it.
+	inFront := sc.LinkOverrides()
+	if r.Replay != "" && inFront != "" {
+		// On the recording the overrides would replace the fitted fields,
+		// on the path they are added in front of it: the two would not
+		// compare.
+		return nil, nil, Shard{}, inputErr(fmt.Errorf("--replay compares a recording with the path as it is; this run also emulates %s in front of the path: run the two apart", inFront))
+	}
+	if r.Quality != "" && !slices.Contains(QualityModes, r.Quality) {
+		return nil, nil, Shard{}, inputErr(fmt.Errorf("--quality %q: want %s", r.Quality, strings.Join(QualityModes, ", ")))
+	}
+	var shard Shard
+	if r.Shard != "" {
+		spec, err := ShardFromEnv(r.Shard, r.Getenv)
+		if err == nil {
+			shard, err = ParseShard(spec)
+		}
+		if err != nil {
+			return nil, nil, Shard{}, inputErr(fmt.Errorf("--%w", err))
+		}
+	}
+	if _, auto := sc.AutoRepetitions(); auto && r.Shard != "" {
+		return nil, nil, Shard{}, inputErr(errors.New("repetitions: auto decides where to repeat from every stack's cells at a point: run it whole, not as shards"))
+	}
+	return sc, cells, shard, nil
+}
+
+// outcomeFor is the run's outcome before it runs: its directory (the
+// resumed one, a temporary one, --out, or results/NAME-TIME).
+func (r Run) outcomeFor(sc *scenario.Scenario) (Outcome, error) {
+	out := Outcome{Scenario: sc, Dir: r.Out}
+	switch {
+	case r.Resume != "":
+		out.Dir = r.Resume
+	case out.Dir == "" && r.Temporary:
+		// Recorded in the run registry first: a kill -9 leaves no
+		// directory that tlab cleanup does not know of.
+		tmp, err := testbed.MakeTempDir("adhoc")
+		if err != nil {
+			return Outcome{}, err
+		}
+		out.tmp, out.Dir, out.Temporary = tmp, tmp.Path, true
+	case out.Dir == "":
+		out.Dir = DefaultDir(sc.Name, r.Now())
+	}
+	return out, nil
+}
+
+// sweep starts the run's sites, sweeps its cells (with repetitions:
+// auto, until its verdicts are decided) and finishes the sites.
+func (r Run) sweep(ctx context.Context, sc *scenario.Scenario, all, cells []plan.Cell, shard Shard, dir string) ([]results.Summary, error) {
+	sw := Sweep{Requirements: r.Requirements, QoO: r.QoO, Shard: shard, Scenario: sc, Cells: all, Dir: dir, Resume: r.Resume != "", SkipCalibration: r.NoCalibration,
+		Progress: r.Progress, Log: r.Log, Quality: Quality{Mode: r.Quality}, RequireCalibration: r.RequireCalibration, CommandsAs: r.CommandsAs.Cred, CommandsEnv: r.CommandsAs.Env}
+	given := map[string]any{}
+	if r.Remote != nil {
+		given[AgentSite] = r.Remote
+	}
+	sites, err := startSites(ctx, SiteSetup{Scenario: sc, Dir: dir, Resume: r.Resume != "", Log: r.Log}, all, given)
+	if err != nil {
+		return nil, err
+	}
+	sw.Sites = sites
+	rows, err := sw.Run(ctx)
+	if maxReps, auto := sc.AutoRepetitions(); err == nil && auto {
+		rows, err = sw.repeatUntilDecided(ctx, cells, maxReps, rows)
+	}
+	err = sites.finish(err == nil, err)
+	if errors.Is(err, ErrRunExists) {
+		err = inputErr(err)
+	}
+	return rows, err
 }
 
 // continueExisting turns a run whose Out already holds an interrupted run

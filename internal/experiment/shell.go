@@ -15,6 +15,7 @@ import (
 
 	"tlab/internal/emu"
 	"tlab/internal/hostnoise"
+	"tlab/internal/plan"
 	"tlab/internal/proto"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
@@ -144,7 +145,7 @@ const ShellFile = "shell.json"
 // and reads the link over their life.
 func (sh Shell) Run(ctx context.Context) (*ShellAccount, error) {
 	sc := sh.Scenario
-	cells, err := sc.Cells()
+	cells, err := plan.Compile(sc)
 	if err != nil {
 		return nil, err
 	}
@@ -152,10 +153,7 @@ func (sh Shell) Run(ctx context.Context) (*ShellAccount, error) {
 	if cell.Site != "" {
 		return nil, fmt.Errorf("tlab shell runs on emulated links: network %s is the %s site", cell.Profile, cell.Site)
 	}
-	spec, err := SpecFor(cell, 1)
-	if err != nil {
-		return nil, err
-	}
+	spec := SpecOf(cell, 1)
 	info := spec.Workload.Info()
 	if len(info.Roles) < 2 {
 		return nil, fmt.Errorf("the scenario's workload has no server role to place the server in")
@@ -222,19 +220,10 @@ func (w *shellCommands) Run(ctx context.Context, e *workload.Env) error {
 	if !okc || !oks {
 		return errors.New("tlab shell runs commands in a testbed's hosts: this site has none")
 	}
-	env := ShellEnv{}
-	for _, role := range w.roles[1:] {
-		ip, err := e.Hosts.Addr(clientRole, role)
-		if err != nil {
-			return err
-		}
-		env["TLAB_"+strings.ToUpper(role)] = ip.String()
+	env, err := w.environment(e, acct.Network)
+	if err != nil {
+		return err
 	}
-	if ip, err := e.Hosts.Addr(serverRole, clientRole); err == nil {
-		env["TLAB_CLIENT"] = ip.String()
-	}
-	env["TLAB_SERVER"] = env["TLAB_"+strings.ToUpper(serverRole)]
-	env["TLAB_NETWORK"] = acct.Network
 	acct.Env = env
 	if sh.Ready != nil {
 		sh.Ready(env)
@@ -242,29 +231,13 @@ func (w *shellCommands) Run(ctx context.Context, e *workload.Env) error {
 	e.StartWindow()
 	began := time.Now()
 
-	var srv *proto.Isolated
-	if sh.Server != "" {
-		var log io.Writer = io.Discard
-		if sh.Out != "" {
-			f, err := results.Create(filepath.Join(sh.Out, "server.log"))
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			log = f
-		}
-		cmd := exec.Command("/bin/sh", "-c", sh.Server)
-		cmd.Env, cmd.Stdout, cmd.Stderr = append(environ(env), sh.UserEnv...), log, log
-		var err error
-		if srv, err = proto.StartIsolated(server, cmd, sh.Credential); err != nil {
-			return fmt.Errorf("server: %w", err)
-		}
+	srv, closeLog, err := sh.startServer(ctx, server, env)
+	defer closeLog()
+	if err != nil {
+		return err
+	}
+	if srv != nil {
 		defer srv.Stop()
-		select {
-		case <-time.After(sh.ServerWait):
-		case <-srv.Done:
-		case <-ctx.Done():
-		}
 	}
 
 	cmd, cleanup, err := sh.clientCommand(env, acct.Network)
@@ -307,6 +280,57 @@ func (w *shellCommands) Run(ctx context.Context, e *workload.Env) error {
 		srv.Stop()
 	}
 	return nil
+}
+
+// environment is what the commands are told of the network: each
+// role's address as the client reaches it (TLAB_ROLE, TLAB_SERVER), the
+// client's as the server does (TLAB_CLIENT), and the network's name.
+func (w *shellCommands) environment(e *workload.Env, network string) (ShellEnv, error) {
+	clientRole, serverRole := w.roles[0], w.roles[1]
+	env := ShellEnv{}
+	for _, role := range w.roles[1:] {
+		ip, err := e.Hosts.Addr(clientRole, role)
+		if err != nil {
+			return nil, err
+		}
+		env["TLAB_"+strings.ToUpper(role)] = ip.String()
+	}
+	if ip, err := e.Hosts.Addr(serverRole, clientRole); err == nil {
+		env["TLAB_CLIENT"] = ip.String()
+	}
+	env["TLAB_SERVER"] = env["TLAB_"+strings.ToUpper(serverRole)]
+	env["TLAB_NETWORK"] = network
+	return env, nil
+}
+
+// startServer starts the server command, when there is one, in the
+// server's host (its output into --out's server.log) and gives it
+// ServerWait to come up; closeLog closes the log, also after an error.
+func (sh Shell) startServer(ctx context.Context, server proto.ProcessHost, env ShellEnv) (srv *proto.Isolated, closeLog func(), err error) {
+	closeLog = func() {}
+	if sh.Server == "" {
+		return nil, closeLog, nil
+	}
+	var log io.Writer = io.Discard
+	if sh.Out != "" {
+		f, err := results.Create(filepath.Join(sh.Out, "server.log"))
+		if err != nil {
+			return nil, closeLog, err
+		}
+		closeLog = func() { f.Close() }
+		log = f
+	}
+	cmd := exec.Command("/bin/sh", "-c", sh.Server)
+	cmd.Env, cmd.Stdout, cmd.Stderr = append(environ(env), sh.UserEnv...), log, log
+	if srv, err = proto.StartIsolated(server, cmd, sh.Credential); err != nil {
+		return nil, closeLog, fmt.Errorf("server: %w", err)
+	}
+	select {
+	case <-time.After(sh.ServerWait):
+	case <-srv.Done:
+	case <-ctx.Done():
+	}
+	return srv, closeLog, nil
 }
 
 // ownsItsStack says a workload runs commands that are their own stack

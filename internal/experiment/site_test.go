@@ -13,6 +13,7 @@ import (
 
 	"tlab/internal/cross"
 	"tlab/internal/emu"
+	"tlab/internal/plan"
 	"tlab/internal/proto"
 	_ "tlab/internal/proto/all"
 	"tlab/internal/scenario"
@@ -55,14 +56,11 @@ func (s *fakeSite) Open(_ context.Context, _ CellSpec, _ workload.Info) (*Place,
 // siteSpec is a cell of sc (its first) at site.
 func siteSpec(t *testing.T, sc *scenario.Scenario, site Site) CellSpec {
 	t.Helper()
-	cells, err := sc.Cells()
+	cells, err := plan.Compile(sc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := SpecFor(cells[0], 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := SpecOf(cells[0], 1)
 	spec.Site = site
 	return spec
 }
@@ -253,15 +251,12 @@ func TestLinkOverridesGoInFrontOfASite(t *testing.T) {
 	if got, want := sc.LinkOverrides(), "link: {up: {loss: 1%}}; swept link.delay over 5ms, 10ms"; got != want {
 		t.Errorf("LinkOverrides() = %q, want %q", got, want)
 	}
-	cells, err := sc.Cells()
+	cells, err := plan.Compile(sc)
 	if err != nil || len(cells) != 2 {
 		t.Fatalf("%d cells, %v", len(cells), err)
 	}
 	for i, want := range []time.Duration{5 * time.Millisecond, 10 * time.Millisecond} {
-		spec, err := SpecFor(cells[i], 2)
-		if err != nil {
-			t.Fatal(err)
-		}
+		spec := SpecOf(cells[i], 2)
 		cfg := spec.Topology.Links[0].Config
 		if cfg.Up.Loss.Rate != 0.01 || cfg.Up.Delay.D() != want || cfg.Down.Delay.D() != want || cfg.Up.Rate != 0 || cfg.Down.Loss.Rate != 0 {
 			t.Errorf("cell %d emulates %+v in front of the path; want up loss 1%%, delay %v each way, nothing else", i, cfg, want)
@@ -271,11 +266,10 @@ func TestLinkOverridesGoInFrontOfASite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cells, _ = plain.Cells()
-	spec, err := SpecFor(cells[0], 1)
-	if err != nil {
+	if cells, err = plan.Compile(plain); err != nil {
 		t.Fatal(err)
 	}
+	spec := SpecOf(cells[0], 1)
 	if !spec.Topology.Links[0].Config.IsPerfect() || plain.LinkOverrides() != "" {
 		t.Errorf("a real path without overrides gets %+v (%q) in front of it; want nothing", spec.Topology.Links[0].Config, plain.LinkOverrides())
 	}

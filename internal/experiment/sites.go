@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 
+	"tlab/internal/plan"
 	"tlab/internal/scenario"
 )
 
@@ -74,7 +75,7 @@ type runSites map[string]Site
 // networks and those it was given something for. A kind the run was not
 // given is left out (the sweep refuses its cells); a site that does not
 // start stops the run, and the ones started before it are finished.
-func startSites(ctx context.Context, setup SiteSetup, cells []scenario.Cell, given map[string]any) (runSites, error) {
+func startSites(ctx context.Context, setup SiteSetup, cells []plan.Cell, given map[string]any) (runSites, error) {
 	var kinds []string
 	for _, c := range cells {
 		if c.Site != "" && !slices.Contains(kinds, c.Site) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"tlab/internal/advise"
+	"tlab/internal/plan"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
 	"tlab/internal/units"
@@ -151,7 +152,7 @@ func (s Suite) Testbed(base Run) bool {
 		if err != nil {
 			return true
 		}
-		cells, err := sc.Cells()
+		cells, err := plan.Compile(sc)
 		if err != nil || buildsTestbed(sc, cells) {
 			return true
 		}
@@ -163,8 +164,8 @@ func (s Suite) Testbed(base Run) bool {
 // a cell at no site runs on one, and an emulated link in front of a
 // site (the scenario's link overrides on a real path) is one too. A run
 // whose every cell crosses a real path, as it is, builds nothing.
-func buildsTestbed(sc *scenario.Scenario, cells []scenario.Cell) bool {
-	return sc.LinkOverrides() != "" || slices.ContainsFunc(cells, func(c scenario.Cell) bool { return c.Site == "" })
+func buildsTestbed(sc *scenario.Scenario, cells []plan.Cell) bool {
+	return sc.LinkOverrides() != "" || slices.ContainsFunc(cells, func(c plan.Cell) bool { return c.Site == "" })
 }
 
 // ResumeSuite reads the suite whose run directory is dir, when it is one.

@@ -18,6 +18,7 @@ import (
 	"tlab/internal/advise"
 	"tlab/internal/analysis"
 	"tlab/internal/emu"
+	"tlab/internal/plan"
 	"tlab/internal/qoo"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
@@ -47,9 +48,10 @@ type Sweep struct {
 	RequireCalibration bool
 	// Shard, when set, runs only this shard's share of the cells.
 	Shard Shard
-	// Cells, when set, are the cells to run in place of the scenario's
-	// (an exploration's rounds so far: scenario.CellAt's points).
-	Cells []scenario.Cell
+	// Cells, when set, are the compiled cells to run in place of the
+	// scenario's (the run's, already compiled; an exploration's rounds so
+	// far: plan.CompileAt's points).
+	Cells []plan.Cell
 	// nextRound marks a later round of this same run (an exploration's,
 	// repetitions: auto), with Resume: not a resume, and the run grows.
 	nextRound bool
@@ -121,11 +123,11 @@ func (sh Shard) String() string {
 }
 
 // Of returns the shard's cells.
-func (sh Shard) Of(cells []scenario.Cell) []scenario.Cell {
+func (sh Shard) Of(cells []plan.Cell) []plan.Cell {
 	if sh.N <= 1 {
 		return cells
 	}
-	var out []scenario.Cell
+	var out []plan.Cell
 	for k, c := range cells {
 		if k%sh.N == sh.I-1 {
 			out = append(out, c)
@@ -192,39 +194,20 @@ func (sw Sweep) logf(format string, args ...any) {
 }
 
 // Run executes every cell not yet done and returns every row of the run.
+// Its steps: the cells this run (or shard) holds, the run directory, the
+// manifest (new, or the resumed run's), the opening calibration, the
+// cells one after another, and the run's summaries and records once at
+// the end.
 func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
-	sc := sw.Scenario
-	all := sw.Cells
-	if all == nil {
-		var err error
-		if all, err = sc.Cells(); err != nil {
-			return nil, err
-		}
-	}
-	if sw.Resume && sw.Shard.N == 0 {
-		if m, err := results.ReadManifest(sw.Dir); err == nil && m.Shard != "" {
-			if sw.Shard, err = ParseShard(m.Shard); err != nil {
-				return nil, err
-			}
-		}
-	}
-	cells := sw.Shard.Of(all)
-	if slices.ContainsFunc(cells, func(c scenario.Cell) bool { return c.Site != "" }) {
-		cells = interleaveNetworks(cells)
+	all, cells, err := sw.cellsToRun()
+	if err != nil {
+		return nil, err
 	}
 	sites, err := sw.sites(cells)
 	if err != nil {
 		return nil, err
 	}
-	// The directory is checked before anything in it is looked at: a
-	// directory another user controls says nothing about a run.
-	if err := results.PrepareOut(sw.Dir); err != nil {
-		return nil, err
-	}
-	if _, err := os.Stat(filepath.Join(sw.Dir, results.ScenarioFile)); err == nil && !sw.Resume {
-		return nil, fmt.Errorf("%s: %w; continue it with --resume %s or choose another --out", sw.Dir, ErrRunExists, sw.Dir)
-	}
-	if err := results.Mkdir(filepath.Join(sw.Dir, results.CellsDir)); err != nil {
+	if err := sw.prepareDir(); err != nil {
 		return nil, err
 	}
 	var params []string
@@ -233,6 +216,67 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 			params = append(params, p.Key)
 		}
 	}
+	m, err := sw.openManifest(all, cells, params)
+	if err != nil {
+		return nil, err
+	}
+	if err := sw.calibrateOpening(ctx, m, cells); err != nil {
+		return nil, err
+	}
+	if err := m.Save(sw.Dir); err != nil {
+		return nil, err
+	}
+	rows, err := sw.runCells(ctx, m, cells, sites, params)
+	if err != nil {
+		return rows, err
+	}
+	return rows, sw.finishRun(m, rows)
+}
+
+// cellsToRun are the scenario's compiled cells (or the given ones) and
+// this run's share of them: a resumed run keeps its shard, and cells
+// that differ only in their network are interleaved where some run at a
+// site.
+func (sw *Sweep) cellsToRun() (all, cells []plan.Cell, err error) {
+	all = sw.Cells
+	if all == nil {
+		if all, err = plan.Compile(sw.Scenario); err != nil {
+			return nil, nil, err
+		}
+	}
+	if sw.Resume && sw.Shard.N == 0 {
+		if m, err := results.ReadManifest(sw.Dir); err == nil && m.Shard != "" {
+			if sw.Shard, err = ParseShard(m.Shard); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	cells = sw.Shard.Of(all)
+	if slices.ContainsFunc(cells, func(c plan.Cell) bool { return c.Site != "" }) {
+		cells = interleaveNetworks(cells)
+	}
+	return all, cells, nil
+}
+
+// prepareDir makes the run directory ready, refusing one that holds a
+// run this sweep does not resume.
+func (sw Sweep) prepareDir() error {
+	// The directory is checked before anything in it is looked at: a
+	// directory another user controls says nothing about a run.
+	if err := results.PrepareOut(sw.Dir); err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(sw.Dir, results.ScenarioFile)); err == nil && !sw.Resume {
+		return fmt.Errorf("%s: %w; continue it with --resume %s or choose another --out", sw.Dir, ErrRunExists, sw.Dir)
+	}
+	return results.Mkdir(filepath.Join(sw.Dir, results.CellsDir))
+}
+
+// openManifest is the run's manifest: a new one (and the scenario's file
+// beside it), or the resumed run's, its quality rule kept; with the
+// requirements, the QoO profile and what each site knows of the run.
+func (sw *Sweep) openManifest(all, cells []plan.Cell, params []string) (*results.Manifest, error) {
+	sc := sw.Scenario
 	m, err := results.ReadManifest(sw.Dir)
 	if err != nil || !sw.Resume {
 		m = newManifest()
@@ -282,6 +326,13 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 			sw.Sites[kind].Note(m)
 		}
 	}
+	return m, nil
+}
+
+// calibrateOpening takes the opening calibration into the manifest when
+// some cell is still to run (and it is not skipped); one that does not
+// pass is a warning, or the run's end with RequireCalibration.
+func (sw Sweep) calibrateOpening(ctx context.Context, m *results.Manifest, cells []plan.Cell) error {
 	pending := 0
 	for _, c := range cells {
 		if !results.CellDone(results.CellDir(sw.Dir, c.ID)) {
@@ -291,40 +342,45 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 	if pending == 0 {
 		sw.logf("every cell is complete: nothing to run, no calibration taken")
 	}
-	if !sw.SkipCalibration && pending > 0 {
-		sw.logf("calibrating the emulator (tlab calibrate --quick)...")
-		calibrate := sw.calibrate
-		if calibrate == nil {
-			calibrate = calibrateInto
-		}
-		err := calibrate(ctx, m, sc.Emulator)
-		var w string
-		switch {
-		case ctx.Err() != nil:
-			return nil, fmt.Errorf("calibration: %w", ctx.Err())
-		case err != nil:
-			// An instrument check that could not finish (a probe that
-			// timed out on a stalled host) is no reason to lose the
-			// run: every cell carries its own instrument figures.
-			w = fmt.Sprintf("the opening calibration could not finish (%v); the cells carry their own instrument figures", err)
-		default:
-			w = CalibrationWarning(m.Calibrations[len(m.Calibrations)-1])
-		}
-		if w != "" {
-			sw.logf("warning: %s", w)
-			m.Warnings = append(m.Warnings, w)
-			if sw.RequireCalibration {
-				if err := m.Save(sw.Dir); err != nil {
-					return nil, err
-				}
-				return nil, fmt.Errorf("%w (--require-calibration): %s", ErrCalibration, w)
-			}
-		}
+	if sw.SkipCalibration || pending == 0 {
+		return nil
 	}
-	if err := m.Save(sw.Dir); err != nil {
-		return nil, err
+	sw.logf("calibrating the emulator (tlab calibrate --quick)...")
+	calibrate := sw.calibrate
+	if calibrate == nil {
+		calibrate = calibrateInto
 	}
+	err := calibrate(ctx, m, sw.Scenario.Emulator)
+	var w string
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("calibration: %w", ctx.Err())
+	case err != nil:
+		// An instrument check that could not finish (a probe that
+		// timed out on a stalled host) is no reason to lose the
+		// run: every cell carries its own instrument figures.
+		w = fmt.Sprintf("the opening calibration could not finish (%v); the cells carry their own instrument figures", err)
+	default:
+		w = CalibrationWarning(m.Calibrations[len(m.Calibrations)-1])
+	}
+	if w == "" {
+		return nil
+	}
+	sw.logf("warning: %s", w)
+	m.Warnings = append(m.Warnings, w)
+	if sw.RequireCalibration {
+		if err := m.Save(sw.Dir); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w (--require-calibration): %s", ErrCalibration, w)
+	}
+	return nil
+}
 
+// runCells runs the cells in order: a complete cell is read back, any
+// other started afresh in its directory; a failed or disturbed cell is a
+// warning in the manifest.
+func (sw Sweep) runCells(ctx context.Context, m *results.Manifest, cells []plan.Cell, sites map[string]Site, params []string) ([]results.Summary, error) {
 	var rows []results.Summary
 	done := 0
 	for i, cell := range cells {
@@ -357,32 +413,13 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 		if err := results.WriteCellParquet(dir, params); err != nil {
 			return rows, fmt.Errorf("cell %s: records as Parquet: %w", cell.ID, err)
 		}
-		if why := row.Label("cell_error"); why != "" {
-			w := fmt.Sprintf("cell %s (%s over %s) failed: %s", cell.ID, cell.Protocol, cell.Profile, why)
-			sw.logf("warning: %s", w)
-			m.Warnings = append(m.Warnings, w)
-			if err := m.Save(sw.Dir); err != nil {
-				return rows, err
-			}
-		}
-		if len(overlaps) > 0 {
-			var names []string
-			for _, o := range overlaps {
-				if n := o.String(); !slices.Contains(names, n) {
-					names = append(names, n)
-				}
-			}
-			w := fmt.Sprintf("cell %s ran while other tlab runs were live (%s): they share the CPUs, its timings are disturbed", cell.ID, strings.Join(names, ", "))
-			sw.logf("warning: %s", w)
-			m.Warnings = append(m.Warnings, w)
-			if err := m.Save(sw.Dir); err != nil {
-				return rows, err
-			}
+		if err := sw.warnAboutCell(m, cell, row, overlaps); err != nil {
+			return rows, err
 		}
 		// The cell's own summary is on disk (cells/ID/summary.json), and
 		// results.Rows reads the run's so far from those: the run's
-		// summaries are written once, below, not rewritten after every
-		// cell (quadratic in the cells of a long study).
+		// summaries are written once, at the end, not rewritten after
+		// every cell (quadratic in the cells of a long study).
 		rows = append(rows, row)
 		if sw.OnRow != nil {
 			sw.OnRow(row)
@@ -391,24 +428,58 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 	if done > 0 {
 		sw.logf("resumed: %d of %d cells were already complete", done, len(cells))
 	}
+	return rows, nil
+}
+
+// warnAboutCell records in the manifest that a cell failed, or ran while
+// other tlab runs were live.
+func (sw Sweep) warnAboutCell(m *results.Manifest, cell plan.Cell, row results.Summary, overlaps []testbed.LiveRun) error {
+	if why := row.Label("cell_error"); why != "" {
+		w := fmt.Sprintf("cell %s (%s over %s) failed: %s", cell.ID, cell.Protocol, cell.Profile, why)
+		sw.logf("warning: %s", w)
+		m.Warnings = append(m.Warnings, w)
+		if err := m.Save(sw.Dir); err != nil {
+			return err
+		}
+	}
+	if len(overlaps) > 0 {
+		var names []string
+		for _, o := range overlaps {
+			if n := o.String(); !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+		w := fmt.Sprintf("cell %s ran while other tlab runs were live (%s): they share the CPUs, its timings are disturbed", cell.ID, strings.Join(names, ", "))
+		sw.logf("warning: %s", w)
+		m.Warnings = append(m.Warnings, w)
+		if err := m.Save(sw.Dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finishRun writes the run's summaries and records (CSV and Parquet) and
+// marks the manifest finished.
+func (sw Sweep) finishRun(m *results.Manifest, rows []results.Summary) error {
 	if err := results.WriteSummaries(sw.Dir, rows); err != nil {
-		return rows, err
+		return err
 	}
 	if err := results.JoinRecords(sw.Dir); err != nil {
-		return rows, err
+		return err
 	}
 	if err := results.WriteRecordsParquet(sw.Dir, m.Params); err != nil {
-		return rows, fmt.Errorf("records as Parquet: %w", err)
+		return fmt.Errorf("records as Parquet: %w", err)
 	}
 	now := time.Now()
 	m.Finished = &now
-	return rows, m.Save(sw.Dir)
+	return m.Save(sw.Dir)
 }
 
 // sites are the sites the cells run at, by kind ("" the testbed): the
 // run's started sites (the agent's real path where the run has one). A cell whose site the run does
 // not have is refused before anything runs.
-func (sw Sweep) sites(cells []scenario.Cell) (map[string]Site, error) {
+func (sw Sweep) sites(cells []plan.Cell) (map[string]Site, error) {
 	sites := map[string]Site{"": testbedSite{}}
 	maps.Copy(sites, sw.Sites)
 	for _, c := range cells {
@@ -429,16 +500,13 @@ func siteHint(kind string) string {
 	return "no such site"
 }
 
-func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir string, site Site) (results.Summary, []testbed.LiveRun, error) {
-	spec, err := SpecFor(cell, total)
-	if err != nil {
-		return results.Summary{}, nil, err
-	}
+func (sw Sweep) runCell(ctx context.Context, cell plan.Cell, total int, dir string, site Site) (results.Summary, []testbed.LiveRun, error) {
+	spec := SpecOf(cell, total)
 	if c, ok := spec.Workload.(workload.Command); ok {
 		c.Credential, c.UserEnv = sw.CommandsAs, sw.CommandsEnv
 		spec.Workload = c
 	}
-	spec.Label = "tlab run " + cell.Scenario.Name + " into " + sw.Dir
+	spec.Label = "tlab run " + cell.Scenario + " into " + sw.Dir
 	spec.Dir = dir
 	spec.ServerLog = filepath.Join(dir, "server.log")
 	if spec.Cross.Active() {
@@ -452,7 +520,7 @@ func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir 
 	// attempt's becomes captures/, so the pcap, key log and qlog always
 	// belong to the summarised run.
 	captureDir := func(attempt int) string { return "" }
-	if cell.Scenario.Capture {
+	if cell.Capture {
 		captureDir = func(attempt int) string {
 			return filepath.Join(dir, fmt.Sprintf("captures.attempt-%d", attempt))
 		}
@@ -462,54 +530,14 @@ func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir 
 		return results.Summary{}, nil, err
 	}
 	defer rec.Close()
-	t, err := sw.Quality.thresholds()
+	best, bestOverlaps, bestAttempt, err := sw.attempts(ctx, spec, rec, captureDir)
 	if err != nil {
 		return results.Summary{}, nil, err
 	}
-	run := sw.attempt
-	if run == nil {
-		run = RunCell
-	}
-	var best results.Summary
-	var bestOverlaps []testbed.LiveRun
-	bestWhy, bestSeverity, bestAttempt := "", math.Inf(1), 0
-	ran := 0
-	for attempt := 1; attempt <= t.attempts; attempt++ {
-		rec.SetAttempt(attempt)
-		spec.Cell.Attempt = attempt
-		spec.CaptureDir = captureDir(attempt)
-		res, err := run(ctx, spec, rec.Write, sw.Progress)
-		if err != nil {
-			return results.Summary{}, nil, err
-		}
-		ran++
-		median := medianDelay(res.Records)
-		why := sw.Quality.Disturbance(res.Summary, median)
-		if sev := severity(res.Summary, median); why == "" || sev < bestSeverity {
-			best, bestOverlaps, bestWhy, bestSeverity, bestAttempt = res.Summary, res.Overlaps, why, sev, attempt
-			best.Set("attempt", float64(attempt))
-		}
-		if why == "" {
-			break
-		}
-		if attempt < t.attempts {
-			sw.logf("cell %s, attempt %d: disturbed (%s); running it again", cell.ID, attempt, why)
-		}
-	}
-	if bestWhy != "" {
-		// Every attempt was disturbed: the least disturbed one is
-		// reported, marked.
-		sw.logf("warning: cell %s was disturbed in all %d attempts; reporting the least disturbed (%s)", cell.ID, ran, bestWhy)
-		best.Set("quality", "disturbed: "+bestWhy)
-	} else {
-		best.Set("quality", "clean")
-	}
-	discarded := ran - 1
-	best.Set("attempts_discarded", float64(discarded))
 	if err := rec.Close(); err != nil {
 		return results.Summary{}, nil, err
 	}
-	if cell.Scenario.Capture {
+	if cell.Capture {
 		if err := keepCaptures(dir, captureDir, bestAttempt); err != nil {
 			return results.Summary{}, nil, err
 		}
@@ -522,6 +550,55 @@ func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir 
 	}
 	// Last: the cell is whole.
 	return best, bestOverlaps, results.MarkDone(dir)
+}
+
+// attempts runs the cell until an attempt is not disturbed, or the
+// quality rule's attempts are spent, and returns the attempt it reports:
+// the clean one, or the least disturbed, marked. Each attempt's records
+// go to rec, its captures to captureDir(attempt).
+func (sw Sweep) attempts(ctx context.Context, spec CellSpec, rec *results.RecordWriter, captureDir func(int) string) (best results.Summary, bestOverlaps []testbed.LiveRun, bestAttempt int, err error) {
+	t, err := sw.Quality.thresholds()
+	if err != nil {
+		return results.Summary{}, nil, 0, err
+	}
+	run := sw.attempt
+	if run == nil {
+		run = RunCell
+	}
+	bestWhy, bestSeverity := "", math.Inf(1)
+	ran := 0
+	for attempt := 1; attempt <= t.attempts; attempt++ {
+		rec.SetAttempt(attempt)
+		spec.Cell.Attempt = attempt
+		spec.CaptureDir = captureDir(attempt)
+		res, err := run(ctx, spec, rec.Write, sw.Progress)
+		if err != nil {
+			return results.Summary{}, nil, 0, err
+		}
+		ran++
+		median := medianDelay(res.Records)
+		why := sw.Quality.Disturbance(res.Summary, median)
+		if sev := severity(res.Summary, median); why == "" || sev < bestSeverity {
+			best, bestOverlaps, bestWhy, bestSeverity, bestAttempt = res.Summary, res.Overlaps, why, sev, attempt
+			best.Set("attempt", float64(attempt))
+		}
+		if why == "" {
+			break
+		}
+		if attempt < t.attempts {
+			sw.logf("cell %s, attempt %d: disturbed (%s); running it again", spec.Cell.ID, attempt, why)
+		}
+	}
+	if bestWhy != "" {
+		// Every attempt was disturbed: the least disturbed one is
+		// reported, marked.
+		sw.logf("warning: cell %s was disturbed in all %d attempts; reporting the least disturbed (%s)", spec.Cell.ID, ran, bestWhy)
+		best.Set("quality", "disturbed: "+bestWhy)
+	} else {
+		best.Set("quality", "clean")
+	}
+	best.Set("attempts_discarded", float64(ran-1))
+	return best, bestOverlaps, bestAttempt, nil
 }
 
 // keepCaptures makes the reported attempt's captures the cell's captures/
@@ -551,8 +628,8 @@ func keepCaptures(dir string, attemptDir func(int) string, keep int) error {
 // their network run one after the other: a remote run checked against its
 // recording alternates the real path and its replay, so that a change of
 // the path over the run affects both alike.
-func interleaveNetworks(cells []scenario.Cell) []scenario.Cell {
-	key := func(c scenario.Cell) string {
+func interleaveNetworks(cells []plan.Cell) []plan.Cell {
+	key := func(c plan.Cell) string {
 		k := fmt.Sprintf("%s/%d", c.Protocol, c.Rep)
 		for _, p := range c.Params {
 			k += "/" + p.Value
@@ -566,6 +643,6 @@ func interleaveNetworks(cells []scenario.Cell) []scenario.Cell {
 		}
 	}
 	out := slices.Clone(cells)
-	slices.SortStableFunc(out, func(a, b scenario.Cell) int { return first[key(a)] - first[key(b)] })
+	slices.SortStableFunc(out, func(a, b plan.Cell) int { return first[key(a)] - first[key(b)] })
 	return out
 }

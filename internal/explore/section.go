@@ -37,7 +37,7 @@ func checkSection(s *scenario.Scenario, node *yaml.Node) error {
 	}
 	for _, end := range []float64{0, 1} {
 		params := Settings(spec.Params, end)
-		if _, err := s.CellAt(s.Profiles[0], s.Protocols[0], 1, params); err != nil {
+		if _, _, err := s.CellAt(s.Profiles[0], s.Protocols[0], 1, params); err != nil {
 			return strictyaml.ErrorAt(s.File(), &spec.node, "parameters", "explore.parameters at %s: %v", describe(params), err)
 		}
 	}

@@ -41,12 +41,12 @@ func TestTheExploreSectionDecodes(t *testing.T) {
 		t.Errorf("budget %+v, max_repetitions %d", spec.Budget, spec.MaxRepetitions)
 	}
 	// A cell of the exploration is an ordinary cell without the section.
-	c, err := s.CellAt("ethernet", "quic", 2, Settings(spec.Params, 0.5))
+	c, point, err := s.CellAt("ethernet", "quic", 2, Settings(spec.Params, 0.5))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Scenario.SectionNode("explore") != nil || c.Seed() == s.Seed {
-		t.Errorf("cell %s keeps the section (%v) or the first repetition's seed", c.ID, c.Scenario.SectionNode("explore"))
+	if point.SectionNode("explore") != nil || c.Seed == s.Seed {
+		t.Errorf("cell %s keeps the section (%v) or the first repetition's seed", c.ID, point.SectionNode("explore"))
 	}
 }
 

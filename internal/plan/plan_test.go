@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -85,5 +86,55 @@ func TestCompiledCellsCarryTheirPointAsValues(t *testing.T) {
 				t.Errorf("%s: workload %T, want the periodic workload", c.ID, c.Workload)
 			}
 		}
+	}
+}
+
+// TestARepeatedCellIsTheRepetitionTheScenarioWouldCompile: a later
+// repetition made from a compiled first one (repetitions: auto adds them
+// so) carries that repetition's seed, also in a command stack's workload,
+// as the scenario's own cell of that repetition does: the seed depends on
+// the point and the repetition only (RepetitionSeed).
+func TestARepeatedCellIsTheRepetitionTheScenarioWouldCompile(t *testing.T) {
+	s, err := scenario.Parse("compiled.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells, err := Compile(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	point := func(c Cell) string { return fmt.Sprint(c.Profile, c.Protocol, c.Params) }
+	second := map[string]Cell{}
+	for _, c := range cells {
+		if c.Rep == 2 {
+			second[point(c)] = c
+		}
+	}
+	n := 0
+	for _, first := range cells {
+		if first.Rep != 1 {
+			continue
+		}
+		want := second[point(first)]
+		got := first.Repeat(2, "again")
+		if got.Seed != want.Seed || got.Rep != 2 || got.ID != "again" {
+			t.Errorf("%s repeated: seed %d rep %d id %s, want the scenario's %d", first.ID, got.Seed, got.Rep, got.ID, want.Seed)
+		}
+		if cmd, ok := got.Workload.(workload.Command); ok && cmd.Seed != want.Seed {
+			t.Errorf("%s repeated: the stack's commands get seed %d, want %d", first.ID, cmd.Seed, want.Seed)
+		}
+		// And back: the point's seed, not the cell's, is where a
+		// repetition's comes from.
+		if back := want.Repeat(1, "back"); back.Seed != 7 {
+			t.Errorf("%s repeated as the first: seed %d, want the scenario's 7", want.ID, back.Seed)
+		}
+		if cmd, ok := first.Workload.(workload.Command); ok && cmd.Seed != 7 {
+			t.Errorf("%s: repeating changed the first repetition's own commands' seed to %d", first.ID, cmd.Seed)
+		}
+		n++
+	}
+	// 2 profiles x 4 points x 2 protocols.
+	if n != 16 {
+		t.Errorf("%d first repetitions, want 16", n)
 	}
 }

@@ -89,8 +89,8 @@ func TestPresetCellsFollowTheirFiles(t *testing.T) {
 				t.Errorf("%s: cell %d's ID %q: not c%04d_..._r%d, or not unique", name, i, c.ID, i+1, c.Rep)
 			}
 			ids[c.ID] = true
-			if wantSeed := scenario.RepetitionSeed(seed, c.Rep); c.Seed() != wantSeed {
-				t.Errorf("%s: cell %s's seed %d, want repetition %d's %d", name, c.ID, c.Seed(), c.Rep, wantSeed)
+			if wantSeed := scenario.RepetitionSeed(seed, c.Rep); c.Seed != wantSeed {
+				t.Errorf("%s: cell %s's seed %d, want repetition %d's %d", name, c.ID, c.Seed, c.Rep, wantSeed)
 			}
 		}
 		if raw.Order != "random" && len(cells) > 0 {

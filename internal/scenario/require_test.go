@@ -15,12 +15,12 @@ func requireWarnings(t *testing.T, name, src string) []string {
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	cells, err := s.Cells()
+	_, points, err := s.Expand()
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
 	var out []string
-	for _, w := range CellWarnings(cells) {
+	for _, w := range PointWarnings(points) {
 		if strings.Contains(w, "no cell of this scenario produces") {
 			out = append(out, w)
 		}
@@ -94,8 +94,8 @@ func TestPlotsFixSweptValues(t *testing.T) {
 		case err != nil:
 			got = "error"
 		default:
-			cells, _ := s.Cells()
-			for _, w := range CellWarnings(cells) {
+			_, points, _ := s.Expand()
+			for _, w := range PointWarnings(points) {
 				if strings.Contains(w, "draws nothing") {
 					got = "warning"
 				}

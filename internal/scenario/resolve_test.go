@@ -21,32 +21,32 @@ func TestLinksResolvedOncePerPoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cells, err := s.Cells()
+	cells, points, err := s.Expand()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(cells) != 24 {
 		t.Fatalf("%d cells, want 3 x 2 x 2 x 2 = 24", len(cells))
 	}
-	points := map[*Scenario]bool{}
+	seen := map[*Scenario]bool{}
 	for _, c := range cells {
 		for range 2 {
-			if _, err := c.Scenario.TestbedTopology(c.Profile); err != nil {
+			if _, err := points[c.Point].TestbedTopology(c.Profile); err != nil {
 				t.Fatal(err)
 			}
 		}
-		points[c.Scenario] = true
+		seen[points[c.Point]] = true
 	}
 	n := s.resolved
-	for p := range points {
+	for p := range seen {
 		n += p.resolved
 	}
-	if len(points) != 2 || n != 9 {
-		t.Errorf("%d resolutions over %d points' scenarios, want 9 over 2", n, len(points))
+	if len(seen) != 2 || n != 9 {
+		t.Errorf("%d resolutions over %d points' scenarios, want 9 over 2", n, len(seen))
 	}
 	// Each point keeps its own link: the swept loss.
 	for _, c := range cells {
-		link, _ := c.Scenario.LinkFor(c.Profile)
+		link, _ := points[c.Point].LinkFor(c.Profile)
 		want := map[string]float64{"0%": 0, "1%": 0.01}[c.Params[0].Value]
 		if got := float64(link.Up.Loss.Rate); got != want {
 			t.Errorf("%s: up loss %v, want %v", c.ID, got, want)
@@ -72,13 +72,13 @@ func TestTraceReadOncePerScenario(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cells, err := s.Cells()
+	cells, points, err := s.Expand()
 	if err != nil {
 		t.Fatal(err)
 	}
 	caches := map[*traceRates]bool{s.traces: true}
 	for _, c := range cells {
-		caches[c.Scenario.traces] = true
+		caches[points[c.Point].traces] = true
 	}
 	reads := 0
 	for c := range caches {

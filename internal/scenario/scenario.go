@@ -78,16 +78,6 @@ type Scenario struct {
 	Plots    []string  `yaml:"plots"`
 	Capture  bool      `yaml:"capture"`
 	Emulator Emulator  `yaml:"emulator"`
-	// Beside are other workloads that run beside the cell's, each over a
-	// stack of its own, on the same hosts and links: a second control
-	// loop, an MQTT stream beside a loop. Each one's figures are the
-	// cell's beside_NAME_* columns.
-	Beside []BesideSpec `yaml:"beside"`
-	// Stacks are the scenario's own stacks, given as commands: a name
-	// listed in Protocols runs its server and client commands in the
-	// cell's hosts, with the workload's parameters in their templates and
-	// the workload's metrics over the events its client reports.
-	Stacks map[string]StackSpec `yaml:"stacks"`
 	// Baseline is the protocol ratios divide by (study D's ξ = T / T of
 	// MQTT over TLS): the study's reference, named, never the first
 	// protocol listed by accident. Empty: figures that need one say
@@ -101,6 +91,10 @@ type Scenario struct {
 	// Decode made of them.
 	nodes  map[string]*yaml.Node
 	values map[string]any
+	// provided are the protocol names a section gives (the stacks:
+	// section's own stacks): protocols: may list them, and the section
+	// checks them, not the protocol registry.
+	provided map[string]bool
 	// links are the profiles' links (overrides applied), resolved once
 	// by validate and read by LinkFor and TestbedTopology (the plan's
 	// estimate and the cell's spec); fixed are topology.links' own.
@@ -124,7 +118,6 @@ type Scenario struct {
 	// plotKinds are the plots the workload offers (nil: not checked).
 	plotKinds []string
 	settings  proto.Settings
-	beside    []BesideFlow
 	// cell: one point of a matrix (a cell's scenario, or a swept value
 	// checked alone), whose requirements the whole scenario judges.
 	cell bool
@@ -195,6 +188,9 @@ func decode(file string, root *yaml.Node, cell bool, traces *traceRates) (*Scena
 	if err := strictyaml.Decode(file, src, s); err != nil {
 		return nil, err
 	}
+	if s.provided, err = providedProtocols(file, nodes); err != nil {
+		return nil, err
+	}
 	s.file, s.root, s.auto = file, root, auto
 	s.defaults()
 	if err := s.validate(); err != nil {
@@ -247,6 +243,65 @@ func (s *Scenario) validate() error {
 	if len(s.Profiles) == 0 {
 		return s.errAt(nil, "profiles: give at least one link profile (see tlab profiles)")
 	}
+	links, err := s.resolveProfiles()
+	if err != nil {
+		return err
+	}
+	if err := s.validateSites(); err != nil {
+		return err
+	}
+	if err := s.validateProtocols(); err != nil {
+		return err
+	}
+	if err := s.validateCounts(); err != nil {
+		return err
+	}
+	if err := s.decodeWorkload(); err != nil {
+		return err
+	}
+	if err := s.checkWorkloadFits(); err != nil {
+		return err
+	}
+	if err := s.decodeTopology(); err != nil {
+		return err
+	}
+	if err := s.checkOffered(links); err != nil {
+		return err
+	}
+	if s.Order != "fixed" && s.Order != "random" {
+		return s.errAt([]any{"order"}, "order %q: want fixed or random", s.Order)
+	}
+	if err := s.validatePlots(); err != nil {
+		return err
+	}
+	if err := s.decodeSections(); err != nil {
+		return err
+	}
+	if s.Baseline != "" && !slices.Contains(s.Protocols, s.Baseline) {
+		return s.errAt([]any{"baseline"}, "baseline %q: not one of the scenario's protocols (%s)", s.Baseline, strings.Join(s.Protocols, ", "))
+	}
+	if field, err := s.Emulator.Validate(); err != nil {
+		return s.errAt([]any{"emulator", field}, "emulator %v", err)
+	}
+	if err := s.decodeSettings(); err != nil {
+		return err
+	}
+	if err := s.validateMatrix(); err != nil {
+		return err
+	}
+	if err := s.checkCellCount(); err != nil {
+		return err
+	}
+	if err := s.checkSections(); err != nil {
+		return err
+	}
+	s.warnings = append(s.warnings, s.whole...)
+	return nil
+}
+
+// resolveProfiles resolves each profile's link (overrides applied) once,
+// refusing an unknown or repeated profile.
+func (s *Scenario) resolveProfiles() ([]emu.LinkConfig, error) {
 	links := make([]emu.LinkConfig, len(s.Profiles))
 	s.links = map[string]emu.LinkConfig{}
 	for i, p := range s.Profiles {
@@ -254,23 +309,26 @@ func (s *Scenario) validate() error {
 		if links[i], err = s.resolveLink(p); err != nil {
 			// An error in this file's link: section already says where.
 			if se := (*strictyaml.Error)(nil); errors.As(err, &se) && se.File == s.file && se.Line > 0 {
-				return err
+				return nil, err
 			}
-			return s.errAt([]any{"profiles", i}, "%v", notAProfile(p, err))
+			return nil, s.errAt([]any{"profiles", i}, "%v", notAProfile(p, err))
 		}
 		if slices.Index(s.Profiles, p) < i {
-			return s.errAt([]any{"profiles", i}, "profile %q is listed twice", p)
+			return nil, s.errAt([]any{"profiles", i}, "profile %q is listed twice", p)
 		}
 		s.links[p] = links[i]
 	}
-	if err := s.validateSites(); err != nil {
-		return err
-	}
+	return links, nil
+}
+
+// validateProtocols checks protocols: each registered (or provided by a
+// section: the scenario's own stacks) and listed once.
+func (s *Scenario) validateProtocols() error {
 	if len(s.Protocols) == 0 {
 		return s.errAt(nil, "protocols: give at least one of %s", strings.Join(proto.Names(), ", "))
 	}
 	for i, p := range s.Protocols {
-		if _, own := s.Stacks[p]; own {
+		if s.provided[p] {
 			continue
 		}
 		if _, err := proto.Lookup(p); err != nil {
@@ -280,6 +338,11 @@ func (s *Scenario) validate() error {
 			return s.errAt([]any{"protocols", i}, "protocol %q is listed twice; use repetitions to run it again", p)
 		}
 	}
+	return nil
+}
+
+// validateCounts checks the scenario's durations, count and repetitions.
+func (s *Scenario) validateCounts() error {
 	switch {
 	case s.Duration < 0:
 		return s.errAt([]any{"duration"}, "duration %v is negative", s.Duration)
@@ -296,19 +359,19 @@ func (s *Scenario) validate() error {
 	case s.Duration > 0 && s.Count > 0:
 		return s.errAt([]any{"count"}, "give duration or count, not both (duration %v, count %d)", s.Duration, s.Count)
 	}
-	if err := s.decodeWorkload(); err != nil {
-		return err
-	}
+	return nil
+}
+
+// checkWorkloadFits checks that every registered protocol can carry the
+// workload and that a cell's records fit tlab's budget.
+func (s *Scenario) checkWorkloadFits() error {
 	for i, p := range s.Protocols {
-		if _, own := s.Stacks[p]; own {
+		if s.provided[p] {
 			continue
 		}
 		if err := s.workload.Info().Accepts(p); err != nil {
 			return s.errAt([]any{"protocols", i}, "%v", err)
 		}
-	}
-	if err := s.validateStacks(); err != nil {
-		return err
 	}
 	if n := s.workload.Info().Records; n > workload.MaxRecordsPerCell {
 		key := "duration"
@@ -317,15 +380,12 @@ func (s *Scenario) validate() error {
 		}
 		return s.errAt([]any{key}, "a cell would hold %d records, more than tlab's budget of %d (about 3 GiB of memory and 0.7 GB of records.csv at the budget): shorten %s or lengthen the interval", n, workload.MaxRecordsPerCell, key)
 	}
-	if err := s.decodeTopology(); err != nil {
-		return err
-	}
-	if err := s.checkOffered(links); err != nil {
-		return err
-	}
-	if s.Order != "fixed" && s.Order != "random" {
-		return s.errAt([]any{"order"}, "order %q: want fixed or random", s.Order)
-	}
+	return nil
+}
+
+// validatePlots checks plots: each a plot the workload draws; one whose
+// figure a matrix does not fix is a warning.
+func (s *Scenario) validatePlots() error {
 	for i, p := range s.Plots {
 		spec, err := results.ParsePlotSpec(p)
 		if err != nil {
@@ -340,18 +400,12 @@ func (s *Scenario) validate() error {
 			s.whole = append(s.whole, s.errAt([]any{"plots", i}, "plot %q draws nothing: %v", p, err).Error())
 		}
 	}
-	if err := s.decodeSections(); err != nil {
-		return err
-	}
-	if s.Baseline != "" && !slices.Contains(s.Protocols, s.Baseline) {
-		return s.errAt([]any{"baseline"}, "baseline %q: not one of the scenario's protocols (%s)", s.Baseline, strings.Join(s.Protocols, ", "))
-	}
-	if field, err := s.Emulator.Validate(); err != nil {
-		return s.errAt([]any{"emulator", field}, "emulator %v", err)
-	}
-	if err := s.decodeBeside(); err != nil {
-		return err
-	}
+	return nil
+}
+
+// decodeSettings decodes settings:, each honoured by some built-in
+// protocol of the scenario.
+func (s *Scenario) decodeSettings() error {
 	settings, set, err := proto.DecodeSettings(s.file, &s.Settings)
 	if err != nil {
 		return err
@@ -362,16 +416,6 @@ func (s *Scenario) validate() error {
 		}
 	}
 	s.settings = settings
-	if err := s.validateMatrix(); err != nil {
-		return err
-	}
-	if err := s.checkCellCount(); err != nil {
-		return err
-	}
-	if err := s.checkSections(); err != nil {
-		return err
-	}
-	s.warnings = append(s.warnings, s.whole...)
 	return nil
 }
 
@@ -482,7 +526,7 @@ func (s *Scenario) ProtoSettings() proto.Settings { return s.settings }
 
 // decodeWorkload has the workload's type decode its section.
 func (s *Scenario) decodeWorkload() error {
-	w, err := s.workloadAt([]any{"workload"}, &s.Workload)
+	w, err := s.WorkloadAt([]any{"workload"}, &s.Workload)
 	if err != nil {
 		return err
 	}
@@ -496,9 +540,10 @@ func (s *Scenario) decodeWorkload() error {
 	return nil
 }
 
-// workloadAt decodes the workload section at path (a type and its
-// parameters), with the scenario's duration, count and warm-up.
-func (s *Scenario) workloadAt(path []any, node *yaml.Node) (workload.Workload, error) {
+// WorkloadAt decodes a workload section at path (a type and its
+// parameters), with the scenario's duration, count and warm-up: the
+// workload: section, or another's (a beside: entry's).
+func (s *Scenario) WorkloadAt(path []any, node *yaml.Node) (workload.Workload, error) {
 	if node.Kind == 0 {
 		node = &yaml.Node{Kind: yaml.MappingNode, Line: 1}
 	}
@@ -536,13 +581,13 @@ func (s *Scenario) workloadAt(path []any, node *yaml.Node) (workload.Workload, e
 // naming its file and line.
 func (s *Scenario) Warnings() []string { return s.warnings }
 
-// CellWarnings gathers the warnings of the scenarios behind cells (one
-// per matrix point), each once, in the cells' order.
-func CellWarnings(cells []Cell) []string {
+// PointWarnings gathers the warnings of matrix points' scenarios (as
+// Expand gives them), each once, in the points' order.
+func PointWarnings(points []*Scenario) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, c := range cells {
-		for _, w := range c.Scenario.Warnings() {
+	for _, p := range points {
+		for _, w := range p.Warnings() {
 			if !seen[w] {
 				seen[w] = true
 				out = append(out, w)
@@ -692,16 +737,18 @@ type Cell struct {
 	Protocol string
 	Rep      int
 	Params   []results.Param
-	// Scenario is this cell's scenario, matrix values applied.
-	Scenario *Scenario
+	// Point numbers the cell's matrix point: its scenario, matrix values
+	// applied, is Expand's points[Point] (the cell holds no pointer back
+	// to it; plan.Compile reads it there).
+	Point int
+	// Seed is the emulator seed of the cell: the scenario's seed for the
+	// first repetition, and one derived from it and the repetition for
+	// the others (RepetitionSeed). Every protocol of a repetition meets
+	// the same loss and jitter pattern (a fair comparison); each
+	// repetition meets another (so that repetitions sample the link, not
+	// only the host's timing).
+	Seed uint64
 }
-
-// Seed is the emulator seed of the cell: the scenario's seed for the
-// first repetition, and one derived from it and the repetition for the
-// others. Every protocol of a repetition meets the same loss and jitter
-// pattern (a fair comparison); each repetition meets another (so that
-// repetitions sample the link, not only the host's timing).
-func (c Cell) Seed() uint64 { return RepetitionSeed(c.Scenario.Seed, c.Rep) }
 
 // RepetitionSeed derives repetition rep's seed from the scenario's.
 func RepetitionSeed(seed uint64, rep int) uint64 {
@@ -775,8 +822,16 @@ func (s *Scenario) with(keys []string, vals []*yaml.Node) (*Scenario, error) {
 // Cells expands the matrix, profiles, protocols and repetitions into the
 // cells to run, in the scenario's order.
 func (s *Scenario) Cells() ([]Cell, error) {
+	cells, _, err := s.Expand()
+	return cells, err
+}
+
+// Expand is Cells with the scenarios of the matrix's points: cell c's,
+// matrix values applied, is points[c.Point] (the cells of a point share
+// it on every profile).
+func (s *Scenario) Expand() (cells []Cell, points []*Scenario, err error) {
 	if err := s.checkCellCount(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	keys, vals := s.matrix()
 	combos := [][]*yaml.Node{{}}
@@ -791,12 +846,12 @@ func (s *Scenario) Cells() ([]Cell, error) {
 	}
 	// Each matrix point's scenario is decoded once, and its cells share
 	// it on every profile: its links are resolved there, once.
-	points := make([]*Scenario, len(combos))
+	points = make([]*Scenario, len(combos))
 	params := make([][]results.Param, len(combos))
 	for c, combo := range combos {
 		inst, err := s.with(keys, combo)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		inst.warnings = append(inst.warnings, s.whole...)
 		points[c] = inst
@@ -804,13 +859,13 @@ func (s *Scenario) Cells() ([]Cell, error) {
 			params[c] = append(params[c], results.Param{Key: k, Value: combo[i].Value})
 		}
 	}
-	var cells []Cell
 	for _, profile := range s.Profiles {
 		for c := range combos {
 			inst, params := points[c], params[c]
 			for _, protocol := range s.Protocols {
 				for rep := 1; rep <= s.Repetitions; rep++ {
-					cells = append(cells, Cell{Profile: profile, Site: s.Sites[profile], Protocol: protocol, Rep: rep, Params: params, Scenario: inst})
+					cells = append(cells, Cell{Profile: profile, Site: s.Sites[profile], Protocol: protocol, Rep: rep, Params: params,
+						Point: c, Seed: RepetitionSeed(inst.Seed, rep)})
 				}
 			}
 		}
@@ -829,5 +884,5 @@ func (s *Scenario) Cells() ([]Cell, error) {
 		parts = append(parts, "r"+strconv.Itoa(c.Rep))
 		c.ID = results.SafeName(strings.Join(parts, "_"))
 	}
-	return cells, nil
+	return cells, points, nil
 }

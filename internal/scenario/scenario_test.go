@@ -64,7 +64,7 @@ func TestMatrixExpansion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cells, err := s.Cells()
+	cells, points, err := s.Expand()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,12 +79,12 @@ func TestMatrixExpansion(t *testing.T) {
 		}
 		seen[c.ID] = true
 		iv, pl := c.Params[0].Value, c.Params[1].Value
-		if got := c.Scenario.WorkloadSpec().(workload.Periodic).Interval.String(); got != map[string]string{"5ms": "5ms", "50ms": "50ms"}[iv] {
+		if got := points[c.Point].WorkloadSpec().(workload.Periodic).Interval.String(); got != map[string]string{"5ms": "5ms", "50ms": "50ms"}[iv] {
 			t.Errorf("cell %s: interval %s, want %s", c.ID, got, iv)
 		}
 		want := map[string]int64{"128": 128, "1024": 1024, "4KiB": 4096}[pl]
-		if int64(c.Scenario.WorkloadSpec().(workload.Periodic).ReqSize) != want {
-			t.Errorf("cell %s: payload %d, want %d", c.ID, c.Scenario.WorkloadSpec().(workload.Periodic).ReqSize, want)
+		if int64(points[c.Point].WorkloadSpec().(workload.Periodic).ReqSize) != want {
+			t.Errorf("cell %s: payload %d, want %d", c.ID, points[c.Point].WorkloadSpec().(workload.Periodic).ReqSize, want)
 		}
 	}
 	// The same seed gives the same random order; another seed another.
@@ -110,12 +110,12 @@ func TestAnyFieldCanBeSweptAndOverridden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cells, _ := s.Cells()
+	cells, points, _ := s.Expand()
 	if len(cells) != 16 {
 		t.Fatalf("%d cells, want 16", len(cells))
 	}
 	for _, c := range cells {
-		link, err := c.Scenario.LinkFor(c.Profile)
+		link, err := points[c.Point].LinkFor(c.Profile)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,11 +123,11 @@ func TestAnyFieldCanBeSweptAndOverridden(t *testing.T) {
 		if lossy != (c.Params[0].Value == "5%") {
 			t.Errorf("cell %s: loss %v", c.ID, link.Up.Loss)
 		}
-		if c.Scenario.ProtoSettings().TLSVersion != c.Params[1].Value {
-			t.Errorf("cell %s: TLS %s", c.ID, c.Scenario.ProtoSettings().TLSVersion)
+		if points[c.Point].ProtoSettings().TLSVersion != c.Params[1].Value {
+			t.Errorf("cell %s: TLS %s", c.ID, points[c.Point].ProtoSettings().TLSVersion)
 		}
-		if c.Scenario.Duration.String() != "3s" || c.Scenario.WorkloadSpec().(workload.Periodic).ReqSize != 512 {
-			t.Errorf("overrides lost: %v %v", c.Scenario.Duration, c.Scenario.WorkloadSpec().(workload.Periodic).ReqSize)
+		if points[c.Point].Duration.String() != "3s" || points[c.Point].WorkloadSpec().(workload.Periodic).ReqSize != 512 {
+			t.Errorf("overrides lost: %v %v", points[c.Point].Duration, points[c.Point].WorkloadSpec().(workload.Periodic).ReqSize)
 		}
 	}
 }
@@ -231,11 +231,11 @@ func TestOverloadBetweenOneAndTenTimesWarns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cells, err := s.Cells()
+	_, points, err := s.Expand()
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := CellWarnings(cells)
+	w := PointWarnings(points)
 	if len(w) != 4 || !strings.Contains(w[0], "o.yaml:7: the workload offers 81.92kbit up, 2.0 times what profile ethernet carries up") ||
 		!strings.Contains(w[1], "81.92kbit down, 2.0 times what profile ethernet") || !strings.Contains(w[3], "profile 5g carries down") {
 		t.Errorf("warnings: %q", w)
@@ -266,48 +266,6 @@ func TestMessageThatCannotFitTheQueueWarns(t *testing.T) {
 	aqm := strings.Replace(src, "queue_packets: QUEUE", "queue: codel", 1)
 	if s, err := Parse("f.yaml", []byte(aqm)); err != nil || len(s.Warnings()) != 0 {
 		t.Errorf("an AQM: %v %q", err, s.Warnings())
-	}
-}
-
-// TestStacksGivenAsCommands: a scenario's own stack is listed among its
-// protocols beside built-in ones; its templates may use only the
-// placeholders the workload gives, and mistakes say file and line.
-func TestStacksGivenAsCommands(t *testing.T) {
-	const own = `name: own
-profiles: [ethernet]
-protocols: [tcp, mine]
-workload: {type: periodic, interval: 25ms}
-duration: 2s
-stacks:
-  mine:
-    server: ./srv --listen {listen}
-    client: ./cli --to {server} --every {workload.interval_ms} --events {events}
-`
-	sc, err := Parse("own.yaml", []byte(own))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st, ok := sc.CommandStack("mine"); !ok || st.Server != "./srv --listen {listen}" {
-		t.Errorf("stack mine: %+v %v", st, ok)
-	}
-	if got := sc.BuiltInProtocols(); len(got) != 1 || got[0] != "tcp" {
-		t.Errorf("built-in protocols %v", got)
-	}
-	for _, c := range []struct{ from, to, want string }{
-		{"{workload.interval_ms}", "{workload.intervall}", "own.yaml:9: stack mine's client: unknown placeholder {workload.intervall}"},
-		{"--listen {listen}", "--listen {listen} {secret}", "own.yaml:8: stack mine's server: unknown placeholder {secret}"},
-		{"    client: ./cli --to", "    events: xml\n    client: ./cli --to", `own.yaml:9: stack mine: events "xml": want one of jsonl, csv, irtt, iperf3`},
-		{"[tcp, mine]", "[tcp]", "own.yaml:8: stack mine is not one of the protocols (tcp)"},
-		{"  mine:", "  tcp:", `own.yaml:8: stack "tcp": a built-in protocol has that name`},
-		{"    client: ./cli --to {server} --every {workload.interval_ms} --events {events}\n", "", "own.yaml:8: stack mine: give its client command"},
-	} {
-		src := strings.Replace(own, c.from, c.to, 1)
-		if c.to == "  tcp:" {
-			src = strings.Replace(src, "[tcp, mine]", "[h3, tcp]", 1)
-		}
-		if _, err := Parse("own.yaml", []byte(src)); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%q → %q: %v\nwant %q", c.from, c.to, err, c.want)
-		}
 	}
 }
 
@@ -348,11 +306,11 @@ func TestManyStationsWarnWithTheFigure(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s stations: %v", c.stations, err)
 		}
-		cells, err := s.Cells()
+		_, points, err := s.Expand()
 		if err != nil {
 			t.Fatalf("%s stations: %v", c.stations, err)
 		}
-		w := CellWarnings(cells)
+		w := PointWarnings(points)
 		switch {
 		case c.warn && (len(w) != 1 || !strings.Contains(w[0], "st.yaml:12: topology: stations "+c.stations) || !strings.Contains(w[0], "0.94 ms at 64")):
 			t.Errorf("%s stations: warnings %q, want one at line 12 with the measured error", c.stations, w)

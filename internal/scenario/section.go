@@ -39,6 +39,32 @@ type Section struct {
 	// adds to every cell (cross traffic's cross_*): a requirement on
 	// one of them is one the scenario produces.
 	Columns func(value any) []string
+	// Protocols, when set, names the protocols a present section
+	// provides (a scenario's own stacks), read from its node before the
+	// scenario checks protocols: (an error names the file's line, as
+	// Decode's). The scenario accepts them there without the protocol
+	// registry, leaves them out of the protocols settings apply to
+	// (BuiltInProtocols), and the section's Decode checks them.
+	Protocols func(file string, node *yaml.Node) ([]string, error)
+}
+
+// providedProtocols are the protocol names the present sections provide.
+func providedProtocols(file string, nodes map[string]*yaml.Node) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, name := range sectionNames() {
+		p, node := sections[name].Protocols, nodes[name]
+		if p == nil || node == nil {
+			continue
+		}
+		names, err := p(file, node)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range names {
+			out[n] = true
+		}
+	}
+	return out, nil
 }
 
 // sections are the registered sections by name, filled from the owning
@@ -195,8 +221,9 @@ func (s *Scenario) IsCell() bool { return s.cell }
 // repetition: a point an exploration chose. Its id names the point and
 // the repetition rather than a position, so that the same point is the
 // same cell however the search reached it (a resume finds it done), and
-// its seed is the repetition's, the same for every protocol.
-func (s *Scenario) CellAt(profile, protocol string, rep int, params []results.Param) (Cell, error) {
+// its seed is the repetition's, the same for every protocol. The point's
+// scenario comes with it (plan.CompileAt compiles the two).
+func (s *Scenario) CellAt(profile, protocol string, rep int, params []results.Param) (Cell, *Scenario, error) {
 	keys := make([]string, len(params))
 	vals := make([]*yaml.Node, len(params))
 	parts := []string{"x", profile, protocol}
@@ -207,9 +234,9 @@ func (s *Scenario) CellAt(profile, protocol string, rep int, params []results.Pa
 	}
 	inst, err := s.with(keys, vals)
 	if err != nil {
-		return Cell{}, err
+		return Cell{}, nil, err
 	}
 	parts = append(parts, fmt.Sprintf("r%d", rep))
 	return Cell{ID: results.SafeName(strings.Join(parts, "_")), Profile: profile, Site: s.Sites[profile], Protocol: protocol,
-		Rep: rep, Params: params, Scenario: inst}, nil
+		Rep: rep, Params: params, Seed: RepetitionSeed(inst.Seed, rep)}, inst, nil
 }

@@ -5,7 +5,9 @@ package scenario_test
 // them, so its test binary links them, as tlab does.
 import (
 	_ "tlab/internal/advise"
+	_ "tlab/internal/beside"
 	_ "tlab/internal/cross"
 	_ "tlab/internal/explore"
 	_ "tlab/internal/qoo"
+	_ "tlab/internal/stacks"
 )

@@ -17,18 +17,27 @@ import (
 // each, per protocol: 3 × 4 × 6 × 50 × 3 = 10800 cells, and its rates are
 // study-d-full-a's loss rates.
 func TestStudyDFig10SweepsTheFrameErrorRate(t *testing.T) {
-	cellsOf := func(name string) []Cell {
+	// Each cell with its matrix point's scenario.
+	type pointCell struct {
+		Cell
+		point *Scenario
+	}
+	cellsOf := func(name string) []pointCell {
 		t.Helper()
 		data, _ := scenarios.Read(name)
 		s, err := Parse(name+".yaml", data)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		cells, err := s.Cells()
+		cells, points, err := s.Expand()
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		return cells
+		out := make([]pointCell, len(cells))
+		for i, c := range cells {
+			out[i] = pointCell{c, points[c.Point]}
+		}
+		return out
 	}
 	studyRates := []float64{0, 0.01, 0.02, 0.03, 0.05, 0.10}
 
@@ -39,10 +48,10 @@ func TestStudyDFig10SweepsTheFrameErrorRate(t *testing.T) {
 	}
 	links := map[point][2]float64{} // frame error rate up, loss rate up
 	retries := map[point]int{}
-	linkOf := func(c Cell) point {
-		p := point{c.Scenario, c.Profile}
+	linkOf := func(c pointCell) point {
+		p := point{c.point, c.Profile}
 		if _, ok := links[p]; !ok {
-			link, err := c.Scenario.LinkFor(c.Profile)
+			link, err := c.point.LinkFor(c.Profile)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +82,7 @@ func TestStudyDFig10SweepsTheFrameErrorRate(t *testing.T) {
 	seen := map[string]int{}
 	for _, c := range cells {
 		p := linkOf(c)
-		seen[fmt.Sprintf("%d/%d/%g/%s", c.Scenario.TopologySpec().Stations, retries[p], links[p][0], c.Protocol)]++
+		seen[fmt.Sprintf("%d/%d/%g/%s", c.point.TopologySpec().Stations, retries[p], links[p][0], c.Protocol)]++
 	}
 	for _, st := range []int{3, 5, 8} {
 		for r := 0; r <= 3; r++ {

@@ -84,13 +84,13 @@ func TestToySectionSweptByTheMatrixPerCell(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cells, err := s.Cells()
+	cells, points, err := s.Expand()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var levels []int
 	for _, c := range cells {
-		v, _ := scenario.Value[toySection](c.Scenario, "toy")
+		v, _ := scenario.Value[toySection](points[c.Point], "toy")
 		levels = append(levels, v.Level)
 	}
 	// One cell per matrix value, in the matrix's order, each decoded with

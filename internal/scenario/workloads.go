@@ -46,7 +46,7 @@ func (s *Scenario) WorkloadInfos() ([]workload.Info, error) {
 		if node == nil {
 			node = &yaml.Node{}
 		}
-		w, err := s.workloadAt([]any{"workload"}, node)
+		w, err := s.WorkloadAt([]any{"workload"}, node)
 		if err != nil {
 			return nil, err
 		}
