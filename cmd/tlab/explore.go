@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"tlab/internal/cellrun"
 
 	"tlab/internal/advise"
 	"tlab/internal/cluster"
@@ -153,7 +154,7 @@ func runExplore(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	case errors.Is(err, syscall.ENOSPC):
 		fmt.Fprintf(stderr, "tlab explore: the disk holding %s is full: %v\nContinue with: tlab explore --resume %s\n", res.Dir, err, res.Dir)
 		return exitError
-	case errors.Is(err, experiment.ErrInput):
+	case errors.Is(err, cellrun.ErrInput):
 		fmt.Fprintf(stderr, "tlab explore: %v\n", err)
 		return exitUsage
 	case errors.Is(err, experiment.ErrReport):
@@ -205,7 +206,7 @@ func runExploreRound(ctx context.Context, dir, shard string, allowCommands, noCa
 	err = task.Run(ctx)
 	clearProgress(stderr)
 	switch {
-	case errors.Is(err, experiment.ErrInput):
+	case errors.Is(err, cellrun.ErrInput):
 		fmt.Fprintf(stderr, "tlab explore --round: %v\n", err)
 		return exitUsage
 	case err != nil:

@@ -7,21 +7,20 @@ import (
 	"os"
 	"strings"
 	"time"
+	"tlab/internal/cellrun"
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
-
-	"tlab/internal/experiment"
 )
 
 // progressPrinter redraws one status line on a terminal, and prints a line
 // per cell otherwise (logs, CI). The line fits the terminal's width as it
 // is at each redraw: a line one column too wide wraps, and every redraw
 // (four a second) would leave a line behind.
-func progressPrinter(w io.Writer) func(experiment.Progress) {
+func progressPrinter(w io.Writer) func(cellrun.Progress) {
 	tty := isTerminal(w)
 	lastCell := 0
-	return func(p experiment.Progress) {
+	return func(p cellrun.Progress) {
 		if !tty {
 			if p.Cell != lastCell {
 				lastCell = p.Cell
@@ -55,7 +54,7 @@ func terminalWidth(w io.Writer) int {
 // the next line once it is written). The parts are dropped least useful
 // first as the width shrinks: the record count, the last delay, the bar's
 // length, then the stack's name is shortened.
-func progressLine(p experiment.Progress, width int) string {
+func progressLine(p cellrun.Progress, width int) string {
 	limit := max(width-1, 1)
 	frac := math.Min(p.Elapsed.Seconds()/math.Max(p.Planned.Seconds(), 1e-9), 1)
 	left := time.Duration(float64(p.Cells-p.Cell)*p.Planned.Seconds()*1e9) + p.Planned - p.Elapsed

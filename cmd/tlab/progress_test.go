@@ -6,14 +6,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"tlab/internal/cellrun"
 	"unicode/utf8"
-
-	"tlab/internal/experiment"
 )
 
 // progressExample is cell 3 of 12, halfway through its 30 s: (12-3)·30 s
 // + 30 s − 15 s = 285 s = 4m45s left.
-var progressExample = experiment.Progress{Cell: 3, Cells: 12, Protocol: "quic", Profile: "5g-cband",
+var progressExample = cellrun.Progress{Cell: 3, Cells: 12, Protocol: "quic", Profile: "5g-cband",
 	Elapsed: 15 * time.Second, Planned: 30 * time.Second, Records: 1234, LastDelayMs: 3.21}
 
 // TestProgressLineFitsTheTerminal: each line is written out by hand from

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"tlab/internal/cellrun"
 
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/sys/unix"
@@ -246,21 +247,21 @@ func runNamed(ctx context.Context, o runOptions, args []string, stdout, stderr i
 }
 
 // remoteTarget reads --remote's flags.
-func remoteTarget(addr, tokenFile, stateDir string) (*experiment.RemoteTarget, error) {
+func remoteTarget(addr, tokenFile, stateDir string) (*cellrun.RemoteTarget, error) {
 	if addr == "" {
 		switch {
 		case tokenFile != "":
 			return nil, errors.New("--token-file goes with --remote HOST:PORT")
 		case stateDir != "":
 			// A resume of a remote run: its manifest names the agent.
-			return &experiment.RemoteTarget{StateDir: stateDir}, nil
+			return &cellrun.RemoteTarget{StateDir: stateDir}, nil
 		}
 		return nil, nil
 	}
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return nil, fmt.Errorf("--remote %s: want HOST:PORT (the agent's --listen; its default port is %d)", addr, remote.DefaultPort)
 	}
-	t := &experiment.RemoteTarget{Addr: addr, StateDir: stateDir}
+	t := &cellrun.RemoteTarget{Addr: addr, StateDir: stateDir}
 	if tokenFile != "" {
 		data, err := os.ReadFile(tokenFile)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"tlab/internal/cellrun"
 
 	"tlab/internal/advise"
 	"tlab/internal/experiment"
@@ -52,7 +53,7 @@ type runOptions struct {
 	resumeExisting bool
 	// remote measures across a real path to an agent; replay also on a
 	// recording of it.
-	remote *experiment.RemoteTarget
+	remote *cellrun.RemoteTarget
 	replay string
 	// require are the application's requirements: the answer opens the
 	// output.
@@ -178,7 +179,7 @@ func runFailed(err error, out experiment.Outcome, stderr io.Writer) (int, bool) 
 	case errors.Is(err, syscall.ENOSPC) && !out.Temporary:
 		fmt.Fprintf(stderr, "tlab run: the disk holding %s is full: %v\nEvery complete cell is kept; free space, then continue with: tlab run --resume %s\n", out.Dir, err, out.Dir)
 		return exitError, true
-	case errors.Is(err, experiment.ErrInput):
+	case errors.Is(err, cellrun.ErrInput):
 		fmt.Fprintf(stderr, "tlab run: %v\n", err)
 		return exitUsage, true
 	case errors.Is(err, experiment.ErrCalibration):

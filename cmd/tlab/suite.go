@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"tlab/internal/cellrun"
 
 	"tlab/internal/experiment"
 )
@@ -55,7 +56,7 @@ func runSuite(ctx context.Context, o runOptions, suite experiment.Suite, args []
 		return nil
 	})
 	switch {
-	case errors.Is(err, experiment.ErrInput):
+	case errors.Is(err, cellrun.ErrInput):
 		fmt.Fprintf(stderr, "tlab run: %v\n", err)
 		return exitUsage
 	case errors.Is(err, context.Canceled):

@@ -3,6 +3,7 @@ package experiment
 import (
 	"slices"
 	"testing"
+	"tlab/internal/cellrun"
 
 	"tlab/internal/analysis"
 	"tlab/internal/scenario"
@@ -23,7 +24,7 @@ func TestAdhocDocumentIsBuiltAsAFileIs(t *testing.T) {
 	if !slices.Equal(local.Profiles, []string{"ethernet"}) || !slices.Equal(local.Protocols, []string{"quic"}) {
 		t.Errorf("local: profiles %v, protocols %v; want [ethernet] and [quic]", local.Profiles, local.Protocols)
 	}
-	remote, err := Run{Adhoc: doc, Sets: []string{"protocols=[quic]"}, Remote: &RemoteTarget{Addr: "192.0.2.1:7000"}}.scenario()
+	remote, err := Run{Adhoc: doc, Sets: []string{"protocols=[quic]"}, Remote: &cellrun.RemoteTarget{Addr: "192.0.2.1:7000"}}.scenario()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +32,7 @@ func TestAdhocDocumentIsBuiltAsAFileIs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(remote.Profiles, []string{analysis.RealPath}) || len(cells) == 0 || slices.ContainsFunc(cells, func(c scenario.Cell) bool { return c.Site != AgentSite }) {
-		t.Errorf("remote: profiles %v, cells %+v; want every cell on %s at the %s site", remote.Profiles, cells, analysis.RealPath, AgentSite)
+	if !slices.Equal(remote.Profiles, []string{analysis.RealPath}) || len(cells) == 0 || slices.ContainsFunc(cells, func(c scenario.Cell) bool { return c.Site != cellrun.AgentSite }) {
+		t.Errorf("remote: profiles %v, cells %+v; want every cell on %s at the %s site", remote.Profiles, cells, analysis.RealPath, cellrun.AgentSite)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"tlab/internal/cellrun"
 
 	"tlab/internal/explore"
 	"tlab/internal/plan"
@@ -29,7 +30,7 @@ const autoAlpha = 0.05
 func (sw Sweep) repeatUntilDecided(ctx context.Context, cells []plan.Cell, maxReps int, rows []results.Summary) ([]results.Summary, error) {
 	sc := sw.Scenario
 	if len(sw.Requirements) == 0 {
-		return rows, inputErr(errors.New("repetitions: auto repeats a cell until the answer's verdicts are decided: give the requirements (require: or --require)"))
+		return rows, cellrun.InputErr(errors.New("repetitions: auto repeats a cell until the answer's verdicts are decided: give the requirements (require: or --require)"))
 	}
 	comps := explore.Comparisons(sc.Protocols, sw.Requirements)
 	key := func(profile string, params []results.Param) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"tlab/internal/cellrun"
 
 	"tlab/internal/emu"
 	"tlab/internal/results"
@@ -32,13 +33,13 @@ func TestBehindAPerfectLinkIsTheSiteItself(t *testing.T) {
 		t.Fatal(err)
 	}
 	inner := &lifeSite{fakeSite: fakeSite{rtt: 3.5}}
-	perfect := func(CellSpec, workload.Info) (emu.LinkConfig, error) { return emu.LinkConfig{}, nil }
-	site := Behind(perfect, inner)
+	perfect := func(cellrun.CellSpec, workload.Info) (emu.LinkConfig, error) { return emu.LinkConfig{}, nil }
+	site := cellrun.Behind(perfect, inner)
 	if err := site.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	site.Note(&results.Manifest{})
-	res, err := RunCell(context.Background(), siteSpec(t, sc, site), nil, nil)
+	res, err := cellrun.RunCell(context.Background(), siteSpec(t, sc, site), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,12 +67,12 @@ func TestBehindNeedsRolesOnThisMachine(t *testing.T) {
 		t.Fatal(err)
 	}
 	inner := &lifeSite{}
-	lossy := func(CellSpec, workload.Info) (emu.LinkConfig, error) {
+	lossy := func(cellrun.CellSpec, workload.Info) (emu.LinkConfig, error) {
 		var c emu.LinkConfig
 		c.Up.Loss.Rate = 0.01
 		return c, nil
 	}
-	_, err = RunCell(context.Background(), siteSpec(t, sc, Behind(lossy, inner)), nil, nil)
+	_, err = cellrun.RunCell(context.Background(), siteSpec(t, sc, cellrun.Behind(lossy, inner)), nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "no roles on this machine to put behind an emulated link") {
 		t.Errorf("err %v: want the refusal", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"tlab/internal/cellrun"
 
 	"tlab/internal/cross"
 	"tlab/internal/plan"
@@ -32,15 +33,15 @@ func TestAWorkloadBesideNeedsItsServersHere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := SpecOf(cells[0], 1)
+	spec := cellrun.SpecOf(cells[0], 1)
 	ends := func(string) (cross.Endpoints, error) { return cross.Endpoints{}, nil }
-	far := besides(spec)[0]
-	err = far.Start(context.Background(), &Place{Hosts: farServerHosts{}, Beside: ends}, proto.DefaultSettings())
+	far := cellrun.Besides(spec)[0]
+	err = far.Start(context.Background(), &cellrun.Place{Hosts: farServerHosts{}, Beside: ends}, proto.DefaultSettings())
 	if err == nil || !strings.Contains(err.Error(), "across a real path, cross: bulk flows load it") {
 		t.Errorf("a beside workload whose server is on another machine: %v, want the refusal", err)
 	}
-	here := besides(spec)[0]
-	if err := here.Start(context.Background(), &Place{Hosts: loopbackHosts{}, Beside: ends}, proto.DefaultSettings()); err != nil {
+	here := cellrun.Besides(spec)[0]
+	if err := here.Start(context.Background(), &cellrun.Place{Hosts: loopbackHosts{}, Beside: ends}, proto.DefaultSettings()); err != nil {
 		t.Errorf("a beside workload with every role here: %v", err)
 	}
 	here.Stop()

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"tlab/internal/cellrun"
 
 	"go.yaml.in/yaml/v3"
 
@@ -55,7 +56,7 @@ func TestCommandsNeedPermissionUnlessAPreset(t *testing.T) {
 			t.Errorf("%s: refused %v (%v), want %v", c.name, refused, err, c.refused)
 			continue
 		}
-		if err != nil && (!errors.Is(inputErr(err), ErrInput) || !errors.Is(err, ErrCommandsNotAllowed) ||
+		if err != nil && (!errors.Is(cellrun.InputErr(err), cellrun.ErrInput) || !errors.Is(err, ErrCommandsNotAllowed) ||
 			!strings.Contains(err.Error(), "touch /tmp/pwned") || !strings.Contains(err.Error(), "--allow-commands")) {
 			t.Errorf("%s: %v, want an input error showing the command and the flag", c.name, err)
 		}

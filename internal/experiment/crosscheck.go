@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"tlab/internal/cellrun"
 
 	"tlab/internal/dns"
 	"tlab/internal/emu"
@@ -121,14 +122,14 @@ func (cc CrossCheck) one(ctx context.Context, protocol string) ([]PhaseCheck, er
 	w := &crossCheckRequests{cc: cc, client: client}
 	// A compiled cell of its own (no scenario): the link between a client
 	// and a server, the protocol and the workload.
-	spec := SpecOf(plan.Cell{
+	spec := cellrun.SpecOf(plan.Cell{
 		ID: "crosscheck-" + protocol, Profile: "crosscheck", Protocol: protocol, Seed: cc.Seed,
 		Topology: testbed.ClientServer(cc.Link),
 		Roles:    map[string]string{"client": "client", "server": "server"},
 		Workload: w, Settings: cc.Settings,
 	}, 1)
 	spec.Label, spec.Dir = "tlab crosscheck", tmp.Path
-	if _, err := RunCell(ctx, spec, nil, nil); err != nil {
+	if _, err := cellrun.RunCell(ctx, spec, nil, nil); err != nil {
 		return nil, err
 	}
 	return w.checks, nil

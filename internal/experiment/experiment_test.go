@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"tlab/internal/cellrun"
 	_ "tlab/internal/proto/all" // every protocol family registers itself
 
 	"tlab/internal/proto"
@@ -63,7 +64,7 @@ func sweep(t *testing.T, dir string, protocols []string, link string, interval t
 	}
 	// Quality off: a test asserts on the one attempt it ran (the rule has
 	// its own test).
-	rows, err := Sweep{Scenario: sc, Dir: dir, SkipCalibration: true, OnRow: onRow, Quality: Quality{Mode: "off"}}.Run(context.Background())
+	rows, err := Sweep{Scenario: sc, Dir: dir, SkipCalibration: true, OnRow: onRow, Quality: cellrun.Quality{Mode: "off"}}.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

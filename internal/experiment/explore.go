@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"tlab/internal/cellrun"
 
 	"tlab/internal/advise"
 	"tlab/internal/emu"
@@ -53,7 +54,7 @@ type Exploration struct {
 	Rounds RoundRunner
 	// Quality is the rule that re-runs disturbed cells (as Run's).
 	Quality  string
-	Progress func(Progress)
+	Progress func(cellrun.Progress)
 	Log      io.Writer
 	// Ready is called once the scenario and directory are known, before
 	// any cell runs (the command line checks privileges there).
@@ -63,7 +64,7 @@ type Exploration struct {
 	Now   func() time.Time
 
 	// attempt and calibrate replace RunCell and the calibration in tests.
-	attempt   func(ctx context.Context, spec CellSpec, sink func(results.Record) error, progress func(Progress)) (CellResult, error)
+	attempt   func(ctx context.Context, spec cellrun.CellSpec, sink func(results.Record) error, progress func(cellrun.Progress)) (cellrun.CellResult, error)
 	calibrate func(ctx context.Context, m *results.Manifest, emulator emu.EngineOptions) error
 }
 
@@ -92,21 +93,21 @@ func (e Exploration) Execute(ctx context.Context) (Explored, error) {
 	var err error
 	if e.Resume != "" {
 		if e.NameOrFile != "" || len(e.Sets) > 0 {
-			return Explored{}, inputErr(errors.New("--resume DIR continues the exploration's own scenario; give no file and no --set"))
+			return Explored{}, cellrun.InputErr(errors.New("--resume DIR continues the exploration's own scenario; give no file and no --set"))
 		}
 		sc, err = OpenResume(e.Resume)
 	} else {
 		sc, err = LoadScenario(e.NameOrFile, e.Sets)
 	}
 	if err != nil {
-		return Explored{}, inputErr(err)
+		return Explored{}, cellrun.InputErr(err)
 	}
 	spec, err := explore.SpecOf(sc)
 	if err != nil {
-		return Explored{}, inputErr(err)
+		return Explored{}, cellrun.InputErr(err)
 	}
-	if e.Quality != "" && !slices.Contains(QualityModes, e.Quality) {
-		return Explored{}, inputErr(fmt.Errorf("--quality %q: want %s", e.Quality, strings.Join(QualityModes, ", ")))
+	if e.Quality != "" && !slices.Contains(cellrun.QualityModes, e.Quality) {
+		return Explored{}, cellrun.InputErr(fmt.Errorf("--quality %q: want %s", e.Quality, strings.Join(cellrun.QualityModes, ", ")))
 	}
 	if e.Budget != nil {
 		spec.Budget = *e.Budget
@@ -142,12 +143,12 @@ func (e Exploration) Execute(ctx context.Context) (Explored, error) {
 	}
 	if e.Resume == "" {
 		if _, err := os.Stat(filepath.Join(out.Dir, results.ScenarioFile)); err == nil {
-			return out, inputErr(fmt.Errorf("%s: %w; continue it with --resume %s or choose another --out", out.Dir, ErrRunExists, out.Dir))
+			return out, cellrun.InputErr(fmt.Errorf("%s: %w; continue it with --resume %s or choose another --out", out.Dir, ErrRunExists, out.Dir))
 		}
 	}
 	sweepDeadRuns(e.Log)
 	m := &cellMeasurer{scenario: sc, runner: e.Rounds, sweep: Sweep{Scenario: sc, Dir: out.Dir, Resume: e.Resume != "", SkipCalibration: e.NoCalibration,
-		Requirements: reqs, Progress: e.Progress, Log: e.Log, Quality: Quality{Mode: e.Quality}, attempt: e.attempt, calibrate: e.calibrate}}
+		Requirements: reqs, Progress: e.Progress, Log: e.Log, Quality: cellrun.Quality{Mode: e.Quality}, attempt: e.attempt, calibrate: e.calibrate}}
 	if p, ok := qoo.ProfileOf(sc); ok {
 		m.sweep.QoO = &p
 	}
@@ -218,7 +219,7 @@ func (m *cellMeasurer) Measure(ctx context.Context, reqs []explore.Request) ([]e
 		for _, p := range sc.Protocols {
 			c, err := plan.CompileAt(sc, sc.Profiles[0], p, r.Rep, params)
 			if err != nil {
-				return nil, inputErr(fmt.Errorf("point %s: %w", r.Point.Label(), err))
+				return nil, cellrun.InputErr(fmt.Errorf("point %s: %w", r.Point.Label(), err))
 			}
 			ids[i][p] = c.ID
 			if !m.have[c.ID] {

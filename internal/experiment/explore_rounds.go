@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"tlab/internal/cellrun"
 
 	"tlab/internal/advise"
 	"tlab/internal/cluster"
@@ -212,10 +213,10 @@ type RoundTask struct {
 	AllowCommands bool
 	NoCalibration bool
 	Quality       string
-	Progress      func(Progress)
+	Progress      func(cellrun.Progress)
 	Log           io.Writer
 
-	attempt   func(ctx context.Context, spec CellSpec, sink func(results.Record) error, progress func(Progress)) (CellResult, error)
+	attempt   func(ctx context.Context, spec cellrun.CellSpec, sink func(results.Record) error, progress func(cellrun.Progress)) (cellrun.CellResult, error)
 	calibrate func(ctx context.Context, m *results.Manifest, emulator emu.EngineOptions) error
 }
 
@@ -223,27 +224,27 @@ type RoundTask struct {
 func (t RoundTask) Run(ctx context.Context) error {
 	b, err := os.ReadFile(filepath.Join(t.Dir, RoundFile))
 	if err != nil {
-		return inputErr(fmt.Errorf("a round's directory: %w", err))
+		return cellrun.InputErr(fmt.Errorf("a round's directory: %w", err))
 	}
 	var rf roundFile
 	if err := json.Unmarshal(b, &rf); err != nil {
-		return inputErr(fmt.Errorf("%s: %w", filepath.Join(t.Dir, RoundFile), err))
+		return cellrun.InputErr(fmt.Errorf("%s: %w", filepath.Join(t.Dir, RoundFile), err))
 	}
 	sc, err := scenario.Load(filepath.Join(t.Dir, results.ScenarioFile))
 	if err != nil {
-		return inputErr(err)
+		return cellrun.InputErr(err)
 	}
 	if stacks.Any(sc) && !t.AllowCommands {
-		return inputErr(errors.New("the scenario's stacks name commands; the round's tasks need --allow-commands"))
+		return cellrun.InputErr(errors.New("the scenario's stacks name commands; the round's tasks need --allow-commands"))
 	}
 	var cells []plan.Cell
 	for _, rc := range rf.Cells {
 		c, err := plan.CompileAt(sc, rc.Profile, rc.Protocol, rc.Rep, rc.Params)
 		if err != nil {
-			return inputErr(fmt.Errorf("cell %s: %w", rc.ID, err))
+			return cellrun.InputErr(fmt.Errorf("cell %s: %w", rc.ID, err))
 		}
 		if c.ID != rc.ID {
-			return inputErr(fmt.Errorf("cell %s is %s here: the controller's tlab and this one differ", rc.ID, c.ID))
+			return cellrun.InputErr(fmt.Errorf("cell %s is %s here: the controller's tlab and this one differ", rc.ID, c.ID))
 		}
 		cells = append(cells, c)
 	}
@@ -257,7 +258,7 @@ func (t RoundTask) Run(ctx context.Context) error {
 	out := filepath.Join(t.Dir, "shard-"+strconv.Itoa(t.Shard.I))
 	_, err = os.Stat(filepath.Join(out, results.ScenarioFile))
 	sw := Sweep{Scenario: sc, Dir: out, Cells: cells, Shard: t.Shard, Resume: err == nil, SkipCalibration: t.NoCalibration,
-		Requirements: advise.RequirementsOf(sc), Quality: Quality{Mode: t.Quality}, Progress: t.Progress, Log: t.Log,
+		Requirements: advise.RequirementsOf(sc), Quality: cellrun.Quality{Mode: t.Quality}, Progress: t.Progress, Log: t.Log,
 		attempt: t.attempt, calibrate: t.calibrate}
 	_, err = sw.Run(ctx)
 	return err

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"tlab/internal/cellrun"
 
 	batchv1 "k8s.io/api/batch/v1"
 	"sigs.k8s.io/yaml"
@@ -49,7 +50,7 @@ type inProcessRounds struct {
 	calls  *int
 	rounds []Round
 	// attempt runs a task's cells (flipAttempt when nil).
-	attempt func(context.Context, CellSpec, func(results.Record) error, func(Progress)) (CellResult, error)
+	attempt func(context.Context, cellrun.CellSpec, func(results.Record) error, func(cellrun.Progress)) (cellrun.CellResult, error)
 	// warn, when set, is a warning each task's manifest gets, as a
 	// disturbed node's would.
 	warn string
@@ -87,10 +88,10 @@ func (r *inProcessRounds) RunRound(ctx context.Context, round Round) error {
 
 // refuseCells is the controller's own cell runner when its rounds run
 // elsewhere: it must never be called.
-func refuseCells(t *testing.T) func(context.Context, CellSpec, func(results.Record) error, func(Progress)) (CellResult, error) {
-	return func(_ context.Context, spec CellSpec, _ func(results.Record) error, _ func(Progress)) (CellResult, error) {
+func refuseCells(t *testing.T) func(context.Context, cellrun.CellSpec, func(results.Record) error, func(cellrun.Progress)) (cellrun.CellResult, error) {
+	return func(_ context.Context, spec cellrun.CellSpec, _ func(results.Record) error, _ func(cellrun.Progress)) (cellrun.CellResult, error) {
 		t.Errorf("the controller ran cell %s itself", spec.Cell.ID)
-		return CellResult{}, context.Canceled
+		return cellrun.CellResult{}, context.Canceled
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"tlab/internal/cellrun"
 
 	"tlab/internal/advise"
 	"tlab/internal/analysis"
@@ -40,8 +41,8 @@ explore:
 // plus noise drawn from the cell's seed (the same for both stacks in a
 // repetition, as the emulator's loss pattern is) and a little of each
 // stack's own.
-func flipAttempt(calls *int) func(context.Context, CellSpec, func(results.Record) error, func(Progress)) (CellResult, error) {
-	return func(_ context.Context, spec CellSpec, sink func(results.Record) error, _ func(Progress)) (CellResult, error) {
+func flipAttempt(calls *int) func(context.Context, cellrun.CellSpec, func(results.Record) error, func(cellrun.Progress)) (cellrun.CellResult, error) {
+	return func(_ context.Context, spec cellrun.CellSpec, sink func(results.Record) error, _ func(cellrun.Progress)) (cellrun.CellResult, error) {
 		*calls++
 		loss, _ := strconv.ParseFloat(strings.TrimSuffix(spec.Cell.Params[0].Value, "%"), 64)
 		shared := rand.New(rand.NewPCG(spec.Cell.Seed, 1)).NormFloat64() * 2
@@ -55,13 +56,13 @@ func flipAttempt(calls *int) func(context.Context, CellSpec, func(results.Record
 			d := base + shared + own
 			r := results.Record{Seq: i, SentMs: float64(10 * i), DoneMs: float64(10*i) + d, DelayMs: d, ReqBytes: 256, RespBytes: 256, ConnID: 1}
 			if err := sink(r); err != nil {
-				return CellResult{}, err
+				return cellrun.CellResult{}, err
 			}
 			recs = append(recs, r)
 		}
-		res := CellResult{Records: recs}
+		res := cellrun.CellResult{Records: recs}
 		var err error
-		res.Summary, err = summarize(spec, spec.Workload.Info(), &Place{Emulated: true}, nil, recs, emu.LinkStats{}, map[string]float64{"conns_opened": 1})
+		res.Summary, err = cellrun.Summarize(spec, spec.Workload.Info(), &cellrun.Place{Emulated: true}, nil, recs, emu.LinkStats{}, map[string]float64{"conns_opened": 1})
 		return res, err
 	}
 }
@@ -237,7 +238,7 @@ require: ["delay_p99_ms<=1000"]
 		t.Fatalf("auto %v, max %d, first repetitions %d", ok, maxReps, sc.Repetitions)
 	}
 	// quic is 20 ms faster than tcp; h2 is tcp under another name.
-	attempt := func(_ context.Context, spec CellSpec, sink func(results.Record) error, _ func(Progress)) (CellResult, error) {
+	attempt := func(_ context.Context, spec cellrun.CellSpec, sink func(results.Record) error, _ func(cellrun.Progress)) (cellrun.CellResult, error) {
 		shared := rand.New(rand.NewPCG(spec.Cell.Seed, 1)).NormFloat64() * 3
 		own := rand.New(rand.NewPCG(spec.Cell.Seed, uint64(len(spec.Cell.Protocol)))).NormFloat64()
 		base := 50.0
@@ -249,12 +250,12 @@ require: ["delay_p99_ms<=1000"]
 			d := base + shared + own
 			r := results.Record{Seq: i, SentMs: float64(10 * i), DoneMs: float64(10*i) + d, DelayMs: d, ReqBytes: 256, RespBytes: 256, ConnID: 1}
 			if err := sink(r); err != nil {
-				return CellResult{}, err
+				return cellrun.CellResult{}, err
 			}
 			recs = append(recs, r)
 		}
-		res := CellResult{Records: recs}
-		res.Summary, err = summarize(spec, spec.Workload.Info(), &Place{Emulated: true}, nil, recs, emu.LinkStats{}, map[string]float64{"conns_opened": 1})
+		res := cellrun.CellResult{Records: recs}
+		res.Summary, err = cellrun.Summarize(spec, spec.Workload.Info(), &cellrun.Place{Emulated: true}, nil, recs, emu.LinkStats{}, map[string]float64{"conns_opened": 1})
 		return res, err
 	}
 	cells, err := plan.Compile(sc)
@@ -262,7 +263,7 @@ require: ["delay_p99_ms<=1000"]
 		t.Fatal(err)
 	}
 	reqs := advise.RequirementsOf(sc)
-	sw := Sweep{Scenario: sc, Dir: filepath.Join(t.TempDir(), "run"), SkipCalibration: true, Quality: Quality{Mode: "off"}, attempt: attempt, Requirements: reqs}
+	sw := Sweep{Scenario: sc, Dir: filepath.Join(t.TempDir(), "run"), SkipCalibration: true, Quality: cellrun.Quality{Mode: "off"}, attempt: attempt, Requirements: reqs}
 	rows, err := sw.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -286,7 +287,7 @@ require: ["delay_p99_ms<=1000"]
 		t.Fatal(err)
 	}
 	twoCells, _ := plan.Compile(two)
-	sw2 := Sweep{Scenario: two, Dir: filepath.Join(t.TempDir(), "run"), SkipCalibration: true, Quality: Quality{Mode: "off"}, attempt: attempt, Requirements: reqs}
+	sw2 := Sweep{Scenario: two, Dir: filepath.Join(t.TempDir(), "run"), SkipCalibration: true, Quality: cellrun.Quality{Mode: "off"}, attempt: attempt, Requirements: reqs}
 	rows2, err := sw2.Run(context.Background())
 	if err == nil {
 		rows2, err = sw2.repeatUntilDecided(context.Background(), twoCells, 9, rows2)
@@ -330,9 +331,9 @@ require: ["delay_p99_ms<=1000"]
 // is jitter's: a cell with link.jitter=0ms among its fields has quic 5 ms
 // faster than tcp at every loss (no flip). seeds hears each cell's seed
 // by its point's loss and repetition, per run (map or removal).
-func jitterFlipAttempt(calls *int, seeds map[string]uint64) func(context.Context, CellSpec, func(results.Record) error, func(Progress)) (CellResult, error) {
+func jitterFlipAttempt(calls *int, seeds map[string]uint64) func(context.Context, cellrun.CellSpec, func(results.Record) error, func(cellrun.Progress)) (cellrun.CellResult, error) {
 	flip := flipAttempt(calls)
-	return func(ctx context.Context, spec CellSpec, sink func(results.Record) error, p func(Progress)) (CellResult, error) {
+	return func(ctx context.Context, spec cellrun.CellSpec, sink func(results.Record) error, p func(cellrun.Progress)) (cellrun.CellResult, error) {
 		noJitter := slices.Contains(spec.Cell.Params, results.Param{Key: "link.jitter", Value: "0ms"})
 		seeds[fmt.Sprintf("%s r%d %v", spec.Cell.Params[0].Value, spec.Cell.Rep, noJitter)] = spec.Cell.Seed
 		if !noJitter {
@@ -350,13 +351,13 @@ func jitterFlipAttempt(calls *int, seeds map[string]uint64) func(context.Context
 		for i := range 5 {
 			r := results.Record{Seq: i, SentMs: float64(10 * i), DoneMs: float64(10*i) + d, DelayMs: d, ReqBytes: 256, RespBytes: 256, ConnID: 1}
 			if err := sink(r); err != nil {
-				return CellResult{}, err
+				return cellrun.CellResult{}, err
 			}
 			recs = append(recs, r)
 		}
-		res := CellResult{Records: recs}
+		res := cellrun.CellResult{Records: recs}
 		var err error
-		res.Summary, err = summarize(spec, spec.Workload.Info(), &Place{Emulated: true}, nil, recs, emu.LinkStats{}, map[string]float64{"conns_opened": 1})
+		res.Summary, err = cellrun.Summarize(spec, spec.Workload.Info(), &cellrun.Place{Emulated: true}, nil, recs, emu.LinkStats{}, map[string]float64{"conns_opened": 1})
 		return res, err
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sync"
 	"testing"
+	"tlab/internal/cellrun"
 
 	"tlab/internal/emu"
 	"tlab/internal/hostnoise"
@@ -51,18 +52,18 @@ func TestCellLedgerAccountsForTheWindow(t *testing.T) {
 	stopped := 0
 	probes := 0
 	var sunk []int
-	led := newCellLedger(m, func(r results.Record) error {
+	led := cellrun.NewCellLedger(m, func(r results.Record) error {
 		sunk = append(sunk, r.Seq)
 		if r.Seq == 2 {
 			return errors.New("disk full")
 		}
 		return nil
-	}, func() noiseProbe {
+	}, func() cellrun.NoiseProbe {
 		probes++
 		return fakeProbe{&stopped, hostnoise.Sample{StealPct: 3, Wakeups: 500, WindowS: 1}}
 	}, 0)
-	led.startWindow()
-	env := led.env(nil, proto.DefaultSettings(), nil)
+	led.StartWindow()
+	env := led.Env(nil, proto.DefaultSettings(), nil)
 	env.StartWindow() // the workload marks its window: the counters restart here
 	var wg sync.WaitGroup
 	for i := range 4 {
@@ -73,10 +74,10 @@ func TestCellLedgerAccountsForTheWindow(t *testing.T) {
 	env.Note("conns_opened", 2)
 	env.Fail("broker: refused")
 	env.Fail("publisher: a consequence")
-	if n, _ := led.progress(); n != 4 {
+	if n, _ := led.Progress(); n != 4 {
 		t.Errorf("%d records so far", n)
 	}
-	if err := led.err(); err == nil || err.Error() != "disk full" {
+	if err := led.Err(); err == nil || err.Error() != "disk full" {
 		t.Errorf("sink error %v", err)
 	}
 	if len(sunk) == 0 || sunk[len(sunk)-1] != 2 {
@@ -85,22 +86,22 @@ func TestCellLedgerAccountsForTheWindow(t *testing.T) {
 	if probes != 2 || stopped != 1 || m.resets != 2 {
 		t.Errorf("probes started %d, stopped %d; resets %d", probes, stopped, m.resets)
 	}
-	host := led.stopProbe()
+	host := led.StopProbe()
 	end := emu.EngineStats{Links: []emu.LinkStats{link("path", 15, 50)}, Lateness: emu.LatencySummary{P99: 11, P999: 40, Max: 90}}
-	res := led.result(end, "path", false, []testbed.LiveRun{{ID: "x"}}, host)
+	res := led.Result(end, "path", false, []testbed.LiveRun{{ID: "x"}}, host)
 	if got := res.Links["path"]; got.Up.TxPackets != 5 || got.Down.TxPackets != 30 {
 		t.Errorf("link over the window: up %d down %d, want 5 and 30", got.Up.TxPackets, got.Down.TxPackets)
 	}
 	// The first role sits at the link's B end: its up is the link's down.
-	if res.window.Up.TxPackets != 30 || res.window.Down.TxPackets != 5 {
-		t.Errorf("measured window up %d down %d, want 30 and 5", res.window.Up.TxPackets, res.window.Down.TxPackets)
+	if res.Window.Up.TxPackets != 30 || res.Window.Down.TxPackets != 5 {
+		t.Errorf("measured window up %d down %d, want 30 and 5", res.Window.Up.TxPackets, res.Window.Down.TxPackets)
 	}
 	if res.Failed != "broker: refused" {
 		t.Errorf("failure %q, want the first", res.Failed)
 	}
 	for k, v := range map[string]float64{"conns_opened": 2, "emu_release_p99_us": 11, "emu_release_p999_us": 40, "emu_release_max_us": 90, "overlapping_runs": 1, "host_steal_pct": 3} {
-		if led.facts[k] != v {
-			t.Errorf("%s = %v, want %v", k, led.facts[k], v)
+		if led.Facts[k] != v {
+			t.Errorf("%s = %v, want %v", k, led.Facts[k], v)
 		}
 	}
 }
@@ -110,11 +111,11 @@ func TestCellLedgerAccountsForTheWindow(t *testing.T) {
 // never 0 %, 0 us.
 func TestFailedProbeIsNotAQuietHost(t *testing.T) {
 	stopped := 0
-	led := newCellLedger(&fakeMeter{snaps: []emu.EngineStats{{}}}, nil, func() noiseProbe { return fakeProbe{&stopped, hostnoise.Sample{PressurePct: -1}} }, 0)
-	led.startWindow()
-	led.result(emu.EngineStats{}, "", true, nil, led.stopProbe())
+	led := cellrun.NewCellLedger(&fakeMeter{snaps: []emu.EngineStats{{}}}, nil, func() cellrun.NoiseProbe { return fakeProbe{&stopped, hostnoise.Sample{PressurePct: -1}} }, 0)
+	led.StartWindow()
+	led.Result(emu.EngineStats{}, "", true, nil, led.StopProbe())
 	for _, k := range []string{"host_steal_pct", "host_wakeup_p99_us", "host_wakeup_max_us"} {
-		if v := led.facts[k]; !math.IsNaN(v) {
+		if v := led.Facts[k]; !math.IsNaN(v) {
 			t.Errorf("%s = %v after a probe that saw nothing, want NaN", k, v)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"tlab/internal/cellrun"
 
 	"tlab/internal/emu"
 	"tlab/internal/testbed"
@@ -23,7 +24,7 @@ func TestWriteLinkEventsAlignsWithTheWindow(t *testing.T) {
 	topo := testbed.Topology{Hosts: []string{"client", "server"}, Links: []testbed.Link{{Name: "access", A: []string{"client"}, B: []string{"server"}, Config: cfg}}}
 	// The window started 1.2 s after the link: the step at 3 s is 1.8 s
 	// into the window, the start 1.2 s before it.
-	if err := writeLinkEvents(dir, topo, nil, 1200*time.Millisecond, 10*time.Second); err != nil {
+	if err := cellrun.WriteLinkEvents(dir, topo, nil, 1200*time.Millisecond, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(filepath.Join(dir, emu.LinkEventsFile))
@@ -37,7 +38,7 @@ func TestWriteLinkEventsAlignsWithTheWindow(t *testing.T) {
 	}
 	plain := t.TempDir()
 	topo.Links[0].Config = emu.LinkConfig{}
-	if err := writeLinkEvents(plain, topo, nil, 0, time.Second); err != nil {
+	if err := cellrun.WriteLinkEvents(plain, topo, nil, 0, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(plain, emu.LinkEventsFile)); !os.IsNotExist(err) {
@@ -47,7 +48,7 @@ func TestWriteLinkEventsAlignsWithTheWindow(t *testing.T) {
 
 // liveMeter is an emulator that kept live changes.
 type liveMeter struct {
-	meter
+	cellrun.Meter
 	events []emu.LinkEvent
 }
 
@@ -61,7 +62,7 @@ func TestWriteLinkEventsKeepsLiveChanges(t *testing.T) {
 		Config: emu.LinkConfig{Up: emu.DirectionConfig{Timeline: emu.Timeline{Steps: []emu.TimelineStep{{At: units.Duration(3 * time.Second), Delay: &step}}}}}}}}
 	live := emu.LinkEvent{Link: "access", Direction: "down", Source: emu.EventLive, At: 2 * time.Second, State: emu.TimelineState{Loss: 0.05}}
 	dir := t.TempDir()
-	if err := writeLinkEvents(dir, topo, liveMeter{events: []emu.LinkEvent{live}}, 0, 10*time.Second); err != nil {
+	if err := cellrun.WriteLinkEvents(dir, topo, liveMeter{events: []emu.LinkEvent{live}}, 0, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(filepath.Join(dir, emu.LinkEventsFile))
@@ -76,7 +77,7 @@ func TestWriteLinkEventsKeepsLiveChanges(t *testing.T) {
 	// A link without a timeline changed live has its file too.
 	topo.Links[0].Config = emu.LinkConfig{}
 	plain := t.TempDir()
-	if err := writeLinkEvents(plain, topo, liveMeter{events: []emu.LinkEvent{live}}, 0, time.Second); err != nil {
+	if err := cellrun.WriteLinkEvents(plain, topo, liveMeter{events: []emu.LinkEvent{live}}, 0, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(plain, emu.LinkEventsFile)); err != nil {

@@ -6,11 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"tlab/internal/cellrun"
 
 	"tlab/internal/plan"
 	"tlab/internal/scenario"
-	"tlab/internal/testbed"
-	"tlab/internal/workload"
 	"tlab/scenarios"
 )
 
@@ -61,16 +60,12 @@ const CellOverhead = 400 * time.Millisecond
 func Plan(cells []plan.Cell) time.Duration {
 	var total time.Duration
 	for _, c := range cells {
-		total += c.Workload.Info().PlanOn(pathOf(c.Topology)) + c.Cross.LeadTime() + CellOverhead
+		total += c.Workload.Info().PlanOn(cellrun.PathOf(c.Topology)) + c.Cross.LeadTime() + CellOverhead
 	}
 	return total
 }
 
 // pathOf is what a workload's plan knows of a topology: its round trip and
-// its loss one way.
-func pathOf(t testbed.Topology) workload.Path {
-	return workload.Path{RTT: t.PathRTT(), Loss: t.PathLoss()}
-}
 
 // DefaultDir is where a run of name goes without --out:
 // results/NAME-YYYYMMDD-HHMMSS.

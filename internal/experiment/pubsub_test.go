@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"tlab/internal/cellrun"
 
 	"tlab/internal/results"
 	"tlab/internal/scenario"
@@ -26,7 +27,7 @@ func runText(t *testing.T, src string) ([]results.Summary, string) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "run")
-	rows, err := Sweep{Scenario: sc, Dir: dir, SkipCalibration: true, Quality: Quality{Mode: "off"}}.Run(context.Background())
+	rows, err := Sweep{Scenario: sc, Dir: dir, SkipCalibration: true, Quality: cellrun.Quality{Mode: "off"}}.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"tlab/internal/cellrun"
 
 	"tlab/internal/results"
 	"tlab/internal/scenario"
@@ -20,9 +21,9 @@ func TestDisturbanceRule(t *testing.T) {
 	row := func(releaseUs, steal, stallUs float64) results.Summary {
 		return results.Summary{Fields: []results.Field{{Name: "emu_release_p99_us", Value: releaseUs}, {Name: "host_steal_pct", Value: steal}, {Name: "host_wakeup_max_us", Value: stallUs}}}
 	}
-	normal, strict, off := Quality{}, Quality{Mode: "strict"}, Quality{Mode: "off"}
+	normal, strict, off := cellrun.Quality{}, cellrun.Quality{Mode: "strict"}, cellrun.Quality{Mode: "off"}
 	for _, c := range []struct {
-		q        Quality
+		q        cellrun.Quality
 		s        results.Summary
 		medianMs float64
 		want     string
@@ -45,7 +46,7 @@ func TestDisturbanceRule(t *testing.T) {
 			t.Errorf("%s rule, %v, median %.1f ms: %q, want %q", c.q.Mode, c.s.Fields, c.medianMs, got, c.want)
 		}
 	}
-	if _, err := (Quality{Mode: "lenient"}).thresholds(); err == nil {
+	if _, err := (cellrun.Quality{Mode: "lenient"}).Thresholds(); err == nil {
 		t.Error("an unknown quality mode was accepted")
 	}
 }
@@ -62,7 +63,7 @@ func TestDisturbedCellsRunAgain(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "run")
 	attempts := 0
-	firstDisturbed := Quality{Mode: "normal", judge: func(results.Summary, float64) string {
+	firstDisturbed := cellrun.Quality{Mode: "normal", Judge: func(results.Summary, float64) string {
 		attempts++
 		// Tag each attempt's captures, to see which one the cell keeps.
 		tagged, _ := filepath.Glob(filepath.Join(dir, "cells", "*", fmt.Sprintf("captures.attempt-%d", attempts)))
@@ -110,7 +111,7 @@ func TestDisturbedCellsRunAgain(t *testing.T) {
 		t.Errorf("records per attempt: %v, want 10 and 10", per)
 	}
 
-	always := Quality{Mode: "normal", judge: func(results.Summary, float64) string { return "always" }}
+	always := cellrun.Quality{Mode: "normal", Judge: func(results.Summary, float64) string { return "always" }}
 	rows, err = Sweep{Scenario: sc, Dir: filepath.Join(t.TempDir(), "run"), SkipCalibration: true, Quality: always}.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +183,7 @@ func TestSessionLabelsComeFromTheHandshakes(t *testing.T) {
 		{"some resumed", []results.Record{conn(1, false, false), conn(2, true, false), conn(3, false, false)}, "true+false", false},
 		{"a failed one does not count", []results.Record{conn(1, false, false), conn(2, true, false), {ConnID: 3, NewConn: true, Error: "timeout"}}, true, false},
 	} {
-		r, z := sessionLabels(c.recs)
+		r, z := cellrun.SessionLabels(c.recs)
 		if r != c.resumed || z != c.zeroRTT {
 			t.Errorf("%s: resumption %v zero_rtt %v, want %v %v", c.name, r, z, c.resumed, c.zeroRTT)
 		}

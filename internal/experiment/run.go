@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"tlab/internal/cellrun"
 
 	"tlab/internal/advise"
 	"tlab/internal/analysis"
@@ -22,24 +23,9 @@ import (
 	"tlab/internal/testbed"
 )
 
-// ErrInput marks an error in what the user asked (a scenario that does not
-// load, a bad shard, a resume of the wrong run): the command line exits 2
-// for it.
-var ErrInput = errors.New("bad input")
-
 // ErrReport marks a run whose cells completed but whose report could not
 // be written.
 var ErrReport = errors.New("report")
-
-// inputError is an error in the input: it reads as err and is ErrInput.
-type inputError struct{ err error }
-
-func (e inputError) Error() string        { return e.err.Error() }
-func (e inputError) Unwrap() error        { return e.err }
-func (e inputError) Is(target error) bool { return target == ErrInput }
-
-// inputErr marks err as an error in the input.
-func inputErr(err error) error { return inputError{err} }
 
 // Run is one scenario run into a run directory: what `tlab run` does for
 // a scenario, a preset, an ad-hoc comparison or a resume, without printing.
@@ -77,7 +63,7 @@ type Run struct {
 	// in the manifest). Replay, with it, names a recording of that path
 	// (tlab record's profile): every cell runs across the path and on the
 	// recording, alternately, and replay.csv says where they agree.
-	Remote *RemoteTarget
+	Remote *cellrun.RemoteTarget
 	Replay string
 	// Requirements are the application's, kept in the manifest so that
 	// the report opens with the answer (tlab advise).
@@ -86,7 +72,7 @@ type Run struct {
 	// (nil: the scenario's, if it names one).
 	QoO *qoo.Profile
 
-	Progress func(Progress)
+	Progress func(cellrun.Progress)
 	Log      io.Writer
 	// Ready is called once the scenario, its cells and the directory are
 	// known, before any cell runs; an error stops the run and is returned
@@ -244,17 +230,17 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 func (r Run) compile() (*scenario.Scenario, []plan.Cell, Shard, error) {
 	sc, err := r.scenario()
 	if err != nil {
-		return nil, nil, Shard{}, inputErr(err)
+		return nil, nil, Shard{}, cellrun.InputErr(err)
 	}
 	if err := r.checkCommands(sc); err != nil {
-		return nil, nil, Shard{}, inputErr(err)
+		return nil, nil, Shard{}, cellrun.InputErr(err)
 	}
 	if sc.Capture && r.Temporary && r.Out == "" {
-		return nil, nil, Shard{}, inputErr(errors.New("--capture needs --out DIR"))
+		return nil, nil, Shard{}, cellrun.InputErr(errors.New("--capture needs --out DIR"))
 	}
 	cells, err := plan.Compile(sc)
 	if err != nil {
-		return nil, nil, Shard{}, inputErr(err)
+		return nil, nil, Shard{}, cellrun.InputErr(err)
 	}
 	// On a real path, the link overrides are emulated in front of it.
 	inFront := sc.LinkOverrides()
@@ -262,10 +248,10 @@ func (r Run) compile() (*scenario.Scenario, []plan.Cell, Shard, error) {
 		// On the recording the overrides would replace the fitted fields,
 		// on the path they are added in front of it: the two would not
 		// compare.
-		return nil, nil, Shard{}, inputErr(fmt.Errorf("--replay compares a recording with the path as it is; this run also emulates %s in front of the path: run the two apart", inFront))
+		return nil, nil, Shard{}, cellrun.InputErr(fmt.Errorf("--replay compares a recording with the path as it is; this run also emulates %s in front of the path: run the two apart", inFront))
 	}
-	if r.Quality != "" && !slices.Contains(QualityModes, r.Quality) {
-		return nil, nil, Shard{}, inputErr(fmt.Errorf("--quality %q: want %s", r.Quality, strings.Join(QualityModes, ", ")))
+	if r.Quality != "" && !slices.Contains(cellrun.QualityModes, r.Quality) {
+		return nil, nil, Shard{}, cellrun.InputErr(fmt.Errorf("--quality %q: want %s", r.Quality, strings.Join(cellrun.QualityModes, ", ")))
 	}
 	var shard Shard
 	if r.Shard != "" {
@@ -274,11 +260,11 @@ func (r Run) compile() (*scenario.Scenario, []plan.Cell, Shard, error) {
 			shard, err = ParseShard(spec)
 		}
 		if err != nil {
-			return nil, nil, Shard{}, inputErr(fmt.Errorf("--%w", err))
+			return nil, nil, Shard{}, cellrun.InputErr(fmt.Errorf("--%w", err))
 		}
 	}
 	if _, auto := sc.AutoRepetitions(); auto && r.Shard != "" {
-		return nil, nil, Shard{}, inputErr(errors.New("repetitions: auto decides where to repeat from every stack's cells at a point: run it whole, not as shards"))
+		return nil, nil, Shard{}, cellrun.InputErr(errors.New("repetitions: auto decides where to repeat from every stack's cells at a point: run it whole, not as shards"))
 	}
 	return sc, cells, shard, nil
 }
@@ -308,12 +294,12 @@ func (r Run) outcomeFor(sc *scenario.Scenario) (Outcome, error) {
 // auto, until its verdicts are decided) and finishes the sites.
 func (r Run) sweep(ctx context.Context, sc *scenario.Scenario, all, cells []plan.Cell, shard Shard, dir string) ([]results.Summary, error) {
 	sw := Sweep{Requirements: r.Requirements, QoO: r.QoO, Shard: shard, Scenario: sc, Cells: all, Dir: dir, Resume: r.Resume != "", SkipCalibration: r.NoCalibration,
-		Progress: r.Progress, Log: r.Log, Quality: Quality{Mode: r.Quality}, RequireCalibration: r.RequireCalibration, CommandsAs: r.CommandsAs.Cred, CommandsEnv: r.CommandsAs.Env}
+		Progress: r.Progress, Log: r.Log, Quality: cellrun.Quality{Mode: r.Quality}, RequireCalibration: r.RequireCalibration, CommandsAs: r.CommandsAs.Cred, CommandsEnv: r.CommandsAs.Env}
 	given := map[string]any{}
 	if r.Remote != nil {
-		given[AgentSite] = r.Remote
+		given[cellrun.AgentSite] = r.Remote
 	}
-	sites, err := startSites(ctx, SiteSetup{Scenario: sc, Dir: dir, Resume: r.Resume != "", Log: r.Log}, all, given)
+	sites, err := cellrun.StartSites(ctx, cellrun.SiteSetup{Scenario: sc, Dir: dir, Resume: r.Resume != "", Log: r.Log}, all, given)
 	if err != nil {
 		return nil, err
 	}
@@ -322,9 +308,9 @@ func (r Run) sweep(ctx context.Context, sc *scenario.Scenario, all, cells []plan
 	if maxReps, auto := sc.AutoRepetitions(); err == nil && auto {
 		rows, err = sw.repeatUntilDecided(ctx, cells, maxReps, rows)
 	}
-	err = sites.finish(err == nil, err)
+	err = sites.Finish(err == nil, err)
 	if errors.Is(err, ErrRunExists) {
-		err = inputErr(err)
+		err = cellrun.InputErr(err)
 	}
 	return rows, err
 }
@@ -341,10 +327,10 @@ func (r *Run) continueExisting() error {
 	prev, err1 := OpenResume(r.Out)
 	want, err2 := LoadScenario(r.NameOrFile, r.Sets)
 	if err := errors.Join(err1, err2); err != nil {
-		return inputErr(err)
+		return cellrun.InputErr(err)
 	}
 	if prev.Name != want.Name {
-		return inputErr(fmt.Errorf("%s holds a run of %s, not of %s: choose another --out", r.Out, prev.Name, want.Name))
+		return cellrun.InputErr(fmt.Errorf("%s holds a run of %s, not of %s: choose another --out", r.Out, prev.Name, want.Name))
 	}
 	if r.Log != nil {
 		fmt.Fprintf(r.Log, "%s holds an interrupted run: continuing it (--resume-existing)\n", r.Out)
@@ -373,7 +359,7 @@ func (r Run) scenario() (*scenario.Scenario, error) {
 // remote run's (RemoteSets) after them.
 func (r Run) scenarioSets() []string {
 	if r.Remote != nil && r.Remote.Addr != "" {
-		return append(slices.Clone(r.Sets), RemoteSets(r.Replay)...)
+		return append(slices.Clone(r.Sets), cellrun.RemoteSets(r.Replay)...)
 	}
 	return r.Sets
 }

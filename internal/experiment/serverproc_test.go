@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 	"time"
+	"tlab/internal/cellrun"
 
 	"tlab/internal/emu"
 	"tlab/internal/pki"
@@ -29,7 +30,7 @@ func TestLimitedHostsServerRunsInItsCgroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tb.Close()
-	h := hosts{tb: tb, roles: map[string]string{"client": "client", "server": "server"}}
+	h := cellrun.Hosts{Tb: tb, Roles: map[string]string{"client": "client", "server": "server"}}
 	ip, err := h.Addr("client", "server")
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"tlab/internal/cellrun"
 
 	"tlab/internal/emu"
 	"tlab/internal/hostnoise"
@@ -153,7 +154,7 @@ func (sh Shell) Run(ctx context.Context) (*ShellAccount, error) {
 	if cell.Site != "" {
 		return nil, fmt.Errorf("tlab shell runs on emulated links: network %s is the %s site", cell.Profile, cell.Site)
 	}
-	spec := SpecOf(cell, 1)
+	spec := cellrun.SpecOf(cell, 1)
 	info := spec.Workload.Info()
 	if len(info.Roles) < 2 {
 		return nil, fmt.Errorf("the scenario's workload has no server role to place the server in")
@@ -173,7 +174,7 @@ func (sh Shell) Run(ctx context.Context) (*ShellAccount, error) {
 	}
 	acct := &ShellAccount{Network: cell.Profile, Seed: spec.Cell.Seed, Command: sh.Command, Server: sh.Server}
 	spec.Workload = &shellCommands{sh: sh, roles: info.Roles, acct: acct}
-	res, err := RunCell(ctx, spec, nil, nil)
+	res, err := cellrun.RunCell(ctx, spec, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +183,7 @@ func (sh Shell) Run(ctx context.Context) (*ShellAccount, error) {
 		acct.Links = append(acct.Links, ShellLink{Name: l.Name, Up: directionAccount(ls.Up), Down: directionAccount(ls.Down)})
 	}
 	acct.Release, acct.Host = res.Release, res.Host
-	for _, b := range besides(spec) {
+	for _, b := range cellrun.Besides(spec) {
 		for _, k := range b.Columns() {
 			if v := res.Summary.Float(k); v == v { // JSON has no NaN: what was not measured is left out
 				if acct.Cross == nil {
@@ -333,17 +334,6 @@ func (sh Shell) startServer(ctx context.Context, server proto.ProcessHost, env S
 	return srv, closeLog, nil
 }
 
-// ownsItsStack says a workload runs commands that are their own stack
-// (a scenario's stacks:, tlab shell's commands): no registered protocol
-// is looked up for it.
-func ownsItsStack(w workload.Workload) bool {
-	switch w.(type) {
-	case workload.Command, *shellCommands:
-		return true
-	}
-	return false
-}
-
 // environ is the commands' environment: tlab's own and the addresses.
 func environ(env ShellEnv) []string {
 	out := os.Environ()
@@ -435,3 +425,7 @@ func writeShellAccount(dir string, acct *ShellAccount) error {
 		return enc.Encode(acct)
 	})
 }
+
+// OwnsItsStack marks the shell's commands as a stack of their own: no
+// registered protocol is looked up for them.
+func (*shellCommands) OwnsItsStack() {}

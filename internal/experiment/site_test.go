@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"tlab/internal/cellrun"
 
 	"tlab/internal/cross"
 	"tlab/internal/emu"
@@ -36,7 +37,7 @@ func (m *siteMeter) ResetLateness() error            { m.resets++; return nil }
 
 // fakeSite is a site on loopback that records what RunCell did with it.
 type fakeSite struct {
-	CellOnly
+	cellrun.CellOnly
 	meter    siteMeter
 	opened   int
 	closed   int
@@ -45,22 +46,22 @@ type fakeSite struct {
 	rtt      float64
 }
 
-func (s *fakeSite) Open(_ context.Context, _ CellSpec, _ workload.Info) (*Place, error) {
+func (s *fakeSite) Open(_ context.Context, _ cellrun.CellSpec, _ workload.Info) (*cellrun.Place, error) {
 	s.opened++
-	return &Place{Hosts: loopbackHosts{}, Meter: &s.meter, CertIP: net.IPv4(127, 0, 0, 1), RTTMs: s.rtt, Emulated: s.emulated,
+	return &cellrun.Place{Hosts: loopbackHosts{}, Meter: &s.meter, CertIP: net.IPv4(127, 0, 0, 1), RTTMs: s.rtt, Emulated: s.emulated,
 		Beside: func(string) (cross.Endpoints, error) { return cross.Endpoints{}, errors.New("no link on loopback") },
 		Check:  func() error { return s.checkErr },
 		Close:  func() error { s.closed++; return nil }}, nil
 }
 
 // siteSpec is a cell of sc (its first) at site.
-func siteSpec(t *testing.T, sc *scenario.Scenario, site Site) CellSpec {
+func siteSpec(t *testing.T, sc *scenario.Scenario, site cellrun.Site) cellrun.CellSpec {
 	t.Helper()
 	cells, err := plan.Compile(sc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := SpecOf(cells[0], 1)
+	spec := cellrun.SpecOf(cells[0], 1)
 	spec.Site = site
 	return spec
 }
@@ -76,7 +77,7 @@ func TestRunCellOnAFakeSite(t *testing.T) {
 		t.Fatal(err)
 	}
 	site := &fakeSite{rtt: 12.5}
-	res, err := RunCell(context.Background(), siteSpec(t, sc, site), nil, nil)
+	res, err := cellrun.RunCell(context.Background(), siteSpec(t, sc, site), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestRunCellOnAFakeSite(t *testing.T) {
 	}
 	// A site that went away during the cell: the cell is not complete.
 	site.checkErr = errors.New("the agent went away")
-	if _, err := RunCell(context.Background(), siteSpec(t, sc, site), nil, nil); err == nil || !strings.Contains(err.Error(), "went away") {
+	if _, err := cellrun.RunCell(context.Background(), siteSpec(t, sc, site), nil, nil); err == nil || !strings.Contains(err.Error(), "went away") {
 		t.Errorf("a site that broke during the cell: %v", err)
 	}
 	if site.closed != 2 {
@@ -128,7 +129,7 @@ beside:
 	dir := t.TempDir()
 	spec := siteSpec(t, sc, &fakeSite{})
 	spec.BesideDir = dir
-	res, err := RunCell(context.Background(), spec, nil, nil)
+	res, err := cellrun.RunCell(context.Background(), spec, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +155,7 @@ beside:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := RunCell(context.Background(), siteSpec(t, sc2, &fakeSite{}), nil, nil); err == nil || !strings.Contains(err.Error(), "no link") {
+	if _, err := cellrun.RunCell(context.Background(), siteSpec(t, sc2, &fakeSite{}), nil, nil); err == nil || !strings.Contains(err.Error(), "no link") {
 		t.Errorf("cross traffic at a site with no link: %v", err)
 	}
 }
@@ -181,13 +182,13 @@ func TestARealPathNeedsItsSite(t *testing.T) {
 		t.Fatal(err)
 	}
 	cells, _ := sc.Cells()
-	if cells[0].Site != "" || cells[1].Site != AgentSite {
+	if cells[0].Site != "" || cells[1].Site != cellrun.AgentSite {
 		t.Errorf("cells' sites %q, %q: want the testbed, then the agent", cells[0].Site, cells[1].Site)
 	}
 	f := &fakeAttempts{release: map[string][]float64{"tcp": {10}}, calls: map[string]int{}}
 	dir := filepath.Join(t.TempDir(), "run")
 	_, err = (&Sweep{Scenario: sc, Dir: dir, SkipCalibration: true, attempt: f.run}).Run(context.Background())
-	if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "network remote runs at the agent site, which this run does not have: give tlab run --remote") {
+	if !errors.Is(err, cellrun.ErrInput) || !strings.Contains(err.Error(), "network remote runs at the agent site, which this run does not have: give tlab run --remote") {
 		t.Errorf("a run without the agent: %v", err)
 	}
 	if len(f.calls) != 0 {
@@ -205,7 +206,7 @@ type fakeBeside struct {
 }
 
 func (f *fakeBeside) Lead() time.Duration { return f.lead }
-func (f *fakeBeside) Start(context.Context, *Place, proto.Settings) error {
+func (f *fakeBeside) Start(context.Context, *cellrun.Place, proto.Settings) error {
 	f.started = time.Now()
 	return nil
 }
@@ -218,15 +219,15 @@ func (f *fakeBeside) Failed() string                    { return "" }
 // beside it has none and starts with the cell's own, not with the load.
 func TestBesidesWithoutALeadStartWithTheWorkload(t *testing.T) {
 	load, loop := &fakeBeside{lead: 300 * time.Millisecond}, &fakeBeside{}
-	g, err := startBesides(context.Background(), []Beside{load, loop}, &Place{}, proto.Settings{})
+	g, err := cellrun.StartBesides(context.Background(), []cellrun.Beside{load, loop}, &cellrun.Place{}, proto.Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.waitForWorkload(context.Background()); err != nil {
+	if err := g.WaitForWorkload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	workload := time.Now()
-	if _, _, err := g.stop(); err != nil {
+	if _, _, err := g.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	if load.started.IsZero() || workload.Sub(load.started) < 300*time.Millisecond {
@@ -243,7 +244,7 @@ func TestBesidesWithoutALeadStartWithTheWorkload(t *testing.T) {
 // (no profile's fields); without overrides nothing is emulated. The run
 // names them in its own words.
 func TestLinkOverridesGoInFrontOfASite(t *testing.T) {
-	text := "name: front\nprofiles: [" + "remote" + "]\nsites: {remote: " + AgentSite + "}\nprotocols: [tcp]\nworkload: {type: periodic}\ncount: 5\n"
+	text := "name: front\nprofiles: [" + "remote" + "]\nsites: {remote: " + cellrun.AgentSite + "}\nprotocols: [tcp]\nworkload: {type: periodic}\ncount: 5\n"
 	sc, err := scenario.Parse("front.yaml", []byte(text+"link: {up: {loss: 1%}}\nmatrix: {link.delay: [5ms, 10ms]}\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -256,7 +257,7 @@ func TestLinkOverridesGoInFrontOfASite(t *testing.T) {
 		t.Fatalf("%d cells, %v", len(cells), err)
 	}
 	for i, want := range []time.Duration{5 * time.Millisecond, 10 * time.Millisecond} {
-		spec := SpecOf(cells[i], 2)
+		spec := cellrun.SpecOf(cells[i], 2)
 		cfg := spec.Topology.Links[0].Config
 		if cfg.Up.Loss.Rate != 0.01 || cfg.Up.Delay.D() != want || cfg.Down.Delay.D() != want || cfg.Up.Rate != 0 || cfg.Down.Loss.Rate != 0 {
 			t.Errorf("cell %d emulates %+v in front of the path; want up loss 1%%, delay %v each way, nothing else", i, cfg, want)
@@ -269,7 +270,7 @@ func TestLinkOverridesGoInFrontOfASite(t *testing.T) {
 	if cells, err = plan.Compile(plain); err != nil {
 		t.Fatal(err)
 	}
-	spec := SpecOf(cells[0], 1)
+	spec := cellrun.SpecOf(cells[0], 1)
 	if !spec.Topology.Links[0].Config.IsPerfect() || plain.LinkOverrides() != "" {
 		t.Errorf("a real path without overrides gets %+v (%q) in front of it; want nothing", spec.Topology.Links[0].Config, plain.LinkOverrides())
 	}

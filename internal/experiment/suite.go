@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"tlab/internal/cellrun"
 
 	"tlab/internal/advise"
 	"tlab/internal/plan"
@@ -56,7 +57,7 @@ func (r *SuiteRecord) Options(quality string, require []advise.Requirement) (str
 	}
 	kept, err := advise.ParseAll(r.Requirements)
 	if err != nil {
-		return "", nil, inputErr(fmt.Errorf("%s: requirements: %w", SuiteFile, err))
+		return "", nil, cellrun.InputErr(fmt.Errorf("%s: requirements: %w", SuiteFile, err))
 	}
 	return r.Quality, kept, nil
 }
@@ -94,7 +95,7 @@ func (e *ErrSuiteInterrupted) Unwrap() error { return e.Err }
 // own, and the suite goes on. It returns the suite's directory.
 func (s Suite) Execute(base Run, runPart func(part string, r Run) error) (string, error) {
 	if base.Shard != "" {
-		return "", inputErr(errors.New("--shard applies to one scenario; run each part of the suite with its own --shard"))
+		return "", cellrun.InputErr(errors.New("--shard applies to one scenario; run each part of the suite with its own --shard"))
 	}
 	if s.Now == nil {
 		s.Now = time.Now
@@ -176,7 +177,7 @@ func ResumeSuite(dir string) (Suite, bool, error) {
 	}
 	var rec SuiteRecord
 	if err := json.Unmarshal(b, &rec); err != nil {
-		return Suite{}, true, inputErr(fmt.Errorf("%s: %w", filepath.Join(dir, SuiteFile), err))
+		return Suite{}, true, cellrun.InputErr(fmt.Errorf("%s: %w", filepath.Join(dir, SuiteFile), err))
 	}
 	return Suite{Record: rec, Dir: dir}, true, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"tlab/internal/cellrun"
 
 	"tlab/internal/advise"
 )
@@ -36,7 +37,7 @@ func TestSuiteKeepsItsOptions(t *testing.T) {
 		t.Errorf("a resume given --quality strict: %q %v", q, r)
 	}
 	broken := SuiteRecord{Requirements: []string{"no_such_metric<=1"}}
-	if _, _, err := broken.Options("", nil); !errors.Is(err, ErrInput) {
+	if _, _, err := broken.Options("", nil); !errors.Is(err, cellrun.ErrInput) {
 		t.Errorf("an edited suite.json with a bad requirement: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"tlab/internal/cellrun"
 )
 
 // TestSuiteTestbedFollowsEachRunsRule: the command line checks privileges
@@ -24,7 +25,7 @@ func TestSuiteTestbedFollowsEachRunsRule(t *testing.T) {
 		return path
 	}
 	plain, inFront := write("plain", ""), write("infront", "link: {rate: 50Mbit}\n")
-	remote := Run{Remote: &RemoteTarget{Addr: "192.0.2.1:7000"}}
+	remote := Run{Remote: &cellrun.RemoteTarget{Addr: "192.0.2.1:7000"}}
 	for _, c := range []struct {
 		what  string
 		parts []string

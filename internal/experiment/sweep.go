@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"tlab/internal/cellrun"
 
 	"tlab/internal/advise"
 	"tlab/internal/analysis"
@@ -36,13 +37,13 @@ type Sweep struct {
 	Resume bool
 	// SkipCalibration leaves the calibration out of the manifest.
 	SkipCalibration bool
-	Progress        func(Progress)
+	Progress        func(cellrun.Progress)
 	// OnRow, when set, hears each cell's row as soon as the cell ends.
 	OnRow func(results.Summary)
 	// Log, when set, hears about steps (calibration, resumed cells).
 	Log io.Writer
 	// Quality decides which cells are disturbed and run again.
-	Quality Quality
+	Quality cellrun.Quality
 	// RequireCalibration refuses to run cells when the opening
 	// calibration does not pass.
 	RequireCalibration bool
@@ -58,7 +59,7 @@ type Sweep struct {
 	// Sites are the run's started sites by kind, where its cells' networks
 	// run at one (sites: in the scenario); the testbed needs none. A cell
 	// whose site is missing is refused before anything runs.
-	Sites map[string]Site
+	Sites map[string]cellrun.Site
 	// Requirements go into the manifest ("METRIC OP BOUND" each); a
 	// resume without any keeps the run's.
 	Requirements []advise.Requirement
@@ -75,7 +76,7 @@ type Sweep struct {
 	calibrate func(ctx context.Context, m *results.Manifest, emulator emu.EngineOptions) error
 	// attempt runs one attempt at a cell (RunCell when nil); tests give a
 	// fake, to test the sweep's bookkeeping without a network.
-	attempt func(ctx context.Context, spec CellSpec, sink func(results.Record) error, progress func(Progress)) (CellResult, error)
+	attempt func(ctx context.Context, spec cellrun.CellSpec, sink func(results.Record) error, progress func(cellrun.Progress)) (cellrun.CellResult, error)
 }
 
 // Shard is one of N parts of a scenario's cells: cell k (in the
@@ -177,7 +178,7 @@ func OpenResume(dir string) (*scenario.Scenario, error) {
 		// A remote run made before sites: existed named its real path
 		// by the profile alone.
 		if b, err := os.ReadFile(filepath.Join(dir, results.ScenarioFile)); err == nil && !strings.Contains(string(b), "\nsites:") {
-			sets = append(sets, "sites={"+analysis.RealPath+": "+AgentSite+"}")
+			sets = append(sets, "sites={"+analysis.RealPath+": "+cellrun.AgentSite+"}")
 		}
 	}
 	s, err := scenario.Load(filepath.Join(dir, results.ScenarioFile), sets...)
@@ -279,7 +280,7 @@ func (sw *Sweep) openManifest(all, cells []plan.Cell, params []string) (*results
 	sc := sw.Scenario
 	m, err := results.ReadManifest(sw.Dir)
 	if err != nil || !sw.Resume {
-		m = newManifest()
+		m = cellrun.NewManifest()
 		m.Scenario, m.Description, m.ScenarioFile, m.Seed, m.Cells = sc.Name, sc.Description, sc.File(), sc.Seed, len(cells)
 		m.Shard, m.TotalCells = sw.Shard.String(), len(all)
 		info := sc.WorkloadSpec().Info()
@@ -303,7 +304,7 @@ func (sw *Sweep) openManifest(all, cells []plan.Cell, params []string) (*results
 			sw.Quality.Mode = m.Quality // a resume keeps the run's rule
 		}
 	}
-	if _, err := sw.Quality.thresholds(); err != nil {
+	if _, err := sw.Quality.Thresholds(); err != nil {
 		return nil, err
 	}
 	if sw.Quality.Mode == "" {
@@ -348,7 +349,7 @@ func (sw Sweep) calibrateOpening(ctx context.Context, m *results.Manifest, cells
 	sw.logf("calibrating the emulator (tlab calibrate --quick)...")
 	calibrate := sw.calibrate
 	if calibrate == nil {
-		calibrate = calibrateInto
+		calibrate = cellrun.CalibrateInto
 	}
 	err := calibrate(ctx, m, sw.Scenario.Emulator)
 	var w string
@@ -380,7 +381,7 @@ func (sw Sweep) calibrateOpening(ctx context.Context, m *results.Manifest, cells
 // runCells runs the cells in order: a complete cell is read back, any
 // other started afresh in its directory; a failed or disturbed cell is a
 // warning in the manifest.
-func (sw Sweep) runCells(ctx context.Context, m *results.Manifest, cells []plan.Cell, sites map[string]Site, params []string) ([]results.Summary, error) {
+func (sw Sweep) runCells(ctx context.Context, m *results.Manifest, cells []plan.Cell, sites map[string]cellrun.Site, params []string) ([]results.Summary, error) {
 	var rows []results.Summary
 	done := 0
 	for i, cell := range cells {
@@ -479,12 +480,12 @@ func (sw Sweep) finishRun(m *results.Manifest, rows []results.Summary) error {
 // sites are the sites the cells run at, by kind ("" the testbed): the
 // run's started sites (the agent's real path where the run has one). A cell whose site the run does
 // not have is refused before anything runs.
-func (sw Sweep) sites(cells []plan.Cell) (map[string]Site, error) {
-	sites := map[string]Site{"": testbedSite{}}
+func (sw Sweep) sites(cells []plan.Cell) (map[string]cellrun.Site, error) {
+	sites := map[string]cellrun.Site{"": cellrun.TestbedSite{}}
 	maps.Copy(sites, sw.Sites)
 	for _, c := range cells {
 		if _, ok := sites[c.Site]; !ok {
-			return nil, inputErr(fmt.Errorf("network %s runs at the %s site, which this run does not have: %s", c.Profile, c.Site, siteHint(c.Site)))
+			return nil, cellrun.InputErr(fmt.Errorf("network %s runs at the %s site, which this run does not have: %s", c.Profile, c.Site, siteHint(c.Site)))
 		}
 	}
 	return sites, nil
@@ -500,8 +501,8 @@ func siteHint(kind string) string {
 	return "no such site"
 }
 
-func (sw Sweep) runCell(ctx context.Context, cell plan.Cell, total int, dir string, site Site) (results.Summary, []testbed.LiveRun, error) {
-	spec := SpecOf(cell, total)
+func (sw Sweep) runCell(ctx context.Context, cell plan.Cell, total int, dir string, site cellrun.Site) (results.Summary, []testbed.LiveRun, error) {
+	spec := cellrun.SpecOf(cell, total)
 	if c, ok := spec.Workload.(workload.Command); ok {
 		c.Credential, c.UserEnv = sw.CommandsAs, sw.CommandsEnv
 		spec.Workload = c
@@ -556,18 +557,18 @@ func (sw Sweep) runCell(ctx context.Context, cell plan.Cell, total int, dir stri
 // quality rule's attempts are spent, and returns the attempt it reports:
 // the clean one, or the least disturbed, marked. Each attempt's records
 // go to rec, its captures to captureDir(attempt).
-func (sw Sweep) attempts(ctx context.Context, spec CellSpec, rec *results.RecordWriter, captureDir func(int) string) (best results.Summary, bestOverlaps []testbed.LiveRun, bestAttempt int, err error) {
-	t, err := sw.Quality.thresholds()
+func (sw Sweep) attempts(ctx context.Context, spec cellrun.CellSpec, rec *results.RecordWriter, captureDir func(int) string) (best results.Summary, bestOverlaps []testbed.LiveRun, bestAttempt int, err error) {
+	t, err := sw.Quality.Thresholds()
 	if err != nil {
 		return results.Summary{}, nil, 0, err
 	}
 	run := sw.attempt
 	if run == nil {
-		run = RunCell
+		run = cellrun.RunCell
 	}
 	bestWhy, bestSeverity := "", math.Inf(1)
 	ran := 0
-	for attempt := 1; attempt <= t.attempts; attempt++ {
+	for attempt := 1; attempt <= t.Attempts; attempt++ {
 		rec.SetAttempt(attempt)
 		spec.Cell.Attempt = attempt
 		spec.CaptureDir = captureDir(attempt)
@@ -576,16 +577,16 @@ func (sw Sweep) attempts(ctx context.Context, spec CellSpec, rec *results.Record
 			return results.Summary{}, nil, 0, err
 		}
 		ran++
-		median := medianDelay(res.Records)
+		median := cellrun.MedianDelay(res.Records)
 		why := sw.Quality.Disturbance(res.Summary, median)
-		if sev := severity(res.Summary, median); why == "" || sev < bestSeverity {
+		if sev := cellrun.Severity(res.Summary, median); why == "" || sev < bestSeverity {
 			best, bestOverlaps, bestWhy, bestSeverity, bestAttempt = res.Summary, res.Overlaps, why, sev, attempt
 			best.Set("attempt", float64(attempt))
 		}
 		if why == "" {
 			break
 		}
-		if attempt < t.attempts {
+		if attempt < t.Attempts {
 			sw.logf("cell %s, attempt %d: disturbed (%s); running it again", spec.Cell.ID, attempt, why)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"tlab/internal/cellrun"
 
 	"tlab/internal/emu"
 	"tlab/internal/results"
@@ -28,29 +29,29 @@ type fakeAttempts struct {
 	failCell map[string]string
 }
 
-func (f *fakeAttempts) run(ctx context.Context, spec CellSpec, sink func(results.Record) error, _ func(Progress)) (CellResult, error) {
+func (f *fakeAttempts) run(ctx context.Context, spec cellrun.CellSpec, sink func(results.Record) error, _ func(cellrun.Progress)) (cellrun.CellResult, error) {
 	p := spec.Cell.Protocol
 	f.calls[p]++
 	if p == f.cancelAt {
 		f.cancel()
-		return CellResult{}, ctx.Err()
+		return cellrun.CellResult{}, ctx.Err()
 	}
 	var recs []results.Record
 	for i := range 5 {
 		r := results.Record{Seq: i, SentMs: float64(10 * i), DoneMs: float64(10*i + i + 1), DelayMs: float64(i + 1), ReqBytes: 256, RespBytes: 256, ConnID: 1}
 		if err := sink(r); err != nil {
-			return CellResult{}, err
+			return cellrun.CellResult{}, err
 		}
 		recs = append(recs, r)
 	}
 	rel := f.release[p]
 	facts := map[string]float64{"emu_release_p99_us": rel[min(f.calls[p], len(rel))-1], "conns_opened": 0}
-	res := CellResult{Records: recs}
+	res := cellrun.CellResult{Records: recs}
 	if f.overlap[p] {
 		res.Overlaps = []testbed.LiveRun{{ID: "other", PID: 4242, Label: "tlab run other"}}
 	}
 	var err error
-	res.Summary, err = summarize(spec, spec.Workload.Info(), &Place{Emulated: true}, nil, recs, emu.LinkStats{}, facts)
+	res.Summary, err = cellrun.Summarize(spec, spec.Workload.Info(), &cellrun.Place{Emulated: true}, nil, recs, emu.LinkStats{}, facts)
 	res.Failed = f.failCell[p]
 	res.Summary.Set("cell_error", res.Failed)
 	return res, err
@@ -209,7 +210,7 @@ func TestCalibrationMeasuresTheCellsEngine(t *testing.T) {
 	}
 	var cells []emu.EngineOptions
 	f := &fakeAttempts{release: map[string][]float64{"tcp": {10}}, calls: map[string]int{}}
-	attempt := func(ctx context.Context, spec CellSpec, sink func(results.Record) error, p func(Progress)) (CellResult, error) {
+	attempt := func(ctx context.Context, spec cellrun.CellSpec, sink func(results.Record) error, p func(cellrun.Progress)) (cellrun.CellResult, error) {
 		cells = append(cells, spec.Emulator)
 		return f.run(ctx, spec, sink, p)
 	}

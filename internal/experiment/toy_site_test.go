@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"tlab/internal/cellrun"
 
 	"tlab/internal/results"
 	"tlab/internal/scenario"
@@ -25,7 +26,7 @@ import (
 const toySiteKind = "toy-loopback"
 
 func init() {
-	RegisterSite(scenario.SiteKind{Kind: toySiteKind, Network: "toyland", Doc: "test only: this process's loopback",
+	cellrun.RegisterSite(scenario.SiteKind{Kind: toySiteKind, Network: "toyland", Doc: "test only: this process's loopback",
 		Flag: "nothing: it is always there"}, newToySite)
 }
 
@@ -34,13 +35,13 @@ func init() {
 const toySiteRTTMs = 7.25
 
 type toySite struct {
-	setup SiteSetup
+	setup cellrun.SiteSetup
 	// broken: its Open fails (a scenario whose name says so), to see
 	// the site finished after a failed run.
 	broken bool
 }
 
-func newToySite(setup SiteSetup) (Site, error) {
+func newToySite(setup cellrun.SiteSetup) (cellrun.Site, error) {
 	return &toySite{setup: setup, broken: strings.Contains(setup.Scenario.Name, "broken")}, nil
 }
 
@@ -55,9 +56,9 @@ func (s *toySite) Note(m *results.Manifest) {
 	m.Warnings = append(m.Warnings, "noted by the toy site")
 }
 
-func (s *toySite) Open(_ context.Context, spec CellSpec, _ workload.Info) (*Place, error) {
+func (s *toySite) Open(_ context.Context, spec cellrun.CellSpec, _ workload.Info) (*cellrun.Place, error) {
 	s.say("open %s", spec.Cell.ID)
-	p := &Place{Hosts: loopbackHosts{}, Meter: noLinkMeter{}, CertIP: net.IPv4(127, 0, 0, 1), RTTMs: toySiteRTTMs,
+	p := &cellrun.Place{Hosts: loopbackHosts{}, Meter: cellrun.NoLinkMeter{}, CertIP: net.IPv4(127, 0, 0, 1), RTTMs: toySiteRTTMs,
 		Close: func() error { s.say("close %s", spec.Cell.ID); return nil }}
 	if s.broken {
 		return p, errors.New("the toy site is broken")

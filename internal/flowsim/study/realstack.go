@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+	"tlab/internal/cellrun"
 
 	"tlab/internal/emu"
-	"tlab/internal/experiment"
 	"tlab/internal/flowsim"
 	"tlab/internal/proto"
 	"tlab/internal/qlogflow"
@@ -116,12 +116,12 @@ func RunFlowControl(ctx context.Context, spec FlowControlSpec) (FlowControlRun, 
 		return FlowControlRun{}, err
 	}
 	w := workload.Bulk{Streams: cfg.Streams, Bytes: int(cfg.BytesPerStream)}
-	cell := experiment.CellSpec{
+	cell := cellrun.CellSpec{
 		Cell:     results.Cell{ID: results.SafeName(cfg.Name + "-" + spec.Name()), Profile: "flowsim", Protocol: "quic-streams", Workload: "bulk", Rep: 1, Seed: spec.Seed, Key: w.Info().Key},
 		Topology: testbed.ClientServer(spec.Link()), Roles: map[string]string{"client": "client", "server": "server"},
 		Workload: w, Settings: settings, Emulator: spec.Emulator,
 	}
-	res, err := experiment.RunCell(ctx, cell, nil, nil)
+	res, err := cellrun.RunCell(ctx, cell, nil, nil)
 	if err != nil {
 		return FlowControlRun{}, err
 	}

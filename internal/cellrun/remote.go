@@ -1,4 +1,4 @@
-package experiment
+package cellrun
 
 import (
 	"context"
@@ -137,7 +137,7 @@ func (s *agentSite) Open(ctx context.Context, spec CellSpec, info workload.Info)
 	agentIP := s.path.Agent.Host()
 	p := &Place{
 		Hosts:  remoteHosts{path: s.path, agentIP: agentIP, protocol: spec.Cell.Protocol},
-		Meter:  noLinkMeter{},
+		Meter:  NoLinkMeter{},
 		CertIP: agentIP,
 		RTTMs:  s.path.RTTMs, // the real path's, measured at the run's start
 		// A cell during which the agent went away measured a broken
@@ -391,7 +391,7 @@ func remoteTarget(t *RemoteTarget, dir string) (*RemoteTarget, *results.Manifest
 	switch {
 	case (t == nil || t.Addr == "") && (m == nil || m.Remote == nil):
 		if t != nil {
-			return nil, m, inputErr(errors.New("--state applies to runs across a real path (--remote, or the resume of one)"))
+			return nil, m, InputErr(errors.New("--state applies to runs across a real path (--remote, or the resume of one)"))
 		}
 		return nil, m, nil // not a remote run
 	case t == nil:
@@ -399,9 +399,9 @@ func remoteTarget(t *RemoteTarget, dir string) (*RemoteTarget, *results.Manifest
 	case t.Addr == "":
 		t = &RemoteTarget{Addr: m.Remote.Address, StateDir: t.StateDir}
 	case m != nil && m.Remote != nil && m.Remote.Address != t.Addr:
-		return nil, m, inputErr(fmt.Errorf("%s was measured across the path to %s, not %s", dir, m.Remote.Address, t.Addr))
+		return nil, m, InputErr(fmt.Errorf("%s was measured across the path to %s, not %s", dir, m.Remote.Address, t.Addr))
 	case m != nil && m.Remote == nil && t != nil:
-		return nil, m, inputErr(fmt.Errorf("%s holds a run on emulated links: it cannot continue across a real path", dir))
+		return nil, m, InputErr(fmt.Errorf("%s holds a run on emulated links: it cannot continue across a real path", dir))
 	}
 	return t, m, nil
 }
@@ -412,13 +412,13 @@ func dialAgent(ctx context.Context, t *RemoteTarget, m *results.Manifest, dir st
 	c, err := remote.Dial(ctx, t.Addr, remote.DialOptions{StateDir: t.StateDir, Pairing: t.Pairing})
 	if err != nil {
 		if errors.Is(err, remote.ErrNotPaired) {
-			return nil, inputErr(err)
+			return nil, InputErr(err)
 		}
 		return nil, err
 	}
 	if m != nil && m.Remote != nil && m.Remote.Fingerprint != c.Agent.Fingerprint {
 		c.Close()
-		return nil, inputErr(fmt.Errorf("the agent at %s is not the one %s was measured with", t.Addr, dir))
+		return nil, InputErr(fmt.Errorf("the agent at %s is not the one %s was measured with", t.Addr, dir))
 	}
 	return c, nil
 }

@@ -1,4 +1,4 @@
-package experiment
+package cellrun
 
 import (
 	"context"
@@ -21,7 +21,7 @@ var sysctlKeys = []string{
 	"net/ipv4/tcp_slow_start_after_idle", "net/ipv4/tcp_timestamps", "net/ipv4/tcp_sack",
 }
 
-func newManifest() *results.Manifest {
+func NewManifest() *results.Manifest {
 	m := &results.Manifest{Go: runtime.Version(), Dependencies: map[string]string{}, Sysctls: map[string]string{}, Cores: runtime.NumCPU(), Started: time.Now()}
 	m.Tool = "tlab"
 	if bi, ok := debug.ReadBuildInfo(); ok {
@@ -50,7 +50,7 @@ func newManifest() *results.Manifest {
 
 // calibrateInto takes a quick calibration of the engine the cells will
 // use and records it in m.
-func calibrateInto(ctx context.Context, m *results.Manifest, emulator emu.EngineOptions) error {
+func CalibrateInto(ctx context.Context, m *results.Manifest, emulator emu.EngineOptions) error {
 	r, err := calibrate.Run(ctx, calibrate.Options{Quick: true, NoModes: true, Emulator: emulator, Seed: 1})
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package experiment
+package cellrun
 
 import (
 	"context"
@@ -46,7 +46,7 @@ type Beside interface {
 }
 
 // besides are what the cell's spec puts beside its workload.
-func besides(spec CellSpec) []Beside {
+func Besides(spec CellSpec) []Beside {
 	var out []Beside
 	if spec.Cross.Active() {
 		out = append(out, &crossBeside{cfg: spec.Cross, near: spec.Cross.Near, log: spec.CrossLog})
@@ -74,18 +74,18 @@ type besideGroup struct {
 // startBeside starts the cell's besides at place; none runs when one
 // cannot start.
 func startBeside(ctx context.Context, spec CellSpec, info workload.Info, place *Place, settings proto.Settings) (*besideGroup, error) {
-	bs := besides(spec)
+	bs := Besides(spec)
 	for _, b := range bs {
 		if c, ok := b.(*crossBeside); ok && c.near == "" {
 			c.near = info.Roles[0] // the workload's first role: the client, the publisher, the sender
 		}
 	}
-	return startBesides(ctx, bs, place, settings)
+	return StartBesides(ctx, bs, place, settings)
 }
 
 // startBesides starts those of bs that have a lead and keeps the others
 // for waitForWorkload.
-func startBesides(ctx context.Context, bs []Beside, place *Place, settings proto.Settings) (*besideGroup, error) {
+func StartBesides(ctx context.Context, bs []Beside, place *Place, settings proto.Settings) (*besideGroup, error) {
 	g := &besideGroup{begun: time.Now(), place: place, settings: settings}
 	for _, b := range bs {
 		if b.Lead() <= 0 {
@@ -104,7 +104,7 @@ func startBesides(ctx context.Context, bs []Beside, place *Place, settings proto
 
 // waitForWorkload waits out the besides' lead, then starts those that run
 // with the workload: the workload starts when it returns.
-func (g *besideGroup) waitForWorkload(ctx context.Context) error {
+func (g *besideGroup) WaitForWorkload(ctx context.Context) error {
 	select {
 	case <-time.After(time.Until(g.begun.Add(g.lead))):
 	case <-ctx.Done():
@@ -121,7 +121,7 @@ func (g *besideGroup) waitForWorkload(ctx context.Context) error {
 }
 
 // stop ends every beside and returns their columns and failures.
-func (g *besideGroup) stop() (map[string]float64, []string, error) {
+func (g *besideGroup) Stop() (map[string]float64, []string, error) {
 	g.stopped = true
 	facts := map[string]float64{}
 	var errs []error
@@ -142,7 +142,7 @@ func (g *besideGroup) abort() {
 	if g == nil || g.stopped {
 		return
 	}
-	g.stop() // an error path: the cell already has its error
+	g.Stop() // an error path: the cell already has its error
 }
 
 // columns are every beside's column names, in order.

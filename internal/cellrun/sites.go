@@ -1,4 +1,4 @@
-package experiment
+package cellrun
 
 import (
 	"context"
@@ -75,7 +75,7 @@ type runSites map[string]Site
 // networks and those it was given something for. A kind the run was not
 // given is left out (the sweep refuses its cells); a site that does not
 // start stops the run, and the ones started before it are finished.
-func startSites(ctx context.Context, setup SiteSetup, cells []plan.Cell, given map[string]any) (runSites, error) {
+func StartSites(ctx context.Context, setup SiteSetup, cells []plan.Cell, given map[string]any) (runSites, error) {
 	var kinds []string
 	for _, c := range cells {
 		if c.Site != "" && !slices.Contains(kinds, c.Site) {
@@ -92,7 +92,7 @@ func startSites(ctx context.Context, setup SiteSetup, cells []plan.Cell, given m
 	for _, kind := range kinds {
 		factory, ok := siteFactory(kind)
 		if !ok {
-			return sites, sites.finish(false, fmt.Errorf("site %q: no such kind of site", kind))
+			return sites, sites.Finish(false, fmt.Errorf("site %q: no such kind of site", kind))
 		}
 		s := setup
 		s.Kind, s.Given = kind, given[kind]
@@ -104,7 +104,7 @@ func startSites(ctx context.Context, setup SiteSetup, cells []plan.Cell, given m
 			}
 		}
 		if err != nil {
-			return nil, sites.finish(false, err)
+			return nil, sites.Finish(false, err)
 		}
 		if site != nil {
 			sites[kind] = site
@@ -115,7 +115,7 @@ func startSites(ctx context.Context, setup SiteSetup, cells []plan.Cell, given m
 
 // finish finishes every started site and returns err joined with what
 // they said.
-func (s runSites) finish(completed bool, err error) error {
+func (s runSites) Finish(completed bool, err error) error {
 	kinds := make([]string, 0, len(s))
 	for k := range s {
 		kinds = append(kinds, k)

@@ -1,4 +1,4 @@
-package experiment
+package cellrun
 
 import (
 	"cmp"
@@ -21,7 +21,7 @@ type liveEvents interface{ LiveEvents() []emu.LinkEvent }
 // m, the place's meter, kept them): every change from the link's start
 // to linkEnd (the link clock when the cell ended), each with its time in
 // the measured window, which started at windowStart on the link clock.
-func writeLinkEvents(dir string, topo testbed.Topology, m meter, windowStart, linkEnd time.Duration) error {
+func WriteLinkEvents(dir string, topo testbed.Topology, m Meter, windowStart, linkEnd time.Duration) error {
 	var events []emu.LinkEvent
 	for _, l := range topo.Links {
 		events = append(events, l.Config.Up.TimelineEvents(l.Name, "up", linkEnd)...)

@@ -1,4 +1,4 @@
-package experiment
+package cellrun
 
 import (
 	"errors"
@@ -17,33 +17,33 @@ import (
 // meter is what a cell reads of its emulator: the engine's counters, and
 // the reset of its release statistics when the measured window starts.
 // *emu.Emulator implements it; tests give a fake.
-type meter interface {
+type Meter interface {
 	Stats() (emu.EngineStats, error)
 	ResetLateness() error
 }
 
 // noiseProbe measures the host's own noise over the window.
-type noiseProbe interface{ Stop() hostnoise.Sample }
+type NoiseProbe interface{ Stop() hostnoise.Sample }
 
 // cellLedger keeps what a cell's workload reports through its Env: the
 // records (passed on to the sink as they come), the facts it notes, the
 // failure it marks, and the counters when its window started. It is safe
 // for concurrent use, as Env's hooks must be.
 type cellLedger struct {
-	meter    meter
+	meter    Meter
 	sink     func(results.Record) error
-	newProbe func() noiseProbe
+	newProbe func() NoiseProbe
 
 	mu        sync.Mutex
 	records   []results.Record
 	lastDelay float64
 	sinkErr   error
-	facts     map[string]float64
+	Facts     map[string]float64
 	failure   string
 	atStart   emu.EngineStats
 	start     time.Time
 	startErr  error
-	probe     noiseProbe
+	probe     NoiseProbe
 }
 
 // newCellLedger makes a cell's ledger over its meter, its records' sink
@@ -52,8 +52,8 @@ type cellLedger struct {
 // room for them at once, as a slice grown by appending holds up to twice
 // its records and copies them at each doubling, which for a cell of a
 // million records was most of its peak memory.
-func newCellLedger(m meter, sink func(results.Record) error, newProbe func() noiseProbe, expected int) *cellLedger {
-	l := &cellLedger{meter: m, sink: sink, newProbe: newProbe, facts: map[string]float64{}}
+func NewCellLedger(m Meter, sink func(results.Record) error, newProbe func() NoiseProbe, expected int) *cellLedger {
+	l := &cellLedger{meter: m, sink: sink, newProbe: newProbe, Facts: map[string]float64{}}
 	if expected > 0 {
 		// A margin for the records a run adds beyond its plan (a
 		// re-sent request, a late one), bounded by the scenario's budget.
@@ -63,8 +63,8 @@ func newCellLedger(m meter, sink func(results.Record) error, newProbe func() noi
 }
 
 // env is the workload's Env over the ledger.
-func (l *cellLedger) env(p *proto.Stack, s proto.Settings, h workload.Hosts) *workload.Env {
-	return &workload.Env{Protocol: p, Settings: s, Hosts: h, Emit: l.emit, StartWindow: l.startWindow, Note: l.note, Fail: l.fail}
+func (l *cellLedger) Env(p *proto.Stack, s proto.Settings, h workload.Hosts) *workload.Env {
+	return &workload.Env{Protocol: p, Settings: s, Hosts: h, Emit: l.emit, StartWindow: l.StartWindow, Note: l.note, Fail: l.fail}
 }
 
 func (l *cellLedger) emit(r results.Record) {
@@ -82,7 +82,7 @@ func (l *cellLedger) emit(r results.Record) {
 // startWindow reads the link counters, resets the emulator's release
 // statistics and starts the host-noise probe afresh. A later call moves
 // the window's start.
-func (l *cellLedger) startWindow() {
+func (l *cellLedger) StartWindow() {
 	s, err := l.meter.Stats()
 	if err == nil {
 		err = l.meter.ResetLateness()
@@ -98,7 +98,7 @@ func (l *cellLedger) startWindow() {
 
 func (l *cellLedger) note(name string, v float64) {
 	l.mu.Lock()
-	l.facts[name] = v
+	l.Facts[name] = v
 	l.mu.Unlock()
 }
 
@@ -112,14 +112,14 @@ func (l *cellLedger) fail(reason string) {
 }
 
 // progress is how many records came so far, and the last delay.
-func (l *cellLedger) progress() (int, float64) {
+func (l *cellLedger) Progress() (int, float64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.records), l.lastDelay
 }
 
 // stopProbe ends the window's host-noise probe and returns its sample.
-func (l *cellLedger) stopProbe() hostnoise.Sample {
+func (l *cellLedger) StopProbe() hostnoise.Sample {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.probe == nil {
@@ -131,7 +131,7 @@ func (l *cellLedger) stopProbe() hostnoise.Sample {
 }
 
 // err is the sink's or the window start's error.
-func (l *cellLedger) err() error {
+func (l *cellLedger) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return errors.Join(l.sinkErr, l.startErr)
@@ -146,7 +146,7 @@ var emulatorFacts = []string{"emu_release_p50_us", "emu_release_p99_us", "emu_re
 // the measured link seen from the workload's first role (its up is what
 // that role sends), and the instrument's facts. Call it after the workload
 // returned.
-func (l *cellLedger) result(end emu.EngineStats, measured string, upIsAtoB bool, overlaps []testbed.LiveRun, host hostnoise.Sample) CellResult {
+func (l *cellLedger) Result(end emu.EngineStats, measured string, upIsAtoB bool, overlaps []testbed.LiveRun, host hostnoise.Sample) CellResult {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	res := CellResult{Records: l.records, WindowStart: l.start, Links: map[string]emu.LinkStats{}, Release: end.Lateness, Overlaps: overlaps, Host: host, Failed: l.failure}
@@ -154,11 +154,11 @@ func (l *cellLedger) result(end emu.EngineStats, measured string, upIsAtoB bool,
 		before, _ := l.atStart.Link(ls.Name)
 		res.Links[ls.Name] = emu.LinkStats{Name: ls.Name, Up: ls.Up.Sub(before.Up), Down: ls.Down.Sub(before.Down)}
 	}
-	res.window = res.Links[measured]
+	res.Window = res.Links[measured]
 	if !upIsAtoB {
-		res.window.Up, res.window.Down = res.window.Down, res.window.Up
+		res.Window.Up, res.Window.Down = res.Window.Down, res.Window.Up
 	}
-	f := l.facts
+	f := l.Facts
 	f["emu_release_p50_us"], f["emu_release_p99_us"] = end.Lateness.P50, end.Lateness.P99
 	f["emu_release_p999_us"], f["emu_release_max_us"] = end.Lateness.P999, end.Lateness.Max
 	f["emu_read_lag_p99_us"], f["emu_read_lag_max_us"] = end.ReadLag.P99, end.ReadLag.Max

@@ -1,4 +1,4 @@
-package experiment
+package cellrun
 
 import (
 	"fmt"
@@ -14,8 +14,8 @@ import (
 // is held; tlab's own process is never limited. Elsewhere, and for an
 // external broker (already a program started in the host, so in its
 // cgroup), it runs here, in the host's network.
-func (h hosts) Serve(role, kind string, r workload.ServerRequest) (io.Closer, error) {
-	host := h.tb.Host(h.host(role))
+func (h Hosts) Serve(role, kind string, r workload.ServerRequest) (io.Closer, error) {
+	host := h.Tb.Host(h.host(role))
 	if host == nil {
 		return nil, fmt.Errorf("no host plays %q", role)
 	}

@@ -1,9 +1,13 @@
-// Package experiment runs scenarios: for each cell it builds a testbed of
-// the scenario's topology, runs the workload over the protocol on it,
-// passes the records on as they come, and computes the cell's summary from
-// the records and the emulator's counters. Every run of tlab, ad hoc,
-// swept or study C's real-stack comparison, goes through RunCell.
-package experiment
+// Package cellrun runs one cell: it opens the cell's site (a testbed of
+// the scenario's topology here, a tlab agent across a real path, or the
+// two composed: Behind), runs the workload over the protocol on it with
+// what runs beside it, passes the records on as they come, and computes
+// the cell's summary from the records and the emulator's counters, with
+// the quality rule's verdict on what the host did meanwhile. Every run of
+// tlab, swept, ad hoc, tlab shell, the crosscheck or study C's real-stack
+// comparison, goes through RunCell; package experiment decides which
+// cells run, in what order, and where their results go.
+package cellrun
 
 import (
 	"bytes"
@@ -124,35 +128,35 @@ type CellResult struct {
 	Failed string
 	// window is the measured link's counters, up being what the
 	// workload's first role sends.
-	window emu.LinkStats
+	Window emu.LinkStats
 }
 
 // hosts gives a workload its hosts by role (or by host name, for the
 // members of a group).
-type hosts struct {
-	tb     *testbed.Testbed
-	roles  map[string]string
+type Hosts struct {
+	Tb     *testbed.Testbed
+	Roles  map[string]string
 	groups map[string][]string
 }
 
-func (h hosts) host(name string) string {
-	if host, ok := h.roles[name]; ok {
+func (h Hosts) host(name string) string {
+	if host, ok := h.Roles[name]; ok {
 		return host
 	}
 	return name
 }
 
-func (h hosts) Net(role string) proto.Net { return h.tb.Host(h.host(role)) }
+func (h Hosts) Net(role string) proto.Net { return h.Tb.Host(h.host(role)) }
 
-func (h hosts) Addr(from, to string) (net.IP, error) {
-	return h.tb.Addr(h.host(from), h.host(to))
+func (h Hosts) Addr(from, to string) (net.IP, error) {
+	return h.Tb.Addr(h.host(from), h.host(to))
 }
 
-func (h hosts) Group(role string) []string {
+func (h Hosts) Group(role string) []string {
 	if g := h.groups[role]; len(g) > 0 {
 		return slices.Clone(g)
 	}
-	return []string{h.roles[role]}
+	return []string{h.Roles[role]}
 }
 
 // RunCell runs one cell at its site (a fresh testbed of its topology
@@ -173,7 +177,7 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	}
 	site := spec.Site
 	if site == nil {
-		site = testbedSite{}
+		site = TestbedSite{}
 	}
 	place, err := site.Open(ctx, spec, info)
 	defer func() {
@@ -193,32 +197,32 @@ func RunCell(ctx context.Context, spec CellSpec, sink func(results.Record) error
 	}
 	defer beside.abort()
 
-	led := newCellLedger(place.Meter, sink, func() noiseProbe { return hostnoise.Start() }, info.Records)
+	led := NewCellLedger(place.Meter, sink, func() NoiseProbe { return hostnoise.Start() }, info.Records)
 	// A workload that never marks its window is measured from here.
-	led.startWindow()
-	env := led.env(p, settings, place.Hosts)
+	led.StartWindow()
+	env := led.Env(p, settings, place.Hosts)
 	env.Dir = spec.Dir
 	watch := watchCell(spec, info, led, progress)
-	if err := beside.waitForWorkload(ctx); err != nil {
+	if err := beside.WaitForWorkload(ctx); err != nil {
 		watch.stop()
-		led.stopProbe()
+		led.StopProbe()
 		return CellResult{}, err
 	}
 	runErr := spec.Workload.Run(ctx, env)
-	facts, failures, besideErr := beside.stop()
+	facts, failures, besideErr := beside.Stop()
 	if besideErr != nil && runErr == nil {
 		runErr = besideErr
 	}
-	maps.Copy(led.facts, facts)
+	maps.Copy(led.Facts, facts)
 	for _, why := range failures {
 		led.fail(why)
 	}
 	overlaps := watch.stop()
-	host := led.stopProbe()
+	host := led.StopProbe()
 	if runErr != nil {
 		return CellResult{}, runErr
 	}
-	if err := led.err(); err != nil {
+	if err := led.Err(); err != nil {
 		return CellResult{}, err
 	}
 	return finishCell(spec, info, place, led, settings, serverLines, beside.columns(), overlaps, host)
@@ -313,9 +317,9 @@ func watchCell(spec CellSpec, info workload.Info, led *cellLedger, progress func
 					w.sampleOthers()
 				}
 				if progress != nil {
-					n, last := led.progress()
+					n, last := led.Progress()
 					progress(Progress{Cell: spec.Index + 1, Cells: spec.Total, Profile: spec.Cell.Profile, Protocol: spec.Cell.Protocol,
-						Elapsed: time.Since(began), Planned: info.PlanOn(pathOf(spec.Topology)), Records: n, LastDelayMs: last})
+						Elapsed: time.Since(began), Planned: info.PlanOn(PathOf(spec.Topology)), Records: n, LastDelayMs: last})
 				}
 			}
 		}
@@ -357,23 +361,23 @@ func finishCell(spec CellSpec, info workload.Info, place *Place, led *cellLedger
 	if err != nil {
 		return CellResult{}, err
 	}
-	res := led.result(end, place.Measured.Name, place.UpIsAtoB, overlaps, host)
+	res := led.Result(end, place.Measured.Name, place.UpIsAtoB, overlaps, host)
 	if place.Emulated {
 		// The links' timelines and live changes, aligned with the window
 		// (link-events.csv).
-		if err := writeLinkEvents(spec.Dir, spec.Topology, place.Meter, time.Duration(led.atStart.ClockNs), time.Duration(end.ClockNs)); err != nil {
+		if err := WriteLinkEvents(spec.Dir, spec.Topology, place.Meter, time.Duration(led.atStart.ClockNs), time.Duration(end.ClockNs)); err != nil {
 			return CellResult{}, err
 		}
 	}
-	led.facts["server_log_lines"] = float64(serverLines.count())
+	led.Facts["server_log_lines"] = float64(serverLines.count())
 	if !place.Emulated {
 		// No emulator ran: its figures are unknown, not zero.
 		for _, k := range emulatorFacts {
-			led.facts[k] = math.NaN()
+			led.Facts[k] = math.NaN()
 		}
 	}
 	spec.Settings.Handshakes, spec.Settings.TCP = settings.Handshakes, settings.TCP
-	res.Summary, err = summarize(spec, info, place, besideColumns, res.Records, res.window, led.facts)
+	res.Summary, err = Summarize(spec, info, place, besideColumns, res.Records, res.Window, led.Facts)
 	res.Summary.Set("cell_error", res.Failed)
 	return res, err
 }
@@ -381,7 +385,7 @@ func finishCell(spec CellSpec, info workload.Info, place *Place, led *cellLedger
 // summarize makes the cell's row: identity, the workload's key, the
 // measured link's RTT, the workload's metrics, the settings and the
 // emulator's own figures.
-func summarize(spec CellSpec, info workload.Info, place *Place, besideColumns []string, records []results.Record, window emu.LinkStats, facts map[string]float64) (results.Summary, error) {
+func Summarize(spec CellSpec, info workload.Info, place *Place, besideColumns []string, records []results.Record, window emu.LinkStats, facts map[string]float64) (results.Summary, error) {
 	c := spec.Cell
 	s := results.Summary{Cell: c.ID, Profile: c.Profile, Protocol: c.Protocol, Workload: info.Type, Rep: c.Rep, Seed: c.Seed, Params: c.Params}
 	s.Fields = append(s.Fields, c.Key...)
@@ -420,7 +424,7 @@ func summarize(spec CellSpec, info workload.Info, place *Place, besideColumns []
 	st := spec.Settings
 	version, kex := st.Handshakes.Negotiated()
 	congestion, ecn := st.TCP.Negotiated()
-	resumed, zeroRTT := sessionLabels(records)
+	resumed, zeroRTT := SessionLabels(records)
 	honours := proto.Options(c.Protocol)
 	for _, setting := range []struct {
 		name  string
@@ -446,7 +450,7 @@ func summarize(spec CellSpec, info workload.Info, place *Place, besideColumns []
 // those that resumed sent 0-RTT data (zero_rtt): true when all did, false
 // when none did, "true+false" when some did, "" when there were none to
 // tell by (one connection only, or none resumed for zero_rtt).
-func sessionLabels(records []results.Record) (resumption, zeroRTT any) {
+func SessionLabels(records []results.Record) (resumption, zeroRTT any) {
 	resumed, early := map[bool]int{}, map[bool]int{}
 	for _, r := range records {
 		if !r.OK() || !r.NewConn || r.ConnID < 2 {
@@ -488,4 +492,9 @@ func (c *lineCounter) count() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.lines
+}
+
+// its loss one way.
+func PathOf(t testbed.Topology) workload.Path {
+	return workload.Path{RTT: t.PathRTT(), Loss: t.PathLoss()}
 }

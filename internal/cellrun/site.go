@@ -1,4 +1,4 @@
-package experiment
+package cellrun
 
 import (
 	"context"
@@ -55,7 +55,7 @@ type Place struct {
 	Hosts workload.Hosts
 	// Meter reads the measured link's counters and the emulator's
 	// release statistics (noLinkMeter where nothing is emulated).
-	Meter meter
+	Meter Meter
 	// CertIP is the address at which the first role reaches the second:
 	// the run's server certificate names it.
 	CertIP net.IP
@@ -96,16 +96,16 @@ func (p *Place) close() error {
 // veths and the user-space emulator, seeded by the cell, so that every
 // protocol meets the same loss and jitter pattern and starts with fresh
 // kernel state.
-type testbedSite struct{ CellOnly }
+type TestbedSite struct{ CellOnly }
 
-func (testbedSite) Open(_ context.Context, spec CellSpec, info workload.Info) (*Place, error) {
+func (TestbedSite) Open(_ context.Context, spec CellSpec, info workload.Info) (*Place, error) {
 	opts := testbed.Options{Seed: spec.Cell.Seed, Emulator: spec.Emulator, Label: spec.Label, TCPECN: spec.Settings.TCPECN, CaptureDir: spec.CaptureDir}
 	tb, err := testbed.Build(spec.Topology, opts)
 	if err != nil {
 		return nil, err
 	}
 	p := &Place{Meter: tb.Emulator(), Emulated: true, Close: tb.Close}
-	th := hosts{tb, spec.Roles, spec.Groups}
+	th := Hosts{tb, spec.Roles, spec.Groups}
 	p.Hosts = th
 	// Certificates name the address at which the first role reaches the
 	// second (the client its server).
@@ -153,10 +153,10 @@ func measuredLink(t testbed.Topology, host string) (testbed.Link, bool, error) {
 }
 
 // noLinkMeter is the meter of a site with no emulated link: no counters.
-type noLinkMeter struct{}
+type NoLinkMeter struct{}
 
-func (noLinkMeter) Stats() (emu.EngineStats, error) { return emu.EngineStats{}, nil }
-func (noLinkMeter) ResetLateness() error            { return nil }
+func (NoLinkMeter) Stats() (emu.EngineStats, error) { return emu.EngineStats{}, nil }
+func (NoLinkMeter) ResetLateness() error            { return nil }
 
 // ErrNoBeside is returned for traffic beside the workload at a site that
 // has no link of its own to load.

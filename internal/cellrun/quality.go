@@ -1,4 +1,4 @@
-package experiment
+package cellrun
 
 import (
 	"fmt"
@@ -20,7 +20,7 @@ type Quality struct {
 	// Mode is "normal" (default), "strict" or "off".
 	Mode string
 	// judge replaces the rule in tests.
-	judge func(s results.Summary, medianMs float64) string
+	Judge func(s results.Summary, medianMs float64) string
 }
 
 // QualityModes are the modes a run may ask for.
@@ -28,7 +28,7 @@ var QualityModes = []string{"normal", "strict", "off"}
 
 // thresholds of a mode: attempts in all, and what counts as disturbed.
 type thresholds struct {
-	attempts int
+	Attempts int
 	// releaseFrac: the emulator's release error p99 above this share of
 	// the median delay being measured.
 	releaseFrac float64
@@ -39,14 +39,14 @@ type thresholds struct {
 	stallFrac float64
 }
 
-func (q Quality) thresholds() (thresholds, error) {
+func (q Quality) Thresholds() (thresholds, error) {
 	switch q.Mode {
 	case "", "normal":
-		return thresholds{attempts: 3, releaseFrac: 0.05, stealPct: 10}, nil
+		return thresholds{Attempts: 3, releaseFrac: 0.05, stealPct: 10}, nil
 	case "strict":
-		return thresholds{attempts: 5, releaseFrac: 0.02, stealPct: 5, stallFrac: 0.25}, nil
+		return thresholds{Attempts: 5, releaseFrac: 0.02, stealPct: 5, stallFrac: 0.25}, nil
 	case "off":
-		return thresholds{attempts: 1}, nil
+		return thresholds{Attempts: 1}, nil
 	}
 	return thresholds{}, fmt.Errorf("quality %q: want %s", q.Mode, strings.Join(QualityModes, ", "))
 }
@@ -55,11 +55,11 @@ func (q Quality) thresholds() (thresholds, error) {
 // clean), from its summary's instrument figures and the median delay it
 // measured.
 func (q Quality) Disturbance(s results.Summary, medianMs float64) string {
-	if q.judge != nil {
-		return q.judge(s, medianMs)
+	if q.Judge != nil {
+		return q.Judge(s, medianMs)
 	}
-	t, err := q.thresholds()
-	if err != nil || t.attempts <= 1 {
+	t, err := q.Thresholds()
+	if err != nil || t.Attempts <= 1 {
 		return ""
 	}
 	var why []string
@@ -88,7 +88,7 @@ func (q Quality) Disturbance(s results.Summary, medianMs float64) string {
 }
 
 // medianDelay is the median delay of a cell's measured, completed records.
-func medianDelay(recs []results.Record) float64 {
+func MedianDelay(recs []results.Record) float64 {
 	var d []float64
 	for _, r := range recs {
 		if !r.Warmup && r.OK() {
@@ -101,7 +101,7 @@ func medianDelay(recs []results.Record) float64 {
 
 // severity orders disturbed attempts: the least disturbed is reported
 // when none was clean.
-func severity(s results.Summary, medianMs float64) float64 {
+func Severity(s results.Summary, medianMs float64) float64 {
 	v := s.Float("emu_release_p99_us") / 1000 / math.Max(medianMs, 1e-3)
 	v += s.Float("host_steal_pct") / 100
 	if math.IsNaN(v) {
