@@ -177,3 +177,46 @@ func TestTheAddedCheckNamesTheBlindRequirement(t *testing.T) {
 		t.Errorf("checks %+v: want the added check to name delay_mean_ms", c)
 	}
 }
+
+// TestTheIntervalIsStudentsAt95: three repetitions 5, 6, 5.5 ms have
+// mean 5.5 and standard deviation 0.5, so the check's 95 % interval is
+// 5.5 ± t(0.975, 2)·0.5/√3 with t(0.975, 2) = 4.3027 (the t table):
+// 4.2579 to 6.7421. Against p99 <= 6.6 ms it straddles the bound:
+// undecided (a 90 % interval, t(0.95, 2) = 2.9200, would end at 6.343
+// and call it met).
+func TestTheIntervalIsStudentsAt95(t *testing.T) {
+	a, err := Evaluate(rows("lan", "tcp", 5, 6, 5.5), []Requirement{{"delay_p99_ms", "<=", 6.6}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := 4.3027 * 0.5 / math.Sqrt(3)
+	c := a[0].Stacks[0].Checks[0]
+	if math.Abs(c.Low-(5.5-half)) > 1e-3 || math.Abs(c.High-(5.5+half)) > 1e-3 || c.Status != Undecided {
+		t.Errorf("%+v; want 95 %% interval %.4f–%.4f, undecided", c, 5.5-half, 5.5+half)
+	}
+}
+
+// TestWithoutAnIntervalOnlyAClearMarginDecides: with two repetitions
+// (no interval) a mean decides only when it lies 10 % of the bound or
+// more from it. Against p99 <= 20 ms: 18 and 19 (mean 18.5, 7.5 % under)
+// and 21, 22 (21.5, 7.5 % over) are undecided; 17, 17.5 (17.25, 13.75 %
+// under) meets by a clear margin; 23, 23 (15 % over) fails.
+func TestWithoutAnIntervalOnlyAClearMarginDecides(t *testing.T) {
+	for _, c := range []struct {
+		a, b float64
+		want Status
+	}{
+		{18, 19, Undecided},
+		{21, 22, Undecided},
+		{17, 17.5, Meets},
+		{23, 23, Fails},
+	} {
+		a, err := Evaluate(rows("lan", "tcp", c.a, c.b), []Requirement{{"delay_p99_ms", "<=", 20}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a[0].Stacks[0].Checks[0]; got.Status != c.want {
+			t.Errorf("%v and %v against <= 20: %s (%s), want %s", c.a, c.b, got.Status, got.Why, c.want)
+		}
+	}
+}

@@ -492,3 +492,32 @@ func TestCoDelRemembersARecentDropRate(t *testing.T) {
 		t.Errorf("first gap after re-entering %.2f ms, want interval/√%g = %.2f ms", gap/1e6, delta, want/1e6)
 	}
 }
+
+// TestPIEMarksOnlyUpToTenPercent: RFC 8033 section 5.1 — with ECN, PIE
+// marks an ECT packet it would drop early while drop_prob is at most
+// mark_ecnth, 10 %, and drops it beyond (a queue that needs more than 10 %
+// is not being answered). accu_prob at 8.5 makes the next arrival an
+// early drop whatever the coin says (section 5.3).
+func TestPIEMarksOnlyUpToTenPercent(t *testing.T) {
+	big := Backlog{Packets: 100, Bytes: 100 * 1514}
+	for _, c := range []struct {
+		prob               float64
+		ecn                uint8
+		marked, wasDropped bool
+	}{
+		{0.10, ECT0, true, false},
+		{0.11, ECT0, false, true},
+		{0.15, ECT0, false, true},
+		{0.05, NotECT, false, true}, // no ECN field to mark
+	} {
+		p := pieAt(t, QueueConfig{ECN: true})
+		p.prob, p.burst, p.qdelayOld, p.accuProb = c.prob, 0, 30*ms, 8.5
+		dropped := false
+		p.Enqueue(0, Packet{Size: 1514, ECN: c.ecn}, big, func(Packet) { dropped = true })
+		pk, queued := p.q.pop()
+		if dropped != c.wasDropped || queued && pk.Mark != c.marked {
+			t.Errorf("drop_prob %v, ECN %d: dropped %v, queued %v marked %v; want dropped %v, marked %v",
+				c.prob, c.ecn, dropped, queued, pk.Mark, c.wasDropped, c.marked)
+		}
+	}
+}

@@ -30,15 +30,27 @@ func newConstantRate(bitsPerSecond float64) *constantRate {
 }
 
 func (c *constantRate) Departure(now int64, size int) int64 {
-	start := max(float64(now), c.busyUntil)
+	start := c.startAt(now)
 	c.busyUntil = start + float64(size)*c.nsPerByte
 	return int64(c.busyUntil + 0.5)
+}
+
+// startAt is when a frame offered at now starts: at now if the link was
+// idle by then, else when it becomes free. A direction offers the next
+// frame at the last one's release, busyUntil rounded to the nanosecond:
+// that is no idle gap, and restarting from the rounded time would add up
+// to half a nanosecond a frame (0.26 % at 10 Gbit/s with 64-byte frames).
+func (c *constantRate) startAt(now int64) float64 {
+	if now <= int64(c.busyUntil+0.5) {
+		return c.busyUntil
+	}
+	return float64(now)
 }
 
 // departureAfter is Departure for a frame that first holds the medium for
 // extraNs more (an 802.11 MAC's failed attempts and backoffs).
 func (c *constantRate) departureAfter(now int64, size int, extraNs float64) int64 {
-	start := max(float64(now), c.busyUntil)
+	start := c.startAt(now)
 	c.busyUntil = start + extraNs + float64(size)*c.nsPerByte
 	return int64(c.busyUntil + 0.5)
 }

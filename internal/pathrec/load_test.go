@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"tlab/internal/emu"
+	"tlab/internal/remote"
 	"tlab/internal/units"
 )
 
@@ -127,5 +128,41 @@ func TestLoadShowsTheBufferAndItsDiscipline(t *testing.T) {
 	t.Log(f.Down.Load.describe("down"))
 	if down := f.Down.Load; !down.Filled || math.Abs(float64(down.BufferBytes)-74520)/74520 > 0.2 {
 		t.Errorf("down, 60 packets behind a swinging rate: filled %v, buffer %d bytes; want filled, about 74520", down.Filled, down.BufferBytes)
+	}
+}
+
+// TestLoadDisciplineByHowItMarked: loadFit's rule for an ECN-marking
+// queue, on counts worked by hand (1000 load packets sent, as many
+// probes waiting 10 ms over a rest of 10 ms):
+//   - 6 of 1000 marked (0.6 %), none lost: it marked rather than
+//     dropped, as CoDel does for an ECT packet (RFC 8289, 5): fq_codel,
+//     although it marked under 1 %;
+//   - 3 of 667 arrivals marked (0.45 %) and 333 of 1000 lost (33 %): it
+//     dropped far more than it marked, as PIE does once its probability
+//     passes 10 % (RFC 8033, 5.1): pie;
+//   - 2 marked (0.2 %), 4 lost (0.4 %): under half a per cent either way,
+//     the queue did not fill, so no discipline is read from it.
+func TestLoadDisciplineByHowItMarked(t *testing.T) {
+	probes := make([]loadedProbe, 8)
+	for i := range probes {
+		probes[i] = loadedProbe{arriveNs: int64(i) * 1e6, owd: 20}
+	}
+	for _, c := range []struct {
+		name             string
+		sent, got, ce    int
+		filled, ecn      bool
+		queue            string
+		lossPct, cePctIn float64
+	}{
+		{"marks, no loss", 1000, 1000, 6, true, true, "fq_codel", 0, 0.6},
+		{"drops a third", 1000, 667, 3, true, true, "pie", 33.3, 0.45},
+		{"not filled", 1000, 996, 2, false, false, "", 0.4, 0.2},
+	} {
+		run := LoadRun{OfferedBps: 15e6, Sent: c.sent, Got: remote.LoadReport{Packets: c.got, Bytes: c.got * LoadSize, CE: c.ce, FirstNs: 0, LastNs: 1e9}}
+		f := loadFit(run, probes, 10)
+		if f.Filled != c.filled || f.ECN != c.ecn || f.Queue != c.queue || math.Abs(f.LossPct-c.lossPct) > 0.05 || math.Abs(f.CEPct-c.cePctIn) > 0.01 {
+			t.Errorf("%s: filled %v, ECN %v, queue %q, lost %.2f %%, marked %.2f %%; want %v, %v, %q, %.2f %%, %.2f %%",
+				c.name, f.Filled, f.ECN, f.Queue, f.LossPct, f.CEPct, c.filled, c.ecn, c.queue, c.lossPct, c.cePctIn)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package qoo
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -325,5 +326,48 @@ func TestCellScoresHandWorked(t *testing.T) {
 		if !near(r.Latency, 50) || !near(r.Loss, 50) || !near(r.Score, tc.score) || r.Throughput != tc.throughput || r.Limit != tc.limit {
 			t.Errorf("minimum %g Mbit/s: %+v, want latency 50, loss 50, throughput %g, score %g limited by %s", tc.minMbps, r, tc.throughput, tc.score, tc.limit)
 		}
+	}
+}
+
+// TestCellScoresCountAFailedAnswerAsLost: an answer that came back with
+// an error (a wrong size, a server error) may carry a delay in a
+// records.csv that tlab did not write (its own writer leaves a failed
+// record's delay empty; another tool's or a hand-made file need not, and
+// CellScores reads both), but it was not delivered: the draft counts it
+// lost and leaves it out of the latency and the goodput. The cell, by
+// hand: 20 measured requests, 18 answered in 1, 2, … 18 ms with 1250
+// bytes, 2 failed after 1000 ms with 1 MB.
+//   - loss 2/20 = 10 %, against 5 and 15 %: 1 − 5/10 = 50;
+//   - p50 of 1..18, type 7: h = 17·0.5 = 8.5, between 9 and 10 ms: 9.5 ms,
+//     against ROP 0 and CPUP 19: 1 − 9.5/19 = 50;
+//   - goodput 18·1250·8 bit over the latest completion, 18 ms: 10 Mbit/s,
+//     meets a 10 Mbit/s minimum.
+//
+// Counted as delivered, the two would make the loss 0 (100) and the p50
+// 10.5 ms (44.7).
+func TestCellScoresCountAFailedAnswerAsLost(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "records.csv")
+	var b strings.Builder
+	b.WriteString("cell,warmup,delay_ms,resp_bytes,done_ms,error\n")
+	for i := range 18 {
+		fmt.Fprintf(&b, "c,false,%d,1250,%d,\n", i+1, i+1)
+	}
+	for range 2 {
+		b.WriteString("c,false,1000,1000000,1000,wrong response size\n")
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := Profile{ID: "hand", Name: "hand",
+		Latency:           []LatencyPoint{{Percentile: 50, OptimalMs: 0, UnacceptableMs: 19}},
+		Loss:              Bounds{Optimal: 5, Unacceptable: 15},
+		MinThroughputMbps: 10}
+	scores, err := CellScores(path, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := scores["c"]
+	if math.Abs(r.Latency-50) > 1e-9 || math.Abs(r.Loss-50) > 1e-9 || r.Throughput != 100 || math.Abs(r.Score-50) > 1e-9 {
+		t.Errorf("%+v, want latency 50, loss 50, throughput 100, score 50", r)
 	}
 }

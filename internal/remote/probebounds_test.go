@@ -92,3 +92,28 @@ func TestProberBoundsAndFreedSlots(t *testing.T) {
 		t.Errorf("report: %d trains, %d refused; want 1 and 2", rep.Trains, rep.Refused)
 	}
 }
+
+// TestFillCountsItsHeaderBytes: a fill paces whole frames, its payload and
+// the 42 bytes of UDP, IP and Ethernet headers. 100-byte packets for
+// 100 ms are 142·8 = 1136 bits each, so 11000 bit/s owes 1100 bits, not
+// one packet: refused, naming 1136/0.1 = 11360 bit/s as the least (without
+// the headers, 800 bits a packet, it would be one packet and go on to the
+// next check). 11360 bit/s is one packet: past this check, to the next
+// (no probe has come from the controller yet). Independent of timing.
+func TestFillCountsItsHeaderBytes(t *testing.T) {
+	_, addr, pairing, _ := testAgent(t, DefaultLimits())
+	c := pairedFrom(t, addr, pairing)
+	var probe ProbeResult
+	if err := c.Call(OpProbe, ProbeArgs{Port: freePort(t), Seconds: 60}, &probe); err != nil {
+		t.Fatal(err)
+	}
+	fill := func(rate float64) error {
+		return c.Call(OpProbeFill, FillArgs{ID: probe.ID, RateBps: rate, Millis: 100, Size: 100}, nil)
+	}
+	if err := fill(11000); err == nil || !strings.Contains(err.Error(), "want at least 11360 bit/s") {
+		t.Errorf("11000 bit/s of 100-byte packets for 100 ms: %v; want refused as under one packet (11360 bit/s)", err)
+	}
+	if err := fill(11360); err == nil || !strings.Contains(err.Error(), "no probe from the controller") {
+		t.Errorf("11360 bit/s: %v; want one packet, refused only for want of the controller's probe", err)
+	}
+}

@@ -615,3 +615,54 @@ func TestQuantilePValueByHand(t *testing.T) {
 		}
 	}
 }
+
+// TestBothTailsInfiniteAreEqual: when both stacks lose 10 % of 100
+// requests, each p99 is a request that never came back (type 7: h =
+// 99·0.99 = 98.01, between the 99th and 100th values, both +Inf). For the
+// application both waited for ever: the difference is 0, not Inf − Inf's
+// NaN, and no difference can be called. A resample's p99 is finite only
+// when it draws fewer than 2 of the 10 failures (Binomial(100, 0.1):
+// P(X < 2) = 0.9^100 + 100·0.1·0.9^99 = 0.0003 + 0.0030), so nearly
+// every resampled difference is a tie: p near 1, far above α.
+func TestBothTailsInfiniteAreEqual(t *testing.T) {
+	a, b := make([]float64, 100), make([]float64, 100)
+	for i := range a {
+		a[i], b[i] = 20+float64(i)/100, 30+float64(i)/100
+		if i%10 == 0 {
+			a[i], b[i] = math.Inf(1), math.Inf(1)
+		}
+	}
+	c := CompareQuantile(a, b, 0.99, 11)
+	if c.Diff != 0 {
+		t.Errorf("p99 difference %v, want 0 (both +Inf)", c.Diff)
+	}
+	if !(c.DiffLow <= 0 && c.DiffHigh >= 0) {
+		t.Errorf("interval %v..%v, want one holding 0", c.DiffLow, c.DiffHigh)
+	}
+	if !(c.P > 0.9) {
+		t.Errorf("p = %v, want near 1", c.P)
+	}
+	cs := []Comparison{c}
+	Holm(cs)
+	Judge(cs, "ms")
+	if cs[0].Verdict != "no significant difference" {
+		t.Errorf("verdict %q, want no significant difference", cs[0].Verdict)
+	}
+}
+
+// TestMeanIntervalOfAnInfiniteValue: a repetition whose value is +Inf (a
+// percentile among requests that never came back) makes the mean +Inf,
+// and so both ends of its interval (MeanInterval's contract), not the NaN
+// that (x − m)² with m = +Inf gives; likewise −Inf. Fewer than two values
+// have no interval.
+func TestMeanIntervalOfAnInfiniteValue(t *testing.T) {
+	if lo, hi := MeanInterval([]float64{1, 2, math.Inf(1)}, 0.95); !math.IsInf(lo, 1) || !math.IsInf(hi, 1) {
+		t.Errorf("MeanInterval({1, 2, +Inf}) = %v..%v, want +Inf..+Inf", lo, hi)
+	}
+	if lo, hi := MeanInterval([]float64{math.Inf(-1), 2, 3}, 0.95); !math.IsInf(lo, -1) || !math.IsInf(hi, -1) {
+		t.Errorf("MeanInterval({-Inf, 2, 3}) = %v..%v, want -Inf..-Inf", lo, hi)
+	}
+	if lo, hi := MeanInterval([]float64{4}, 0.95); !math.IsNaN(lo) || !math.IsNaN(hi) {
+		t.Errorf("MeanInterval({4}) = %v..%v, want NaN", lo, hi)
+	}
+}

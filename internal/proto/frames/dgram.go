@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"tlab/internal/kstamp"
 	"tlab/internal/proto"
 
 	"github.com/quic-go/quic-go"
@@ -31,7 +32,11 @@ func (udpFrames) Name() string { return "udp" }
 // datagramConn is what udp and quic-dgram send and receive datagrams on.
 type datagramConn interface {
 	send([]byte) error
-	receive() ([]byte, error)
+	// receive reads one datagram and when it arrived: the kernel's
+	// receive time where the socket has it (a busy host's reader may get
+	// to a datagram late, and stamping the read would move its delay and
+	// squeeze a burst's spacing), else the read's.
+	receive() ([]byte, time.Time, error)
 	close() error
 }
 
@@ -49,11 +54,10 @@ func serveDatagrams(c datagramConn, o proto.FrameOptions, onFrame func(proto.Fra
 	go func() {
 		defer close(done)
 		for {
-			d, err := c.receive()
+			d, at, err := c.receive()
 			if err != nil {
 				return
 			}
-			at := time.Now()
 			magic, id, idx, count, ok := parseFragHeader(d)
 			if !ok || magic != fragMagic {
 				continue
@@ -124,11 +128,10 @@ func newDatagramClient(c datagramConn, chunk int) *datagramClient {
 		defer close(dc.done)
 		defer close(dc.results)
 		for {
-			d, err := c.receive()
+			d, at, err := c.receive()
 			if err != nil {
 				return
 			}
-			at := time.Now()
 			if magic, id, _, _, ok := parseFragHeader(d); ok && magic == resultMagic {
 				select {
 				case dc.results <- proto.FrameResult{ID: id, At: at}:
@@ -165,32 +168,44 @@ func (dc *datagramClient) Close() error {
 // first frame came from (firstPeer).
 type udpServerConn struct {
 	udp    *net.UDPConn
+	in     *kstamp.Conn // udp, read with the kernel's receive times
 	stream firstPeer
 }
 
-func (u *udpServerConn) receive() ([]byte, error) {
+// newUDPServerConn serves frames on udp, its arrivals stamped by the
+// kernel.
+func newUDPServerConn(udp *net.UDPConn) (*udpServerConn, error) {
+	in, err := kstamp.Stamp(udp)
+	if err != nil {
+		return nil, err
+	}
+	return &udpServerConn{udp: udp, in: in}, nil
+}
+
+func (u *udpServerConn) receive() ([]byte, time.Time, error) {
 	buf := make([]byte, 65536)
 	for {
-		n, from, err := readFromPeer(u.udp, buf)
+		n, from, at, err := readFromPeer(u.in, buf)
 		if err != nil {
-			return nil, err
+			return nil, time.Time{}, err
 		}
 		magic, _, _, _, ok := parseFragHeader(buf[:n])
 		if u.stream.admit(u.udp, from, ok && magic == fragMagic) {
-			return buf[:n], nil
+			return buf[:n], at, nil
 		}
 	}
 }
 
-// readFromPeer reads a datagram from a socket that firstPeer may have
-// connected: a connected socket reports an ICMP error for what it sent
-// (the stream's socket closed before its last result) on the next read,
-// which is no reason to stop hearing it.
-func readFromPeer(c *net.UDPConn, buf []byte) (int, *net.UDPAddr, error) {
+// readFromPeer reads a datagram, and the kernel's time of its arrival,
+// from a socket that firstPeer may have connected: a connected socket
+// reports an ICMP error for what it sent (the stream's socket closed
+// before its last result) on the next read, which is no reason to stop
+// hearing it.
+func readFromPeer(c *kstamp.Conn, buf []byte) (int, *net.UDPAddr, time.Time, error) {
 	for {
-		n, from, err := c.ReadFromUDP(buf)
+		n, from, ns, err := c.ReadStamped(buf)
 		if !errors.Is(err, syscall.ECONNREFUSED) {
-			return n, from, err
+			return n, from, time.Unix(0, ns), err
 		}
 	}
 }
@@ -297,10 +312,10 @@ type udpClientConn struct {
 	server *net.UDPAddr
 }
 
-func (u udpClientConn) receive() ([]byte, error) {
+func (u udpClientConn) receive() ([]byte, time.Time, error) {
 	buf := make([]byte, 65536)
 	n, _, err := u.udp.ReadFromUDP(buf)
-	return buf[:n], err
+	return buf[:n], time.Now(), err
 }
 
 func (u udpClientConn) send(d []byte) error { _, err := u.udp.WriteToUDP(d, u.server); return err }
@@ -319,7 +334,12 @@ func (udpFrames) ServeFrames(n proto.Net, port int, _ proto.Settings, o proto.Fr
 		udp.Close()
 		return nil, fmt.Errorf("udp frames: receive buffer: %w", err)
 	}
-	return proto.CloserFunc(serveDatagrams(&udpServerConn{udp: udp}, o, onFrame)), nil
+	sc, err := newUDPServerConn(udp)
+	if err != nil {
+		udp.Close()
+		return nil, fmt.Errorf("udp frames: %w", err)
+	}
+	return proto.CloserFunc(serveDatagrams(sc, o, onFrame)), nil
 }
 
 func (udpFrames) DialFrames(_ context.Context, n proto.Net, addr string, _ proto.Settings, _ proto.FrameOptions) (proto.FrameClient, error) {
@@ -376,8 +396,13 @@ type quicDatagrams struct {
 	udp  *net.UDPConn
 }
 
-func (q quicDatagrams) receive() ([]byte, error) { return q.conn.ReceiveDatagram(context.Background()) }
-func (q quicDatagrams) send(d []byte) error      { return q.conn.SendDatagram(d) }
+// receive stamps a QUIC datagram when quic-go hands it over: its socket
+// is quic-go's, read by its own loop.
+func (q quicDatagrams) receive() ([]byte, time.Time, error) {
+	d, err := q.conn.ReceiveDatagram(context.Background())
+	return d, time.Now(), err
+}
+func (q quicDatagrams) send(d []byte) error { return q.conn.SendDatagram(d) }
 func (q quicDatagrams) close() error {
 	err := q.conn.CloseWithError(0, "")
 	if q.udp != nil {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"sync"
 	"time"
+	"tlab/internal/kstamp"
 	"tlab/internal/proto"
 
 	"github.com/asticode/go-astits"
@@ -42,6 +43,7 @@ const (
 
 type tsServer struct {
 	udp  *net.UDPConn
+	in   *kstamp.Conn // udp, read with the kernel's receive times
 	re   *reassembler
 	done chan struct{}
 
@@ -70,7 +72,12 @@ func (mpegtsFrames) ServeFrames(n proto.Net, port int, _ proto.Settings, o proto
 		udp.Close()
 		return nil, fmt.Errorf("mpegts frames: receive buffer: %w", err)
 	}
-	s := &tsServer{udp: udp, frames: map[int64]*tsFrame{}, done: make(chan struct{}), cur: -1}
+	in, err := kstamp.Stamp(udp)
+	if err != nil {
+		udp.Close()
+		return nil, fmt.Errorf("mpegts frames: %w", err)
+	}
+	s := &tsServer{udp: udp, in: in, frames: map[int64]*tsFrame{}, done: make(chan struct{}), cur: -1}
 	s.re = newReassembler(o.ReassemblyTimeout, func(a proto.FrameArrival) {
 		if size := onFrame(a); size > 0 && a.Complete {
 			s.mu.Lock()
@@ -94,11 +101,11 @@ func (s *tsServer) serve() {
 	defer close(s.done)
 	buf := make([]byte, 65536)
 	for dg := 0; ; dg++ {
-		n, from, err := s.udp.ReadFromUDP(buf)
+		n, from, ns, err := s.in.ReadStamped(buf)
 		if err != nil {
 			return
 		}
-		at := time.Now()
+		at := time.Unix(0, ns)
 		d := buf[:n]
 		s.mu.Lock()
 		s.peer = from

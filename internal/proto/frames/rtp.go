@@ -9,6 +9,7 @@ import (
 	"net"
 	"sync"
 	"time"
+	"tlab/internal/kstamp"
 	"tlab/internal/proto"
 
 	"github.com/pion/rtcp"
@@ -58,6 +59,7 @@ func (rawPayloader) Payload(mtu uint16, payload []byte) [][]byte {
 
 type rtpServer struct {
 	udp, rtcpConn *net.UDPConn
+	in, rtcpIn    *kstamp.Conn // udp and rtcpConn, read with the kernel's receive times
 	re            *reassembler
 	done          chan struct{}
 
@@ -96,6 +98,14 @@ func (rtpFrames) ServeFrames(n proto.Net, port int, _ proto.Settings, o proto.Fr
 		return nil, err
 	}
 	s := &rtpServer{udp: udp, rtcpConn: rc, done: make(chan struct{}), base: time.Now()}
+	if s.in, err = kstamp.Stamp(udp); err == nil {
+		s.rtcpIn, err = kstamp.Stamp(rc)
+	}
+	if err != nil {
+		udp.Close()
+		rc.Close()
+		return nil, fmt.Errorf("rtp frames: %w", err)
+	}
 	results := newResultAllowance(o.FPS)
 	s.re = newReassembler(o.ReassemblyTimeout, func(a proto.FrameArrival) {
 		if size := onFrame(a); size > 0 && a.Complete && results.take(time.Now()) {
@@ -119,11 +129,10 @@ func (s *rtpServer) serveRTP() {
 	defer close(s.done)
 	buf := make([]byte, 65536)
 	for {
-		n, from, err := readFromPeer(s.udp, buf)
+		n, from, at, err := readFromPeer(s.in, buf)
 		if err != nil {
 			return
 		}
-		at := time.Now()
 		d := append([]byte(nil), buf[:n]...)
 		var p rtp.Packet
 		if p.Unmarshal(d) != nil {
@@ -161,7 +170,7 @@ func (s *rtpServer) account(p rtp.Packet, at time.Time) {
 func (s *rtpServer) serveRTCP() {
 	buf := make([]byte, 1500)
 	for {
-		n, from, err := readFromPeer(s.rtcpConn, buf)
+		n, from, _, err := readFromPeer(s.rtcpIn, buf)
 		if err != nil {
 			return
 		}
