@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"tlab/internal/metrics"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
 )
@@ -108,7 +109,7 @@ func Merge(dirs []string, out string) (missing []string, err error) {
 	if err := results.WriteFileAtomic(filepath.Join(out, results.ScenarioFile), scenarioYAML); err != nil {
 		return missing, err
 	}
-	if err := results.WriteSummaries(out, rows); err != nil {
+	if err := results.WriteTypedSummaries(out, rows, metrics.ColumnType); err != nil {
 		return missing, err
 	}
 	if err := results.JoinRecords(out); err != nil {

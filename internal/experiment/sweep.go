@@ -18,6 +18,7 @@ import (
 	"tlab/internal/advise"
 	"tlab/internal/analysis"
 	"tlab/internal/emu"
+	"tlab/internal/metrics"
 	"tlab/internal/qoo"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
@@ -391,7 +392,7 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 	if done > 0 {
 		sw.logf("resumed: %d of %d cells were already complete", done, len(cells))
 	}
-	if err := results.WriteSummaries(sw.Dir, rows); err != nil {
+	if err := results.WriteTypedSummaries(sw.Dir, rows, metrics.ColumnType); err != nil {
 		return rows, err
 	}
 	if err := results.JoinRecords(sw.Dir); err != nil {
@@ -517,7 +518,7 @@ func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir 
 	if fi, err := os.Stat(spec.ServerLog); err == nil && fi.Size() == 0 {
 		os.Remove(spec.ServerLog) // nothing logged: no file
 	}
-	if err := results.WriteSummaries(dir, []results.Summary{best}); err != nil {
+	if err := results.WriteTypedSummaries(dir, []results.Summary{best}, metrics.ColumnType); err != nil {
 		return results.Summary{}, nil, err
 	}
 	// Last: the cell is whole.

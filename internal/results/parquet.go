@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -379,9 +380,11 @@ func csvToParquet(src, dst string, params []string, meta map[string]string) erro
 }
 
 // writeSummaryParquet writes summary.parquet: the rows of summary.csv,
-// each column typed by the values it holds (numbers as doubles, rep and
-// seed as integers; a column holding more than one kind is text).
-func writeSummaryParquet(dir string, cols []string, rows []Summary) error {
+// each column of a declared type as declared (types: counts as integers,
+// other metrics as doubles), rep and seed as integers, every other column
+// typed by the values it holds (numbers as doubles, booleans as booleans;
+// a column holding more than one kind is text).
+func writeSummaryParquet(dir string, cols []string, rows []Summary, types ColumnTypes) error {
 	kinds := make([]colKind, len(cols))
 	values := make([]map[string]any, len(rows))
 	for j, r := range rows {
@@ -389,6 +392,15 @@ func writeSummaryParquet(dir string, cols []string, rows []Summary) error {
 	}
 	for i, c := range cols {
 		kinds[i] = summaryKind(c, values)
+		if types == nil || i < len(IdentityColumns) {
+			continue
+		}
+		switch types(c) {
+		case Number:
+			kinds[i] = colDouble
+		case Integer:
+			kinds[i] = colInt
+		}
 	}
 	t, err := newParquetTable("summary", cols, kinds)
 	if err != nil {
@@ -446,13 +458,26 @@ func summaryValue(kind colKind, v any) any {
 	}
 	switch kind {
 	case colInt:
-		if i, ok := v.(int); ok {
-			return int64(i)
+		switch x := v.(type) {
+		case int:
+			return int64(x)
+		case float64:
+			if math.IsInf(x, 0) || x != math.Trunc(x) {
+				return nil // not a count: no value rather than a wrong one
+			}
+			return int64(x)
+		case int64, uint64:
+			return v
 		}
+		return nil // declared a count, holding text: no value
 	case colDouble:
-		if i, ok := v.(int); ok {
-			return float64(i)
+		switch x := v.(type) {
+		case int:
+			return float64(x)
+		case float64:
+			return x
 		}
+		return nil // declared a number, holding text: no value
 	case colString:
 		if _, ok := v.(string); !ok {
 			return FormatValue(v)

@@ -126,12 +126,12 @@ func init() {
 			}},
 		{Name: "message_latency_mean_ms", Kind: metrics.Measured, OverCompleted: true, Unit: "ms", Header: "LAT MEAN ms", Precision: 2, Definition: "Mean publish-to-delivery latency of the messages that arrived (`messages_failed` counts the others).",
 			Compute: func(in *metrics.Input) float64 { return metrics.Describe(extra(in, "latency_ms")).Mean }},
-		{Name: "used_0rtt", Kind: metrics.Measured, Header: "0-RTT", Precision: 2,
+		{Name: "used_0rtt", Kind: metrics.Measured, Unit: "fraction", Header: "0-RTT", Precision: 2,
 			Definition: "Fraction of the measured new connections whose CONNECT went as QUIC 0-RTT data that the broker accepted (NaN without new connections in the window).",
 			Compute: func(in *metrics.Input) float64 {
 				return connFraction(in, func(r results.Record) bool { return r.EarlyData })
 			}},
-		{Name: "resumed", Kind: metrics.Measured, Header: "RESUMED", Precision: 2,
+		{Name: "resumed", Kind: metrics.Measured, Unit: "fraction", Header: "RESUMED", Precision: 2,
 			Definition: "Fraction of the measured new connections that resumed a TLS session (TLS or QUIC).",
 			Compute: func(in *metrics.Input) float64 {
 				return connFraction(in, func(r results.Record) bool { return r.Resumed })
