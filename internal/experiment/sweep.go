@@ -472,6 +472,7 @@ func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir 
 		run = RunCell
 	}
 	var best results.Summary
+	var bestRecords []results.Record
 	var bestOverlaps []testbed.LiveRun
 	bestWhy, bestSeverity, bestAttempt := "", math.Inf(1), 0
 	ran := 0
@@ -488,6 +489,7 @@ func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir 
 		why := sw.Quality.Disturbance(res.Summary, median)
 		if sev := severity(res.Summary, median); why == "" || sev < bestSeverity {
 			best, bestOverlaps, bestWhy, bestSeverity, bestAttempt = res.Summary, res.Overlaps, why, sev, attempt
+			bestRecords = res.Records
 			best.Set("attempt", float64(attempt))
 		}
 		if why == "" {
@@ -510,6 +512,9 @@ func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir 
 	if err := rec.Close(); err != nil {
 		return results.Summary{}, nil, err
 	}
+	if err := results.MarkSummaryRows(dir, bestAttempt, summaryOutliers(spec, bestRecords)); err != nil {
+		return results.Summary{}, nil, fmt.Errorf("marking the records the summary used: %w", err)
+	}
 	if cell.Scenario.Capture {
 		if err := keepCaptures(dir, captureDir, bestAttempt); err != nil {
 			return results.Summary{}, nil, err
@@ -523,6 +528,23 @@ func (sw Sweep) runCell(ctx context.Context, cell scenario.Cell, total int, dir 
 	}
 	// Last: the cell is whole.
 	return best, bestOverlaps, results.MarkDone(dir)
+}
+
+// summaryOutliers is the outlier rule the summary applied to the reported
+// attempt's delays (the completed records past the warm-up), nil when the
+// scenario asks for none: records.csv's in_summary leaves out what it
+// removed.
+func summaryOutliers(spec CellSpec, records []results.Record) func(float64) bool {
+	if !spec.RemoveOutliers {
+		return nil
+	}
+	var delays []float64
+	for _, r := range records {
+		if !r.Warmup && r.OK() {
+			delays = append(delays, r.DelayMs)
+		}
+	}
+	return metrics.Outliers(delays, metrics.OutlierK)
 }
 
 // keepCaptures makes the reported attempt's captures the cell's captures/

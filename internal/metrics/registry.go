@@ -247,7 +247,7 @@ func (in *Input) Delays() []float64 {
 			}
 		}
 		if in.RemoveOutliers {
-			in.delays, in.removed = RemoveOutliers(in.delays, 3)
+			in.delays, in.removed = RemoveOutliers(in.delays, OutlierK)
 		}
 		in.computed = true
 	}

@@ -4,6 +4,8 @@ package results
 var RecordColumnDocs = [][2]string{
 	{"cell, profile, protocol, rep", "the cell: its identifier, link profile (stack), protocol and repetition"},
 	{"(the workload's key), seed", "the cell's workload parameters (for periodic: `interval_ms`, `req_size`, `resp_size`) and emulator seed"},
+	{"attempt", "which attempt of the cell the event belongs to: a disturbed cell is run again (`--quality`), and every attempt's events are kept"},
+	{"in_summary", "`true` for the events the cell's summary was computed from: the reported attempt's (the summary's `attempt`), past the warm-up, not removed by the outlier rule (`metrics.remove_outliers`, on `delay_ms`). A percentile of `delay_ms` over these rows, an event whose `delay_ms` is empty (it failed or was never sent) counting as beyond any bound, is the summary's"},
 	{"seq", "event number in the cell, from 0"},
 	{"warmup", "`true` for warm-up events: recorded, kept out of the statistics"},
 	{"scheduled_ms", "when the event was due (periodic: `seq × interval`)"},

@@ -179,7 +179,7 @@ func parquetMeta(dir string) map[string]string {
 func recordKinds(header []string, params map[string]bool) []colKind {
 	own := map[string]colKind{
 		"cell": colString, "profile": colString, "protocol": colString, "rep": colInt,
-		"seed": colUint, "attempt": colInt,
+		"seed": colUint, "attempt": colInt, InSummaryColumn: colBool,
 		"seq": colInt, "warmup": colBool, "req_bytes": colInt, "resp_bytes": colInt, "conn_id": colInt,
 		"new_conn": colBool, "resumed": colBool, "early_data": colBool, "error": colString,
 	}
