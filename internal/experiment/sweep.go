@@ -237,6 +237,10 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 	m, err := results.ReadManifest(sw.Dir)
 	if err != nil || !sw.Resume {
 		m = newManifest()
+		if w := unstampedWarning(m); w != "" {
+			sw.logf("warning: %s", w)
+			m.Warnings = append(m.Warnings, w)
+		}
 		m.Scenario, m.Description, m.ScenarioFile, m.Seed, m.Cells = sc.Name, sc.Description, sc.File(), sc.Seed, len(cells)
 		m.Shard, m.TotalCells = sw.Shard.String(), len(all)
 		info := sc.WorkloadSpec().Info()
