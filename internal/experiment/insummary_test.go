@@ -3,10 +3,12 @@ package experiment
 import (
 	"context"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 
 	"tlab/internal/emu"
@@ -99,5 +101,48 @@ func TestInSummaryMarksTheRowsTheSummaryUsed(t *testing.T) {
 	p99 := used[lo] + (h-float64(lo))*(used[lo+1]-used[lo])
 	if math.Abs(p99-want) > 1e-9 {
 		t.Errorf("p99 over the rows marked in_summary is %v, want the summary's %v", p99, want)
+	}
+}
+
+// TestResumeMarksCellsAnOlderTlabCompleted: a run begun by a tlab before
+// in_summary has complete cells without the column; resumed, their rows
+// are marked (the reported attempt past the warm-up: here attempt 1, its
+// five rows), so that the run's records join instead of failing on cells
+// of different columns.
+func TestResumeMarksCellsAnOlderTlabCompleted(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	f := &fakeAttempts{release: map[string][]float64{"tcp": {10}, "quic": {10}, "h2": {10}}, calls: map[string]int{}}
+	sw := Sweep{Scenario: fakeScenario(t), Dir: dir, SkipCalibration: true, attempt: f.run}
+	if _, err := sw.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Make one cell as an older tlab left it: no in_summary column, and
+	// the run unfinished (no joined records).
+	cells, _ := filepath.Glob(filepath.Join(dir, results.CellsDir, "*"))
+	old := filepath.Join(cells[0], results.RecordsFile)
+	recs := readCSV(t, old)
+	col := slices.Index(recs[0], results.InSummaryColumn)
+	var b strings.Builder
+	for _, r := range recs {
+		b.WriteString(strings.Join(slices.Delete(slices.Clone(r), col, col+1), ",") + "\n")
+	}
+	if err := os.WriteFile(old, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(cells[0], results.RecordsParquet))
+	sw.Resume = true
+	if _, err := sw.Run(context.Background()); err != nil {
+		t.Fatalf("resuming a run with a cell of an older tlab: %v", err)
+	}
+	back := readCSV(t, old)
+	col = slices.Index(back[0], results.InSummaryColumn)
+	marked := 0
+	for _, r := range back[1:] {
+		if col >= 0 && r[col] == "true" {
+			marked++
+		}
+	}
+	if col < 0 || marked != 5 {
+		t.Errorf("the older cell's records: in_summary at %d, %d rows marked, want 5", col, marked)
 	}
 }

@@ -98,6 +98,10 @@ func Merge(dirs []string, out string) (missing []string, err error) {
 		if err != nil {
 			return missing, err
 		}
+		// A shard an older tlab wrote has no in_summary column yet.
+		if err := results.BackfillInSummary(results.CellDir(out, c.ID), max(row.IntOr("attempt", 1), 1), outlierRule(c.Scenario.Metrics.RemoveOutliers)); err != nil {
+			return missing, fmt.Errorf("merge: cell %s: %w", c.ID, err)
+		}
 		row.Set("machine", manifests[i].Hostname)
 		rows = append(rows, row)
 		merged[i].Cells = append(merged[i].Cells, c.ID)

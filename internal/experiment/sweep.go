@@ -341,6 +341,11 @@ func (sw Sweep) Run(ctx context.Context) ([]results.Summary, error) {
 		dir := results.CellDir(sw.Dir, cell.ID)
 		if results.CellDone(dir) {
 			if prev, err := results.ReadCellSummary(dir, params); err == nil {
+				// A cell an older tlab completed gets its in_summary
+				// column, so that the run's records join.
+				if err := results.BackfillInSummary(dir, max(prev.IntOr("attempt", 1), 1), outlierRule(cell.Scenario.Metrics.RemoveOutliers)); err != nil {
+					return rows, fmt.Errorf("cell %s: %w", cell.ID, err)
+				}
 				rows = append(rows, prev)
 				done++
 				continue
@@ -549,6 +554,15 @@ func summaryOutliers(spec CellSpec, records []results.Record) func(float64) bool
 		}
 	}
 	return metrics.Outliers(delays, metrics.OutlierK)
+}
+
+// outlierRule is the summary's outlier rule when the scenario asks for
+// one (metrics.remove_outliers), nil when not.
+func outlierRule(remove bool) func([]float64) func(float64) bool {
+	if !remove {
+		return nil
+	}
+	return func(delays []float64) func(float64) bool { return metrics.Outliers(delays, metrics.OutlierK) }
 }
 
 // keepCaptures makes the reported attempt's captures the cell's captures/

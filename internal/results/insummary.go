@@ -108,3 +108,57 @@ func MarkSummaryRows(cellDir string, attempt int, outlier func(delayMs float64) 
 		return cw.Error()
 	})
 }
+
+// BackfillInSummary marks a complete cell that a tlab before in_summary
+// wrote (the older cells of a resumed run or of a merged shard), so that
+// every cell of the run has the column: the rows of attempt past the
+// warm-up, less what rule (given the completed rows' delays, nil: no
+// outlier rule) rejects. A cell that has the column is left as it is.
+func BackfillInSummary(cellDir string, attempt int, rule func(delays []float64) func(float64) bool) error {
+	path := filepath.Join(cellDir, RecordsFile)
+	f, err := untrusted.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	cr := csv.NewReader(bufio.NewReaderSize(f, 1<<20))
+	cr.ReuseRecord = true
+	header, err := cr.Read()
+	if err == io.EOF || (err == nil && slices.Contains(header, InSummaryColumn)) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	var outlier func(float64) bool
+	if rule != nil {
+		attemptCol, warmupCol, delayCol, errorCol := slices.Index(header, "attempt"), slices.Index(header, "warmup"), slices.Index(header, "delay_ms"), slices.Index(header, "error")
+		if attemptCol < 0 || warmupCol < 0 || delayCol < 0 || errorCol < 0 {
+			return fmt.Errorf("%s: want the columns attempt, warmup, delay_ms and error", path)
+		}
+		want := strconv.Itoa(attempt)
+		var delays []float64
+		for line := 2; ; line++ {
+			rec, err := cr.Read()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			if rec[attemptCol] != want || rec[warmupCol] != "false" || rec[errorCol] != "" {
+				continue
+			}
+			d, present, err := ParseRecordNumber(rec[delayCol])
+			if err != nil {
+				return fmt.Errorf("%s:%d: delay_ms: %w", path, line, err)
+			}
+			if present {
+				delays = append(delays, d)
+			}
+		}
+		outlier = rule(delays)
+	}
+	f.Close()
+	return MarkSummaryRows(cellDir, attempt, outlier)
+}
