@@ -10,6 +10,7 @@ var RecordColumnDocs = [][2]string{
 	{"warmup", "`true` for warm-up events: recorded, kept out of the statistics"},
 	{"scheduled_ms", "when the event was due (periodic: `seq × interval`)"},
 	{"sent_ms", "when the client started sending it"},
+	{"sent_unix_ns", "the same instant by the host's wall clock, in nanoseconds since the UNIX epoch (an integer; a TIMESTAMP in records.parquet), to line records up with a capture's timestamps; empty for an event never sent and for a command stack's events"},
 	{"lateness_ms", "`sent_ms − scheduled_ms`: the wait for a protocol that cannot multiplex, or a host stall (the scheduler itself keeps sends within ~0.1 ms)"},
 	{"done_ms", "when the whole response had arrived"},
 	{"delay_ms", "the **response delay**: `done_ms − sent_ms` (study A); for bulk, the stream's completion"},

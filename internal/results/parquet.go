@@ -48,14 +48,19 @@ const (
 	colInt
 	colUint
 	colBool
+	// colTimestamp is an absolute time in ns since the UNIX epoch: an
+	// integer with Parquet's TIMESTAMP(NANOS, UTC) type, which pandas,
+	// polars and DuckDB read as a time.
+	colTimestamp
 )
 
 var colGoTypes = map[colKind]reflect.Type{
-	colString: reflect.TypeFor[*string](),
-	colDouble: reflect.TypeFor[*float64](),
-	colInt:    reflect.TypeFor[*int64](),
-	colUint:   reflect.TypeFor[*uint64](),
-	colBool:   reflect.TypeFor[*bool](),
+	colString:    reflect.TypeFor[*string](),
+	colDouble:    reflect.TypeFor[*float64](),
+	colInt:       reflect.TypeFor[*int64](),
+	colUint:      reflect.TypeFor[*uint64](),
+	colBool:      reflect.TypeFor[*bool](),
+	colTimestamp: reflect.TypeFor[*int64](),
 }
 
 // parquetTable is a flat schema whose columns keep the CSV's order
@@ -101,11 +106,19 @@ func newParquetTable(name string, names []string, kinds []colKind) (*parquetTabl
 		fields[i] = reflect.StructField{
 			Name: "C" + strconv.Itoa(i),
 			Type: colGoTypes[kinds[i]],
-			Tag:  reflect.StructTag(`parquet:` + strconv.Quote(n+",optional")),
+			Tag:  reflect.StructTag(`parquet:` + strconv.Quote(n+",optional"+timestampTag(kinds[i]))),
 		}
 	}
 	model := reflect.Zero(reflect.StructOf(fields)).Interface()
 	return &parquetTable{names: names, kinds: kinds, schema: parquet.NewSchema(name, parquet.SchemaOf(model))}, nil
+}
+
+// timestampTag is the tag option that types a timestamp column.
+func timestampTag(k colKind) string {
+	if k == colTimestamp {
+		return ",timestamp(nanosecond)"
+	}
+	return ""
 }
 
 // value makes column i's value from v (nil for null).
@@ -135,7 +148,7 @@ func (t *parquetTable) parse(i int, s string) (parquet.Value, error) {
 		var f float64
 		f, err = strconv.ParseFloat(s, 64)
 		v = parquet.DoubleValue(f)
-	case colInt:
+	case colInt, colTimestamp:
 		var n int64
 		n, err = strconv.ParseInt(s, 10, 64)
 		v = parquet.Int64Value(n)
@@ -149,7 +162,7 @@ func (t *parquetTable) parse(i int, s string) (parquet.Value, error) {
 		v = parquet.BooleanValue(b)
 	}
 	if err != nil {
-		return parquet.Value{}, fmt.Errorf("column %s: %q is not a%s", t.names[i], s, [...]string{"", " number", "n integer", "n integer", " true or false"}[kind])
+		return parquet.Value{}, fmt.Errorf("column %s: %q is not a%s", t.names[i], s, [...]string{"", " number", "n integer", "n integer", " true or false", " time in ns since the UNIX epoch"}[kind])
 	}
 	return v.Level(0, 1, i), nil
 }
@@ -180,7 +193,7 @@ func recordKinds(header []string, params map[string]bool) []colKind {
 	own := map[string]colKind{
 		"cell": colString, "profile": colString, "protocol": colString, "rep": colInt,
 		"seed": colUint, "attempt": colInt, InSummaryColumn: colBool,
-		"seq": colInt, "warmup": colBool, "req_bytes": colInt, "resp_bytes": colInt, "conn_id": colInt,
+		"seq": colInt, "sent_unix_ns": colTimestamp, "warmup": colBool, "req_bytes": colInt, "resp_bytes": colInt, "conn_id": colInt,
 		"new_conn": colBool, "resumed": colBool, "early_data": colBool, "error": colString,
 	}
 	kinds := make([]colKind, len(header))

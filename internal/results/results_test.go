@@ -117,7 +117,7 @@ func TestRecordsAreNAWhenFailed(t *testing.T) {
 	if !strings.HasPrefix(lines[0], "cell,profile,protocol,rep,interval_ms,seed,attempt,seq,") || !strings.HasSuffix(lines[0], ",error,x_ms") {
 		t.Errorf("header %s", lines[0])
 	}
-	if !strings.HasSuffix(lines[1], ",1.5000") || !strings.Contains(lines[2], ",5.0000,0.0000,,,,") || !strings.HasSuffix(lines[2], ",timeout,") {
+	if !strings.HasSuffix(lines[1], ",1.5000") || !strings.Contains(lines[2], ",5.0000,,0.0000,,,,") || !strings.HasSuffix(lines[2], ",timeout,") {
 		t.Errorf("rows:\n%s", b)
 	}
 }

@@ -585,7 +585,7 @@ func (p PubSub) runPublisher(ctx context.Context, env *Env, ps proto.PubSub, hos
 				err = c.Publish(ctx, topic, p.QoS, pubsubPayload(idx, seq, p.Size))
 			}
 		}
-		r := results.Record{Seq: seq, Warmup: seq == 0, ReqBytes: p.Size, NewConn: true, ScheduledMs: sinceMs(start), SentMs: sinceMs(start)}
+		r := results.Record{Seq: seq, Warmup: seq == 0, ReqBytes: p.Size, NewConn: true, ScheduledMs: sinceMs(start), SentMs: sinceMs(start), SentUnixNs: start.UnixNano()}
 		r.ConnID, r.ConnectMs, r.HandshakeMs, r.Resumed, r.EarlyData = setup.ConnID, ms(setup.Connect), ms(setup.Handshake), setup.Resumed, setup.EarlyData
 		if err != nil {
 			return fail(r, err)

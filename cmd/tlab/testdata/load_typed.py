@@ -65,7 +65,7 @@ for name, duck_src, pd_read, pl_read in [
     want = {
         "summary.csv": {"requests": "int", "delay_p99_ms": "float", "rep": "int", "seed": "int"},
         "summary.json": {"requests": "int", "delay_p99_ms": "float", "rep": "int", "seed": "int"},
-        "records.csv": {"seq": "int", "attempt": "int", "delay_ms": "float", "warmup": "bool", "in_summary": "bool"},
+        "records.csv": {"seq": "int", "attempt": "int", "delay_ms": "float", "warmup": "bool", "in_summary": "bool", "sent_unix_ns": "int"},
     }[name]
     for col, kind in want.items():
         dt, pt, pdt = types.get(col, "missing"), str(pf.schema.get(col, "missing")), str(df[col].dtype) if col in df else "missing"
@@ -83,7 +83,8 @@ for name, want in [
                          "rep": ("BIGINT", "Int64"), "seed": ("UBIGINT", "UInt64"), "tcp_ecn": ("BOOLEAN", "Boolean"),
                          "protocol": ("VARCHAR", "String")}),
     ("records.parquet", {"seq": ("BIGINT", "Int64"), "attempt": ("BIGINT", "Int64"), "delay_ms": ("DOUBLE", "Float64"),
-                         "warmup": ("BOOLEAN", "Boolean"), "in_summary": ("BOOLEAN", "Boolean"), "seed": ("UBIGINT", "UInt64")}),
+                         "warmup": ("BOOLEAN", "Boolean"), "in_summary": ("BOOLEAN", "Boolean"), "seed": ("UBIGINT", "UInt64"),
+                         "sent_unix_ns": ("TIMESTAMPTZ_NS", "Datetime(time_unit='ns', time_zone='UTC')")}),
 ]:
     path = f"{d}/{name}"
     types = duck_types(f"SELECT * FROM '{path}'")
@@ -104,6 +105,13 @@ for cell, p99 in duckdb.sql(
         f"SELECT cell, quantile_cont(coalesce(delay_ms, 'inf'::DOUBLE), 0.99) FROM '{d}/records.parquet' WHERE in_summary GROUP BY cell").fetchall():
     want = summary[cell]["delay_p99_ms"]
     check(f"{cell}: p99 over in_summary rows {p99} is the summary's {want}", p99 == want or abs(p99 - want) <= 1e-4)
+
+# Absolute times: every record was sent between the run's start and end
+# as the manifest has them (the wall clock's, as a capture's).
+m = json.load(open(f"{d}/manifest.json"))
+lo, hi = pd.Timestamp(m["started"]), pd.Timestamp(m["finished"])
+sent = pd.read_parquet(f"{d}/records.parquet")["sent_unix_ns"]
+check(f"records sent between {lo} and {hi}: {sent.min()} to {sent.max()}", sent.notna().all() and lo <= sent.min() and sent.max() <= hi)
 
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)
