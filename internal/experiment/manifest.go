@@ -56,7 +56,7 @@ func unstampedWarning(m *results.Manifest) string {
 	if m.Commit != "" {
 		return ""
 	}
-	return "this tlab was built without the commit it came from (version stamping off: built outside its git checkout, with -buildvcs=false, or by go test), so the manifest cannot say which code measured this run; build it with scripts/setup or go build ./cmd/tlab in the checkout"
+	return "this tlab was built without the commit it came from (version stamping off: built outside its git checkout, with -buildvcs=false, GOFLAGS holding it, or by go test), so the manifest cannot say which code measured this run; build it in the checkout with go build -buildvcs=true ./cmd/tlab"
 }
 
 // calibrateInto takes a quick calibration of the engine the cells will
