@@ -231,9 +231,10 @@ func emptyCells(rows []results.Summary) []string {
 }
 
 func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("merge", "merge DIR... --out DIR\n\nJoin the run directories of a scenario's shards (tlab run --shard I/N) into one run directory with\nits report: the same scenario and format, no cell twice; cells no shard holds are listed (exit 1).", stderr)
+	fs := newFlags("merge", "merge DIR... --out DIR [--json]\n\nJoin the run directories of a scenario's shards (tlab run --shard I/N) into one run directory with\nits report: the same scenario and format, no cell twice; cells no shard holds are listed (exit 1).", stderr)
 	out := fs.String("out", "", "the merged run directory (must be new or empty)")
 	noReport := fs.Bool("no-report", false, "do not write report.html")
+	asJSON := fs.Bool("json", false, "print the merge as JSON: the merged directory, the shards, the cells no shard holds")
 	pos, code, ok := parseArgs(fs, args, 1024)
 	if !ok {
 		return code
@@ -254,7 +255,19 @@ func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if _, err := experiment.Analyze(*out, nil, render); err != nil {
 		return errorExit(stderr, err)
 	}
-	fmt.Fprintf(stdout, "merged %d run directories into %s\n", len(pos), *out)
+	if *asJSON {
+		// mergeJSON is a merge as --json prints it.
+		type mergeJSON struct {
+			Out     string   `json:"out"`
+			Shards  []string `json:"shards"`
+			Missing []string `json:"missing_cells"`
+		}
+		if c := writeJSON(stdout, mergeJSON{Out: *out, Shards: pos, Missing: append([]string{}, missing...)}); c != exitOK {
+			return c
+		}
+	} else {
+		fmt.Fprintf(stdout, "merged %d run directories into %s\n", len(pos), *out)
+	}
 	if len(missing) > 0 {
 		fmt.Fprintf(stderr, "tlab merge: %s of the scenario in no shard: %s\n", units.Count(len(missing), "cell"), strings.Join(missing, ", "))
 		return exitFailure
@@ -418,11 +431,12 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("compare", "compare DIR DIR... [--out DIR] [--require 'METRIC<=BOUND' ...]\n\nPut runs side by side (two networks, two days): one report whose plots group every run's cells,\nwith each run's verdicts (which stack is faster, by how much) in its verdict table and\ncomparisons.csv. With requirements (given, or the runs' own when they all state the same) it\nanswers them on every run and network, and exits 1 when no stack meets them on all of them.", stderr)
+	fs := newFlags("compare", "compare DIR DIR... [--out DIR] [--require 'METRIC<=BOUND' ...] [--json]\n\nPut runs side by side (two networks, two days): one report whose plots group every run's cells,\nwith each run's verdicts (which stack is faster, by how much) in its verdict table and\ncomparisons.csv. With requirements (given, or the runs' own when they all state the same) it\nanswers them on every run and network, and exits 1 when no stack meets them on all of them.", stderr)
 	out := fs.String("out", "", "directory for the comparison (default compare-TIMESTAMP)")
 	var reqs listFlag
 	fs.Var(&reqs, "require", "a requirement on a metric (tlab metrics), such as delay_p99_ms<=20 (repeatable; the first is the priority)")
 	qooSpec := fs.String("qoo", "", "a Quality of Outcome requirement profile (tlab qoo, or a LibreQoS FILE[#ID]); default: the runs' own when they all keep the same")
+	asJSON := fs.Bool("json", false, "print the comparison as JSON: its directory, report and files, the requirements and the answers")
 	pos, code, ok := parseArgs(fs, args, 64)
 	if !ok {
 		return code
@@ -453,15 +467,39 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "tlab compare: %v\n", err)
 		return exitUsage
 	}
-	if len(a.Requirements) > 0 {
-		fmt.Fprintf(stdout, "Requirements: %s\n", strings.Join(a.RequirementTexts(), "; "))
-		printAnswers(stdout, a.Answers)
+	met := len(a.Requirements) == 0 || advise.Met(a.Answers)
+	if *asJSON {
+		// compareJSON is a comparison as --json prints it; answers as
+		// tlab advise --json prints them.
+		type compareJSON struct {
+			Out          string          `json:"out"`
+			Report       string          `json:"report,omitempty"`
+			Runs         []string        `json:"runs"`
+			Files        []string        `json:"files"`
+			Requirements []string        `json:"requirements"`
+			QoO          string          `json:"qoo,omitempty"`
+			Met          bool            `json:"met"`
+			Answers      []advise.Answer `json:"answers"`
+		}
+		v := compareJSON{Out: *out, Report: path, Runs: pos, Files: append([]string{}, a.Files...),
+			Requirements: append([]string{}, a.RequirementTexts()...), Met: met, Answers: append([]advise.Answer{}, a.Answers...)}
+		if a.QoO != nil {
+			v.QoO = a.QoO.ID
+		}
+		if c := writeJSON(stdout, v); c != exitOK {
+			return c
+		}
+	} else {
+		if len(a.Requirements) > 0 {
+			fmt.Fprintf(stdout, "Requirements: %s\n", strings.Join(a.RequirementTexts(), "; "))
+			printAnswers(stdout, a.Answers)
+		}
+		if a.QoO != nil {
+			printQoO(stdout, *a.QoO, a.Answers)
+		}
+		fmt.Fprintln(stdout, path)
 	}
-	if a.QoO != nil {
-		printQoO(stdout, *a.QoO, a.Answers)
-	}
-	fmt.Fprintln(stdout, path)
-	if len(a.Requirements) > 0 && !advise.Met(a.Answers) {
+	if !met {
 		return exitFailure
 	}
 	return exitOK

@@ -39,6 +39,10 @@ const RealPath = "remote"
 type Analysis struct {
 	// Verdicts compare the protocols pair by pair on each network.
 	Verdicts []stats.Comparison
+	// UnreachableP is, when no comparison could be significant whatever
+	// the data (each over too few repetitions for its test), the smallest
+	// p-value the best of them could give; 0 otherwise.
+	UnreachableP float64
 	// Load says what cross traffic adds to each stack's delay, where the
 	// run sweeps cross.flows from 0; LoadComparisons are its figures as
 	// load.csv has them.

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"math"
 
 	"tlab/internal/stats"
 )
@@ -24,6 +25,7 @@ func init() {
 			if a.Verdicts, err = stats.ForRunOver(v.Run, v.records(), v.Seed); err != nil {
 				return fmt.Errorf("comparisons: %w", err)
 			}
+			a.UnreachableP = unreachableP(a.Verdicts)
 			return nil
 		},
 		Write: func(a *Analysis, dir string) ([]string, error) {
@@ -33,6 +35,24 @@ func init() {
 			return comparisonFiles(ComparisonsFile), stats.WriteNamed(dir, ComparisonsFile, a.Verdicts)
 		},
 	})
+}
+
+// unreachableP is the smallest p-value the best of vs could give when
+// even that is not under stats.Alpha (too few repetitions for any
+// verdict: a Mann-Whitney test of 3 against 3 cannot go under 0.1), 0
+// when some comparison could be significant or one is request by request.
+func unreachableP(vs []stats.Comparison) float64 {
+	best := 1.0
+	for _, v := range vs {
+		if v.Unit != "repetition" {
+			return 0
+		}
+		best = math.Min(best, stats.MinP(v.NA, v.NB))
+	}
+	if len(vs) == 0 || best < stats.Alpha {
+		return 0
+	}
+	return best
 }
 
 // comparisonFiles are the files stats.WriteNamed writes for name.

@@ -131,6 +131,12 @@ func (v *View) read() error {
 	}
 	interned := map[string]string{}
 	return results.ScanRecordsFrom(path, io.MultiReader(strings.NewReader(line), in), v.cols, func(row results.RecordRow) error {
+		// Every step reads what the summaries used: an attempt the
+		// quality rule discarded, or an outlier the rule removed, is in
+		// the file (in_summary false) but not in the analysis.
+		if row.Discarded {
+			return nil
+		}
 		cell, ok := interned[row.Cell]
 		if !ok {
 			cell = strings.Clone(row.Cell)

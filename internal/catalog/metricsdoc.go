@@ -133,16 +133,23 @@ const docSummary = `
 ` + "`summary.json`" + ` is a list of flat objects whose keys come in column
 order; ` + "`summary.csv`" + ` has the same columns. Every row starts with
 ` + "`cell`, `profile`, `protocol`, `workload`, `rep`, `seed`" + ` and ends with
-one column per swept field. Undefined values (no requests, one delay only)
-are ` + "`null`" + ` in JSON and empty in CSV. A value beyond any bound (a
-percentile that falls among messages that never completed) is ` + "`inf`" + ` in
-CSV and, JSON having no infinity, the largest double
-` + "`1.7976931348623157e308`" + ` in JSON (its negative for −inf): a number, so
-that pandas, polars and DuckDB type the column as a float, and larger than
-any measured value, so that sorting and bounds treat it as infinity. Any
-value of 1e308 or more is one (pandas:
+one column per swept field. Undefined values (no requests, one delay
+only, a setting the protocol does not have) are ` + "`null`" + ` in JSON and
+empty in CSV. A value beyond any bound (a percentile that falls among
+messages that never completed) is, JSON having no infinity and DuckDB's
+CSV reader typing a column that holds ` + "`inf`" + ` as text, the largest double
+` + "`1.7976931348623157e+308`" + ` in CSV and JSON (its negative for −inf): a
+number, so that pandas, polars and DuckDB type the column as a float, and
+larger than any measured value, so that sorting and bounds treat it as
+infinity. Any value of 1e308 or more is one (pandas:
 ` + "`df.replace(1.7976931348623157e308, float(\"inf\"))`" + `); comparisons.json
-writes infinite medians the same way.
+and comparisons.csv write infinite medians the same way. ` + "`summary.parquet`" + `
+holds infinity itself, and types every column: counts (a metric without
+a unit below) as 64-bit integers, every other metric as a double (also
+when no row has a value), ` + "`rep`" + ` as an integer, ` + "`seed`" + ` as an
+unsigned one, and settings as text, or as booleans where each row's is
+one (` + "`tcp_ecn`" + `, ` + "`resumption`" + ` and ` + "`zero_rtt`" + ` are ` + "`true+false`" + `, text,
+when a cell's connections disagreed).
 
 A scenario with ` + "`beside:`" + ` workloads adds, for each, its workload's measured
 metrics below prefixed ` + "`beside_NAME_`" + ` (` + "`beside_loop_delay_p99_ms`" + `), with the

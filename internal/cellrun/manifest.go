@@ -48,6 +48,17 @@ func NewManifest() *results.Manifest {
 	return m
 }
 
+// UnstampedWarning says why a manifest without the commit tlab was built
+// from cannot tell which code measured the run ("" when it has it): the
+// go command stamps the commit only when it builds inside the git
+// checkout with version stamping on (-buildvcs, on by default).
+func UnstampedWarning(m *results.Manifest) string {
+	if m.Commit != "" {
+		return ""
+	}
+	return "this tlab was built without the commit it came from (version stamping off: built outside its git checkout, with -buildvcs=false, GOFLAGS holding it, or by go test), so the manifest cannot say which code measured this run; build it in the checkout with go build -buildvcs=true ./cmd/tlab"
+}
+
 // calibrateInto takes a quick calibration of the engine the cells will
 // use and records it in m.
 func CalibrateInto(ctx context.Context, m *results.Manifest, emulator emu.EngineOptions) error {

@@ -7,6 +7,7 @@ import (
 
 	"tlab/internal/advise"
 	"tlab/internal/analysis"
+	"tlab/internal/metrics"
 	"tlab/internal/qoo"
 	"tlab/internal/results"
 )
@@ -50,7 +51,7 @@ func Compare(dirs []string, out string, reqs []advise.Requirement, profile *qoo.
 	if err := results.PrepareOut(out); err != nil {
 		return nil, "", err
 	}
-	if err := results.WriteSummaries(out, rows); err != nil {
+	if err := results.WriteTypedSummaries(out, rows, metrics.ColumnType); err != nil {
 		return nil, "", err
 	}
 	a, err := analysis.OfRuns(runs, rows, reqs, profile)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"tlab/internal/metrics"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
 )
@@ -97,6 +98,10 @@ func Merge(dirs []string, out string) (missing []string, err error) {
 		if err != nil {
 			return missing, err
 		}
+		// A shard an older tlab wrote has no in_summary column yet.
+		if err := results.BackfillInSummary(results.CellDir(out, c.ID), max(row.IntOr("attempt", 1), 1), outlierRule(sc.Metrics.RemoveOutliers)); err != nil {
+			return missing, fmt.Errorf("merge: cell %s: %w", c.ID, err)
+		}
 		row.Set("machine", manifests[i].Hostname)
 		rows = append(rows, row)
 		merged[i].Cells = append(merged[i].Cells, c.ID)
@@ -108,7 +113,7 @@ func Merge(dirs []string, out string) (missing []string, err error) {
 	if err := results.WriteFileAtomic(filepath.Join(out, results.ScenarioFile), scenarioYAML); err != nil {
 		return missing, err
 	}
-	if err := results.WriteSummaries(out, rows); err != nil {
+	if err := results.WriteTypedSummaries(out, rows, metrics.ColumnType); err != nil {
 		return missing, err
 	}
 	if err := results.JoinRecords(out); err != nil {

@@ -19,6 +19,7 @@ import (
 	"tlab/internal/advise"
 	"tlab/internal/analysis"
 	"tlab/internal/emu"
+	"tlab/internal/metrics"
 	"tlab/internal/plan"
 	"tlab/internal/qoo"
 	"tlab/internal/results"
@@ -281,6 +282,10 @@ func (sw *Sweep) openManifest(all, cells []plan.Cell, params []string) (*results
 	m, err := results.ReadManifest(sw.Dir)
 	if err != nil || !sw.Resume {
 		m = cellrun.NewManifest()
+		if w := cellrun.UnstampedWarning(m); w != "" {
+			sw.logf("warning: %s", w)
+			m.Warnings = append(m.Warnings, w)
+		}
 		m.Scenario, m.Description, m.ScenarioFile, m.Seed, m.Cells = sc.Name, sc.Description, sc.File(), sc.Seed, len(cells)
 		m.Shard, m.TotalCells = sw.Shard.String(), len(all)
 		info := sc.WorkloadSpec().Info()
@@ -393,6 +398,11 @@ func (sw Sweep) runCells(ctx context.Context, m *results.Manifest, cells []plan.
 		dir := results.CellDir(sw.Dir, cell.ID)
 		if results.CellDone(dir) {
 			if prev, err := results.ReadCellSummary(dir, params); err == nil {
+				// A cell an older tlab completed gets its in_summary
+				// column, so that the run's records join.
+				if err := results.BackfillInSummary(dir, max(prev.IntOr("attempt", 1), 1), outlierRule(cell.RemoveOutliers)); err != nil {
+					return rows, fmt.Errorf("cell %s: %w", cell.ID, err)
+				}
 				rows = append(rows, prev)
 				done++
 				continue
@@ -463,7 +473,7 @@ func (sw Sweep) warnAboutCell(m *results.Manifest, cell plan.Cell, row results.S
 // finishRun writes the run's summaries and records (CSV and Parquet) and
 // marks the manifest finished.
 func (sw Sweep) finishRun(m *results.Manifest, rows []results.Summary) error {
-	if err := results.WriteSummaries(sw.Dir, rows); err != nil {
+	if err := results.WriteTypedSummaries(sw.Dir, rows, metrics.ColumnType); err != nil {
 		return err
 	}
 	if err := results.JoinRecords(sw.Dir); err != nil {
@@ -531,12 +541,15 @@ func (sw Sweep) runCell(ctx context.Context, cell plan.Cell, total int, dir stri
 		return results.Summary{}, nil, err
 	}
 	defer rec.Close()
-	best, bestOverlaps, bestAttempt, err := sw.attempts(ctx, spec, rec, captureDir)
+	best, bestOverlaps, bestAttempt, bestRecords, err := sw.attempts(ctx, spec, rec, captureDir)
 	if err != nil {
 		return results.Summary{}, nil, err
 	}
 	if err := rec.Close(); err != nil {
 		return results.Summary{}, nil, err
+	}
+	if err := results.MarkSummaryRows(dir, bestAttempt, summaryOutliers(spec, bestRecords)); err != nil {
+		return results.Summary{}, nil, fmt.Errorf("marking the records the summary used: %w", err)
 	}
 	if cell.Capture {
 		if err := keepCaptures(dir, captureDir, bestAttempt); err != nil {
@@ -546,7 +559,7 @@ func (sw Sweep) runCell(ctx context.Context, cell plan.Cell, total int, dir stri
 	if fi, err := os.Stat(spec.ServerLog); err == nil && fi.Size() == 0 {
 		os.Remove(spec.ServerLog) // nothing logged: no file
 	}
-	if err := results.WriteSummaries(dir, []results.Summary{best}); err != nil {
+	if err := results.WriteTypedSummaries(dir, []results.Summary{best}, metrics.ColumnType); err != nil {
 		return results.Summary{}, nil, err
 	}
 	// Last: the cell is whole.
@@ -556,11 +569,12 @@ func (sw Sweep) runCell(ctx context.Context, cell plan.Cell, total int, dir stri
 // attempts runs the cell until an attempt is not disturbed, or the
 // quality rule's attempts are spent, and returns the attempt it reports:
 // the clean one, or the least disturbed, marked. Each attempt's records
-// go to rec, its captures to captureDir(attempt).
-func (sw Sweep) attempts(ctx context.Context, spec cellrun.CellSpec, rec *results.RecordWriter, captureDir func(int) string) (best results.Summary, bestOverlaps []testbed.LiveRun, bestAttempt int, err error) {
+// go to rec, its captures to captureDir(attempt); the reported attempt's
+// records come back too (the outlier rule's input).
+func (sw Sweep) attempts(ctx context.Context, spec cellrun.CellSpec, rec *results.RecordWriter, captureDir func(int) string) (best results.Summary, bestOverlaps []testbed.LiveRun, bestAttempt int, bestRecords []results.Record, err error) {
 	t, err := sw.Quality.Thresholds()
 	if err != nil {
-		return results.Summary{}, nil, 0, err
+		return results.Summary{}, nil, 0, nil, err
 	}
 	run := sw.attempt
 	if run == nil {
@@ -574,13 +588,14 @@ func (sw Sweep) attempts(ctx context.Context, spec cellrun.CellSpec, rec *result
 		spec.CaptureDir = captureDir(attempt)
 		res, err := run(ctx, spec, rec.Write, sw.Progress)
 		if err != nil {
-			return results.Summary{}, nil, 0, err
+			return results.Summary{}, nil, 0, nil, err
 		}
 		ran++
 		median := cellrun.MedianDelay(res.Records)
 		why := sw.Quality.Disturbance(res.Summary, median)
 		if sev := cellrun.Severity(res.Summary, median); why == "" || sev < bestSeverity {
 			best, bestOverlaps, bestWhy, bestSeverity, bestAttempt = res.Summary, res.Overlaps, why, sev, attempt
+			bestRecords = res.Records
 			best.Set("attempt", float64(attempt))
 		}
 		if why == "" {
@@ -599,7 +614,33 @@ func (sw Sweep) attempts(ctx context.Context, spec cellrun.CellSpec, rec *result
 		best.Set("quality", "clean")
 	}
 	best.Set("attempts_discarded", float64(ran-1))
-	return best, bestOverlaps, bestAttempt, nil
+	return best, bestOverlaps, bestAttempt, bestRecords, nil
+}
+
+// summaryOutliers is the outlier rule the summary applied to the reported
+// attempt's delays (the completed records past the warm-up), nil when the
+// scenario asks for none: records.csv's in_summary leaves out what it
+// removed.
+func summaryOutliers(spec cellrun.CellSpec, records []results.Record) func(float64) bool {
+	if !spec.RemoveOutliers {
+		return nil
+	}
+	var delays []float64
+	for _, r := range records {
+		if !r.Warmup && r.OK() {
+			delays = append(delays, r.DelayMs)
+		}
+	}
+	return metrics.Outliers(delays, metrics.OutlierK)
+}
+
+// outlierRule is the summary's outlier rule when the scenario asks for
+// one (metrics.remove_outliers), nil when not.
+func outlierRule(remove bool) func([]float64) func(float64) bool {
+	if !remove {
+		return nil
+	}
+	return func(delays []float64) func(float64) bool { return metrics.Outliers(delays, metrics.OutlierK) }
 }
 
 // keepCaptures makes the reported attempt's captures the cell's captures/

@@ -128,13 +128,16 @@ func Jitter(delaysInOrder []float64) float64 {
 // the standard deviation for normal data (1 / Φ⁻¹(3/4)).
 const madScale = 1.482602218505602
 
-// RemoveOutliers drops values further than k scaled median absolute
-// deviations from the median (study B's rule with k = 3, as MATLAB's
-// isoutlier) and returns what is kept, in the original order, and how many
-// were removed.
-func RemoveOutliers(values []float64, k float64) (kept []float64, removed int) {
+// OutlierK is the outlier rule's k: study B's 3 scaled median absolute
+// deviations (metrics.remove_outliers).
+const OutlierK = 3
+
+// Outliers returns the rule RemoveOutliers applies to values: whether a
+// value is further than k scaled median absolute deviations from their
+// median. records.csv's in_summary marks the delays it removed.
+func Outliers(values []float64, k float64) func(float64) bool {
 	if len(values) == 0 {
-		return nil, 0
+		return func(float64) bool { return false }
 	}
 	s := slices.Clone(values)
 	slices.Sort(s)
@@ -145,8 +148,20 @@ func RemoveOutliers(values []float64, k float64) (kept []float64, removed int) {
 	}
 	slices.Sort(dev)
 	limit := k * madScale * Quantile(dev, 0.5)
+	return func(v float64) bool { return math.Abs(v-med) > limit }
+}
+
+// RemoveOutliers drops values further than k scaled median absolute
+// deviations from the median (study B's rule with k = 3, as MATLAB's
+// isoutlier) and returns what is kept, in the original order, and how many
+// were removed.
+func RemoveOutliers(values []float64, k float64) (kept []float64, removed int) {
+	if len(values) == 0 {
+		return nil, 0
+	}
+	outlier := Outliers(values, k)
 	for _, v := range values {
-		if math.Abs(v-med) > limit {
+		if outlier(v) {
 			removed++
 			continue
 		}

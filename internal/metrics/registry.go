@@ -31,7 +31,9 @@ const (
 type Metric struct {
 	Name string
 	Kind Kind
-	// Unit is the unit of the value ("ms", "B", "%", "" for counts).
+	// Unit is the unit of the value ("ms", "B", "%", "fraction"); "" is
+	// for counts alone, which summary.parquet types as integers
+	// (ColumnType).
 	Unit string
 	// Header is the short column title in tables ("P50 ms").
 	Header string
@@ -245,7 +247,7 @@ func (in *Input) Delays() []float64 {
 			}
 		}
 		if in.RemoveOutliers {
-			in.delays, in.removed = RemoveOutliers(in.delays, 3)
+			in.delays, in.removed = RemoveOutliers(in.delays, OutlierK)
 		}
 		in.computed = true
 	}
@@ -271,6 +273,24 @@ func (r *Registry) Compute(names []string, in *Input) ([]results.Field, error) {
 	}
 	return out, nil
 }
+
+// ColumnType declares a summary column's type for summary.parquet: a
+// metric without a unit is a count (an integer),
+// any other metric or parameter a number; a setting, and a column the
+// registry does not know, is typed by its values.
+func (r *Registry) ColumnType(column string) results.ColumnType {
+	m, ok := r.Lookup(column)
+	switch {
+	case !ok || m.Kind == Setting:
+		return results.Inferred
+	case m.Unit == "":
+		return results.Integer
+	}
+	return results.Number
+}
+
+// ColumnType declares a summary column's type from the default registry.
+func ColumnType(column string) results.ColumnType { return Default.ColumnType(column) }
 
 // RecordDelay is the delay each record carries (a response, a frame's
 // round trip, an upload's end-to-end delay): stats compares it record by

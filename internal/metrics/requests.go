@@ -186,7 +186,7 @@ func init() {
 		{Name: "bytes_per_response", Kind: Measured, Unit: "B", Header: "B/RESP", Precision: 0,
 			Definition: "All bytes delivered to the client during the window divided by the responses it received.",
 			Compute:    func(in *Input) float64 { return ratio(in.Bytes(in.Down.TxBytes), float64(len(in.Delays())+in.removed)) }},
-		{Name: "conns_per_1000", Kind: Measured, Header: "CONN/1000", Precision: 1,
+		{Name: "conns_per_1000", Kind: Measured, Unit: "1/1000 requests", Header: "CONN/1000", Precision: 1,
 			Definition: "Transport connections (sessions) used during the window per 1000 requests sent, as study A counts the sessions \"used during each experiment\": those the client established in the window, and those it opened before (in the warm-up) that carried a request in it, so one connection kept throughout counts once. Its mean over repetitions is the study's average over a series of experiments.",
 			Compute:    func(in *Input) float64 { return ratio(sessionsUsed(in)*1000, sent(in)) }},
 		{Name: "late_sends", Kind: Measured, Header: "LATE",

@@ -39,6 +39,9 @@ type Run struct {
 	Manifest    *results.Manifest
 	// Verdicts compare the protocols pair by pair (package stats).
 	Verdicts []stats.Comparison
+	// UnreachableP is the analysis's: no comparison could be significant,
+	// the best could give this p-value at the smallest (0: not so).
+	UnreachableP float64
 	// Replay compares a remote run's real path with its recording, per
 	// protocol (Profile names the protocol, A the path, B the recording).
 	Replay []stats.Comparison
@@ -209,6 +212,7 @@ func Build(r *Run, a *analysis.Analysis) (string, error) {
 	r.analysis, r.cells = a, seriesOf(a)
 	if a != nil {
 		r.Verdicts, r.Load, r.Replay, r.Answers = a.Verdicts, a.Load, a.Replay, a.Answers
+		r.UnreachableP = a.UnreachableP
 		r.Requirements = a.RequirementTexts()
 	}
 	figs, notes, err := r.figures(filepath.Join(r.Dir, "plots"))
@@ -296,20 +300,14 @@ figcaption{font-size:13px;color:#555}
 .meta td{text-align:left}
 `
 
-// powerNote says when no comparison could have been significant: too few
-// repetitions for the test, whatever the data.
-func powerNote(vs []stats.Comparison) string {
-	most := 0.0
-	for _, v := range vs {
-		if v.Unit != "repetition" {
-			return ""
-		}
-		most = math.Max(most, 1-stats.MinP(v.NA, v.NB))
-	}
-	if len(vs) == 0 || 1-most < stats.Alpha {
+// powerNote says when no comparison could have been significant (the
+// analysis's UnreachableP): too few repetitions for the test, whatever
+// the data.
+func powerNote(unreachableP float64) string {
+	if unreachableP <= 0 {
 		return ""
 	}
-	return fmt.Sprintf("No comparison here could be significant: with this few repetitions the smallest p-value a Mann-Whitney test can give is %.2g, above %.2g before any correction. The intervals still say how far apart the stacks are; run more repetitions (at least 4 against 4, and more for Holm's correction over many comparisons) for verdicts.", 1-most, stats.Alpha)
+	return fmt.Sprintf("No comparison here could be significant: with this few repetitions the smallest p-value a Mann-Whitney test can give is %.2g, above %.2g before any correction. The intervals still say how far apart the stacks are; run more repetitions (at least 4 against 4, and more for Holm's correction over many comparisons) for verdicts.", unreachableP, stats.Alpha)
 }
 
 // imgURL inlines an SVG figure as a data URI.
@@ -405,7 +403,7 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 <tr><th class="l">cells reported</th><td>{{len .Run.Rows}}</td></tr>
 </table>
 {{if .Run.Verdicts}}<h2>Verdicts</h2>
-<p><b>{{called .Run.Verdicts}} of {{len .Run.Verdicts}} comparisons call a difference.</b>{{with powerNote .Run.Verdicts}} {{.}}{{end}}</p>
+<p><b>{{called .Run.Verdicts}} of {{len .Run.Verdicts}} comparisons call a difference.</b>{{with powerNote .Run.UnreachableP}} {{.}}{{end}}</p>
 <p>Each pair of protocols on the same network and swept values: the difference of medians (B − A) with a 95 % bootstrap interval, and the Mann-Whitney test's p-value after Holm's correction over the whole run; a difference is called when that p-value is under 0.05 and the interval excludes zero. The sampling unit is the repetition where cells are repeated, the request otherwise (requests are not independent: such p-values are optimistic). comparisons.csv has every figure (Hodges-Lehmann shift, Cliff's delta, U).</p>
 <details{{if le (len .Run.Verdicts) 30}} open{{end}}><summary>the {{len .Run.Verdicts}} comparisons</summary>
 <div class="wide"><table><tr><th class="l">network</th><th class="l">swept</th><th class="l">metric</th><th class="l">A</th><th class="l">B</th><th>median A</th><th>median B</th><th>mean B/A (95 % CI)</th><th>p (Holm)</th><th class="l">verdict</th></tr>

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -47,14 +48,19 @@ const (
 	colInt
 	colUint
 	colBool
+	// colTimestamp is an absolute time in ns since the UNIX epoch: an
+	// integer with Parquet's TIMESTAMP(NANOS, UTC) type, which pandas,
+	// polars and DuckDB read as a time.
+	colTimestamp
 )
 
 var colGoTypes = map[colKind]reflect.Type{
-	colString: reflect.TypeFor[*string](),
-	colDouble: reflect.TypeFor[*float64](),
-	colInt:    reflect.TypeFor[*int64](),
-	colUint:   reflect.TypeFor[*uint64](),
-	colBool:   reflect.TypeFor[*bool](),
+	colString:    reflect.TypeFor[*string](),
+	colDouble:    reflect.TypeFor[*float64](),
+	colInt:       reflect.TypeFor[*int64](),
+	colUint:      reflect.TypeFor[*uint64](),
+	colBool:      reflect.TypeFor[*bool](),
+	colTimestamp: reflect.TypeFor[*int64](),
 }
 
 // parquetTable is a flat schema whose columns keep the CSV's order
@@ -100,11 +106,19 @@ func newParquetTable(name string, names []string, kinds []colKind) (*parquetTabl
 		fields[i] = reflect.StructField{
 			Name: "C" + strconv.Itoa(i),
 			Type: colGoTypes[kinds[i]],
-			Tag:  reflect.StructTag(`parquet:` + strconv.Quote(n+",optional")),
+			Tag:  reflect.StructTag(`parquet:` + strconv.Quote(n+",optional"+timestampTag(kinds[i]))),
 		}
 	}
 	model := reflect.Zero(reflect.StructOf(fields)).Interface()
 	return &parquetTable{names: names, kinds: kinds, schema: parquet.NewSchema(name, parquet.SchemaOf(model))}, nil
+}
+
+// timestampTag is the tag option that types a timestamp column.
+func timestampTag(k colKind) string {
+	if k == colTimestamp {
+		return ",timestamp(nanosecond)"
+	}
+	return ""
 }
 
 // value makes column i's value from v (nil for null).
@@ -134,7 +148,7 @@ func (t *parquetTable) parse(i int, s string) (parquet.Value, error) {
 		var f float64
 		f, err = strconv.ParseFloat(s, 64)
 		v = parquet.DoubleValue(f)
-	case colInt:
+	case colInt, colTimestamp:
 		var n int64
 		n, err = strconv.ParseInt(s, 10, 64)
 		v = parquet.Int64Value(n)
@@ -148,7 +162,7 @@ func (t *parquetTable) parse(i int, s string) (parquet.Value, error) {
 		v = parquet.BooleanValue(b)
 	}
 	if err != nil {
-		return parquet.Value{}, fmt.Errorf("column %s: %q is not a%s", t.names[i], s, [...]string{"", " number", "n integer", "n integer", " true or false"}[kind])
+		return parquet.Value{}, fmt.Errorf("column %s: %q is not a%s", t.names[i], s, [...]string{"", " number", "n integer", "n integer", " true or false", " time in ns since the UNIX epoch"}[kind])
 	}
 	return v.Level(0, 1, i), nil
 }
@@ -178,8 +192,8 @@ func parquetMeta(dir string) map[string]string {
 func recordKinds(header []string, params map[string]bool) []colKind {
 	own := map[string]colKind{
 		"cell": colString, "profile": colString, "protocol": colString, "rep": colInt,
-		"seed": colUint, "attempt": colInt,
-		"seq": colInt, "warmup": colBool, "req_bytes": colInt, "resp_bytes": colInt, "conn_id": colInt,
+		"seed": colUint, "attempt": colInt, InSummaryColumn: colBool,
+		"seq": colInt, "sent_unix_ns": colTimestamp, "warmup": colBool, "req_bytes": colInt, "resp_bytes": colInt, "conn_id": colInt,
 		"new_conn": colBool, "resumed": colBool, "early_data": colBool, "error": colString,
 	}
 	kinds := make([]colKind, len(header))
@@ -379,9 +393,11 @@ func csvToParquet(src, dst string, params []string, meta map[string]string) erro
 }
 
 // writeSummaryParquet writes summary.parquet: the rows of summary.csv,
-// each column typed by the values it holds (numbers as doubles, rep and
-// seed as integers; a column holding more than one kind is text).
-func writeSummaryParquet(dir string, cols []string, rows []Summary) error {
+// each column of a declared type as declared (types: counts as integers,
+// other metrics as doubles), rep and seed as integers, every other column
+// typed by the values it holds (numbers as doubles, booleans as booleans;
+// a column holding more than one kind is text).
+func writeSummaryParquet(dir string, cols []string, rows []Summary, types ColumnTypes) error {
 	kinds := make([]colKind, len(cols))
 	values := make([]map[string]any, len(rows))
 	for j, r := range rows {
@@ -389,6 +405,15 @@ func writeSummaryParquet(dir string, cols []string, rows []Summary) error {
 	}
 	for i, c := range cols {
 		kinds[i] = summaryKind(c, values)
+		if types == nil || i < len(IdentityColumns) {
+			continue
+		}
+		switch types(c) {
+		case Number:
+			kinds[i] = colDouble
+		case Integer:
+			kinds[i] = colInt
+		}
 	}
 	t, err := newParquetTable("summary", cols, kinds)
 	if err != nil {
@@ -446,13 +471,26 @@ func summaryValue(kind colKind, v any) any {
 	}
 	switch kind {
 	case colInt:
-		if i, ok := v.(int); ok {
-			return int64(i)
+		switch x := v.(type) {
+		case int:
+			return int64(x)
+		case float64:
+			if math.IsInf(x, 0) || x != math.Trunc(x) {
+				return nil // not a count: no value rather than a wrong one
+			}
+			return int64(x)
+		case int64, uint64:
+			return v
 		}
+		return nil // declared a count, holding text: no value
 	case colDouble:
-		if i, ok := v.(int); ok {
-			return float64(i)
+		switch x := v.(type) {
+		case int:
+			return float64(x)
+		case float64:
+			return x
 		}
+		return nil // declared a number, holding text: no value
 	case colString:
 		if _, ok := v.(string); !ok {
 			return FormatValue(v)

@@ -40,6 +40,11 @@ type Record struct {
 	Resumed     bool    `json:"resumed"`
 	EarlyData   bool    `json:"early_data"`
 	Error       string  `json:"error,omitempty"`
+	// SentUnixNs is when the event was sent by the host's wall clock, in
+	// nanoseconds since the UNIX epoch: the workload's clock origin plus
+	// SentMs, so that records line up with a capture's timestamps. 0 when
+	// the workload does not know it (never sent, a command stack's events).
+	SentUnixNs int64 `json:"-"`
 	// Unsent marks a scheduled event that was never sent (its Error says
 	// why); it is counted apart from failures.
 	Unsent bool `json:"-"`
@@ -53,7 +58,7 @@ func (r Record) OK() bool { return r.Error == "" }
 
 // RecordColumns are the record's own columns in records.csv, in order.
 var RecordColumns = []string{
-	"seq", "warmup", "scheduled_ms", "sent_ms", "lateness_ms", "done_ms", "delay_ms", "first_byte_ms",
+	"seq", "warmup", "scheduled_ms", "sent_ms", "sent_unix_ns", "lateness_ms", "done_ms", "delay_ms", "first_byte_ms",
 	"req_bytes", "resp_bytes", "conn_id", "new_conn", "connect_ms", "handshake_ms", "resumed", "early_data", "error",
 }
 
@@ -140,6 +145,14 @@ func fmtFloat(v float64) string {
 	return strconv.FormatFloat(v, 'f', 4, 64)
 }
 
+// unixNs writes an absolute time in ns, empty when unknown (0).
+func unixNs(ns int64) string {
+	if ns == 0 {
+		return ""
+	}
+	return strconv.FormatInt(ns, 10)
+}
+
 // Write appends one record; every 100 records it makes them durable, so an
 // interruption loses at most those.
 func (w *RecordWriter) Write(r Record) error {
@@ -155,7 +168,7 @@ func (w *RecordWriter) Write(r Record) error {
 		done, delay, first = "", "", ""
 	}
 	row = append(row,
-		strconv.Itoa(r.Seq), strconv.FormatBool(r.Warmup), fmtFloat(r.ScheduledMs), fmtFloat(r.SentMs), fmtFloat(r.LatenessMs), done, delay, first,
+		strconv.Itoa(r.Seq), strconv.FormatBool(r.Warmup), fmtFloat(r.ScheduledMs), fmtFloat(r.SentMs), unixNs(r.SentUnixNs), fmtFloat(r.LatenessMs), done, delay, first,
 		strconv.Itoa(r.ReqBytes), strconv.Itoa(r.RespBytes), strconv.Itoa(r.ConnID), strconv.FormatBool(r.NewConn),
 		fmtFloat(r.ConnectMs), fmtFloat(r.HandshakeMs), strconv.FormatBool(r.Resumed), strconv.FormatBool(r.EarlyData), r.Error)
 	for _, name := range w.extra {

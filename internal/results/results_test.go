@@ -117,7 +117,7 @@ func TestRecordsAreNAWhenFailed(t *testing.T) {
 	if !strings.HasPrefix(lines[0], "cell,profile,protocol,rep,interval_ms,seed,attempt,seq,") || !strings.HasSuffix(lines[0], ",error,x_ms") {
 		t.Errorf("header %s", lines[0])
 	}
-	if !strings.HasSuffix(lines[1], ",1.5000") || !strings.Contains(lines[2], ",5.0000,0.0000,,,,") || !strings.HasSuffix(lines[2], ",timeout,") {
+	if !strings.HasSuffix(lines[1], ",1.5000") || !strings.Contains(lines[2], ",5.0000,,0.0000,,,,") || !strings.HasSuffix(lines[2], ",timeout,") {
 		t.Errorf("rows:\n%s", b)
 	}
 }
@@ -170,7 +170,10 @@ func TestRecordNumbersAsWritten(t *testing.T) {
 // TestInfiniteValuesSurvive: a delay percentile that fell among requests
 // that never completed is infinite, beyond any bound, and must stay so
 // through summary.json, summary.csv and summary.parquet: written as
-// missing, it would read as "not measured" and pass unnoticed.
+// missing, it would read as "not measured" and pass unnoticed. CSV writes
+// it as the largest binary64, (2 − 2^−52) × 2^1023 =
+// 1.7976931348623157e+308 (DuckDB types a column holding "inf" as text);
+// Parquet, which has infinity, holds +Inf.
 func TestInfiniteValuesSurvive(t *testing.T) {
 	dir := t.TempDir()
 	rows := sampleRows()
@@ -199,8 +202,16 @@ func TestInfiniteValuesSurvive(t *testing.T) {
 			col = i
 		}
 	}
-	if col < 0 || recs[1][col] != "inf" || recs[2][col] != "" {
-		t.Errorf("summary.csv's delay_p99_ms: want inf then empty:\n%s", csvText)
+	if col < 0 || recs[1][col] != "1.7976931348623157e+308" || recs[2][col] != "" {
+		t.Errorf("summary.csv's delay_p99_ms: want 1.7976931348623157e+308 then empty:\n%s", csvText)
+	}
+	pf, err := openParquet(t, filepath.Join(dir, SummaryParquet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := parquetDoubles(t, pf, "delay_p99_ms")
+	if len(got) != 2 || !math.IsInf(got[0], 1) || !math.IsNaN(got[1]) {
+		t.Errorf("summary.parquet's delay_p99_ms %v, want [+Inf null]", got)
 	}
 }
 

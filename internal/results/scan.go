@@ -19,7 +19,12 @@ type RecordRow struct {
 	// Failed says the record never completed (its error column is not
 	// empty): sent and failed, lost, or never sent.
 	Failed bool
-	Values []float64
+	// Discarded says the record is past the warm-up but its cell's
+	// summary did not use it (in_summary false: an attempt the quality
+	// rule discarded, an outlier the rule removed); never set where
+	// records.csv has no in_summary column.
+	Discarded bool
+	Values    []float64
 }
 
 // ScanRecords streams the records.csv at path, in file order, handing fn
@@ -58,6 +63,7 @@ func ScanRecordsFrom(path string, in io.Reader, need []string, fn func(RecordRow
 		}
 	}
 	errCol, hasErr := col["error"]
+	usedCol, hasUsed := col[InSummaryColumn]
 	cellCol, hasCell := col["cell"]
 	protoCol, hasProto := col["protocol"]
 	profileCol, hasProfile := col["profile"]
@@ -84,6 +90,7 @@ func ScanRecordsFrom(path string, in io.Reader, need []string, fn func(RecordRow
 		}
 		row.Warmup = rec[col["warmup"]] == "true"
 		row.Failed = hasErr && rec[errCol] != ""
+		row.Discarded = hasUsed && !row.Warmup && rec[usedCol] == "false"
 		for i, k := range idx {
 			v, _, err := ParseRecordNumber(rec[k])
 			if err != nil {

@@ -155,11 +155,20 @@ func (s Summary) value(i int) any {
 	}
 	i -= len(IdentityColumns)
 	if i < len(s.Fields) {
-		v := s.Fields[i].Value
-		if x, ok := v.(float64); ok && math.IsNaN(x) {
-			return nil
+		// NaN and the empty text (a setting the protocol does not have)
+		// are both "no value": null, so that a column of booleans or
+		// numbers keeps its type in JSON and Parquet.
+		switch v := s.Fields[i].Value.(type) {
+		case float64:
+			if math.IsNaN(v) {
+				return nil
+			}
+		case string:
+			if v == "" {
+				return nil
+			}
 		}
-		return v
+		return s.Fields[i].Value
 	}
 	return s.Params[i-len(s.Fields)].Value
 }
@@ -185,18 +194,20 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// Infinite numbers have no JSON form. summary.json (and every JSON file of
-// a run, through JSONNumber) writes +Inf as the largest double,
-// 1.7976931348623157e308 (math.MaxFloat64), and -Inf as its negative: a
-// number, so that pandas, polars and DuckDB type the column as a float
-// (the strings "inf" and "-inf" written before made it text), larger than
-// any measured value, so that sorting and bounds treat it as infinity.
-// decodeSummary reads it back as infinity, and also the strings of
-// directories written before. summary.csv keeps "inf", which CSV readers
-// parse as a float.
+// Infinite numbers have no JSON form, and DuckDB's CSV reader types a
+// column holding "inf" (or "Infinity") as text. summary.json and every CSV
+// and JSON file of a run (through JSONNumber and FormatValue) write +Inf
+// as the largest double, 1.7976931348623157e308 (math.MaxFloat64), and
+// -Inf as its negative: a number, so that pandas, polars and DuckDB type
+// the column as a float, larger than any measured value, so that sorting
+// and bounds treat it as infinity. Parquet holds infinity itself.
+// decodeSummary reads the largest double back as infinity, and also the
+// strings "inf" and "-inf" of directories written before.
 const (
 	posInf = "inf"
 	negInf = "-inf"
+	// largestDouble is math.MaxFloat64 as FormatValue writes it.
+	largestDouble = "1.7976931348623157e+308"
 )
 
 // JSONNumber is v as JSON can hold it: an infinite float as ±the largest
@@ -304,9 +315,36 @@ func Columns(rows []Summary) []string {
 	return append(cols, params...)
 }
 
-// WriteSummaries writes summary.json (a list of flat objects) and
-// summary.csv (one row per cell) into dir, each replaced atomically.
+// ColumnType is a summary column's declared type in summary.parquet.
+type ColumnType int
+
+const (
+	// Inferred columns are typed by the values they hold: numbers as
+	// doubles, booleans as booleans, text or a mix of kinds as text.
+	Inferred ColumnType = iota
+	// Number columns are doubles, also when no row has a value.
+	Number
+	// Integer columns are counts: 64-bit integers.
+	Integer
+)
+
+// ColumnTypes declares the type of the columns it knows (the registered
+// metrics': metrics.ColumnType); nil, or Inferred, leaves a column to its
+// values.
+type ColumnTypes func(column string) ColumnType
+
+// WriteSummaries writes the summaries with every column typed by its
+// values (WriteTypedSummaries with no declared types).
 func WriteSummaries(dir string, rows []Summary) error {
+	return WriteTypedSummaries(dir, rows, nil)
+}
+
+// WriteTypedSummaries writes summary.json (a list of flat objects),
+// summary.csv (one row per cell) and summary.parquet into dir, each
+// replaced atomically; types declares the Parquet type of the columns it
+// knows, so that a count is an integer and a column of a metric no row
+// could measure is still a number.
+func WriteTypedSummaries(dir string, rows []Summary, types ColumnTypes) error {
 	err := WriteAtomic(filepath.Join(dir, SummaryJSON), func(w io.Writer) error {
 		if len(rows) == 0 {
 			_, err := io.WriteString(w, "[]\n")
@@ -360,7 +398,7 @@ func WriteSummaries(dir string, rows []Summary) error {
 	if err != nil {
 		return err
 	}
-	return writeSummaryParquet(dir, cols, rows)
+	return writeSummaryParquet(dir, cols, rows, types)
 }
 
 // MaxSummaryFile bounds what is read of a summary.json: a row is about
@@ -398,7 +436,8 @@ func ReadSummaries(path string, params []string) ([]Summary, error) {
 }
 
 // FormatValue renders a value as a CSV cell: numbers in the shortest exact
-// form, nil and NaN as empty (NA).
+// form, nil and NaN as empty (NA), ±Inf as ±the largest double (see
+// posInf).
 func FormatValue(v any) string {
 	switch x := v.(type) {
 	case nil:
@@ -408,9 +447,9 @@ func FormatValue(v any) string {
 		case math.IsNaN(x):
 			return ""
 		case math.IsInf(x, 1):
-			return posInf
+			return largestDouble
 		case math.IsInf(x, -1):
-			return negInf
+			return "-" + largestDouble
 		}
 		// Plain decimals for ordinary magnitudes; exponents for tiny or
 		// huge ones, so that a p-value of 7.5e-122 is not 120 zeros.

@@ -2,12 +2,15 @@ package results
 
 import (
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/parquet-go/parquet-go"
 )
 
 // TestSummaryJSONKeepsNumbersNumbers: a percentile beyond any bound was
@@ -112,5 +115,84 @@ else:
 	t.Logf("%s", out)
 	if err != nil {
 		t.Errorf("python: %v\n%s", err, out)
+	}
+}
+
+// parquetDoubles reads a double column of a Parquet file, null as NaN.
+func parquetDoubles(t *testing.T, pf *parquet.File, column string) []float64 {
+	t.Helper()
+	col, ok := pf.Schema().Lookup(column)
+	if !ok {
+		t.Fatalf("no column %s", column)
+	}
+	var out []float64
+	for _, rg := range pf.RowGroups() {
+		rows := rg.Rows()
+		buf := make([]parquet.Row, rg.NumRows())
+		n, err := rows.ReadRows(buf)
+		rows.Close()
+		if err != nil && err != io.EOF {
+			t.Fatal(err)
+		}
+		for _, r := range buf[:n] {
+			v := r[col.ColumnIndex]
+			if v.IsNull() {
+				out = append(out, math.NaN())
+			} else {
+				out = append(out, v.Double())
+			}
+		}
+	}
+	return out
+}
+
+// TestSummaryParquetTypesDeclaredColumns: a count is an integer in
+// summary.parquet, not a double; a metric no row could measure (every
+// value NaN) is still a double, not text; a setting the protocol does not
+// have ("") is null, so that a column of booleans stays boolean (it was
+// text, false beside ""), in summary.json too.
+func TestSummaryParquetTypesDeclaredColumns(t *testing.T) {
+	dir := t.TempDir()
+	rows := sampleRows()
+	rows[0].Set("delay_p95_ci_high_ms", math.NaN())
+	rows[1].Set("delay_p95_ci_high_ms", math.NaN())
+	rows[0].Set("tcp_ecn", false)
+	rows[1].Set("tcp_ecn", "")
+	types := func(c string) ColumnType {
+		switch c {
+		case "requests":
+			return Integer
+		case "delay_p95_ci_high_ms", "delay_p50_ms":
+			return Number
+		}
+		return Inferred
+	}
+	if err := WriteTypedSummaries(dir, rows, types); err != nil {
+		t.Fatal(err)
+	}
+	pf, err := openParquet(t, filepath.Join(dir, SummaryParquet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]parquet.Kind{}
+	for _, c := range pf.Schema().Fields() {
+		kinds[c.Name()] = c.Type().Kind()
+	}
+	for col, want := range map[string]parquet.Kind{"requests": parquet.Int64, "delay_p95_ci_high_ms": parquet.Double,
+		"delay_p50_ms": parquet.Double, "tcp_ecn": parquet.Boolean, "resumption": parquet.Boolean, "tls_version": parquet.ByteArray} {
+		if kinds[col] != want {
+			t.Errorf("summary.parquet's %s is %v, want %v", col, kinds[col], want)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, SummaryJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plain []map[string]any
+	if err := json.Unmarshal(b, &plain); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := plain[1]["tcp_ecn"]; !ok || v != nil {
+		t.Errorf("summary.json's tcp_ecn for a protocol without it is %#v, want null", v)
 	}
 }

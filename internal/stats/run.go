@@ -301,9 +301,10 @@ func column(rows []results.Summary, name string) []float64 {
 // readDelays reads each cell's measured delays from records.csv, a
 // record that never completed counting as +Inf (later than any that did:
 // a stack that loses its slowest requests must not look faster), keeping
-// a seeded random subset of at most MaxPerSample per cell. The attempt
-// its summary reports is not known here: all attempts of a re-run cell
-// count.
+// a seeded random subset of at most MaxPerSample per cell. The analysis's
+// View hands on only the rows the summaries used (records.csv's
+// in_summary): a re-run cell's discarded attempts and removed outliers
+// do not count.
 func readDelays(recs Records, seed uint64) (map[string][]float64, error) {
 	if recs == nil {
 		return nil, fmt.Errorf("the run kept no %s: %w", results.RecordsFile, fs.ErrNotExist)

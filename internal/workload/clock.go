@@ -31,14 +31,19 @@ func newClock() (*clock, error) {
 	return &clock{base: base, baseMono: ts.Nano()}, nil
 }
 
-func (c *clock) since() time.Duration         { return time.Since(c.base) }
+func (c *clock) since() time.Duration { return time.Since(c.base) }
+
+// unixNs is the wall-clock time d after the clock's origin, in ns since
+// the UNIX epoch: the origin read from the wall clock once, d from the
+// monotonic clock.
+func (c *clock) unixNs(d time.Duration) int64 { return c.base.UnixNano() + int64(d) }
 func (c *clock) at(t time.Time) time.Duration { return t.Sub(c.base) }
 
 // record turns what a client observed of an exchange sent at sent into a
 // record.
 func (c *clock) record(seq int, sent time.Duration, reqSize int, ex proto.Exchange, err error) results.Record {
 	r := results.Record{
-		Seq: seq, SentMs: ms(sent), ReqBytes: reqSize, RespBytes: ex.RespBytes,
+		Seq: seq, SentMs: ms(sent), SentUnixNs: c.unixNs(sent), ReqBytes: reqSize, RespBytes: ex.RespBytes,
 		ConnID: ex.ConnID, NewConn: ex.NewConn, ConnectMs: ms(ex.Connect), HandshakeMs: ms(ex.Handshake),
 		Resumed: ex.Resumed, EarlyData: ex.EarlyData,
 	}

@@ -364,6 +364,7 @@ func (f Frames) Run(ctx context.Context, env *Env) error {
 	records, notes := f.account(led, sentFrames, resultAt, warm)
 	led.mu.Unlock()
 	for _, r := range records {
+		r.SentUnixNs = clock.unixNs(sentFrames[r.Seq].sent)
 		env.Emit(r)
 	}
 	for _, k := range slices.Sorted(maps.Keys(notes)) {

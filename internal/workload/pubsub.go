@@ -126,12 +126,12 @@ func init() {
 			}},
 		{Name: "message_latency_mean_ms", Kind: metrics.Measured, OverCompleted: true, Unit: "ms", Header: "LAT MEAN ms", Precision: 2, Definition: "Mean publish-to-delivery latency of the messages that arrived (`messages_failed` counts the others).",
 			Compute: func(in *metrics.Input) float64 { return metrics.Describe(extra(in, "latency_ms")).Mean }},
-		{Name: "used_0rtt", Kind: metrics.Measured, Header: "0-RTT", Precision: 2,
+		{Name: "used_0rtt", Kind: metrics.Measured, Unit: "fraction", Header: "0-RTT", Precision: 2,
 			Definition: "Fraction of the measured new connections whose CONNECT went as QUIC 0-RTT data that the broker accepted (NaN without new connections in the window).",
 			Compute: func(in *metrics.Input) float64 {
 				return connFraction(in, func(r results.Record) bool { return r.EarlyData })
 			}},
-		{Name: "resumed", Kind: metrics.Measured, Header: "RESUMED", Precision: 2,
+		{Name: "resumed", Kind: metrics.Measured, Unit: "fraction", Header: "RESUMED", Precision: 2,
 			Definition: "Fraction of the measured new connections that resumed a TLS session (TLS or QUIC).",
 			Compute: func(in *metrics.Input) float64 {
 				return connFraction(in, func(r results.Record) bool { return r.Resumed })
@@ -585,7 +585,7 @@ func (p PubSub) runPublisher(ctx context.Context, env *Env, ps proto.PubSub, hos
 				err = c.Publish(ctx, topic, p.QoS, pubsubPayload(idx, seq, p.Size))
 			}
 		}
-		r := results.Record{Seq: seq, Warmup: seq == 0, ReqBytes: p.Size, NewConn: true, ScheduledMs: sinceMs(start), SentMs: sinceMs(start)}
+		r := results.Record{Seq: seq, Warmup: seq == 0, ReqBytes: p.Size, NewConn: true, ScheduledMs: sinceMs(start), SentMs: sinceMs(start), SentUnixNs: start.UnixNano()}
 		r.ConnID, r.ConnectMs, r.HandshakeMs, r.Resumed, r.EarlyData = setup.ConnID, ms(setup.Connect), ms(setup.Handshake), setup.Resumed, setup.EarlyData
 		if err != nil {
 			return fail(r, err)

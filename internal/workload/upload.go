@@ -246,7 +246,9 @@ func (u Upload) Run(ctx context.Context, env *Env) error {
 		rctx, cancel := context.WithTimeout(ctx, u.Timeout)
 		ph, ferr := f.Fetch(rctx, client, target, env.Settings, u.Size, u.RespSize)
 		cancel()
-		env.Emit(uploadRecord(i, sent, clock.since(), u.Size, ph, ferr))
+		r := uploadRecord(i, sent, clock.since(), u.Size, ph, ferr)
+		r.SentUnixNs = clock.unixNs(sent)
+		env.Emit(r)
 	}
 	env.Note("conns_opened", 0)
 	return ctx.Err()
