@@ -86,7 +86,7 @@ type GridRow struct {
 	Map      string
 	// How says how the map's decision came about (Map* constants);
 	// MapReps is its repetitions where it measured the point.
-	How              string
+	How               string
 	GridReps, MapReps int
 	// Agree: the same label, undecided included.
 	Agree bool
