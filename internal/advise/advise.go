@@ -437,8 +437,8 @@ func toDecide(undecided []Stack) string {
 	if len(names) == 0 {
 		return "run it again on a quiet host with " + more
 	}
-	out := fmt.Sprintf("the host disturbed %d of %s's %d cells (%s), which leaves %s undecided whatever the repetitions: run it on a quieter host (tlab calibrate shows the host's timer noise)",
-		disturbedCells, strings.Join(names, ", "), cells, describeDisturbance(reasons), strings.Join(names, ", "))
+	out := fmt.Sprintf("the host disturbed %d of the %d cells of %s (%s), which leaves them undecided whatever the repetitions: run it on a quieter host (tlab calibrate shows the host's timer noise)",
+		disturbedCells, cells, strings.Join(names, ", "), describeDisturbance(reasons))
 	if statistical {
 		out += ", with " + more
 	}

@@ -209,7 +209,7 @@ func TestToDecideNamesTheDisturbance(t *testing.T) {
 	got := answers[0].ToDecide
 	// By hand: 4 of quic's and tcp's 6 cells; release p99 0.04–0.33 ms;
 	// 5 % of 0.70 ms = 35 µs; one CPU-steal reason.
-	for _, want := range []string{"the host disturbed 4 of quic, tcp's 6 cells", "release error p99 0.04–0.33 ms against 5 % of a median delay of 0.70 ms",
+	for _, want := range []string{"the host disturbed 4 of the 6 cells of quic, tcp", "release error p99 0.04–0.33 ms against 5 % of a median delay of 0.70 ms",
 		"35 µs", "the hypervisor stole CPU time (1)", "whatever the repetitions", "quieter host"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("to decide %q: want %q in it", got, want)
@@ -222,7 +222,7 @@ func TestToDecideNamesTheDisturbance(t *testing.T) {
 	// both reasons.
 	h3 := rows("ethernet", "h3", 18, 22, 19)
 	answers, _ = Evaluate(append(h3, quic...), []Requirement{{"delay_p99_ms", "<=", 20}})
-	if got := answers[0].ToDecide; !strings.Contains(got, "the host disturbed 3 of quic's 3 cells") || !strings.Contains(got, "--set repetitions=5") {
+	if got := answers[0].ToDecide; !strings.Contains(got, "the host disturbed 3 of the 3 cells of quic") || !strings.Contains(got, "--set repetitions=5") {
 		t.Errorf("to decide %q: want the disturbance and more repetitions", got)
 	}
 	// Nothing disturbed: more repetitions only.
