@@ -271,6 +271,11 @@ func readMapPoints(path string, params []explore.Param, stacks []string) ([]expl
 	var out []explore.GridPoint
 	for _, label := range order {
 		a := byPoint[label]
+		if a.reps == 0 {
+			// Planned when the budget ran out, never measured: no
+			// verdict of its own, and no corner of another's.
+			continue
+		}
 		p := explore.GridPoint{Values: a.values, Reps: a.reps}
 		allFail := true
 		for _, st := range stacks {
