@@ -25,7 +25,7 @@ import (
 // runExplore searches a scenario's explore: section (experiment.Exploration)
 // and prints its rounds and the map's answer.
 func runExplore(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("explore", "explore FILE|PRESET [--budget CELLS|DURATION] [--set key=value ...] [--out DIR] [--no-why] [--json]\n              [--slurm --shards N | --k8s --image IMAGE --shards N]\n       tlab explore --resume DIR\n       tlab explore --round DIR --shard auto/N   (one task of a round, run by Slurm or Kubernetes)\n\nWhere does the answer change? Search the scenario's explore: section (parameters with ranges,\nsuch as link.loss: 0%..5%): a coarse grid first, then points where neighbours' verdicts disagree,\neach repeated only until its comparisons are decided by an always-valid sequential test. Every cell\nis an ordinary cell of the run directory (tlab report, tlab stats and --resume work on it); the map\nis explore-points.csv, explore-boundaries.csv and the report's explore_map. Each boundary is then\nexplained by ablation: its neighbours measured again without loss, jitter, the queue or full handshakes, each removal\nits own run under ablation/; explore-why.csv says which removal moves it. With --slurm each round's\ncells run as a Slurm job array of N tasks (sbatch --wait), with --k8s as a Kubernetes Indexed Job,\nthe run directory on the nodes' shared file system; this process merges each round and decides the next. See docs/guide.md.", stderr)
+	fs := newFlags("explore", "explore FILE|PRESET [--budget CELLS|DURATION] [--set key=value ...] [--out DIR] [--no-why] [--json]\n              [--slurm --shards N | --k8s --image IMAGE --shards N]\n       tlab explore --resume DIR\n       tlab explore --against-grid GRID_DIR MAP_DIR   (the map beside the full grid's decisions)\n       tlab explore --round DIR --shard auto/N   (one task of a round, run by Slurm or Kubernetes)\n\nWhere does the answer change? Search the scenario's explore: section (parameters with ranges,\nsuch as link.loss: 0%..5%): a coarse grid first, then points where neighbours' verdicts disagree,\neach repeated only until its comparisons are decided by an always-valid sequential test. Every cell\nis an ordinary cell of the run directory (tlab report, tlab stats and --resume work on it); the map\nis explore-points.csv, explore-boundaries.csv and the report's explore_map. Each boundary is then\nexplained by ablation: its neighbours measured again without loss, jitter, the queue or full handshakes, each removal\nits own run under ablation/; explore-why.csv says which removal moves it. With --slurm each round's\ncells run as a Slurm job array of N tasks (sbatch --wait), with --k8s as a Kubernetes Indexed Job,\nthe run directory on the nodes' shared file system; this process merges each round and decides the next. See docs/guide.md.", stderr)
 	var sets listFlag
 	fs.Var(&sets, "set", "override a scenario field, e.g. workload.interval=10ms or explore.max_repetitions=6 (repeatable)")
 	budget := fs.String("budget", "", "what the search may spend: a number of cells (200) or a duration (30m); replaces the section's")
@@ -49,9 +49,28 @@ func runExplore(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	round := fs.String("round", "", "run one task of a dispatched round: the round's directory (written by tlab explore --slurm)")
 	shard := fs.String("shard", "", "with --round: the task's shard I/N, or auto/N (from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX)")
 	allowCommands := fs.Bool("allow-commands", false, "run the commands the scenario's stacks name (every task of --slurm/--k8s, or this --round task)")
+	againstGrid := fs.String("against-grid", "", "measure nothing: compare the exploration in the directory given (its map) with GRID, an ordinary run of the full grid over the same range, stacks and requirements; prints both side by side and writes explore-vs-grid.csv into the exploration (scripts/explore-vs-grid runs both)")
 	pos, code, ok := parseArgs(fs, args, 1)
 	if !ok {
 		return code
+	}
+	if *againstGrid != "" {
+		if len(pos) != 1 {
+			fmt.Fprintln(stderr, "tlab explore: --against-grid GRID needs the exploration's directory: tlab explore --against-grid GRID_DIR MAP_DIR")
+			return exitUsage
+		}
+		g, err := experiment.CompareWithGrid(*againstGrid, pos[0])
+		if err != nil {
+			fmt.Fprintf(stderr, "tlab explore: %v\n", err)
+			return exitFailure
+		}
+		if err := g.Write(pos[0]); err != nil {
+			fmt.Fprintf(stderr, "tlab explore: %v\n", err)
+			return exitFailure
+		}
+		fmt.Fprint(stdout, g.Text())
+		fmt.Fprintf(stdout, "\nRow by row: %s\n", filepath.Join(pos[0], experiment.GridFile))
+		return exitOK
 	}
 	if *round != "" {
 		return runExploreRound(ctx, *round, *shard, *allowCommands, *noCal, *quality, stderr)

@@ -147,6 +147,11 @@ type Stack struct {
 	// QoO is the stack's Quality of Outcome against a requirement
 	// profile, when one was asked for (WithQoO).
 	QoO *Outcome `json:"qoo,omitempty"`
+	// Disturbed are its cells the host disturbed or that failed, each
+	// with the run's reason (the summary's quality or cell_error), of
+	// Cells; a check they leave undecided says so.
+	Disturbed []string `json:"disturbed,omitempty"`
+	Cells     int      `json:"cells,omitempty"`
 }
 
 // MarshalJSON writes a FailedPct the run lacks as null.
@@ -247,11 +252,16 @@ func Evaluate(rows []results.Summary, reqs []Requirement) ([]Answer, error) {
 // at added (if any) is the failed_pct<=0 that the requirement on blind
 // brought.
 func evaluateStack(protocol string, rows []results.Summary, reqs []Requirement, added int, blind string) Stack {
-	s := Stack{Protocol: protocol, Status: Meets, FailedPct: meanOf(rows, FailedMetric)}
-	disturbed := false
+	s := Stack{Protocol: protocol, Status: Meets, FailedPct: meanOf(rows, FailedMetric), Cells: len(rows)}
 	for _, r := range rows {
-		disturbed = disturbed || strings.HasPrefix(r.Label("quality"), "disturbed") || r.Label("cell_error") != ""
+		switch q, e := r.Label("quality"), r.Label("cell_error"); {
+		case strings.HasPrefix(q, "disturbed"):
+			s.Disturbed = append(s.Disturbed, strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(q, "disturbed"), ":")))
+		case e != "":
+			s.Disturbed = append(s.Disturbed, "the cell failed: "+e)
+		}
 	}
+	disturbed := len(s.Disturbed) > 0
 	for i, req := range reqs {
 		c := Check{Requirement: req, Low: math.NaN(), High: math.NaN(), Added: i == added}
 		var v []float64
@@ -293,7 +303,7 @@ func evaluateStack(protocol string, rows []results.Summary, reqs []Requirement, 
 			c.Status, c.Why = judge(req, c.Value, v, &c)
 		}
 		if disturbed && c.Status != Fails {
-			c.Status, c.Why = Undecided, "a cell was disturbed by the host or failed: run it again on a quieter host"
+			c.Status, c.Why = Undecided, DisturbedWhy
 		}
 		s.Checks = append(s.Checks, c)
 		switch {
@@ -387,10 +397,115 @@ func (a *Answer) decide(priority Requirement) {
 		a.Summary = "no stack meets every requirement"
 	}
 	if len(undecided) > 0 {
-		// Both remedies: a run with repetitions: auto already repeated
-		// until its cap, where a fixed count would not help.
-		a.ToDecide = fmt.Sprintf("run it again on a quiet host with more repetitions (--set repetitions=%d; with repetitions: auto, a higher --set max_repetitions)", max(5, MinRepetitions))
+		a.ToDecide = toDecide(undecided)
 	}
+}
+
+// DisturbedWhy is the reason of a check a disturbed or failed cell left
+// undecided.
+const DisturbedWhy = "a cell was disturbed by the host or failed: run it again on a quieter host"
+
+// toDecide says what would decide the undecided stacks: when the host's
+// disturbance is what keeps a verdict open, that (more repetitions on the
+// same host meet it again), with the quality rule's own figures; else
+// more repetitions.
+func toDecide(undecided []Stack) string {
+	var names, reasons []string
+	disturbedCells, cells := 0, 0
+	statistical := false
+	for _, s := range undecided {
+		byHost := false
+		for _, c := range s.Checks {
+			switch {
+			case c.Status != Undecided:
+			case c.Why == DisturbedWhy:
+				byHost = true
+			default:
+				statistical = true
+			}
+		}
+		if byHost {
+			names = append(names, s.Protocol)
+			disturbedCells += len(s.Disturbed)
+			cells += s.Cells
+			reasons = append(reasons, s.Disturbed...)
+		}
+	}
+	// Both remedies: a run with repetitions: auto already repeated until
+	// its cap, where a fixed count would not help.
+	more := fmt.Sprintf("more repetitions (--set repetitions=%d; with repetitions: auto, a higher --set max_repetitions)", max(5, MinRepetitions))
+	if len(names) == 0 {
+		return "run it again on a quiet host with " + more
+	}
+	out := fmt.Sprintf("the host disturbed %d of the %d cells of %s (%s), which leaves them undecided whatever the repetitions: run it on a quieter host (tlab calibrate shows the host's timer noise)",
+		disturbedCells, cells, strings.Join(names, ", "), describeDisturbance(reasons))
+	if statistical {
+		out += ", with " + more
+	}
+	return out
+}
+
+// releaseRE reads the quality rule's release-error reason (package
+// experiment's Quality.Disturbance writes it).
+var releaseRE = regexp.MustCompile(`emulator release error p99 ([0-9.]+) ms is over ([0-9.]+) % of the median delay ([0-9.]+) ms`)
+
+// describeDisturbance puts the cells' reasons in a few words: the
+// emulator's release error as a range against the share of the median
+// delay the rule allows, and the other reasons counted.
+func describeDisturbance(reasons []string) string {
+	relLo, relHi, medLo, medHi := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	share := ""
+	others := map[string]int{}
+	var order []string
+	for _, r := range reasons {
+		for _, part := range strings.Split(r, "; ") {
+			if m := releaseRE.FindStringSubmatch(part); m != nil {
+				rel, _ := strconv.ParseFloat(m[1], 64)
+				med, _ := strconv.ParseFloat(m[3], 64)
+				relLo, relHi = math.Min(relLo, rel), math.Max(relHi, rel)
+				medLo, medHi = math.Min(medLo, med), math.Max(medHi, med)
+				share = m[2]
+				continue
+			}
+			// The other reasons without their figures: "the host stole
+			// 12.0 % of the CPU time" counts as "the host stole CPU time".
+			key := strings.TrimSpace(part)
+			switch {
+			case strings.HasPrefix(key, "the host stole"):
+				key = "the hypervisor stole CPU time"
+			case strings.HasPrefix(key, "the host stalled"):
+				key = "the host stalled"
+			case strings.HasPrefix(key, "the cell failed"):
+				key = "cells failed"
+			}
+			if others[key] == 0 {
+				order = append(order, key)
+			}
+			others[key]++
+		}
+	}
+	var parts []string
+	if share != "" {
+		span := func(lo, hi float64) string {
+			if hi-lo < 0.005 {
+				return fmt.Sprintf("%.2f ms", lo)
+			}
+			return fmt.Sprintf("%.2f–%.2f ms", lo, hi)
+		}
+		parts = append(parts, fmt.Sprintf("the emulator's release error p99 %s against %s %% of a median delay of %s, the quality rule's limit", span(relLo, relHi), share, span(medLo, medHi)))
+		if medHi < 1 {
+			parts[0] += fmt.Sprintf(": at a sub-millisecond delay that limit is %.0f µs, within a busy or ordinary host's timer wake-up tail", medLo*10*atof(share))
+		}
+	}
+	for _, k := range order {
+		parts = append(parts, fmt.Sprintf("%s (%d)", k, others[k]))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func atof(s string) float64 {
+	v, _ := strconv.ParseFloat(s, 64)
+	return v
 }
 
 // overlap tells whether two checks cannot be told apart: their intervals

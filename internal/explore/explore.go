@@ -596,29 +596,37 @@ func (s *search) judge(p *PointResult) {
 		all = all && p.Verdicts[i].Label != Undecided
 	}
 	p.Settled = all || len(p.Reps) >= s.cfg.MaxReps
-	p.Meets, p.Best = nil, ""
-	for _, st := range s.cfg.Stacks {
-		meets := true
-		for i, c := range s.comps {
-			if c.Kind == RequirementKind && c.Stack == st && p.Verdicts[i].Label != string(advise.Meets) {
-				meets = false
+	p.Meets, p.Best = Standing(s.cfg.Stacks, s.comps, p.Verdicts)
+}
+
+// Standing reads a point's verdicts (one per comparison, in the order of
+// comps) as the map says them: the stacks decided to meet every
+// requirement, and among them the one decided better than every other
+// stack ("" if none).
+func Standing(stacks []string, comps []Comparison, verdicts []Verdict) (meets []string, best string) {
+	for _, st := range stacks {
+		ok := true
+		for i, c := range comps {
+			if c.Kind == RequirementKind && c.Stack == st && verdicts[i].Label != string(advise.Meets) {
+				ok = false
 			}
 		}
-		if meets {
-			p.Meets = append(p.Meets, st)
+		if ok {
+			meets = append(meets, st)
 		}
 	}
-	for _, st := range p.Meets {
-		best := true
-		for i, c := range s.comps {
-			if c.Kind == PairKind && (c.A == st || c.B == st) && p.Verdicts[i].Label != st {
-				best = false
+	for _, st := range meets {
+		ok := true
+		for i, c := range comps {
+			if c.Kind == PairKind && (c.A == st || c.B == st) && verdicts[i].Label != st {
+				ok = false
 			}
 		}
-		if best {
-			p.Best = st
+		if ok {
+			best = st
 		}
 	}
+	return meets, best
 }
 
 // refine adds points where settled neighbours disagree, within

@@ -288,3 +288,54 @@ func TestAnInfinitePercentileCountsAgainstItsStack(t *testing.T) {
 		}
 	}
 }
+
+// A flip that is only noise comes out undecided, never as a boundary: two
+// names for one stack, on a range of two points (tests: 2 points x 3
+// comparisons = 6, so the map's pair verdicts are judged at 0.05/6 each),
+// repeated up to 30 times, the longest a point may be looked at. Only the
+// pair between the names can be decided wrongly; by Ville's inequality
+// and Bonferroni the chance that a map decides it anywhere is at most
+// 2 x 0.05/6 = 0.0167. Over 400 maps the count is Binomial(400, <= 0.0167):
+// mean <= 6.7, sd <= sqrt(400 x 0.0167 x 0.983) = 2.56, so above
+// 6.7 + 3 x 2.56 = 14 the rule does not hold its level. Rules that peek
+// without paying for it decide far more often: a fixed-n t test at every
+// look rejects about a quarter of null sequences of 30 looks (Armitage et
+// al. 1969), and the t mixture without its Occam factor (1+ng)^(-1/2)
+// is up to sqrt(121) = 11 times too large at n = 30.
+func TestNoiseBetweenTwoNamesIsNeverABoundary(t *testing.T) {
+	const maps, limit = 400, 14
+	decided, boundaries := 0, 0
+	for seed := uint64(1); seed <= maps; seed++ {
+		lab := &fakeLab{seed: 1000 + seed, shared: 3, own: 2, delay: func(_ string, x []float64) float64 { return 20 + 4*x[0] }}
+		cfg := Config{Params: []Param{lossRange}, Stacks: []string{"quic", "quic-again"}, Require: require(1000),
+			Coarse: 1, MaxPoints: 2, MinReps: 2, MaxReps: 30}
+		m, err := Run(context.Background(), cfg, lab)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Tests != 6 {
+			t.Fatalf("the map shares alpha among %d tests, want 2 points x 3 comparisons = 6", m.Tests)
+		}
+		for _, p := range m.Points {
+			if p.Verdicts[pairOf(m)].Label != Undecided {
+				decided++
+				break
+			}
+		}
+		for _, b := range m.Boundaries {
+			if m.Comparisons[b.Comparison].Kind == PairKind {
+				boundaries++
+			}
+		}
+	}
+	t.Logf("%d of %d maps decided a difference between two names for one stack; %d pair boundaries", decided, maps, boundaries)
+	if decided > limit {
+		t.Errorf("%d of %d maps decided a difference between two names for one stack, above %d: the sequential rule does not hold its level", decided, maps, limit)
+	}
+	// A boundary needs two opposite decided verdicts, each a false
+	// decision: rarer still (at most the square of the above, 0.0003 per
+	// map: 0.11 maps in 400), so one is already a failure.
+	if boundaries > 0 {
+		t.Errorf("%d boundaries between two names for one stack", boundaries)
+	}
+}

@@ -1,0 +1,95 @@
+package experiment
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tlab/internal/explore"
+	"tlab/internal/scenario"
+)
+
+// fakeGrid is fakeExplore's full grid at its coarse points (0 to 10 %
+// loss in four intervals: points the map's lattice has), 3 repetitions.
+const fakeGrid = `name: fake-grid
+profiles: [ethernet]
+protocols: [quic, tcp]
+workload: {type: periodic, interval: 10ms}
+count: 5
+warmup: 0s
+repetitions: 3
+require: ["delay_p99_ms<=1000"]
+matrix:
+  link.loss: [0%, 2.5%, 5%, 7.5%, 10%]
+`
+
+// tlab explore --against-grid on two run directories of fake cells (the
+// flip of flipAttempt: quic's delay falls below tcp's above 1.8 % loss):
+// the grid's 5 points x 2 stacks x 3 repetitions = 30 cells, the map's
+// own count, and at every grid point the same status for both stacks
+// (delays near 30 ms against a bound of 1000 ms: both decide "meets",
+// the map from its measured points or carried between them), and never
+// an opposite best. The rows are written: 2 readings x 5 points x 3
+// questions.
+func TestTheMapIsComparedWithTheFullGrid(t *testing.T) {
+	dir := t.TempDir()
+	calls := 0
+	sc, err := scenario.Parse("fake-grid", []byte(fakeGrid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gridDir := filepath.Join(dir, "grid")
+	sw := Sweep{Scenario: sc, Dir: gridDir, SkipCalibration: true, attempt: flipAttempt(&calls)}
+	if _, err := sw.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "e.yaml")
+	if err := os.WriteFile(file, []byte(fakeExplore), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mapDir := filepath.Join(dir, "map")
+	ex := Exploration{NameOrFile: file, Out: mapDir, NoCalibration: true, NoWhy: true, attempt: flipAttempt(&calls)}
+	got, err := ex.Execute(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := CompareWithGrid(gridDir, mapDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + g.Text())
+	if g.GridPoints != 5 || g.GridCells != 30 || g.MapCells != got.Map.Cells || g.MapPoints != len(got.Map.Points) {
+		t.Errorf("grid %d points %d cells, map %d points %d cells; want 5, 30, %d, %d", g.GridPoints, g.GridCells, g.MapPoints, g.MapCells, len(got.Map.Points), got.Map.Cells)
+	}
+	for _, rows := range [][]explore.GridRow{g.Rows, g.SameRule} {
+		if len(rows) != 15 {
+			t.Fatalf("%d rows, want 5 points x 3 questions", len(rows))
+		}
+	}
+	for _, r := range g.Rows {
+		if r.Question != "best" && (r.Grid != "meets" || r.Map != "meets") {
+			t.Errorf("at %v %s: grid %s, map %s (%s): want meets for both", r.Values, r.Question, r.Grid, r.Map, r.How)
+		}
+		if r.Kind == explore.DisagreeOpposite {
+			t.Errorf("at %v: opposite decisions: %s", r.Values, r.Why)
+		}
+	}
+	// The map decides quic best at 10 % loss (2.5 x 8.2 x 2 = 41 ms
+	// apart, noise 2 ms), and so does the grid (intervals far apart).
+	last := g.Rows[len(g.Rows)-1]
+	if last.Question != "best" || last.Values[0] != 10 || last.Grid != "quic" || last.Map != "quic" {
+		t.Errorf("at 10 %% loss: %+v, want quic best for both", last)
+	}
+	if err := g.Write(mapDir); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(mapDir, GridFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(strings.Split(strings.TrimSpace(string(b)), "\n")); n != 31 {
+		t.Errorf("%s: %d lines, want 1 + 2 x 15", GridFile, n)
+	}
+}

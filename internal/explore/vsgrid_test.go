@@ -1,0 +1,118 @@
+package explore
+
+import (
+	"testing"
+)
+
+// The map's decision at a grid point it did not measure is its measured
+// neighbours' when they agree, and undecided between neighbours that
+// disagree or where one is open; the rows say why they differ from the
+// grid. Worked by hand on a line of five grid points (0..4) of which the
+// map measured 0, 2 and 4, and on a 3x3 plane whose four corners the map
+// measured.
+func TestTheMapIsReadAtTheGridsPoints(t *testing.T) {
+	q := []string{"quic", "best"}
+	measured := []GridPoint{
+		{Values: []float64{0}, Decisions: []string{"meets", "quic"}, Reps: 6},
+		{Values: []float64{2}, Decisions: []string{"meets", Undecided}, Reps: 8},
+		{Values: []float64{4}, Decisions: []string{"fails", None}, Reps: 6},
+	}
+	grid := []GridPoint{
+		{Values: []float64{0}, Decisions: []string{"meets", "quic"}, Reps: 3},
+		{Values: []float64{1}, Decisions: []string{"meets", "quic"}, Reps: 3},
+		{Values: []float64{2}, Decisions: []string{"meets", "quic"}, Reps: 3},
+		{Values: []float64{3}, Decisions: []string{"fails", None}, Reps: 3},
+		{Values: []float64{4}, Decisions: []string{"fails", None}, Reps: 3},
+	}
+	rows := AgainstGrid(q, grid, measured)
+	// By hand: at 1, quic's status is carried from 0 and 2 (both meets);
+	// best is open at 2, so undecided at 1. At 3, 2 meets and 4 fails:
+	// a boundary between the map's points. At 2, best measured open.
+	want := []struct {
+		mapLabel, how, kind string
+	}{
+		{"meets", MapMeasured, ""}, {"quic", MapMeasured, ""},
+		{"meets", MapInside, ""}, {Undecided, MapOpenCorner, DisagreeOpenCorner},
+		{"meets", MapMeasured, ""}, {Undecided, MapMeasured, DisagreeMeasuredOpen},
+		{Undecided, MapBetween, DisagreeBetween}, {Undecided, MapOpenCorner, DisagreeOpenCorner},
+		{"fails", MapMeasured, ""}, {None, MapMeasured, ""},
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("%d rows, want %d", len(rows), len(want))
+	}
+	for i, w := range want {
+		r := rows[i]
+		if r.Map != w.mapLabel || r.How != w.how || r.Kind != w.kind {
+			t.Errorf("at %v %s: map %q (%s, %q), want %q (%s, %q)", r.Values, r.Question, r.Map, r.How, r.Kind, w.mapLabel, w.how, w.kind)
+		}
+	}
+	// 10 rows: 6 agree (0 both, 1 status, 2 status, 4 both); the grid
+	// decides all 10, the map decides the same 6 of them; none opposite.
+	s := Summarize(rows)
+	if s.Agree != 6 || s.GridDecided != 10 || s.MapAlso != 6 || s.Opposite != 0 {
+		t.Errorf("summary %+v, want 6 agree, 10 decided by the grid, 6 the same by the map, 0 opposite", s)
+	}
+
+	// A plane: corners (0,0) (0,2) (2,0) (2,2) measured. The centre
+	// (1,1) and the edge midpoints lie inside; where all four corners
+	// say meets the map says meets there, and a grid that says fails at
+	// (1,1) is an opposite decision: a boundary the map missed.
+	corner := func(x, y float64, s string) GridPoint {
+		return GridPoint{Values: []float64{x, y}, Decisions: []string{s}, Reps: 4}
+	}
+	plane := []GridPoint{corner(0, 0, "meets"), corner(0, 2, "meets"), corner(2, 0, "meets"), corner(2, 2, "meets")}
+	g := []GridPoint{corner(1, 1, "fails"), corner(0, 1, "meets"), corner(3, 3, "meets")}
+	pr := AgainstGrid([]string{"quic"}, g, plane)
+	if pr[0].Map != "meets" || pr[0].How != MapInside || pr[0].Kind != DisagreeOpposite {
+		t.Errorf("centre: %+v, want meets carried from the corners, opposite", pr[0])
+	}
+	if pr[1].Map != "meets" || !pr[1].Agree {
+		t.Errorf("edge midpoint: %+v, want meets from its edge's two corners", pr[1])
+	}
+	if pr[2].Map != Undecided || pr[2].How != MapOutside {
+		t.Errorf("outside the measured square: %+v, want undecided, not enclosed", pr[2])
+	}
+	// With one corner failing, the centre is between corners that
+	// disagree: undecided, not the majority's meets.
+	plane[3] = corner(2, 2, "fails")
+	pr = AgainstGrid([]string{"quic"}, g[:1], plane)
+	if pr[0].Map != Undecided || pr[0].How != MapBetween {
+		t.Errorf("centre with a failing corner: %+v, want undecided between corners that disagree", pr[0])
+	}
+}
+
+// A point's decisions: a stack decided to fail one requirement fails,
+// one open requirement leaves it undecided; the best is the stack that
+// meets and is decided better than every other, "none" when all fail.
+func TestDecisionsOfAPoint(t *testing.T) {
+	reqA := Comparison{Kind: RequirementKind, Stack: "quic"}
+	reqB := Comparison{Kind: RequirementKind, Stack: "tcp"}
+	pair := Comparison{Kind: PairKind, A: "quic", B: "tcp"}
+	comps := []Comparison{reqA, reqB, pair}
+	v := func(labels ...string) []Verdict {
+		var out []Verdict
+		for _, l := range labels {
+			out = append(out, Verdict{Label: l})
+		}
+		return out
+	}
+	cases := []struct {
+		verdicts []Verdict
+		want     []string
+	}{
+		{v("meets", "meets", "quic"), []string{"meets", "meets", "quic"}},
+		{v("meets", "meets", Undecided), []string{"meets", "meets", Undecided}},
+		{v("meets", "fails", "tcp"), []string{"meets", "fails", Undecided}},
+		{v("fails", "fails", "tcp"), []string{"fails", "fails", None}},
+		{v(Undecided, "fails", "quic"), []string{Undecided, "fails", Undecided}},
+	}
+	for _, c := range cases {
+		got := Decisions([]string{"quic", "tcp"}, comps, c.verdicts)
+		for i := range c.want {
+			if got[i] != c.want[i] {
+				t.Errorf("%v: %v, want %v", c.verdicts, got, c.want)
+				break
+			}
+		}
+	}
+}
