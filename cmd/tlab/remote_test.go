@@ -502,7 +502,13 @@ func TestRecordRecoversTheLink(t *testing.T) {
 	// One request every 40 ms, above the path's 21 ms round trip: at
 	// 20 ms a request waited for the one before, nearly half were never
 	// sent, and the p50 hung on whether more than half were (inf).
-	args := []string{"--protocols", "tcp,quic", "--count", "120", "--interval", "40ms", "--payload", "256", "--warmup", "0s", "--no-calibration"}
+	// 60 requests a cell: the round trip's spread is about 1.06 ms (the
+	// up jitter's 1 ms and down's trace waits of at most 0.35 ms, √(1² +
+	// 0.35²)), so a p50 of 60 has a standard error of 1.2533 × 1.06/√60
+	// = 0.17 ms and the difference of two 0.24 ms (120: 0.17 ms). The 2 ms
+	// bound is 8 of them either way, and a replay 2 ms off fails at both
+	// counts, so the check is as sharp at half the cells' time (9.6 s).
+	args := []string{"--protocols", "tcp,quic", "--count", "60", "--interval", "40ms", "--payload", "256", "--warmup", "0s", "--no-calibration"}
 	out := filepath.Join(dir, "checked")
 	if so, se, err := m.controller(t, append(append([]string{"run"}, args...), "--remote", m.agentAddr, "--state", m.ctlState, "--replay", profile, "--out", out)...); err != nil {
 		t.Fatalf("the run across the path and its replay: %v\n%s\n%s", err, so, se)
