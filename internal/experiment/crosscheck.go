@@ -229,12 +229,10 @@ func (cc CrossCheck) externalCommand(protocol, dir, caFile string) (func() *exec
 		if err := os.WriteFile(script, curl3Script, 0o644); err != nil {
 			return nil, err
 		}
-		python, err := exec.LookPath("python3")
+		self, _ := os.Executable()
+		python, err := crossCheckPython(os.Getenv, self, func(p string) bool { return exec.Command(p, "-c", "import curl_cffi").Run() == nil })
 		if err != nil {
-			return nil, errors.New("python3 is needed for the HTTP/2 and HTTP/3 client (curl_cffi)")
-		}
-		if err := exec.Command(python, "-c", "import curl_cffi").Run(); err != nil {
-			return nil, errors.New("the HTTP/2 and HTTP/3 client needs curl_cffi: pip install 'curl_cffi<0.17' (scripts/setup --tests does)")
+			return nil, err
 		}
 		return func() *exec.Cmd {
 			return exec.Command(python, script, url, caFile, strconv.Itoa(cc.Size), "2", protocol, cc.Settings.TLSVersion)
