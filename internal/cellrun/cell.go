@@ -365,7 +365,7 @@ func finishCell(spec CellSpec, info workload.Info, place *Place, led *cellLedger
 	if place.Emulated {
 		// The links' timelines and live changes, aligned with the window
 		// (link-events.csv).
-		if err := WriteLinkEvents(spec.Dir, spec.Topology, place.Meter, time.Duration(led.atStart.ClockNs), time.Duration(end.ClockNs)); err != nil {
+		if err := WriteLinkEvents(spec.Dir, spec.Topology, place.Meter, time.Duration(led.atStart.ClockNs), time.Duration(end.ClockNs), led.start.UnixNano()); err != nil {
 			return CellResult{}, err
 		}
 	}

@@ -20,8 +20,10 @@ type liveEvents interface{ LiveEvents() []emu.LinkEvent }
 // of its topology has a timeline or was changed live (tlab link set, as
 // m, the place's meter, kept them): every change from the link's start
 // to linkEnd (the link clock when the cell ended), each with its time in
-// the measured window, which started at windowStart on the link clock.
-func WriteLinkEvents(dir string, topo testbed.Topology, m Meter, windowStart, linkEnd time.Duration) error {
+// the measured window, which started at windowStart on the link clock and
+// at windowStartUnix (ns) on the host's wall clock: each event gets its
+// wall-clock time too, the clock of records' sent_unix_ns.
+func WriteLinkEvents(dir string, topo testbed.Topology, m Meter, windowStart, linkEnd time.Duration, windowStartUnix int64) error {
 	var events []emu.LinkEvent
 	for _, l := range topo.Links {
 		events = append(events, l.Config.Up.TimelineEvents(l.Name, "up", linkEnd)...)
@@ -35,6 +37,11 @@ func WriteLinkEvents(dir string, topo testbed.Topology, m Meter, windowStart, li
 	}
 	if len(events) == 0 || dir == "" {
 		return nil
+	}
+	if windowStartUnix > 0 {
+		for i := range events {
+			events[i].UnixNs = windowStartUnix + int64(events[i].At-windowStart)
+		}
 	}
 	return results.WriteAtomic(filepath.Join(dir, emu.LinkEventsFile), func(w io.Writer) error {
 		return emu.WriteLinkEvents(w, events, windowStart)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -38,6 +39,10 @@ type LinkEvent struct {
 	At        time.Duration
 	Ramp      time.Duration
 	State     TimelineState
+	// UnixNs is the same instant by the host's wall clock (nanoseconds
+	// since the UNIX epoch; 0 when not known), the clock records'
+	// sent_unix_ns is on, so that messages line up with the link's state.
+	UnixNs int64
 }
 
 // MaxLinkEvents bounds the events listed for one cell: a timeline
@@ -92,12 +97,16 @@ func (d DirectionConfig) TimelineEvents(link, direction string, until time.Durat
 var linkEventColumns = []string{"link", "direction", "source", "link_ms", "window_ms", "ramp_ms",
 	"delay_ms", "jitter_ms", "loss_pct", "rate_mbit", "queue_packets", "queue_bytes"}
 
+// linkEventUnixColumn is the events' wall-clock time (UnixNs), written
+// after linkEventColumns; files an older tlab wrote lack it.
+const linkEventUnixColumn = "unix_ns"
+
 // WriteLinkEvents writes events as CSV. windowStart is the link clock
 // when the cell's measured window started: window_ms is the event's time
 // from then (negative before it).
 func WriteLinkEvents(w io.Writer, events []LinkEvent, windowStart time.Duration) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(linkEventColumns); err != nil {
+	if err := cw.Write(append(slices.Clone(linkEventColumns), linkEventUnixColumn)); err != nil {
 		return err
 	}
 	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', -1, 64) }
@@ -105,7 +114,10 @@ func WriteLinkEvents(w io.Writer, events []LinkEvent, windowStart time.Duration)
 	for _, e := range events {
 		st := e.State
 		row := []string{e.Link, e.Direction, e.Source, ms(e.At), ms(e.At - windowStart), ms(e.Ramp),
-			ms(st.Delay), ms(st.Jitter), num(st.Loss * 100), num(st.RateBps / 1e6), strconv.Itoa(st.QueuePackets), strconv.FormatInt(st.QueueBytes, 10)}
+			ms(st.Delay), ms(st.Jitter), num(st.Loss * 100), num(st.RateBps / 1e6), strconv.Itoa(st.QueuePackets), strconv.FormatInt(st.QueueBytes, 10), ""}
+		if e.UnixNs != 0 {
+			row[len(row)-1] = strconv.FormatInt(e.UnixNs, 10)
+		}
 		if err := cw.Write(row); err != nil {
 			return err
 		}
@@ -162,6 +174,13 @@ func ReadLinkEvents(name string, r io.Reader) ([]LinkEvent, []time.Duration, err
 			State: TimelineState{Delay: msDur("delay_ms"), Jitter: msDur("jitter_ms"), Loss: f("loss_pct") / 100, RateBps: f("rate_mbit") * 1e6,
 				QueuePackets: int(f("queue_packets")), QueueBytes: int64(f("queue_bytes"))}}
 		w := msDur("window_ms")
+		if c, ok := col[linkEventUnixColumn]; ok && row[c] != "" {
+			v, err := strconv.ParseInt(row[c], 10, 64)
+			if (err != nil || v <= 0) && bad == nil {
+				bad = fmt.Errorf("%s:%d: %s %q is not a positive integer", name, line, linkEventUnixColumn, row[c])
+			}
+			e.UnixNs = v
+		}
 		if bad != nil {
 			return nil, nil, bad
 		}

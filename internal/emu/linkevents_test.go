@@ -49,14 +49,15 @@ func TestLinkEventsFileRoundTrip(t *testing.T) {
 	events := []LinkEvent{
 		{Link: "access", Direction: "down", Source: EventStart, State: TimelineState{Delay: 10 * time.Millisecond, RateBps: 50e6, QueuePackets: 100}},
 		{Link: "access", Direction: "down", Source: EventStep, At: 2500 * time.Millisecond, Ramp: time.Second,
-			State: TimelineState{Delay: 80 * time.Millisecond, Jitter: time.Millisecond, Loss: 0.02, RateBps: 10e6, QueuePackets: 20, QueueBytes: 3000}},
+			State: TimelineState{Delay: 80 * time.Millisecond, Jitter: time.Millisecond, Loss: 0.02, RateBps: 10e6, QueuePackets: 20, QueueBytes: 3000},
+			UnixNs: 1_700_000_001_500_000_000},
 	}
 	var buf bytes.Buffer
 	// The window started 1 s into the link's life: the step is 1.5 s into it.
 	if err := WriteLinkEvents(&buf, events, time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(buf.String(), "access,down,step,2500,1500,1000,80,1,2,10,20,3000") {
+	if !strings.Contains(buf.String(), "access,down,step,2500,1500,1000,80,1,2,10,20,3000,1700000001500000000\n") || !strings.Contains(buf.String(), "access,down,start,0,-1000,0,10,0,0,50,100,0,\n") {
 		t.Errorf("the step's row is not as written by hand:\n%s", buf.String())
 	}
 	got, window, err := ReadLinkEvents("e.csv", &buf)

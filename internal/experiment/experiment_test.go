@@ -212,7 +212,7 @@ func TestOutputsAreTidyAndWrittenAsTheyCome(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantCols := len(results.CellColumns) + 3 + 2 + len(results.RecordColumns) + 1 // cell, key (interval, sizes), seed, attempt, record, sched_delay_ms
+	wantCols := len(results.CellColumns) + 3 + 2 + 1 + len(results.RecordColumns) + 1 // cell, key (interval, sizes), seed, attempt, in_summary, record, sched_delay_ms
 	if len(all) != 41 || len(all[0]) != wantCols {
 		t.Fatalf("records.csv: %d rows of %d columns, want 41 of %d", len(all), len(all[0]), wantCols)
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"tlab/internal/advise"
+	"tlab/internal/analysis"
 	"tlab/internal/cellrun"
 	"tlab/internal/explore"
 	"tlab/internal/results"
@@ -123,7 +124,7 @@ func CompareWithGrid(gridDir, mapDir string) (GridComparison, error) {
 	tests := len(points) * len(comps)
 	var own, same []explore.GridPoint
 	for _, p := range points {
-		answers, err := advise.Evaluate(p.rows, reqs)
+		answers, err := analysis.Answer(analysis.Question{Rows: p.rows, Requirements: reqs})
 		if err != nil || len(answers) != 1 {
 			return out, fmt.Errorf("the grid's answer at %v: %v", p.values, errors.Join(err, fmt.Errorf("%d answers", len(answers))))
 		}

@@ -22,23 +22,25 @@ func TestWriteLinkEventsAlignsWithTheWindow(t *testing.T) {
 		Timeline: emu.Timeline{Steps: []emu.TimelineStep{{At: units.Duration(3 * time.Second), Delay: &step}}}}}
 	dir := t.TempDir()
 	topo := testbed.Topology{Hosts: []string{"client", "server"}, Links: []testbed.Link{{Name: "access", A: []string{"client"}, B: []string{"server"}, Config: cfg}}}
-	// The window started 1.2 s after the link: the step at 3 s is 1.8 s
-	// into the window, the start 1.2 s before it.
-	if err := cellrun.WriteLinkEvents(dir, topo, nil, 1200*time.Millisecond, 10*time.Second); err != nil {
+	// The window started 1.2 s after the link, at 1 700 000 000 s by the
+	// wall clock: the step at 3 s is 1.8 s into the window, at
+	// 1 700 000 001.8 s (1700000001800000000 ns), the start 1.2 s before
+	// the window, at 1 699 999 998.8 s.
+	if err := cellrun.WriteLinkEvents(dir, topo, nil, 1200*time.Millisecond, 10*time.Second, 1_700_000_000_000_000_000); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(filepath.Join(dir, emu.LinkEventsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, row := range []string{"access,up,start,0,-1200,0,10,", "access,up,step,3000,1800,0,80,"} {
+	for _, row := range []string{"access,up,start,0,-1200,0,10,", "access,up,step,3000,1800,0,80,", ",1699999998800000000\n", ",1700000001800000000\n"} {
 		if !strings.Contains(string(data), row) {
 			t.Errorf("no row %q in\n%s", row, data)
 		}
 	}
 	plain := t.TempDir()
 	topo.Links[0].Config = emu.LinkConfig{}
-	if err := cellrun.WriteLinkEvents(plain, topo, nil, 0, time.Second); err != nil {
+	if err := cellrun.WriteLinkEvents(plain, topo, nil, 0, time.Second, 0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(plain, emu.LinkEventsFile)); !os.IsNotExist(err) {
@@ -62,7 +64,7 @@ func TestWriteLinkEventsKeepsLiveChanges(t *testing.T) {
 		Config: emu.LinkConfig{Up: emu.DirectionConfig{Timeline: emu.Timeline{Steps: []emu.TimelineStep{{At: units.Duration(3 * time.Second), Delay: &step}}}}}}}}
 	live := emu.LinkEvent{Link: "access", Direction: "down", Source: emu.EventLive, At: 2 * time.Second, State: emu.TimelineState{Loss: 0.05}}
 	dir := t.TempDir()
-	if err := cellrun.WriteLinkEvents(dir, topo, liveMeter{events: []emu.LinkEvent{live}}, 0, 10*time.Second); err != nil {
+	if err := cellrun.WriteLinkEvents(dir, topo, liveMeter{events: []emu.LinkEvent{live}}, 0, 10*time.Second, 0); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(filepath.Join(dir, emu.LinkEventsFile))
@@ -77,7 +79,7 @@ func TestWriteLinkEventsKeepsLiveChanges(t *testing.T) {
 	// A link without a timeline changed live has its file too.
 	topo.Links[0].Config = emu.LinkConfig{}
 	plain := t.TempDir()
-	if err := cellrun.WriteLinkEvents(plain, topo, liveMeter{events: []emu.LinkEvent{live}}, 0, time.Second); err != nil {
+	if err := cellrun.WriteLinkEvents(plain, topo, liveMeter{events: []emu.LinkEvent{live}}, 0, time.Second, 0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(plain, emu.LinkEventsFile)); err != nil {

@@ -407,8 +407,18 @@ func positiveX(pts map[string]plotter.XYs) map[string]plotter.XYs {
 }
 
 // logAxis makes an axis logarithmic with ticks at powers of ten and the
-// steps between (1, 2, 5).
+// steps between (1, 2, 5), once the plot's data are added. A range a log
+// axis cannot draw is mended first: one value (a single record) gets a
+// decade around it, and an axis with nothing above 0 stays linear (the
+// plotting library panics on a log scale reaching 0).
 func logAxis(a *plot.Axis) {
+	if !(a.Max > 0) {
+		return
+	}
+	if !(a.Max > a.Min) || !(a.Min > 0) {
+		v := a.Max
+		a.Min, a.Max = v/math.Sqrt(10), v*math.Sqrt(10)
+	}
 	a.Scale = plot.LogScale{}
 	a.Tick.Marker = ticks125{}
 }

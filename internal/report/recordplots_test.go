@@ -6,6 +6,7 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
 )
 
 // TestCDFTakesALogAxisWhenDelaysSpanADecade: a 60 ms outlier beside
@@ -107,5 +108,33 @@ func TestLoadAndLatencyShareOneTimeAxis(t *testing.T) {
 	}
 	if latency.Y.Max < 80 {
 		t.Errorf("the delay axis ends at %v: the 80 ms sample is not drawn", latency.Y.Max)
+	}
+}
+
+// TestLogPlotsOfOneRecordRender: a cell of one record (a command stack's
+// single event, 1 µs) has a CDF and a CCDF of one delay: both render
+// (the plotting library panics when a log axis reaches 0, which its
+// default padding of a one-value range does), the axis a decade around
+// the value; a CCDF with no positive delay at all stays linear.
+func TestLogPlotsOfOneRecordRender(t *testing.T) {
+	one := map[string]plotter.XYs{"tcp": {{X: 0.001, Y: 1}}}
+	for _, v := range []recordView{viewCDF, viewCCDF} {
+		pl, _, _, err := recordPlot(v, []string{"tcp"}, one, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pl.WriterTo(4*vg.Inch, 3*vg.Inch, "svg"); err != nil {
+			t.Fatalf("view %d: %v", v, err)
+		}
+		if _, isLog := pl.X.Scale.(plot.LogScale); v == viewCCDF && (!isLog || !(pl.X.Min > 0) || !(pl.X.Min < 0.001 && pl.X.Max > 0.001)) {
+			t.Errorf("CCDF of one 0.001 ms delay: log %v, axis %v..%v; want a log axis around it", isLog, pl.X.Min, pl.X.Max)
+		}
+	}
+	pl, _, _, err := recordPlot(viewCCDF, []string{"tcp"}, map[string]plotter.XYs{"tcp": {{X: 0, Y: 1}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pl.WriterTo(4*vg.Inch, 3*vg.Inch, "svg"); err != nil {
+		t.Fatal(err)
 	}
 }
