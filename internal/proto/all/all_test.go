@@ -48,7 +48,7 @@ func TestEveryProtocolDeclaresKnownOptions(t *testing.T) {
 	if err := proto.CheckOptions([]string{"zero_rtt"}, []string{"tcp", "h3"}); err != nil {
 		t.Errorf("h3 uses zero_rtt: %v", err)
 	}
-	if err := proto.CheckOptions([]string{"zero_rtt"}, []string{"tcp", "h1s"}); err == nil || !strings.Contains(err.Error(), "applies to h3, mqtt-quic, quic, quic-streams") {
+	if err := proto.CheckOptions([]string{"zero_rtt"}, []string{"tcp", "h1s"}); err == nil || !strings.Contains(err.Error(), "applies to h3, mqtt-quic, quic, quic-migrate, quic-redial, quic-streams") {
 		t.Errorf("zero_rtt on tcp and h1s: %v", err)
 	}
 }
