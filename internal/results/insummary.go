@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -27,21 +28,11 @@ const InSummaryColumn = "in_summary"
 // is rejected). A cell without records has nothing to mark.
 func MarkSummaryRows(cellDir string, attempt int, outlier func(delayMs float64) bool) error {
 	path := filepath.Join(cellDir, RecordsFile)
-	f, err := untrusted.Open(path)
-	if err != nil {
+	f, cr, header, err := openCSV(path, path)
+	if err != nil || header == nil {
 		return err
 	}
 	defer f.Close()
-	cr := csv.NewReader(bufio.NewReaderSize(f, 1<<20))
-	cr.ReuseRecord = true
-	header, err := cr.Read()
-	if err == io.EOF {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	header = slices.Clone(header)
 	col := func(name string) (int, error) {
 		if i := slices.Index(header, name); i >= 0 {
 			return i, nil
@@ -116,19 +107,13 @@ func MarkSummaryRows(cellDir string, attempt int, outlier func(delayMs float64) 
 // outlier rule) rejects. A cell that has the column is left as it is.
 func BackfillInSummary(cellDir string, attempt int, rule func(delays []float64) func(float64) bool) error {
 	path := filepath.Join(cellDir, RecordsFile)
-	f, err := untrusted.Open(path)
-	if err != nil {
+	f, cr, header, err := openCSV(path, path)
+	if err != nil || header == nil {
 		return err
 	}
 	defer f.Close()
-	cr := csv.NewReader(bufio.NewReaderSize(f, 1<<20))
-	cr.ReuseRecord = true
-	header, err := cr.Read()
-	if err == io.EOF || (err == nil && slices.Contains(header, InSummaryColumn)) {
+	if slices.Contains(header, InSummaryColumn) {
 		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
 	}
 	var outlier func(float64) bool
 	if rule != nil {
@@ -161,4 +146,26 @@ func BackfillInSummary(cellDir string, attempt int, rule func(delays []float64) 
 	}
 	f.Close()
 	return MarkSummaryRows(cellDir, attempt, outlier)
+}
+
+// openCSV opens a results CSV through untrusted.Open and reads its header
+// (a copy: the reader reuses its records), errors naming the file as
+// name. An empty file (not even a header) gives a nil header and no
+// error; the caller closes f when the header is not nil.
+func openCSV(path, name string) (*os.File, *csv.Reader, []string, error) {
+	f, err := untrusted.Open(path)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cr := csv.NewReader(bufio.NewReaderSize(f, 1<<20))
+	cr.ReuseRecord = true
+	header, err := cr.Read()
+	if err != nil {
+		f.Close()
+		if err == io.EOF {
+			return nil, nil, nil, nil
+		}
+		return nil, nil, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return f, cr, slices.Clone(header), nil
 }

@@ -1,8 +1,6 @@
 package results
 
 import (
-	"bufio"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -314,22 +312,12 @@ func cellParquetFresh(cellDir string) bool {
 // (one row group in memory at a time). An empty src (not even a header)
 // writes no file.
 func csvToParquet(src, dst string, params []string, meta map[string]string) error {
-	f, err := untrusted.Open(src)
-	if err != nil {
+	name := filepath.Base(src)
+	f, cr, header, err := openCSV(src, name)
+	if err != nil || header == nil {
 		return err
 	}
 	defer f.Close()
-	name := filepath.Base(src)
-	cr := csv.NewReader(bufio.NewReaderSize(f, 1<<20))
-	cr.ReuseRecord = true
-	header, err := cr.Read()
-	if err == io.EOF {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	header = slices.Clone(header)
 	set := map[string]bool{}
 	for _, p := range params {
 		set[p] = true
