@@ -49,7 +49,7 @@ func TestLinkEventsFileRoundTrip(t *testing.T) {
 	events := []LinkEvent{
 		{Link: "access", Direction: "down", Source: EventStart, State: TimelineState{Delay: 10 * time.Millisecond, RateBps: 50e6, QueuePackets: 100}},
 		{Link: "access", Direction: "down", Source: EventStep, At: 2500 * time.Millisecond, Ramp: time.Second,
-			State: TimelineState{Delay: 80 * time.Millisecond, Jitter: time.Millisecond, Loss: 0.02, RateBps: 10e6, QueuePackets: 20, QueueBytes: 3000},
+			State:  TimelineState{Delay: 80 * time.Millisecond, Jitter: time.Millisecond, Loss: 0.02, RateBps: 10e6, QueuePackets: 20, QueueBytes: 3000},
 			UnixNs: 1_700_000_001_500_000_000},
 	}
 	var buf bytes.Buffer
