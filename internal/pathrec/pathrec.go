@@ -616,14 +616,22 @@ func despike(trains []Train) []Train {
 	return out
 }
 
-// OutageMinProbes is the shortest run of lost probes taken as an outage:
-// three in a row at 100 probes/s is 30 ms of nothing, which random loss
-// of 5 % gives once in 8000 probes.
+// OutageMin is the shortest run of lost probes taken as an outage, in
+// time: 100 ms of nothing (ten probes in a row at 100 probes/s), and at
+// least OutageMinProbes. Shorter runs stay bursts of the Gilbert model: a
+// path whose loss comes in bursts of three packets (Gilbert-Elliott, mean
+// burst 3) loses ten probes in a row in one burst in about 40 (2/3 to the
+// 9th), where the outages tlab is after (a handover, a radio's fade, a
+// link's flap) last a hundred milliseconds or more.
+const OutageMin = 100 * time.Millisecond
+
+// OutageMinProbes is the fewest probes an outage's run may hold, at any
+// probe rate.
 const OutageMinProbes = 3
 
-// outagesIn finds the outages in a direction's probe losses (runs of at
-// least OutageMinProbes lost probes, each lasting its probes' count times
-// the spacing), and returns their count, mean length, mean time between
+// outagesIn finds the outages in a direction's probe losses (runs of lost
+// probes lasting at least OutageMin and holding at least OutageMinProbes,
+// each lasting its probes' count times the spacing), and returns their count, mean length, mean time between
 // them (the recording's time up, over the outages), and the losses
 // outside them, whose rate the model keeps between outages.
 func outagesIn(lost []bool, spacing time.Duration) (n int, meanOutage, meanBetween time.Duration, rest []bool) {
@@ -633,7 +641,7 @@ func outagesIn(lost []bool, spacing time.Duration) (n int, meanOutage, meanBetwe
 		for j < len(lost) && lost[j] {
 			j++
 		}
-		if j-i >= OutageMinProbes {
+		if j-i >= OutageMinProbes && time.Duration(j-i)*spacing >= OutageMin {
 			n++
 			down += j - i
 		} else {
@@ -766,7 +774,7 @@ func (f Fit) Profile(name, agent string, r *Recording, traceDir string) ([]byte,
 	var b strings.Builder
 	fmt.Fprintf(&b, "name: %s\n", name)
 	fmt.Fprintf(&b, "description: \"The path to the tlab agent at %s, recorded by tlab record on %s over %v.\"\n", agent, r.Start.UTC().Format(time.RFC3339), r.Duration.Round(time.Second))
-	fmt.Fprintf(&b, "source: \"tlab record: %d probes at %d/s and %d+%d packet trains; round trip min %.2f ms, median %.2f ms. Each direction gets half the median round trip less what the replayed rate adds to a probe (the split needs one clock at both ends); rate from train dispersion (the bottleneck's capacity, not what other traffic left), as a trace when it varied or the direction stalled (held its packets and let them go at once: a stretch of the trace without delivery opportunities); jitter is what of the one-way delay variation the replayed rate and stalls do not explain (the variances' difference), lognormal when clearly right-skewed, correlated in time from consecutive probes, probes right after a train left out; loss is what the probes met: three or more probes lost in a row as outages that last a time (loss model outages), other bursts as the simple Gilbert model.%s docs/methodology.md says what a recording cannot capture.\"\n",
+	fmt.Fprintf(&b, "source: \"tlab record: %d probes at %d/s and %d+%d packet trains; round trip min %.2f ms, median %.2f ms. Each direction gets half the median round trip less what the replayed rate adds to a probe (the split needs one clock at both ends); rate from train dispersion (the bottleneck's capacity, not what other traffic left), as a trace when it varied or the direction stalled (held its packets and let them go at once: a stretch of the trace without delivery opportunities); jitter is what of the one-way delay variation the replayed rate and stalls do not explain (the variances' difference), lognormal when clearly right-skewed, correlated in time from consecutive probes, probes right after a train left out; loss is what the probes met: probes lost in a row for 100 ms or more as outages that last a time (loss model outages), shorter bursts as the simple Gilbert model.%s docs/methodology.md says what a recording cannot capture.\"\n",
 		f.Probes, r.Options.Rate, len(r.Up), len(r.Down), f.RTTMinMs, f.RTTMedianMs, f.loadSource())
 	for _, d := range []struct {
 		key string

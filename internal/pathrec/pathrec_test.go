@@ -215,19 +215,21 @@ func TestCoherenceByHand(t *testing.T) {
 	}
 }
 
-// TestOutagesAreFoundInTime: by hand, 20 probes 10 ms apart, lost at 2,
-// 4-7, 13-15 and 19: the runs of four and three are outages (at least
-// OutageMinProbes), 7 probes down in 2 outages, 35 ms each on average,
-// (20 − 7) × 10 ms / 2 = 65 ms up between them; the lone losses at 2 and
-// 19 stay as the rate between outages: 2 of the 13 probes outside them.
+// TestOutagesAreFoundInTime: by hand, 20 probes 40 ms apart, lost at 2,
+// 4-7, 13-15 and 19: the runs of four (160 ms) and three (120 ms) are
+// outages (at least OutageMin, 100 ms, and OutageMinProbes), 7 probes
+// down in 2 outages, 140 ms each on average, (20 − 7) × 40 ms / 2 =
+// 260 ms up between them; the lone losses at 2 and 19 stay as the rate
+// between outages: 2 of the 13 probes outside them. At 10 ms apart the
+// same runs last 40 and 30 ms: bursts, not outages.
 func TestOutagesAreFoundInTime(t *testing.T) {
 	lost := make([]bool, 20)
 	for _, i := range []int{2, 4, 5, 6, 7, 13, 14, 15, 19} {
 		lost[i] = true
 	}
-	n, meanOutage, meanBetween, rest := outagesIn(lost, 10*time.Millisecond)
-	if n != 2 || meanOutage != 35*time.Millisecond || meanBetween != 65*time.Millisecond {
-		t.Errorf("outages %d, mean %v, between %v; want 2, 35ms, 65ms", n, meanOutage, meanBetween)
+	n, meanOutage, meanBetween, rest := outagesIn(lost, 40*time.Millisecond)
+	if n != 2 || meanOutage != 140*time.Millisecond || meanBetween != 260*time.Millisecond {
+		t.Errorf("outages %d, mean %v, between %v; want 2, 140ms, 260ms", n, meanOutage, meanBetween)
 	}
 	kept := 0
 	for _, l := range rest {
@@ -238,15 +240,19 @@ func TestOutagesAreFoundInTime(t *testing.T) {
 	if len(rest) != 13 || kept != 2 {
 		t.Errorf("outside the outages: %d probes, %d lost; want 13 and 2", len(rest), kept)
 	}
+	if n, _, _, rest := outagesIn(lost, 10*time.Millisecond); n != 0 || len(rest) != 20 {
+		t.Errorf("at 10 ms apart: %d outages and %d probes outside them, want none and all 20", n, len(rest))
+	}
 }
 
-// TestOutagesReplayInTime: a path that lost five probes in a row every
-// 100 (50 ms down each second, at 100 probes/s) and one more in every 100
-// alone is written as the outages model: 50 ms outages, 950 ms between on
-// average, and a rate of 1/95 = 1.053 % between them, which the emulator
-// reads back.
+// TestOutagesReplayInTime: a path that lost twelve probes in a row every
+// 100 (120 ms down each second, at 100 probes/s) and one more in every 100
+// alone is written as the outages model: 120 ms outages, (2000 − 240) ×
+// 10 ms / 20 = 880 ms between on average, and a rate of 20 of the 1760
+// probes outside them, 1.136 %, between them, which the emulator reads
+// back.
 func TestOutagesReplayInTime(t *testing.T) {
-	pattern := strings.Repeat(".", 40) + "uuuuu" + strings.Repeat(".", 30) + "u" + strings.Repeat(".", 24)
+	pattern := strings.Repeat(".", 40) + strings.Repeat("u", 12) + strings.Repeat(".", 30) + "u" + strings.Repeat(".", 17)
 	r := synthetic(2000, pattern)
 	f, err := r.Fit()
 	if err != nil {
@@ -258,7 +264,7 @@ func TestOutagesReplayInTime(t *testing.T) {
 		t.Fatalf("%v\n%s", err, yaml)
 	}
 	l := p.Link.Up.Loss
-	if l.Model != emu.LossOutages || l.MeanOutage.D() != 50*time.Millisecond || l.MeanBetween.D() != 950*time.Millisecond || math.Abs(float64(l.Rate)-1.0/95) > 1e-5 {
-		t.Errorf("up loss %+v, want outages of 50ms, 950ms between, 1.053 %% between\n%s", l, yaml)
+	if l.Model != emu.LossOutages || l.MeanOutage.D() != 120*time.Millisecond || l.MeanBetween.D() != 880*time.Millisecond || math.Abs(float64(l.Rate)-20.0/1760) > 1e-5 {
+		t.Errorf("up loss %+v, want outages of 120ms, 880ms between, 1.136 %% between\n%s", l, yaml)
 	}
 }
