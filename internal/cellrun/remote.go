@@ -441,16 +441,3 @@ func recordPathCheck(dir string, c *remote.Client, check results.PathCheck) (war
 	}
 	return warning, m.Save(dir)
 }
-
-// RemoteSets are the overrides that make a scenario a remote run's: every
-// cell on the real path (the network "remote" at the agent site), and with
-// a replay profile every cell on that recording as well. The scenario's
-// link overrides (--link, link:, a sweep of link fields) stay: on the real
-// path they are what tlab emulates in front of it (agentSite).
-func RemoteSets(replay string) []string {
-	profiles := analysis.RealPath
-	if replay != "" {
-		profiles += ", " + replay
-	}
-	return []string{"profiles=[" + profiles + "]", "sites={" + analysis.RealPath + ": " + AgentSite + "}"}
-}

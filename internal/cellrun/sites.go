@@ -7,9 +7,11 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"tlab/internal/plan"
+	"tlab/internal/results"
 	"tlab/internal/scenario"
 )
 
@@ -127,4 +129,41 @@ func (s runSites) Finish(completed bool, err error) error {
 		}
 	}
 	return err
+}
+
+// PlaceAt is the placement of every cell of a run at a site of kind
+// chosen when the run starts (tlab run --remote): its cells run on the
+// kind's network, and on the profiles beside it, alternately (a
+// recording of that path to compare with it: --replay). The run keeps
+// the scenario as written and the placement in its manifest apart
+// (Sweep.Placed), so that a resume places the cells again (ApplyPlacement).
+func PlaceAt(kind string, beside ...string) (results.Placement, error) {
+	for _, k := range scenario.SiteKinds() {
+		if k.Kind == kind {
+			return results.Placement{Site: kind, Network: k.Network, Profiles: append([]string{k.Network}, beside...)}, nil
+		}
+	}
+	return results.Placement{}, fmt.Errorf("site %q: no such kind of site", kind)
+}
+
+// ApplyPlacement is the scenario sc, as written, with its cells placed by p: its
+// profiles p's, and p's network at p's site (sc's own sites: replaced).
+// The scenario's link overrides (--link, link:, a sweep of link fields)
+// stay: at a site they are what is emulated in front of it (Behind).
+func ApplyPlacement(sc *scenario.Scenario, p results.Placement) (*scenario.Scenario, error) {
+	y, err := sc.YAML()
+	if err != nil {
+		return nil, err
+	}
+	// The placement is given to the scenario as overrides of its own
+	// fields, so that it is validated (and its cells compiled) as any
+	// scenario is; the text written is not changed by it.
+	return scenario.Parse(sc.File(), y, "profiles=["+strings.Join(p.Profiles, ", ")+"]", "sites={"+p.Network+": "+p.Site+"}")
+}
+
+// Placed is a run's scenario as written and where the run placed its
+// cells (the run's scenario is ApplyPlacement(Written, Placement)).
+type Placed struct {
+	Written   *scenario.Scenario
+	Placement results.Placement
 }

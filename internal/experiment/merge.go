@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"time"
 
+	"tlab/internal/cellrun"
 	"tlab/internal/metrics"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
@@ -49,6 +51,15 @@ func Merge(dirs []string, out string) (missing []string, err error) {
 		manifests = append(manifests, m)
 	}
 	sc, err := scenario.Parse(filepath.Join(dirs[0], results.ScenarioFile), scenarioYAML)
+	for i, m := range manifests[1:] {
+		if !reflect.DeepEqual(m.Placement, manifests[0].Placement) {
+			return nil, fmt.Errorf("merge: %s placed its cells elsewhere than %s", dirs[i+1], dirs[0])
+		}
+	}
+	if err == nil && manifests[0].Placement != nil {
+		// The shards placed their cells at a site (a remote run's).
+		sc, err = cellrun.ApplyPlacement(sc, *manifests[0].Placement)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("merge: %w", err)
 	}

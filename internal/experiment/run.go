@@ -33,7 +33,9 @@ type Run struct {
 	// The scenario: in memory, or an ad-hoc run's document (the command
 	// line's flags as scenario fields) parsed with Sets, or a file or
 	// preset by name with Sets, or the run in Resume to continue. A
-	// remote run's document, file or preset gets RemoteSets here.
+	// remote run places its cells at the agent's site (cellrun.PlaceAt):
+	// the run directory keeps the scenario as written, the manifest the
+	// placement.
 	Scenario   *scenario.Scenario
 	Adhoc      []byte
 	NameOrFile string
@@ -185,7 +187,7 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 	if err := r.continueExisting(); err != nil {
 		return Outcome{}, err
 	}
-	sc, cells, shard, err := r.compile()
+	sc, placed, cells, shard, err := r.compile()
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -213,7 +215,7 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 			r.QoO = &p
 		}
 	}
-	if out.Rows, err = r.sweep(ctx, sc, all, cells, shard, out.Dir); err != nil {
+	if out.Rows, err = r.sweep(ctx, sc, placed, all, cells, shard, out.Dir); err != nil {
 		return out, err
 	}
 	render := r.Render
@@ -225,22 +227,23 @@ func (r Run) Execute(ctx context.Context) (Outcome, error) {
 	return out, err
 }
 
-// compile reads the run's scenario, checks what the command line asked
-// of it, and compiles its cells; errors wrap ErrInput.
-func (r Run) compile() (*scenario.Scenario, []plan.Cell, Shard, error) {
-	sc, err := r.scenario()
+// compile reads the run's scenario (placed: where a remote run placed
+// its cells), checks what the command line asked of it, and compiles its
+// cells; errors wrap ErrInput.
+func (r Run) compile() (*scenario.Scenario, *cellrun.Placed, []plan.Cell, Shard, error) {
+	sc, placed, err := r.scenario()
 	if err != nil {
-		return nil, nil, Shard{}, cellrun.InputErr(err)
+		return nil, nil, nil, Shard{}, cellrun.InputErr(err)
 	}
 	if err := r.checkCommands(sc); err != nil {
-		return nil, nil, Shard{}, cellrun.InputErr(err)
+		return nil, nil, nil, Shard{}, cellrun.InputErr(err)
 	}
 	if sc.Capture && r.Temporary && r.Out == "" {
-		return nil, nil, Shard{}, cellrun.InputErr(errors.New("--capture needs --out DIR"))
+		return nil, nil, nil, Shard{}, cellrun.InputErr(errors.New("--capture needs --out DIR"))
 	}
 	cells, err := plan.Compile(sc)
 	if err != nil {
-		return nil, nil, Shard{}, cellrun.InputErr(err)
+		return nil, nil, nil, Shard{}, cellrun.InputErr(err)
 	}
 	// On a real path, the link overrides are emulated in front of it.
 	inFront := sc.LinkOverrides()
@@ -248,10 +251,10 @@ func (r Run) compile() (*scenario.Scenario, []plan.Cell, Shard, error) {
 		// On the recording the overrides would replace the fitted fields,
 		// on the path they are added in front of it: the two would not
 		// compare.
-		return nil, nil, Shard{}, cellrun.InputErr(fmt.Errorf("--replay compares a recording with the path as it is; this run also emulates %s in front of the path: run the two apart", inFront))
+		return nil, nil, nil, Shard{}, cellrun.InputErr(fmt.Errorf("--replay compares a recording with the path as it is; this run also emulates %s in front of the path: run the two apart", inFront))
 	}
 	if r.Quality != "" && !slices.Contains(cellrun.QualityModes, r.Quality) {
-		return nil, nil, Shard{}, cellrun.InputErr(fmt.Errorf("--quality %q: want %s", r.Quality, strings.Join(cellrun.QualityModes, ", ")))
+		return nil, nil, nil, Shard{}, cellrun.InputErr(fmt.Errorf("--quality %q: want %s", r.Quality, strings.Join(cellrun.QualityModes, ", ")))
 	}
 	var shard Shard
 	if r.Shard != "" {
@@ -260,13 +263,13 @@ func (r Run) compile() (*scenario.Scenario, []plan.Cell, Shard, error) {
 			shard, err = ParseShard(spec)
 		}
 		if err != nil {
-			return nil, nil, Shard{}, cellrun.InputErr(fmt.Errorf("--%w", err))
+			return nil, nil, nil, Shard{}, cellrun.InputErr(fmt.Errorf("--%w", err))
 		}
 	}
 	if _, auto := sc.AutoRepetitions(); auto && r.Shard != "" {
-		return nil, nil, Shard{}, cellrun.InputErr(errors.New("repetitions: auto decides where to repeat from every stack's cells at a point: run it whole, not as shards"))
+		return nil, nil, nil, Shard{}, cellrun.InputErr(errors.New("repetitions: auto decides where to repeat from every stack's cells at a point: run it whole, not as shards"))
 	}
-	return sc, cells, shard, nil
+	return sc, placed, cells, shard, nil
 }
 
 // outcomeFor is the run's outcome before it runs: its directory (the
@@ -292,8 +295,8 @@ func (r Run) outcomeFor(sc *scenario.Scenario) (Outcome, error) {
 
 // sweep starts the run's sites, sweeps its cells (with repetitions:
 // auto, until its verdicts are decided) and finishes the sites.
-func (r Run) sweep(ctx context.Context, sc *scenario.Scenario, all, cells []plan.Cell, shard Shard, dir string) ([]results.Summary, error) {
-	sw := Sweep{Requirements: r.Requirements, QoO: r.QoO, Shard: shard, Scenario: sc, Cells: all, Dir: dir, Resume: r.Resume != "", SkipCalibration: r.NoCalibration,
+func (r Run) sweep(ctx context.Context, sc *scenario.Scenario, placed *cellrun.Placed, all, cells []plan.Cell, shard Shard, dir string) ([]results.Summary, error) {
+	sw := Sweep{Placed: placed, Requirements: r.Requirements, QoO: r.QoO, Shard: shard, Scenario: sc, Cells: all, Dir: dir, Resume: r.Resume != "", SkipCalibration: r.NoCalibration,
 		Progress: r.Progress, Log: r.Log, Quality: cellrun.Quality{Mode: r.Quality}, RequireCalibration: r.RequireCalibration, CommandsAs: r.CommandsAs.Cred, CommandsEnv: r.CommandsAs.Env}
 	given := map[string]any{}
 	if r.Remote != nil {
@@ -339,29 +342,43 @@ func (r *Run) continueExisting() error {
 	return nil
 }
 
-// scenario is the run's scenario: in memory, resumed or loaded.
-func (r Run) scenario() (*scenario.Scenario, error) {
+// scenario is the run's scenario: in memory, resumed or loaded; for a
+// remote run its cells placed at the agent's site, and placed says so
+// (nil for a run whose scenario places its own cells, and for a resume:
+// OpenResume places its cells as the manifest says).
+func (r Run) scenario() (sc *scenario.Scenario, placed *cellrun.Placed, err error) {
 	switch {
 	case r.Resume != "":
 		if r.NameOrFile != "" || len(r.Sets) > 0 || r.Scenario != nil {
-			return nil, errors.New("--resume DIR continues the run's own scenario; give no file and no --set")
+			return nil, nil, errors.New("--resume DIR continues the run's own scenario; give no file and no --set")
 		}
-		return OpenResume(r.Resume)
+		sc, err = OpenResume(r.Resume)
+		return sc, nil, err
 	case r.Scenario != nil:
-		return r.Scenario, nil
+		sc = r.Scenario
 	case r.Adhoc != nil:
-		return scenario.Parse("the command line", r.Adhoc, r.scenarioSets()...)
+		sc, err = scenario.Parse("the command line", r.Adhoc, r.Sets...)
+	default:
+		sc, err = LoadScenario(r.NameOrFile, r.Sets)
 	}
-	return LoadScenario(r.NameOrFile, r.scenarioSets())
-}
-
-// scenarioSets are the overrides a scenario is built with: Sets, and a
-// remote run's (RemoteSets) after them.
-func (r Run) scenarioSets() []string {
-	if r.Remote != nil && r.Remote.Addr != "" {
-		return append(slices.Clone(r.Sets), cellrun.RemoteSets(r.Replay)...)
+	if err != nil || r.Remote == nil || r.Remote.Addr == "" {
+		return sc, nil, err
 	}
-	return r.Sets
+	// Every cell of a remote run crosses the real path at the agent's
+	// site (and, with a recording, that recording in turn).
+	var beside []string
+	if r.Replay != "" {
+		beside = append(beside, r.Replay)
+	}
+	placement, err := cellrun.PlaceAt(cellrun.AgentSite, beside...)
+	if err != nil {
+		return nil, nil, err
+	}
+	placedSc, err := cellrun.ApplyPlacement(sc, placement)
+	if err != nil {
+		return nil, nil, err
+	}
+	return placedSc, &cellrun.Placed{Written: sc, Placement: placement}, nil
 }
 
 // sweepDeadRuns removes what runs killed before they could clean up left

@@ -149,7 +149,7 @@ func (s Suite) partRun(base Run, part string) Run {
 // when its turn comes.
 func (s Suite) Testbed(base Run) bool {
 	for _, part := range s.Record.Parts {
-		sc, err := s.partRun(base, part).scenario()
+		sc, _, err := s.partRun(base, part).scenario()
 		if err != nil {
 			return true
 		}

@@ -32,7 +32,11 @@ import (
 // for its layout).
 type Sweep struct {
 	Scenario *scenario.Scenario
-	Dir      string
+	// Placed, when set, says the run placed Scenario's cells at a site
+	// it was given (tlab run --remote): the run directory keeps the
+	// scenario as written and the manifest the placement.
+	Placed *cellrun.Placed
+	Dir    string
 	// Resume continues a run in Dir: whole cells are kept, a cell that
 	// was in flight is run again.
 	Resume bool
@@ -168,12 +172,25 @@ func CalibrationWarning(c *results.Calibration) string {
 // Resume is not set.
 var ErrRunExists = errors.New("the directory already holds a run")
 
-// OpenResume loads the scenario a run directory was started with.
+// OpenResume loads the scenario a run directory was started with, its
+// cells placed where the run placed them (the manifest's placement).
 func OpenResume(dir string) (*scenario.Scenario, error) {
 	m, err := results.ReadManifest(dir)
 	if err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("resume %s: %w", dir, err)
 	}
+	if m != nil && m.Placement != nil {
+		s, err := scenario.Load(filepath.Join(dir, results.ScenarioFile))
+		if err == nil {
+			s, err = cellrun.ApplyPlacement(s, *m.Placement)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("resume %s: %w", dir, err)
+		}
+		return s, nil
+	}
+	// A run made before placements kept its placement in its
+	// scenario.yaml.
 	var sets []string
 	if m != nil && m.Remote != nil {
 		// A remote run made before sites: existed named its real path
@@ -290,7 +307,11 @@ func (sw *Sweep) openManifest(all, cells []plan.Cell, params []string) (*results
 		m.Shard, m.TotalCells = sw.Shard.String(), len(all)
 		info := sc.WorkloadSpec().Info()
 		m.Workload, m.Params, m.Plots, m.Table, m.Baseline = info.Type, params, sc.PlotsOrDefault(), info.Table, sc.Baseline
-		y, err := sc.YAML()
+		written := sc
+		if sw.Placed != nil {
+			written, m.Placement = sw.Placed.Written, &sw.Placed.Placement
+		}
+		y, err := written.YAML()
 		if err != nil {
 			return nil, err
 		}

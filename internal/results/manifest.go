@@ -171,6 +171,11 @@ type Manifest struct {
 	// Remote, when set, says the run measured a real path to a tlab
 	// agent rather than an emulated link.
 	Remote *Remote `json:"remote,omitempty"`
+	// Placement, when set, says the run placed its cells at a site it was
+	// given when it started (tlab run --remote), not at one its scenario
+	// names: scenario.yaml holds the scenario as written, and a resume or
+	// a merge places its cells again from this.
+	Placement *Placement `json:"placement,omitempty"`
 	// Requirements are the application's ("delay_p99_ms <= 20"), the
 	// first the priority: the report opens with which stack meets them.
 	Requirements []string `json:"requirements,omitempty"`
@@ -178,6 +183,16 @@ type Manifest struct {
 	// each stack against, as a LibreQoS profiles file holding it alone
 	// (qoo.Profile.Wire), so that a report made later needs no file.
 	QoO json.RawMessage `json:"qoo,omitempty"`
+}
+
+// Placement puts every cell of a run at one site: the scenario's
+// profiles become Profiles (Network, and beside it what is compared with
+// it, a recording of that path), and Network's cells run at Site (a kind
+// of site, cellrun.RegisterSite).
+type Placement struct {
+	Site     string   `json:"site"`
+	Network  string   `json:"network"`
+	Profiles []string `json:"profiles"`
 }
 
 // Remote is the real path a remote run measured: the agent at its far
