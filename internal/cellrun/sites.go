@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 
 	"tlab/internal/plan"
@@ -151,14 +150,7 @@ func PlaceAt(kind string, beside ...string) (results.Placement, error) {
 // The scenario's link overrides (--link, link:, a sweep of link fields)
 // stay: at a site they are what is emulated in front of it (Behind).
 func ApplyPlacement(sc *scenario.Scenario, p results.Placement) (*scenario.Scenario, error) {
-	y, err := sc.YAML()
-	if err != nil {
-		return nil, err
-	}
-	// The placement is given to the scenario as overrides of its own
-	// fields, so that it is validated (and its cells compiled) as any
-	// scenario is; the text written is not changed by it.
-	return scenario.Parse(sc.File(), y, "profiles=["+strings.Join(p.Profiles, ", ")+"]", "sites={"+p.Network+": "+p.Site+"}")
+	return sc.Placed(p.Profiles, map[string]string{p.Network: p.Site})
 }
 
 // Placed is a run's scenario as written and where the run placed its

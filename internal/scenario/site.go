@@ -2,10 +2,13 @@ package scenario
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // SiteKind is a place other than the emulated testbed where cells run,
@@ -107,4 +110,29 @@ func notAProfile(name string, err error) error {
 		return fmt.Errorf("profile %q: %s is %s, not an emulated link: give %s", name, name, k.Doc, k.Flag)
 	}
 	return err
+}
+
+// Placed is the scenario with its cells placed where a run chose to run
+// them (tlab run --remote: on the real path's network, at the agent's
+// site): its profiles and its sites: replaced, as --set would replace
+// them, and validated again; errors keep the lines of the text s was
+// read from. The run keeps s's text (YAML) and the placement apart.
+func (s *Scenario) Placed(profiles []string, sites map[string]string) (*Scenario, error) {
+	str := func(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v} }
+	list := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Style: yaml.FlowStyle}
+	for _, p := range profiles {
+		list.Content = append(list.Content, str(p))
+	}
+	at := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Style: yaml.FlowStyle}
+	for _, network := range slices.Sorted(maps.Keys(sites)) {
+		at.Content = append(at.Content, str(network), str(sites[network]))
+	}
+	root := clone(s.root)
+	if err := setPath(root, []string{"profiles"}, list); err != nil {
+		return nil, err
+	}
+	if err := setPath(root, []string{"sites"}, at); err != nil {
+		return nil, err
+	}
+	return decode(s.file, root, false, nil)
 }
