@@ -263,6 +263,9 @@ func (h remoteHosts) Serve(role, kind string, r workload.ServerRequest) (io.Clos
 	if !h.IsRemote(role) {
 		return workload.StartServerIn(h.Net(role), kind, r)
 	}
+	if kind == workload.ServerFrames {
+		return h.serveFrames(r)
+	}
 	if kind == workload.ServerBroker && r.Broker != "" && r.Broker != proto.BrokerEmbedded {
 		return nil, fmt.Errorf("broker %s: across a real path the agent runs the embedded broker only", r.Broker)
 	}
@@ -308,32 +311,51 @@ func (h remoteHosts) serveArgs(kind, protocol string, port int, s proto.Settings
 	return args, nil
 }
 
-// ServeFrames runs a frame server on the agent; its arrivals come back on
-// this clock, corrected by the agent's offset.
-func (h remoteHosts) ServeFrames(_ string, port int, s proto.Settings, o proto.FrameOptions, resultSize int, processing time.Duration) (workload.RemoteFrameServer, error) {
-	args, err := h.serveArgs(remote.KindFrames, "", port, s)
+// serveFrames runs a frame server on the agent. It answers each frame
+// itself; the frames it saw come back when it is closed, on this clock
+// (corrected by the agent's offset, within the offset's uncertainty).
+func (h remoteHosts) serveFrames(r workload.ServerRequest) (io.Closer, error) {
+	fr := r.Frames
+	if fr == nil || fr.Sink == nil {
+		return nil, errors.New("a frame server needs its stream and whom to tell its arrivals")
+	}
+	args, err := h.serveArgs(remote.KindFrames, "", r.Port, r.Settings)
 	if err != nil {
 		return nil, err
 	}
-	args.Frames = &remote.FrameServeArgs{FPS: o.FPS, ReassemblyMs: float64(o.ReassemblyTimeout) / 1e6, ResultSize: resultSize, ProcessingMs: float64(processing) / 1e6}
-	var r remote.ServeResult
-	if err := h.path.Agent.Call(remote.OpServe, args, &r); err != nil {
+	o := fr.Options
+	args.Frames = &remote.FrameServeArgs{FPS: o.FPS, ReassemblyMs: float64(o.ReassemblyTimeout) / 1e6, ResultSize: fr.ResultSize, ProcessingMs: float64(fr.Processing) / 1e6}
+	var res remote.ServeResult
+	if err := h.path.Agent.Call(remote.OpServe, args, &res); err != nil {
 		return nil, err
 	}
-	return &remoteFrameServer{path: h.path, id: r.ID}, nil
+	fr.Sink.ClockUncertainty(h.path.UncertaintyMs)
+	return &remoteFrameServer{path: h.path, id: res.ID, sink: fr.Sink}, nil
 }
 
+// remoteFrameServer is a frame server on the agent.
 type remoteFrameServer struct {
 	path *RemotePath
 	id   int
+	sink workload.FrameSink
 }
 
-func (f *remoteFrameServer) Arrivals() ([]proto.FrameArrival, error) {
-	return f.path.Agent.Arrivals(f.id, int64(f.path.OffsetMs*1e6))
-}
-func (f *remoteFrameServer) UncertaintyMs() float64 { return f.path.UncertaintyMs }
+// Close gives the sink what the server saw, then stops it.
 func (f *remoteFrameServer) Close() error {
-	return f.path.Agent.Call(remote.OpStop, remote.StopArgs{ID: f.id}, nil)
+	arrivals, err := f.path.Agent.Arrivals(f.id, int64(f.path.OffsetMs*1e6))
+	f.sink.Arrived(arrivals)
+	return errors.Join(err, f.path.Agent.Call(remote.OpStop, remote.StopArgs{ID: f.id}, nil))
+}
+
+// HelperOf runs a helper client of a server on the agent (the pubsub
+// pacer) at role near's host, here, across the path; of a server here,
+// beside it.
+func (h remoteHosts) HelperOf(server, near string) (proto.Net, net.IP, error) {
+	if !h.IsRemote(server) {
+		return h.Net(server), net.IPv4(127, 0, 0, 1), nil
+	}
+	ip, err := h.Addr(near, server)
+	return h.Net(near), ip, err
 }
 
 // agentNet is the network of a role that runs on the agent: nothing of

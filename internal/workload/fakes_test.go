@@ -76,6 +76,8 @@ type memBroker struct {
 	// latency delays every delivery, so that publishers running side by
 	// side overlap.
 	latency time.Duration
+	// dialled is the broker address each client ID was made for.
+	dialled map[string]string
 }
 
 func (b *memBroker) StartBroker(proto.Net, int, proto.Settings, string) (io.Closer, error) {
@@ -84,7 +86,13 @@ func (b *memBroker) StartBroker(proto.Net, int, proto.Settings, string) (io.Clos
 	}
 	return io.NopCloser(nil), nil
 }
-func (b *memBroker) NewPubSubClient(_ proto.Net, _ string, _ proto.Settings, o proto.PubSubOptions) (proto.PubSubClient, error) {
+func (b *memBroker) NewPubSubClient(_ proto.Net, addr string, _ proto.Settings, o proto.PubSubOptions) (proto.PubSubClient, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.dialled == nil {
+		b.dialled = map[string]string{}
+	}
+	b.dialled[o.ClientID] = addr
 	return &memClient{b: b, o: o}, nil
 }
 func (b *memBroker) DefaultPort() int         { return 1883 }

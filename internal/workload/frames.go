@@ -197,54 +197,40 @@ type frameLedger struct {
 	server   map[uint32]proto.FrameArrival
 }
 
-// serve starts the frame server on the server's host, whose arrivals go
-// into the ledger: in this process, or on a remote agent, whose arrivals
-// are fetched (on this clock) when the server is closed.
-func (f Frames) serve(env *Env, ft proto.FrameTransport, opts proto.FrameOptions, led *frameLedger) (io.Closer, error) {
-	if remote(env, "server") {
-		rf, ok := env.Hosts.(RemoteFrames)
-		if !ok {
-			return nil, errors.New("the server's machine cannot run a frame server")
-		}
-		srv, err := rf.ServeFrames("server", env.Port(ServerPort), env.Settings, opts, f.ResultSize, f.Processing)
-		if err != nil {
-			return nil, err
-		}
-		env.Note("owd_offset_uncertainty_ms", srv.UncertaintyMs())
-		return closerFunc(func() error {
-			arrivals, ferr := srv.Arrivals()
-			led.mu.Lock()
-			for _, a := range arrivals {
-				led.server[a.ID] = a
-				led.arrivals = append(led.arrivals, a.Packets...)
-			}
-			slices.SortStableFunc(led.arrivals, func(a, b proto.Packet) int { return a.At.Compare(b.At) })
-			led.mu.Unlock()
-			return errors.Join(ferr, srv.Close())
-		}), nil
-	}
-	env.Note("owd_offset_uncertainty_ms", 0)
-	var procMu sync.Mutex
-	return ft.ServeFrames(env.Hosts.Net("server"), env.Port(ServerPort), env.Settings, opts, func(a proto.FrameArrival) int {
-		led.mu.Lock()
-		led.server[a.ID] = a
-		led.arrivals = append(led.arrivals, a.Packets...)
-		led.mu.Unlock()
-		if !a.Complete {
-			return 0
-		}
-		if f.Processing > 0 {
-			procMu.Lock()
-			time.Sleep(f.Processing)
-			procMu.Unlock()
-		}
-		return f.ResultSize
-	})
+// serve asks the server's host for the frame server, whose arrivals go
+// into the ledger: as they come from a server in this process, all at
+// once (on this clock) when a server on another machine is closed.
+func (f Frames) serve(env *Env, opts proto.FrameOptions, led *frameLedger) (io.Closer, error) {
+	return serve(env, "server", ServerFrames, ServerRequest{Protocol: env.Protocol, Port: env.Port(ServerPort), Settings: env.Settings,
+		Frames: &FrameRequest{Options: opts, ResultSize: f.ResultSize, Processing: f.Processing, Sink: ledgerSink{env, led}}})
 }
 
-type closerFunc func() error
+// ledgerSink hears the frame server for the ledger.
+type ledgerSink struct {
+	env *Env
+	led *frameLedger
+}
 
-func (c closerFunc) Close() error { return c() }
+func (s ledgerSink) ClockUncertainty(ms float64) { s.env.Note("owd_offset_uncertainty_ms", ms) }
+
+func (s ledgerSink) Frame(a proto.FrameArrival) {
+	s.led.mu.Lock()
+	defer s.led.mu.Unlock()
+	s.led.server[a.ID] = a
+	s.led.arrivals = append(s.led.arrivals, a.Packets...)
+}
+
+// Arrived takes a remote server's frames, in the order it sent them:
+// their datagrams are put in arrival order.
+func (s ledgerSink) Arrived(all []proto.FrameArrival) {
+	s.led.mu.Lock()
+	defer s.led.mu.Unlock()
+	for _, a := range all {
+		s.led.server[a.ID] = a
+		s.led.arrivals = append(s.led.arrivals, a.Packets...)
+	}
+	slices.SortStableFunc(s.led.arrivals, func(a, b proto.Packet) int { return a.At.Compare(b.At) })
+}
 
 // Run streams the frames on a client-server cell.
 func (f Frames) Run(ctx context.Context, env *Env) error {
@@ -254,7 +240,7 @@ func (f Frames) Run(ctx context.Context, env *Env) error {
 	}
 	opts := proto.FrameOptions{FPS: f.FPS, ReassemblyTimeout: f.Reassembly}
 	led := &frameLedger{sent: map[uint64]time.Time{}, frameOf: map[uint64]uint32{}, server: map[uint32]proto.FrameArrival{}}
-	srv, err := f.serve(env, ft, opts, led)
+	srv, err := f.serve(env, opts, led)
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}

@@ -415,11 +415,12 @@ func (p PubSub) Run(ctx context.Context, env *Env) error {
 		for i := 2; i <= len(pubs); i++ {
 			others = append(others, topicOf(i))
 		}
-		pacerNet, pacerAt := env.Hosts.Net("broker"), net.JoinHostPort("127.0.0.1", fmt.Sprint(port))
-		if remote(env, "broker") {
-			pacerNet, pacerAt = env.Hosts.Net("subscriber"), subscriberAt
+		// The pacer follows the broker from beside it where it can.
+		pacerNet, pacerIP, err := helperOf(env, "broker", "subscriber")
+		if err != nil {
+			return err
 		}
-		pacer, err := follow("tlab-pacer", pacerNet, pacerAt, others)
+		pacer, err := follow("tlab-pacer", pacerNet, net.JoinHostPort(pacerIP.String(), fmt.Sprint(port)), others)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()

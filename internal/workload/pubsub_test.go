@@ -2,9 +2,13 @@ package workload
 
 import (
 	"context"
+	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"tlab/internal/proto"
 )
 
 func pubsubHosts(publishers ...string) fakeHosts {
@@ -156,5 +160,52 @@ func TestPubSubPipelineNeedsAPipeliner(t *testing.T) {
 	}
 	if len(rec.failed) != 1 || !strings.Contains(rec.failed[0], "cannot pipeline") {
 		t.Errorf("failures %v", rec.failed)
+	}
+}
+
+// helperElsewhere is Hosts whose broker runs where no helper client can
+// sit beside it (a broker on a tlab agent): the pacer runs at the
+// subscriber's host and reaches the broker at 192.0.2.9.
+type helperElsewhere struct {
+	fakeHosts
+	asked []string
+}
+
+func (h *helperElsewhere) HelperOf(server, near string) (proto.Net, net.IP, error) {
+	h.asked = append(h.asked, server+" near "+near)
+	return nil, net.IPv4(192, 0, 2, 9), nil
+}
+
+// TestThePacerRunsWhereTheHostsSay: the background publishers' pacer
+// follows the broker from beside it (over loopback, 127.0.0.1) on Hosts
+// that say nothing, and from where Hosts that cannot place it there say
+// (HelperOf, asked once for the broker near the subscriber), with one
+// code path in the workload.
+func TestThePacerRunsWhereTheHostsSay(t *testing.T) {
+	p := PubSub{Pattern: PatternStopAndWait, Messages: 5, Size: 64, Timeout: time.Second}
+	for _, c := range []struct {
+		name  string
+		hosts func(fakeHosts) Hosts
+		want  string
+	}{
+		{"beside the broker", func(h fakeHosts) Hosts { return h }, "127.0.0.1:1883"},
+		{"where the hosts say", func(h fakeHosts) Hosts { return &helperElsewhere{fakeHosts: h} }, "192.0.2.9:1883"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := &memBroker{}
+			env, _ := newEnv(t, "mem", b, pubsubHosts("pub1", "pub2"))
+			env.Hosts = c.hosts(pubsubHosts("pub1", "pub2"))
+			if err := p.Run(context.Background(), env); err != nil {
+				t.Fatal(err)
+			}
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if got := b.dialled["tlab-pacer"]; got != c.want {
+				t.Errorf("the pacer dialled %q, want %q", got, c.want)
+			}
+			if h, ok := env.Hosts.(*helperElsewhere); ok && !slices.Equal(h.asked, []string{"broker near subscriber"}) {
+				t.Errorf("HelperOf asked %q, want once for the broker near the subscriber", h.asked)
+			}
+		})
 	}
 }

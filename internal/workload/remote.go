@@ -1,9 +1,11 @@
 package workload
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"time"
 
 	"tlab/internal/dns"
@@ -22,8 +24,9 @@ type Serving interface {
 }
 
 // RemoteRoles is implemented by Hosts some of whose roles are another
-// machine, for what a workload does differently beyond starting servers
-// (where a frame server's arrivals are read, whom a pacer follows).
+// machine. No workload reads it (they ask the role's host for a server,
+// serve, and for a helper's place, helperOf); the cell runner does, to
+// refuse a workload beside the cell whose roles it cannot play there.
 type RemoteRoles interface {
 	// IsRemote tells whether role runs on the other machine.
 	IsRemote(role string) bool
@@ -39,6 +42,30 @@ type ServerRequest struct {
 	Broker string
 	// Names are the name server's answers (ServerDNS).
 	Names map[string]net.IP
+	// Frames is a frame server's stream (ServerFrames).
+	Frames *FrameRequest
+}
+
+// FrameRequest is what a frame server (ServerFrames) is asked for
+// beyond a stack's server: the stream's options, the result it answers
+// each whole frame with after Processing, and who hears its arrivals.
+type FrameRequest struct {
+	Options    proto.FrameOptions
+	ResultSize int
+	Processing time.Duration
+	Sink       FrameSink
+}
+
+// FrameSink hears what a frame server saw, wherever it runs. First,
+// how far its times may be off this machine's clock (ClockUncertainty:
+// 0 for a server on this machine). Then a server in this process tells
+// it each frame as the frame is whole or given up (Frame); a server on
+// another machine, which cannot call back as it goes, tells it every
+// frame at once when it is closed (Arrived), on this machine's clock.
+type FrameSink interface {
+	ClockUncertainty(ms float64)
+	Frame(a proto.FrameArrival)
+	Arrived(all []proto.FrameArrival)
 }
 
 // ServerKind is a kind of server a workload starts: how this process
@@ -46,6 +73,11 @@ type ServerRequest struct {
 type ServerKind struct {
 	Name  string
 	Start func(n proto.Net, r ServerRequest) (io.Closer, error)
+	// Here says the server reports to the workload as it runs (the frame
+	// server's arrivals): on this machine it runs in this process, in the
+	// role's network, also where the role's other servers run in a child
+	// process (a CPU-limited host).
+	Here bool
 }
 
 // serverKinds are the registered kinds, filled by init and read only
@@ -60,6 +92,10 @@ func RegisterServer(k ServerKind) {
 	}
 	serverKinds[k.Name] = k
 }
+
+// ServesHere tells whether a kind of server runs in this process
+// wherever the role's host is on this machine (ServerKind.Here).
+func ServesHere(kind string) bool { return serverKinds[kind].Here }
 
 // StartServerIn starts a server of kind in this process, in network n.
 func StartServerIn(n proto.Net, kind string, r ServerRequest) (io.Closer, error) {
@@ -97,23 +133,35 @@ func init() {
 	RegisterServer(ServerKind{Name: ServerDNS, Start: func(n proto.Net, r ServerRequest) (io.Closer, error) {
 		return dns.Serve(n, r.Names)
 	}})
+	RegisterServer(ServerKind{Name: ServerFrames, Here: true, Start: startFrameServer})
 }
 
-// RemoteFrames is implemented by Hosts that can also run a frame server on
-// the other machine and give back what it saw, on this machine's clock.
-type RemoteFrames interface {
-	ServeFrames(role string, port int, s proto.Settings, o proto.FrameOptions, resultSize int, processing time.Duration) (RemoteFrameServer, error)
-}
-
-// RemoteFrameServer is a frame server on another machine.
-type RemoteFrameServer interface {
-	io.Closer
-	// Arrivals returns every frame the server saw, times on this
-	// machine's clock (the other's, corrected by its measured offset).
-	Arrivals() ([]proto.FrameArrival, error)
-	// UncertaintyMs is how far those times may be off: half the smallest
-	// round trip over which the offset was measured.
-	UncertaintyMs() float64
+// startFrameServer runs the protocol's frame server in this process: it
+// tells the sink each frame, and answers each whole one with the result
+// after the processing time (one frame processed at a time).
+func startFrameServer(n proto.Net, r ServerRequest) (io.Closer, error) {
+	ft, ok := proto.As[proto.FrameTransport](r.Protocol)
+	if !ok {
+		return nil, proto.Require(r.Protocol.Name, proto.CapFrames)
+	}
+	fr := r.Frames
+	if fr == nil || fr.Sink == nil {
+		return nil, errors.New("a frame server needs its stream and whom to tell its arrivals")
+	}
+	fr.Sink.ClockUncertainty(0) // this machine's clock
+	var procMu sync.Mutex
+	return ft.ServeFrames(n, r.Port, r.Settings, fr.Options, func(a proto.FrameArrival) int {
+		fr.Sink.Frame(a)
+		if !a.Complete {
+			return 0
+		}
+		if fr.Processing > 0 {
+			procMu.Lock()
+			time.Sleep(fr.Processing)
+			procMu.Unlock()
+		}
+		return fr.ResultSize
+	})
 }
 
 // The kinds of server a workload starts.
@@ -121,12 +169,26 @@ const (
 	ServerRequestResponse = "request-response" // the protocol's Exchanger server
 	ServerBroker          = "broker"           // the protocol's PubSub broker
 	ServerDNS             = "dns"              // study B's name server
+	ServerFrames          = "frames"           // the protocol's FrameTransport server (study E)
 )
 
-// remote tells whether role runs on another machine.
-func remote(env *Env, role string) bool {
-	rr, ok := env.Hosts.(RemoteRoles)
-	return ok && rr.IsRemote(role)
+// HelperHosts is implemented by Hosts on which a workload's helper
+// client of a role's server cannot run beside that server (a server on
+// another machine): HelperOf says from which network, and at which
+// address of the server, it runs instead. Hosts without it run the
+// helper on the server's own host, over loopback.
+type HelperHosts interface {
+	HelperOf(server, near string) (proto.Net, net.IP, error)
+}
+
+// helperOf is where a helper client of role server's server runs (the
+// pubsub pacer): beside the server, or, where the Hosts say it cannot,
+// at the role near's host.
+func helperOf(env *Env, server, near string) (proto.Net, net.IP, error) {
+	if h, ok := env.Hosts.(HelperHosts); ok {
+		return h.HelperOf(server, near)
+	}
+	return env.Hosts.Net(server), net.IPv4(127, 0, 0, 1), nil
 }
 
 // serveBroker starts the protocol's broker on the host playing role.
