@@ -3,6 +3,7 @@ package experiment
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -97,5 +98,63 @@ func TestAPlacedRunKeepsItsScenarioAsWritten(t *testing.T) {
 	}
 	if len(out.Rows) != 2 {
 		t.Errorf("resume: %d rows, want the 2 done before", len(out.Rows))
+	}
+}
+
+// TestMergedShardsArePlacedAgain: the shards of a placed run (two, at
+// the toy site) keep the scenario as written; their merge places the
+// cells from the manifests again, so that it finds every cell (the
+// placed scenario's two) in one shard or the other, and refuses shards
+// placed differently.
+func TestMergedShardsArePlacedAgain(t *testing.T) {
+	src := "name: placed-shards\nprofiles: [ethernet]\nprotocols: [tcp]\nworkload: {type: periodic, interval: 10ms}\ncount: 5\nwarmup: 0s\nrepetitions: 2\n"
+	written, err := scenario.Parse("placed.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	placement, err := cellrun.PlaceAt(toySiteKind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := cellrun.ApplyPlacement(written, placement)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var dirs []string
+	for i := 1; i <= 2; i++ {
+		shard, err := ParseShard(fmt.Sprintf("%d/2", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.Join(t.TempDir(), fmt.Sprintf("shard%d", i))
+		var log bytes.Buffer
+		sites, err := cellrun.StartSites(ctx, cellrun.SiteSetup{Scenario: sc, Dir: dir, Log: &log}, nil, map[string]any{toySiteKind: nil})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sw := Sweep{Scenario: sc, Placed: &cellrun.Placed{Written: written, Placement: placement}, Dir: dir, Shard: shard, SkipCalibration: true,
+			Quality: cellrun.Quality{Mode: "off"}, Log: &log, Sites: sites}
+		_, err = sw.Run(ctx)
+		if err = sites.Finish(err == nil, err); err != nil {
+			t.Fatalf("shard %d: %v\n%s", i, err, log.String())
+		}
+		dirs = append(dirs, dir)
+	}
+	missing, err := Merge(dirs, filepath.Join(t.TempDir(), "merged"))
+	if err != nil || len(missing) != 0 {
+		t.Fatalf("merge: missing %v, %v; want both placed cells found", missing, err)
+	}
+	// A shard that says it ran elsewhere is refused.
+	m, err := results.ReadManifest(dirs[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Placement = nil
+	if err := m.Save(dirs[1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Merge(dirs, filepath.Join(t.TempDir(), "merged2")); err == nil || !strings.Contains(err.Error(), "placed its cells elsewhere") {
+		t.Errorf("merging shards placed differently: %v, want a refusal", err)
 	}
 }
