@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tlab/internal/advise"
+	"tlab/internal/metrics"
 )
 
 // Setting is one explored field at a point, as the scenario reads it.
@@ -183,6 +184,27 @@ type Comparison struct {
 	Requirement advise.Requirement `json:"requirement"`
 	A           string             `json:"a,omitempty"`
 	B           string             `json:"b,omitempty"`
+	// Range is the requirement's metric's own bounds (metrics.Metric's
+	// Bounds: 0 and 100 for a share in percent), nil where it has none:
+	// a requirement on a bounded metric is judged by the rule and by a
+	// bet on the bounded mean together (LogE).
+	Range []float64 `json:"range,omitempty"`
+}
+
+// LogE is the comparison's e-value for differences d under rule: the
+// rule's own, or, for a requirement on a bounded metric, the mean of the
+// rule's and the bounded bet's (bettingLogE). The mean of two e-values
+// is an e-value (each has expectation at most 1 under the null, so has
+// their mean), and the mean of two test martingales is one, so Ville's
+// inequality still holds at every look; the mean costs at most a factor
+// of two against the better of the two, and gains the bet's growth where
+// the values sit far from the bound with no spread.
+func (c Comparison) LogE(rule Rule, d []float64) float64 {
+	le := rule.LogE(d)
+	if c.Kind != RequirementKind || len(c.Range) != 2 {
+		return le
+	}
+	return logMeanExp([]float64{le, bettingLogE(d, c.Range[0], c.Range[1], c.Requirement.Bound)})
 }
 
 func lowerIsBetter(r advise.Requirement) bool { return strings.HasPrefix(r.Op, "<") }
@@ -285,7 +307,7 @@ func (c Comparison) Judge(reps []map[string]map[string]float64, rule Rule, alpha
 	d := c.differences(reps)
 	var e Evidence
 	for n := 2; n <= len(d); n++ {
-		e.Observe(rule, d[:n])
+		e.observe(c.LogE(rule, d[:n]), d[:n])
 	}
 	v := Verdict{Label: Undecided, P: e.P(tests), Effect: finiteMean(d), N: len(d)}
 	if e.Decided(alpha, tests) {
@@ -306,8 +328,12 @@ func Comparisons(stacks []string, reqs []advise.Requirement) []Comparison {
 func comparisons(stacks []string, reqs []advise.Requirement) []Comparison {
 	var out []Comparison
 	for _, r := range reqs {
+		var bounds []float64
+		if m, ok := metrics.Lookup(r.Metric); ok && len(m.Bounds) == 2 {
+			bounds = slices.Clone(m.Bounds)
+		}
 		for _, s := range stacks {
-			out = append(out, Comparison{Kind: RequirementKind, Stack: s, Requirement: r})
+			out = append(out, Comparison{Kind: RequirementKind, Stack: s, Requirement: r, Range: bounds})
 		}
 	}
 	for i := range stacks {
