@@ -31,7 +31,8 @@ const GridFile = "explore-vs-grid.csv"
 // (measured, or carried from agreeing corners). SameRule reads the grid's
 // cells by the map's own rule instead (the always-valid test at the map's
 // alpha, shared over the grid's points and comparisons): what the grid
-// would decide if it were judged as the map judges.
+// would decide if it were judged as the map judges (the same shares of
+// alpha: explore.Shares, over the grid's points).
 type GridComparison struct {
 	Params    []explore.Param
 	Questions []string
@@ -121,7 +122,7 @@ func CompareWithGrid(gridDir, mapDir string) (GridComparison, error) {
 	if alpha == 0 {
 		alpha = facts.Alpha
 	}
-	tests := len(points) * len(comps)
+	shares := explore.Shares(comps)
 	var own, same []explore.GridPoint
 	for _, p := range points {
 		answers, err := analysis.Answer(analysis.Question{Rows: p.rows, Requirements: reqs})
@@ -131,8 +132,8 @@ func CompareWithGrid(gridDir, mapDir string) (GridComparison, error) {
 		reps := repetitionsOf(p.rows)
 		own = append(own, explore.GridPoint{Values: p.values, Decisions: answerDecisions(answers[0], stacks), Reps: len(reps)})
 		var verdicts []explore.Verdict
-		for _, c := range comps {
-			verdicts = append(verdicts, c.Judge(reps, rule, alpha, tests))
+		for i, c := range comps {
+			verdicts = append(verdicts, c.Judge(reps, rule, alpha, len(points)*shares[i]))
 		}
 		same = append(same, explore.GridPoint{Values: p.values, Decisions: explore.Decisions(stacks, comps, verdicts), Reps: len(reps)})
 	}

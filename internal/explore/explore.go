@@ -427,7 +427,10 @@ type Map struct {
 	// "points" (MaxPoints reached with regions still open).
 	Stopped string
 	// Alpha is the family-wise error over the map and its ablations;
-	// the map's verdicts are judged at MapAlpha() shared among Tests.
+	// the map's verdicts are judged at MapAlpha() shared among Tests,
+	// the decisions the map reports (Shares: each requirement verdict at
+	// each of MaxPoints points, and each point's best, whose share its
+	// pairs split).
 	Alpha    float64
 	WhyShare float64
 	Tests    int
@@ -474,7 +477,7 @@ func Run(ctx context.Context, cfg Config, m Measurer) (*Map, error) {
 		return nil, err
 	}
 	s := &search{cfg: cfg, comps: comparisons(cfg.Stacks, cfg.Require), points: map[[2]int]*PointResult{}}
-	s.tests = cfg.MaxPoints * len(s.comps)
+	s.tests = cfg.MaxPoints * slices.Min(Shares(s.comps))
 	for i, p := range cfg.Params {
 		d := p.depth(cfg.Coarse)
 		s.strd[i] = 1 << d
@@ -616,35 +619,40 @@ func (s *search) plan() []Request {
 
 // judge decides a point's comparisons from its repetitions so far.
 func (s *search) judge(p *PointResult) {
-	all := true
+	shares := Shares(s.comps)
 	for i, c := range s.comps {
-		p.Verdicts[i] = c.Judge(p.Reps, s.cfg.Rule, s.cfg.Alpha*(1-s.cfg.WhyShare), s.tests)
-		all = all && p.Verdicts[i].Label != Undecided
+		p.Verdicts[i] = c.Judge(p.Reps, s.cfg.Rule, s.cfg.Alpha*(1-s.cfg.WhyShare), s.cfg.MaxPoints*shares[i])
 	}
-	p.Settled = all || len(p.Reps) >= s.cfg.MaxReps
+	p.Settled = fixed(s.cfg.Stacks, s.comps, p.Verdicts) || len(p.Reps) >= s.cfg.MaxReps
 	p.Meets, p.Best = Standing(s.cfg.Stacks, s.comps, p.Verdicts)
 }
 
 // Standing reads a point's verdicts (one per comparison, in the order of
 // comps) as the map says them: the stacks decided to meet every
 // requirement, and among them the one decided better than every other
-// stack ("" if none).
+// stack still in the running ("" if none). A stack decided to fail a
+// requirement is out of the running: the application cannot use it,
+// whatever its value of the priority metric, so the best needs no pair
+// against it (a pair among failing stacks, 100 % against 100 % missed,
+// may never decide and need not).
 func Standing(stacks []string, comps []Comparison, verdicts []Verdict) (meets []string, best string) {
-	for _, st := range stacks {
-		ok := true
-		for i, c := range comps {
-			if c.Kind == RequirementKind && c.Stack == st && verdicts[i].Label != string(advise.Meets) {
-				ok = false
-			}
-		}
-		if ok {
+	status := Statuses(stacks, comps, verdicts)
+	for i, st := range stacks {
+		if status[i] == string(advise.Meets) {
 			meets = append(meets, st)
 		}
 	}
 	for _, st := range meets {
 		ok := true
 		for i, c := range comps {
-			if c.Kind == PairKind && (c.A == st || c.B == st) && verdicts[i].Label != st {
+			if c.Kind != PairKind || (c.A != st && c.B != st) {
+				continue
+			}
+			other := c.A
+			if other == st {
+				other = c.B
+			}
+			if status[slices.Index(stacks, other)] != string(advise.Fails) && verdicts[i].Label != st {
 				ok = false
 			}
 		}
@@ -653,6 +661,87 @@ func Standing(stacks []string, comps []Comparison, verdicts []Verdict) (meets []
 		}
 	}
 	return meets, best
+}
+
+// Statuses are each stack's status against the requirements (in the
+// order of stacks): fails once one requirement is decided failed, meets
+// once every one is decided met, else undecided.
+func Statuses(stacks []string, comps []Comparison, verdicts []Verdict) []string {
+	var out []string
+	for _, st := range stacks {
+		status := string(advise.Meets)
+		for i, c := range comps {
+			if c.Kind != RequirementKind || c.Stack != st {
+				continue
+			}
+			switch l := verdicts[i].Label; {
+			case l == string(advise.Fails):
+				status = string(advise.Fails)
+			case l == Undecided && status == string(advise.Meets):
+				status = Undecided
+			}
+		}
+		out = append(out, status)
+	}
+	return out
+}
+
+// fixed says whether what the map reports at a point can no longer
+// change with more repetitions: every stack's status is decided, and
+// the best is decided, or none meets (the best is None), or every pair
+// among the stacks that meet is decided. Pairs of failing stacks and
+// requirements left open beside a decided failure change nothing the map
+// says, so a point stops there instead of repeating until they decide.
+func fixed(stacks []string, comps []Comparison, verdicts []Verdict) bool {
+	status := Statuses(stacks, comps, verdicts)
+	if slices.Contains(status, Undecided) {
+		return false
+	}
+	_, best := Standing(stacks, comps, verdicts)
+	if best != "" {
+		return true
+	}
+	// With no stack meeting, no pair below is among meeting stacks: the
+	// best is None.
+	for i, c := range comps {
+		if c.Kind == PairKind && verdicts[i].Label == Undecided &&
+			status[slices.Index(stacks, c.A)] == string(advise.Meets) && status[slices.Index(stacks, c.B)] == string(advise.Meets) {
+			return false
+		}
+	}
+	return true
+}
+
+// Shares are the Bonferroni divisors of each comparison's level at one
+// point, over the decisions the map reports there: each requirement
+// verdict is one, and the best stack is one more (with two stacks or
+// more), its share split evenly among the pairs that decide it. Over a
+// point the shares sum to one (r requirement verdicts and one best: r/(r+1)
+// + p·1/((r+1)p) = 1), so alpha over points·(r+1) reported decisions
+// holds the map's family-wise error, and a requirement's verdict is not
+// charged for the pairs (study A's four stacks: 5 decisions a point, not
+// 4 + 6 = 10 comparisons).
+func Shares(comps []Comparison) []int {
+	reqs, pairs := 0, 0
+	for _, c := range comps {
+		if c.Kind == PairKind {
+			pairs++
+		} else {
+			reqs++
+		}
+	}
+	decisions := reqs
+	if pairs > 0 {
+		decisions++
+	}
+	out := make([]int, len(comps))
+	for i, c := range comps {
+		out[i] = decisions
+		if c.Kind == PairKind {
+			out[i] = decisions * pairs
+		}
+	}
+	return out
 }
 
 // refine adds points where settled neighbours disagree, within

@@ -212,9 +212,9 @@ func (m *Map) Answer() string {
 		}
 	}
 	if m.WhyShare > 0 {
-		fmt.Fprintf(&sb, "Each verdict is decided by the %s rule's always-valid test; the chance of any decided verdict being wrong, over the map and its ablations, is at most %g: %g for the map's (shared among %d tests), %g for the ablations'.\n", m.Rule, m.Alpha, m.MapAlpha(), m.Tests, m.WhyAlpha())
+		fmt.Fprintf(&sb, "Each verdict is decided by the %s rule's always-valid test; the chance of any decided verdict being wrong, over the map and its ablations, is at most %g: %g for the map's (shared among %d reported decisions; a point's pairs split its best's share), %g for the ablations'.\n", m.Rule, m.Alpha, m.MapAlpha(), m.Tests, m.WhyAlpha())
 	} else {
-		fmt.Fprintf(&sb, "Each verdict is decided by the %s rule's always-valid test at a map-wide error rate of %g (shared among %d tests).\n", m.Rule, m.Alpha, m.Tests)
+		fmt.Fprintf(&sb, "Each verdict is decided by the %s rule's always-valid test at a map-wide error rate of %g (shared among %d reported decisions; a point's pairs split its best's share).\n", m.Rule, m.Alpha, m.Tests)
 	}
 	return sb.String()
 }

@@ -1,7 +1,11 @@
 package explore
 
 import (
+	"math"
+	"slices"
 	"testing"
+
+	"tlab/internal/advise"
 )
 
 // The map's decision at a grid point it did not measure is its measured
@@ -102,7 +106,11 @@ func TestDecisionsOfAPoint(t *testing.T) {
 	}{
 		{v("meets", "meets", "quic"), []string{"meets", "meets", "quic"}},
 		{v("meets", "meets", Undecided), []string{"meets", "meets", Undecided}},
-		{v("meets", "fails", "tcp"), []string{"meets", "fails", Undecided}},
+		// tcp fails: it is out of the running, as advise's best is
+		// picked among the stacks that meet; quic is best whatever
+		// the pair says.
+		{v("meets", "fails", "tcp"), []string{"meets", "fails", "quic"}},
+		{v("meets", "fails", Undecided), []string{"meets", "fails", "quic"}},
 		{v("fails", "fails", "tcp"), []string{"fails", "fails", None}},
 		{v(Undecided, "fails", "quic"), []string{Undecided, "fails", Undecided}},
 	}
@@ -114,5 +122,54 @@ func TestDecisionsOfAPoint(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// A point stops once what the map says there is fixed: every status
+// decided and the best decided or moot, even with pairs and requirements
+// open that cannot change it.
+func TestAPointStopsOnceWhatTheMapSaysIsFixed(t *testing.T) {
+	r1 := advise.Requirement{Metric: "m", Op: "<=", Bound: 1}
+	r2 := advise.Requirement{Metric: "n", Op: "<=", Bound: 1}
+	stacks := []string{"a", "b", "c"}
+	comps := Comparisons(stacks, []advise.Requirement{r1, r2})
+	// comps: a,b,c on r1; a,b,c on r2; a-b, a-c, b-c.
+	v := func(labels ...string) []Verdict {
+		var out []Verdict
+		for _, l := range labels {
+			out = append(out, Verdict{Label: l})
+		}
+		return out
+	}
+	U := Undecided
+	cases := []struct {
+		name     string
+		verdicts []Verdict
+		want     bool
+	}{
+		{"all fail r1, r2 and every pair open", v("fails", "fails", "fails", U, U, U, U, U, U), true},
+		{"a fails r1 with r2 open, b and c fail", v("fails", "fails", "fails", U, "meets", "meets", U, U, U), true},
+		{"a's status open", v(U, "fails", "fails", U, "fails", "fails", U, U, U), false},
+		{"a meets alone: best a, pairs moot", v("meets", "fails", "fails", "meets", U, U, U, U, U), true},
+		{"a and b meet, their pair open", v("meets", "meets", "fails", "meets", "meets", U, U, "a", U), false},
+		{"a and b meet, a better", v("meets", "meets", "fails", "meets", "meets", U, "a", U, U), true},
+	}
+	for _, c := range cases {
+		if got := fixed(stacks, comps, c.verdicts); got != c.want {
+			t.Errorf("%s: fixed = %v, want %v", c.name, got, c.want)
+		}
+	}
+	// Shares: 6 requirement verdicts and one best a point: 7; each of
+	// the 3 pairs 21 (7·3): 6/7 + 3/21 = 1.
+	want := []int{7, 7, 7, 7, 7, 7, 21, 21, 21}
+	if got := Shares(comps); !slices.Equal(got, want) {
+		t.Errorf("shares %v, want %v", got, want)
+	}
+	sum := 0.0
+	for _, d := range Shares(comps) {
+		sum += 1 / float64(d)
+	}
+	if math.Abs(sum-1) > 1e-12 {
+		t.Errorf("the shares of a point sum to %v, want 1", sum)
 	}
 }
