@@ -103,6 +103,13 @@ type Config struct {
 	// AfterRound, when set, hears the map as it stands after each
 	// round (Stopped "running"): the live view draws it as it grows.
 	AfterRound func(*Map)
+	// Monotone are the directions along Params in which the network gets
+	// worse by construction (+1: as the value grows, -1: as it falls, 0:
+	// no assumption; nil: none). Along them a stack's status is inferred
+	// (monotone.go) and the search picks the points that settle the most
+	// of the range, instead of a coarse grid refined where corners
+	// disagree.
+	Monotone []int
 	// Evidence are figures the measurer reports beside the compared ones
 	// (connections opened, bytes per request, sends behind schedule):
 	// each boundary shows their means on either side, per stack, as the
@@ -439,6 +446,11 @@ type Map struct {
 	// Why, when the boundaries were ablated (Explain), is what each
 	// removal did to them.
 	Why *Explanation
+	// Monotone are the search's directions (Config.Monotone); Lattice,
+	// when any is set, is what the map says at every point of the
+	// finest grid, measured or inferred.
+	Monotone []int
+	Lattice  []LatticePoint
 }
 
 // DefaultWhyShare is the part of alpha an exploration that explains its
@@ -463,6 +475,9 @@ type search struct {
 	// lattice steps.
 	squares []square
 	tests   int
+	// starved: the monotone search left open points for want of
+	// MaxPoints.
+	starved bool
 }
 
 type square struct {
@@ -483,13 +498,21 @@ func Run(ctx context.Context, cfg Config, m Measurer) (*Map, error) {
 		s.strd[i] = 1 << d
 		s.n[i] = cfg.Coarse << d
 	}
-	s.seed()
+	if len(s.cfg.Monotone) != len(cfg.Params) {
+		s.cfg.Monotone = make([]int, len(cfg.Params))
+	}
+	if !s.monotone() {
+		s.seed()
+	}
 	start := cfg.Now()
 	spent, rounds := 0, 0
 	stopped := "decided"
 	for {
 		if err := ctx.Err(); err != nil {
 			return s.result(spent, rounds, "cancelled"), err
+		}
+		if s.monotone() {
+			s.starved = s.grow()
 		}
 		reqs := s.plan()
 		if len(reqs) == 0 {
@@ -541,6 +564,9 @@ func Run(ctx context.Context, cfg Config, m Measurer) (*Map, error) {
 		for _, p := range s.order {
 			s.judge(p)
 		}
+		if s.monotone() {
+			s.settleByInference()
+		}
 		if err != nil {
 			return s.result(spent, rounds, "failed"), fmt.Errorf("explore: round %d: %w", rounds, err)
 		}
@@ -586,19 +612,24 @@ func (s *search) add(idx [2]int) bool {
 	if s.points[idx] != nil {
 		return false
 	}
-	pt := Point{Index: idx}
-	for i, p := range s.cfg.Params {
-		v := p.At(float64(idx[i]) / float64(s.n[i]))
-		pt.Values = append(pt.Values, v)
-		pt.Settings = append(pt.Settings, Setting{Path: p.Path, Value: p.Format(v)})
-	}
-	pr := &PointResult{Point: pt}
+	pr := &PointResult{Point: s.pointAt(idx)}
 	for range s.comps {
 		pr.Verdicts = append(pr.Verdicts, Verdict{Label: Undecided, P: 1, Effect: math.NaN()})
 	}
 	s.points[idx] = pr
 	s.order = append(s.order, pr)
 	return true
+}
+
+// pointAt is the lattice point idx with its values and settings.
+func (s *search) pointAt(idx [2]int) Point {
+	pt := Point{Index: idx}
+	for i, p := range s.cfg.Params {
+		v := p.At(float64(idx[i]) / float64(s.n[i]))
+		pt.Values = append(pt.Values, v)
+		pt.Settings = append(pt.Settings, Setting{Path: p.Path, Value: p.Format(v)})
+	}
+	return pt
 }
 
 // plan is the next round: every unsettled point's next repetitions (up
@@ -750,6 +781,9 @@ func Shares(comps []Comparison) []int {
 // the centre and side midpoints of each square whose settled corners
 // disagree (the square is split in four).
 func (s *search) refine() bool {
+	if s.monotone() && len(s.cfg.Params) == 2 {
+		return false // grow picks the points
+	}
 	added := false
 	if len(s.cfg.Params) == 1 {
 		for _, idx := range s.gaps() {
@@ -790,6 +824,9 @@ func (s *search) refine() bool {
 // wouldRefine says whether disagreements were left unrefined (the
 // points ran out).
 func (s *search) wouldRefine() bool {
+	if s.monotone() && (s.starved || len(s.cfg.Params) == 2) {
+		return s.starved
+	}
 	if len(s.cfg.Params) == 1 {
 		return len(s.gaps()) > 0
 	}

@@ -14,6 +14,7 @@ func (s *search) result(spent, rounds int, stopped string) *Map {
 	for i := range s.cfg.Params {
 		m.GridPoints *= s.n[i] + 1
 	}
+	m.Monotone, m.Lattice = s.cfg.Monotone, s.latticeResult()
 	m.Points = s.sorted(func(*PointResult) bool { return true }, 0)
 	if len(s.cfg.Params) == 2 {
 		slices.SortStableFunc(m.Points, func(a, b *PointResult) int { return a.Index[1] - b.Index[1] })
@@ -53,7 +54,22 @@ func (s *search) result(spent, rounds int, stopped string) *Map {
 				Why: fmt.Sprintf("%s: still undecided after %d repetitions (at most %d)", p.Label(), len(p.Reps), s.cfg.MaxReps)})
 		}
 	}
-	if len(s.cfg.Params) == 1 {
+	if s.monotone() {
+		open := 0
+		for _, lp := range m.Lattice {
+			if lp.Reps == 0 && slices.Contains(lp.Status, Undecided) {
+				open++
+			}
+		}
+		if open > 0 {
+			lo, hi := make([]float64, len(s.cfg.Params)), make([]float64, len(s.cfg.Params))
+			for i, p := range s.cfg.Params {
+				lo[i], hi[i] = p.Low, p.High
+			}
+			m.Open = append(m.Open, Region{Low: lo, High: hi,
+				Why: fmt.Sprintf("%d of the %d points of the finest grid have a stack whose status was neither measured nor inferred", open, len(m.Lattice))})
+		}
+	} else if len(s.cfg.Params) == 1 {
 		line := m.Points
 		for i := 0; i+1 < len(line); i++ {
 			a, b := line[i], line[i+1]

@@ -173,3 +173,39 @@ func TestAPointStopsOnceWhatTheMapSaysIsFixed(t *testing.T) {
 		t.Errorf("the shares of a point sum to %v, want 1", sum)
 	}
 }
+
+// An inferred decision is read as the map's at a point it did not
+// measure (how: inferred), and what it leaves open falls back on the
+// measured corners. By hand on a line 0..4, one stack: the map measured
+// 0 (meets) and 4 (fails) and inferred fails at 3 from a measured 2
+// (fails); the grid: meets, meets, fails, fails, meets (4 is the grid's
+// noise, opposite at a measured point). At 1 no inference and corners 0
+// and 2 disagree: undecided, between.
+func TestInferredDecisionsAreReadAsTheMaps(t *testing.T) {
+	q := []string{"s", "best"}
+	g := func(x float64, d ...string) GridPoint { return GridPoint{Values: []float64{x}, Decisions: d, Reps: 3} }
+	grid := []GridPoint{g(0, "meets", "s"), g(1, "meets", "s"), g(2, "fails", None), g(3, "fails", None), g(4, "meets", "s")}
+	measured := []GridPoint{
+		{Values: []float64{0}, Decisions: []string{"meets", "s"}, Reps: 2},
+		{Values: []float64{2}, Decisions: []string{"fails", None}, Reps: 2},
+		{Values: []float64{3}, Decisions: []string{"fails", None}, Inferred: []bool{true, true}},
+		{Values: []float64{4}, Decisions: []string{"fails", None}, Reps: 2},
+	}
+	rows := AgainstGrid(q, grid, measured)
+	want := map[float64]struct{ mp, how string }{
+		0: {"meets", MapMeasured}, 1: {Undecided, MapBetween}, 2: {"fails", MapMeasured}, 3: {"fails", MapInferred}, 4: {"fails", MapMeasured},
+	}
+	for _, r := range rows {
+		if r.Question != "s" {
+			continue
+		}
+		w := want[r.Values[0]]
+		if r.Map != w.mp || r.How != w.how {
+			t.Errorf("at %v: map %s (%s), want %s (%s)", r.Values[0], r.Map, r.How, w.mp, w.how)
+		}
+	}
+	s := Summarize(rows)
+	if s.MapInferred != 2 || s.Opposite != 2 {
+		t.Errorf("inferred %d (want 2: s and best at 3), opposite %d (want 2: at 4)", s.MapInferred, s.Opposite)
+	}
+}
