@@ -373,6 +373,10 @@ type PointResult struct {
 	// one among them decided better than every other stack ("" if none).
 	Meets []string
 	Best  string
+	// decided counts the stacks' statuses decided so far, gained the
+	// repetitions when that count last rose (the monotone search parks
+	// a point that stops gaining: monotone.go).
+	decided, gained int
 }
 
 func (p *PointResult) key() string {
@@ -476,8 +480,11 @@ type search struct {
 	squares []square
 	tests   int
 	// starved: the monotone search left open points for want of
-	// MaxPoints.
-	starved bool
+	// MaxPoints; exhausted: it has no point left to pick; park: the
+	// repetitions after which a point that gains no decision yields its
+	// place (monotone.go).
+	starved, exhausted bool
+	park               int
 }
 
 type square struct {
@@ -503,6 +510,8 @@ func Run(ctx context.Context, cfg Config, m Measurer) (*Map, error) {
 	}
 	if !s.monotone() {
 		s.seed()
+	} else {
+		s.park = s.fewestToDecide() + 1
 	}
 	start := cfg.Now()
 	spent, rounds := 0, 0
@@ -637,7 +646,7 @@ func (s *search) pointAt(idx [2]int) Point {
 func (s *search) plan() []Request {
 	var reqs []Request
 	for _, p := range s.order {
-		if p.Settled {
+		if p.Settled || s.parked(p) && !s.exhausted && !s.starved {
 			continue
 		}
 		want := max(s.cfg.MinReps, len(p.Reps)+1)
@@ -655,6 +664,15 @@ func (s *search) judge(p *PointResult) {
 		p.Verdicts[i] = c.Judge(p.Reps, s.cfg.Rule, s.cfg.Alpha*(1-s.cfg.WhyShare), s.cfg.MaxPoints*shares[i])
 	}
 	p.Settled = fixed(s.cfg.Stacks, s.comps, p.Verdicts) || len(p.Reps) >= s.cfg.MaxReps
+	n := 0
+	for _, st := range Statuses(s.cfg.Stacks, s.comps, p.Verdicts) {
+		if st != Undecided {
+			n++
+		}
+	}
+	if n > p.decided {
+		p.decided, p.gained = n, len(p.Reps)
+	}
 	p.Meets, p.Best = Standing(s.cfg.Stacks, s.comps, p.Verdicts)
 }
 

@@ -2,6 +2,7 @@ package explore
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -211,7 +212,7 @@ const monotoneWindow = 2
 func (s *search) grow() (starved bool) {
 	active := 0
 	for _, p := range s.order {
-		if !p.Settled {
+		if !p.Settled && !s.parked(p) {
 			active++
 		}
 	}
@@ -226,8 +227,9 @@ func (s *search) grow() (starved bool) {
 		}
 	}
 	// Points picked this round count as settling both ways, so that the
-	// next pick goes elsewhere.
-	for active < monotoneWindow {
+	// next pick goes elsewhere; only the first search says whether any
+	// point is left to pick.
+	for first := true; ; first = false {
 		best, bestScore := -1, 0
 		for ci, c := range lat {
 			if s.points[c] != nil {
@@ -256,7 +258,10 @@ func (s *search) grow() (starved bool) {
 				best, bestScore = ci, score
 			}
 		}
-		if best < 0 {
+		if first {
+			s.exhausted = best < 0
+		}
+		if best < 0 || active >= monotoneWindow {
 			return false
 		}
 		if len(s.order) >= s.cfg.MaxPoints {
@@ -272,7 +277,49 @@ func (s *search) grow() (starved bool) {
 			}
 		}
 	}
-	return false
+}
+
+// parked says whether a point yields its place in the window: it has
+// had a repetition more than the rule needs to decide anything at all
+// (fewestToDecide) and decided no further status in its last two. A
+// point near a bound, or on a noisy host, may never decide; while other
+// points are open, the budget goes to them, and parked points resume
+// once nothing is left to pick (stopping to look is always allowed: the
+// rule's level holds whenever it is read).
+func (s *search) parked(p *PointResult) bool {
+	return s.park > 0 && !p.Settled && len(p.Reps) >= s.park && len(p.Reps)-p.gained >= 2
+}
+
+// fewestToDecide is the fewest repetitions at which any requirement could
+// be decided at the map's level, from values as far from the bound as
+// they come with no spread: the t mixture's ceiling (1+ng)^((n-1)/2),
+// or, for a bounded metric, the mean of it and the bet at the range's far
+// end. Before that, no point can gain a decision, however clear.
+func (s *search) fewestToDecide() int {
+	shares := Shares(s.comps)
+	alpha := s.cfg.Alpha * (1 - s.cfg.WhyShare)
+	for n := max(2, s.cfg.MinReps); n < s.cfg.MaxReps; n++ {
+		for i, c := range s.comps {
+			if c.Kind != RequirementKind {
+				continue
+			}
+			far := 1.0
+			if len(c.Range) == 2 {
+				far = math.Max(c.Range[1]-c.Requirement.Bound, c.Requirement.Bound-c.Range[0])
+				if c.Requirement.Bound-c.Range[0] > c.Range[1]-c.Requirement.Bound {
+					far = -far
+				}
+			}
+			d := make([]float64, n)
+			for k := range d {
+				d[k] = far
+			}
+			if c.LogE(s.cfg.Rule, d) >= math.Log(float64(s.cfg.MaxPoints*shares[i])/alpha) {
+				return n
+			}
+		}
+	}
+	return s.cfg.MaxReps
 }
 
 // latticeResult is what the map says at every lattice point, when it

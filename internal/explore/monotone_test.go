@@ -166,3 +166,55 @@ func TestTheMonotoneMapIsRightWhereItInfers(t *testing.T) {
 		t.Errorf("%d points measured (want < 13), %d of 50 statuses decided (want >= 40)", len(m.Points), decidedStatuses)
 	}
 }
+
+// The fewest repetitions that can decide anything at the map's level, by
+// hand: study A's map (deadline_miss_pct <= 1 on [0, 100], 4 stacks, 25
+// points: 1/alpha' = 25·5/0.05 = 2500): the bet and the t mixture at 99
+// points from the bound give 806 at n = 2 and 57 513 at n = 3
+// (TestTheBoundedBetByHand's sums, cubed): 3. Study D's (an unbounded
+// latency, 2 stacks: 25·3/0.05 = 1500): the t mixture's ceiling
+// (1+4n)^((n-1)/2) is 441 at n = 5 and 3125 at n = 6: 6. A point that
+// has had one more than that and decided nothing in its last two yields
+// its place while other points are open, and comes back once none is.
+func TestAPointThatStopsGainingYieldsItsPlace(t *testing.T) {
+	loss := Param{Path: "link.loss", Low: 0, High: 4, Unit: "%", Resolution: 1}
+	rtt := Param{Path: "link.rtt", Low: 5, High: 45, Unit: "ms", Resolution: 10}
+	cases := []struct {
+		stacks []string
+		req    advise.Requirement
+		want   int
+	}{
+		{[]string{"quic", "tcp", "h3", "h1s"}, advise.Requirement{Metric: "deadline_miss_pct", Op: "<=", Bound: 1}, 3},
+		{[]string{"mqtt-tls", "mqtt-quic"}, advise.Requirement{Metric: "message_latency_p95_ms", Op: "<=", Bound: 100}, 6},
+	}
+	for _, c := range cases {
+		cfg := Config{Params: []Param{loss, rtt}, Stacks: c.stacks, Require: []advise.Requirement{c.req}, MaxPoints: 25, MaxReps: 8, Monotone: []int{1, 1}}
+		cfg.Defaults()
+		s := &search{cfg: cfg, comps: comparisons(cfg.Stacks, cfg.Require), points: map[[2]int]*PointResult{}}
+		if got := s.fewestToDecide(); got != c.want {
+			t.Errorf("%s: fewest repetitions to decide %d, want %d", c.req, got, c.want)
+		}
+	}
+	s := newSearch([]Param{loss, rtt}, 2)
+	s.park = 4
+	s.add([2]int{2, 2})
+	p := s.points[[2]int{2, 2}]
+	p.Reps = make([]map[string]map[string]float64, 4)
+	for _, tc := range []struct {
+		gained int
+		want   bool
+	}{{2, true}, {3, false}, {0, true}} {
+		p.gained = tc.gained
+		if got := s.parked(p); got != tc.want {
+			t.Errorf("4 repetitions, the last decision at %d: parked %v, want %v", tc.gained, got, tc.want)
+		}
+	}
+	p.gained = 2
+	if reqs := s.plan(); len(reqs) != 0 {
+		t.Errorf("a parked point with points left to pick is planned: %v", reqs)
+	}
+	s.exhausted = true
+	if reqs := s.plan(); len(reqs) != 1 || reqs[0].Rep != 5 {
+		t.Errorf("with nothing left to pick the parked point resumes: %v, want its 5th repetition", reqs)
+	}
+}
