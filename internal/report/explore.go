@@ -155,7 +155,7 @@ func drawExploreMap(p panel) ([]Figure, error) {
 		// Statuses inferred along the monotone axes (explore-points.csv's
 		// how), not measured: rings on their stack's requirement rows.
 		points, err := readTable(filepath.Join(dir, "explore-points.csv"))
-		if err != nil {
+		if err != nil && !os.IsNotExist(err) {
 			return nil, err
 		}
 		inferred := map[string]plotter.XYs{}
