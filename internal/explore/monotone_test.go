@@ -3,6 +3,7 @@ package explore
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"tlab/internal/advise"
@@ -162,6 +163,9 @@ func TestTheMonotoneMapIsRightWhereItInfers(t *testing.T) {
 		}
 	}
 	t.Logf("%d points measured, %d cells, %d of 50 statuses decided", len(m.Points), m.Cells, decidedStatuses)
+	if !strings.Contains(m.Answer(), "Inferred along link.loss and link.rtt") {
+		t.Errorf("the answer does not say what it inferred:\n%s", m.Answer())
+	}
 	if len(m.Points) >= 13 || decidedStatuses < 40 {
 		t.Errorf("%d points measured (want < 13), %d of 50 statuses decided (want >= 40)", len(m.Points), decidedStatuses)
 	}

@@ -213,6 +213,29 @@ func (m *Map) Answer() string {
 			}
 		}
 	}
+	if len(m.Lattice) > 0 {
+		inferred, at := 0, 0
+		for _, lp := range m.Lattice {
+			n := 0
+			for _, h := range lp.How {
+				if h == HowInferred {
+					n++
+				}
+			}
+			inferred += n
+			if n > 0 && lp.Reps == 0 {
+				at++
+			}
+		}
+		var axes []string
+		for i, d := range m.Monotone {
+			if d != 0 {
+				axes = append(axes, m.Params[i].Path)
+			}
+		}
+		fmt.Fprintf(&sb, "Inferred along %s (a failure holds at every worse point, a success at every better one): %d statuses, %d of them at points not measured (explore-points.csv: how).\n",
+			strings.Join(axes, " and "), inferred, at)
+	}
 	switch m.Stopped {
 	case "decided":
 		sb.WriteString("The search ended with nothing left to refine.\n")
