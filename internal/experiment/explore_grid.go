@@ -31,7 +31,8 @@ const GridFile = "explore-vs-grid.csv"
 // (measured, or carried from agreeing corners). SameRule reads the grid's
 // cells by the map's own rule instead (the always-valid test at the map's
 // alpha, shared over the grid's points and comparisons): what the grid
-// would decide if it were judged as the map judges.
+// would decide if it were judged as the map judges (the same shares of
+// alpha: explore.Shares, over the grid's points).
 type GridComparison struct {
 	Params    []explore.Param
 	Questions []string
@@ -121,7 +122,7 @@ func CompareWithGrid(gridDir, mapDir string) (GridComparison, error) {
 	if alpha == 0 {
 		alpha = facts.Alpha
 	}
-	tests := len(points) * len(comps)
+	shares := explore.Shares(comps)
 	var own, same []explore.GridPoint
 	for _, p := range points {
 		answers, err := analysis.Answer(analysis.Question{Rows: p.rows, Requirements: reqs})
@@ -131,8 +132,8 @@ func CompareWithGrid(gridDir, mapDir string) (GridComparison, error) {
 		reps := repetitionsOf(p.rows)
 		own = append(own, explore.GridPoint{Values: p.values, Decisions: answerDecisions(answers[0], stacks), Reps: len(reps)})
 		var verdicts []explore.Verdict
-		for _, c := range comps {
-			verdicts = append(verdicts, c.Judge(reps, rule, alpha, tests))
+		for i, c := range comps {
+			verdicts = append(verdicts, c.Judge(reps, rule, alpha, len(points)*shares[i]))
 		}
 		same = append(same, explore.GridPoint{Values: p.values, Decisions: explore.Decisions(stacks, comps, verdicts), Reps: len(reps)})
 	}
@@ -239,18 +240,20 @@ func readMapPoints(path string, params []explore.Param, stacks []string) ([]expl
 		}
 	}
 	type acc struct {
-		values []float64
-		status map[string]string
-		best   string
-		reps   int
+		values   []float64
+		status   map[string]string
+		inferred map[string]bool
+		best     string
+		reps     int
 	}
+	howCol, hasHow := col["how"]
 	var order []string
 	byPoint := map[string]*acc{}
 	for _, r := range recs[1:] {
 		label := r[col["point"]]
 		a := byPoint[label]
 		if a == nil {
-			a = &acc{status: map[string]string{}}
+			a = &acc{status: map[string]string{}, inferred: map[string]bool{}}
 			for i := range params {
 				v, err := strconv.ParseFloat(r[1+i], 64)
 				if err != nil {
@@ -263,6 +266,7 @@ func readMapPoints(path string, params []explore.Param, stacks []string) ([]expl
 		}
 		st := r[col["stack"]]
 		a.status[st] = r[col["status"]]
+		a.inferred[st] = hasHow && r[howCol] == explore.HowInferred
 		if r[col["best"]] == "true" {
 			a.best = st
 		}
@@ -273,7 +277,11 @@ func readMapPoints(path string, params []explore.Param, stacks []string) ([]expl
 	var out []explore.GridPoint
 	for _, label := range order {
 		a := byPoint[label]
-		if a.reps == 0 {
+		anyInferred := false
+		for _, inf := range a.inferred {
+			anyInferred = anyInferred || inf
+		}
+		if a.reps == 0 && !anyInferred {
 			// Planned when the budget ran out, never measured: no
 			// verdict of its own, and no corner of another's.
 			continue
@@ -287,6 +295,7 @@ func readMapPoints(path string, params []explore.Param, stacks []string) ([]expl
 			}
 			allFail = allFail && s == string(advise.Fails)
 			p.Decisions = append(p.Decisions, s)
+			p.Inferred = append(p.Inferred, a.inferred[st])
 		}
 		switch {
 		case a.best != "":
@@ -296,6 +305,8 @@ func readMapPoints(path string, params []explore.Param, stacks []string) ([]expl
 		default:
 			p.Decisions = append(p.Decisions, explore.Undecided)
 		}
+		// A best that needed an inferred status is inferred too.
+		p.Inferred = append(p.Inferred, anyInferred && p.Decisions[len(stacks)] != explore.Undecided)
 		out = append(out, p)
 	}
 	return out, nil
@@ -369,8 +380,8 @@ func (g GridComparison) Text() string {
 	}{{"the grid's own answer (fixed-n 95 % intervals)", g.Rows}, {"the grid read by the map's rule (always-valid, alpha over the grid)", g.SameRule}} {
 		s := explore.Summarize(set.rows)
 		fmt.Fprintf(&sb, "\nAgainst %s: %d decisions (%d points x %s)\n", set.name, s.Rows, g.GridPoints, strings.Join(g.Questions, ", "))
-		fmt.Fprintf(&sb, "  agree: %d of %d (%.0f %%); the grid decides %d, the map decides %d; the map decides the same as the grid at %d of the grid's %d; opposite: %d\n",
-			s.Agree, s.Rows, 100*float64(s.Agree)/float64(max(s.Rows, 1)), s.GridDecided, s.MapDecided, s.MapAlso, s.GridDecided, s.Opposite)
+		fmt.Fprintf(&sb, "  agree: %d of %d (%.0f %%); the grid decides %d, the map decides %d (%d of them inferred by monotonicity); the map decides the same as the grid at %d of the grid's %d; opposite: %d\n",
+			s.Agree, s.Rows, 100*float64(s.Agree)/float64(max(s.Rows, 1)), s.GridDecided, s.MapDecided, s.MapInferred, s.MapAlso, s.GridDecided, s.Opposite)
 		var kinds []string
 		for k := range s.Kinds {
 			kinds = append(kinds, k)

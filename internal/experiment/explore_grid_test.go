@@ -93,3 +93,35 @@ func TestTheMapIsComparedWithTheFullGrid(t *testing.T) {
 		t.Errorf("%s: %d lines, want 1 + 2 x 15", GridFile, n)
 	}
 }
+
+// explore-points.csv as a monotone map writes it: a measured point, a
+// point only inferred (repetitions 0, how inferred: read, its decisions
+// marked inferred, the best "none" where both stacks fail) and a point
+// planned but never measured (repetitions 0, nothing inferred: left out).
+func TestTheMapsInferredPointsAreRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), explore.PointsFile)
+	csv := `point,link.loss,stack,repetitions,status,confidence,best,priority_metric,priority_mean,settled,how
+link.loss=1%,1,quic,3,fails,0.99,false,m,50,true,measured
+link.loss=1%,1,tcp,3,fails,0.99,false,m,50,true,measured
+link.loss=2%,2,quic,0,fails,NA,false,m,NA,true,inferred
+link.loss=2%,2,tcp,0,fails,NA,false,m,NA,true,inferred
+link.loss=0%,0,quic,0,undecided,NA,false,m,NA,false,
+link.loss=0%,0,tcp,0,undecided,NA,false,m,NA,false,
+`
+	if err := os.WriteFile(path, []byte(csv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pts, err := readMapPoints(path, []explore.Param{{Path: "link.loss", Unit: "%"}}, []string{"quic", "tcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 2 {
+		t.Fatalf("%d points read, want 2 (the measured and the inferred one): %+v", len(pts), pts)
+	}
+	if pts[0].Reps != 3 || pts[0].Inferred[0] || pts[0].Decisions[2] != explore.None || pts[0].Inferred[2] {
+		t.Errorf("the measured point: %+v, want 3 repetitions, none inferred, best none", pts[0])
+	}
+	if p := pts[1]; p.Values[0] != 2 || p.Reps != 0 || !p.Inferred[0] || !p.Inferred[1] || p.Decisions[2] != explore.None || !p.Inferred[2] {
+		t.Errorf("the inferred point: %+v, want 0 repetitions, both statuses and the best (none) inferred", p)
+	}
+}

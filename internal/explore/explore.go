@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tlab/internal/advise"
+	"tlab/internal/metrics"
 )
 
 // Setting is one explored field at a point, as the scenario reads it.
@@ -102,6 +103,13 @@ type Config struct {
 	// AfterRound, when set, hears the map as it stands after each
 	// round (Stopped "running"): the live view draws it as it grows.
 	AfterRound func(*Map)
+	// Monotone are the directions along Params in which the network gets
+	// worse by construction (+1: as the value grows, -1: as it falls, 0:
+	// no assumption; nil: none). Along them a stack's status is inferred
+	// (monotone.go) and the search picks the points that settle the most
+	// of the range, instead of a coarse grid refined where corners
+	// disagree.
+	Monotone []int
 	// Evidence are figures the measurer reports beside the compared ones
 	// (connections opened, bytes per request, sends behind schedule):
 	// each boundary shows their means on either side, per stack, as the
@@ -183,6 +191,27 @@ type Comparison struct {
 	Requirement advise.Requirement `json:"requirement"`
 	A           string             `json:"a,omitempty"`
 	B           string             `json:"b,omitempty"`
+	// Range is the requirement's metric's own bounds (metrics.Metric's
+	// Bounds: 0 and 100 for a share in percent), nil where it has none:
+	// a requirement on a bounded metric is judged by the rule and by a
+	// bet on the bounded mean together (LogE).
+	Range []float64 `json:"range,omitempty"`
+}
+
+// LogE is the comparison's e-value for differences d under rule: the
+// rule's own, or, for a requirement on a bounded metric, the mean of the
+// rule's and the bounded bet's (bettingLogE). The mean of two e-values
+// is an e-value (each has expectation at most 1 under the null, so has
+// their mean), and the mean of two test martingales is one, so Ville's
+// inequality still holds at every look; the mean costs at most a factor
+// of two against the better of the two, and gains the bet's growth where
+// the values sit far from the bound with no spread.
+func (c Comparison) LogE(rule Rule, d []float64) float64 {
+	le := rule.LogE(d)
+	if c.Kind != RequirementKind || len(c.Range) != 2 {
+		return le
+	}
+	return logMeanExp([]float64{le, bettingLogE(d, c.Range[0], c.Range[1], c.Requirement.Bound)})
 }
 
 func lowerIsBetter(r advise.Requirement) bool { return strings.HasPrefix(r.Op, "<") }
@@ -285,7 +314,7 @@ func (c Comparison) Judge(reps []map[string]map[string]float64, rule Rule, alpha
 	d := c.differences(reps)
 	var e Evidence
 	for n := 2; n <= len(d); n++ {
-		e.Observe(rule, d[:n])
+		e.observe(c.LogE(rule, d[:n]), d[:n])
 	}
 	v := Verdict{Label: Undecided, P: e.P(tests), Effect: finiteMean(d), N: len(d)}
 	if e.Decided(alpha, tests) {
@@ -306,8 +335,12 @@ func Comparisons(stacks []string, reqs []advise.Requirement) []Comparison {
 func comparisons(stacks []string, reqs []advise.Requirement) []Comparison {
 	var out []Comparison
 	for _, r := range reqs {
+		var bounds []float64
+		if m, ok := metrics.Lookup(r.Metric); ok && len(m.Bounds) == 2 {
+			bounds = slices.Clone(m.Bounds)
+		}
 		for _, s := range stacks {
-			out = append(out, Comparison{Kind: RequirementKind, Stack: s, Requirement: r})
+			out = append(out, Comparison{Kind: RequirementKind, Stack: s, Requirement: r, Range: bounds})
 		}
 	}
 	for i := range stacks {
@@ -340,6 +373,10 @@ type PointResult struct {
 	// one among them decided better than every other stack ("" if none).
 	Meets []string
 	Best  string
+	// decided counts the stacks' statuses decided so far, gained the
+	// repetitions when that count last rose (the monotone search parks
+	// a point that stops gaining: monotone.go).
+	decided, gained int
 }
 
 func (p *PointResult) key() string {
@@ -401,7 +438,10 @@ type Map struct {
 	// "points" (MaxPoints reached with regions still open).
 	Stopped string
 	// Alpha is the family-wise error over the map and its ablations;
-	// the map's verdicts are judged at MapAlpha() shared among Tests.
+	// the map's verdicts are judged at MapAlpha() shared among Tests,
+	// the decisions the map reports (Shares: each requirement verdict at
+	// each of MaxPoints points, and each point's best, whose share its
+	// pairs split).
 	Alpha    float64
 	WhyShare float64
 	Tests    int
@@ -410,6 +450,11 @@ type Map struct {
 	// Why, when the boundaries were ablated (Explain), is what each
 	// removal did to them.
 	Why *Explanation
+	// Monotone are the search's directions (Config.Monotone); Lattice,
+	// when any is set, is what the map says at every point of the
+	// finest grid, measured or inferred.
+	Monotone []int
+	Lattice  []LatticePoint
 }
 
 // DefaultWhyShare is the part of alpha an exploration that explains its
@@ -434,6 +479,12 @@ type search struct {
 	// lattice steps.
 	squares []square
 	tests   int
+	// starved: the monotone search left open points for want of
+	// MaxPoints; exhausted: it has no point left to pick; park: the
+	// repetitions after which a point that gains no decision yields its
+	// place (monotone.go).
+	starved, exhausted bool
+	park               int
 }
 
 type square struct {
@@ -448,19 +499,29 @@ func Run(ctx context.Context, cfg Config, m Measurer) (*Map, error) {
 		return nil, err
 	}
 	s := &search{cfg: cfg, comps: comparisons(cfg.Stacks, cfg.Require), points: map[[2]int]*PointResult{}}
-	s.tests = cfg.MaxPoints * len(s.comps)
+	s.tests = cfg.MaxPoints * slices.Min(Shares(s.comps))
 	for i, p := range cfg.Params {
 		d := p.depth(cfg.Coarse)
 		s.strd[i] = 1 << d
 		s.n[i] = cfg.Coarse << d
 	}
-	s.seed()
+	if len(s.cfg.Monotone) != len(cfg.Params) {
+		s.cfg.Monotone = make([]int, len(cfg.Params))
+	}
+	if !s.monotone() {
+		s.seed()
+	} else {
+		s.park = s.fewestToDecide() + 1
+	}
 	start := cfg.Now()
 	spent, rounds := 0, 0
 	stopped := "decided"
 	for {
 		if err := ctx.Err(); err != nil {
 			return s.result(spent, rounds, "cancelled"), err
+		}
+		if s.monotone() {
+			s.starved = s.grow()
 		}
 		reqs := s.plan()
 		if len(reqs) == 0 {
@@ -512,6 +573,9 @@ func Run(ctx context.Context, cfg Config, m Measurer) (*Map, error) {
 		for _, p := range s.order {
 			s.judge(p)
 		}
+		if s.monotone() {
+			s.settleByInference()
+		}
 		if err != nil {
 			return s.result(spent, rounds, "failed"), fmt.Errorf("explore: round %d: %w", rounds, err)
 		}
@@ -557,13 +621,7 @@ func (s *search) add(idx [2]int) bool {
 	if s.points[idx] != nil {
 		return false
 	}
-	pt := Point{Index: idx}
-	for i, p := range s.cfg.Params {
-		v := p.At(float64(idx[i]) / float64(s.n[i]))
-		pt.Values = append(pt.Values, v)
-		pt.Settings = append(pt.Settings, Setting{Path: p.Path, Value: p.Format(v)})
-	}
-	pr := &PointResult{Point: pt}
+	pr := &PointResult{Point: s.pointAt(idx)}
 	for range s.comps {
 		pr.Verdicts = append(pr.Verdicts, Verdict{Label: Undecided, P: 1, Effect: math.NaN()})
 	}
@@ -572,12 +630,23 @@ func (s *search) add(idx [2]int) bool {
 	return true
 }
 
+// pointAt is the lattice point idx with its values and settings.
+func (s *search) pointAt(idx [2]int) Point {
+	pt := Point{Index: idx}
+	for i, p := range s.cfg.Params {
+		v := p.At(float64(idx[i]) / float64(s.n[i]))
+		pt.Values = append(pt.Values, v)
+		pt.Settings = append(pt.Settings, Setting{Path: p.Path, Value: p.Format(v)})
+	}
+	return pt
+}
+
 // plan is the next round: every unsettled point's next repetitions (up
 // to MinReps for a new one, one more for the others), oldest first.
 func (s *search) plan() []Request {
 	var reqs []Request
 	for _, p := range s.order {
-		if p.Settled {
+		if p.Settled || s.parked(p) && !s.exhausted && !s.starved {
 			continue
 		}
 		want := max(s.cfg.MinReps, len(p.Reps)+1)
@@ -590,35 +659,49 @@ func (s *search) plan() []Request {
 
 // judge decides a point's comparisons from its repetitions so far.
 func (s *search) judge(p *PointResult) {
-	all := true
+	shares := Shares(s.comps)
 	for i, c := range s.comps {
-		p.Verdicts[i] = c.Judge(p.Reps, s.cfg.Rule, s.cfg.Alpha*(1-s.cfg.WhyShare), s.tests)
-		all = all && p.Verdicts[i].Label != Undecided
+		p.Verdicts[i] = c.Judge(p.Reps, s.cfg.Rule, s.cfg.Alpha*(1-s.cfg.WhyShare), s.cfg.MaxPoints*shares[i])
 	}
-	p.Settled = all || len(p.Reps) >= s.cfg.MaxReps
+	p.Settled = fixed(s.cfg.Stacks, s.comps, p.Verdicts) || len(p.Reps) >= s.cfg.MaxReps
+	n := 0
+	for _, st := range Statuses(s.cfg.Stacks, s.comps, p.Verdicts) {
+		if st != Undecided {
+			n++
+		}
+	}
+	if n > p.decided {
+		p.decided, p.gained = n, len(p.Reps)
+	}
 	p.Meets, p.Best = Standing(s.cfg.Stacks, s.comps, p.Verdicts)
 }
 
 // Standing reads a point's verdicts (one per comparison, in the order of
 // comps) as the map says them: the stacks decided to meet every
 // requirement, and among them the one decided better than every other
-// stack ("" if none).
+// stack still in the running ("" if none). A stack decided to fail a
+// requirement is out of the running: the application cannot use it,
+// whatever its value of the priority metric, so the best needs no pair
+// against it (a pair among failing stacks, 100 % against 100 % missed,
+// may never decide and need not).
 func Standing(stacks []string, comps []Comparison, verdicts []Verdict) (meets []string, best string) {
-	for _, st := range stacks {
-		ok := true
-		for i, c := range comps {
-			if c.Kind == RequirementKind && c.Stack == st && verdicts[i].Label != string(advise.Meets) {
-				ok = false
-			}
-		}
-		if ok {
+	status := Statuses(stacks, comps, verdicts)
+	for i, st := range stacks {
+		if status[i] == string(advise.Meets) {
 			meets = append(meets, st)
 		}
 	}
 	for _, st := range meets {
 		ok := true
 		for i, c := range comps {
-			if c.Kind == PairKind && (c.A == st || c.B == st) && verdicts[i].Label != st {
+			if c.Kind != PairKind || (c.A != st && c.B != st) {
+				continue
+			}
+			other := c.A
+			if other == st {
+				other = c.B
+			}
+			if status[slices.Index(stacks, other)] != string(advise.Fails) && verdicts[i].Label != st {
 				ok = false
 			}
 		}
@@ -629,12 +712,96 @@ func Standing(stacks []string, comps []Comparison, verdicts []Verdict) (meets []
 	return meets, best
 }
 
+// Statuses are each stack's status against the requirements (in the
+// order of stacks): fails once one requirement is decided failed, meets
+// once every one is decided met, else undecided.
+func Statuses(stacks []string, comps []Comparison, verdicts []Verdict) []string {
+	var out []string
+	for _, st := range stacks {
+		status := string(advise.Meets)
+		for i, c := range comps {
+			if c.Kind != RequirementKind || c.Stack != st {
+				continue
+			}
+			switch l := verdicts[i].Label; {
+			case l == string(advise.Fails):
+				status = string(advise.Fails)
+			case l == Undecided && status == string(advise.Meets):
+				status = Undecided
+			}
+		}
+		out = append(out, status)
+	}
+	return out
+}
+
+// fixed says whether what the map reports at a point can no longer
+// change with more repetitions: every stack's status is decided, and
+// the best is decided, or none meets (the best is None), or every pair
+// among the stacks that meet is decided. Pairs of failing stacks and
+// requirements left open beside a decided failure change nothing the map
+// says, so a point stops there instead of repeating until they decide.
+func fixed(stacks []string, comps []Comparison, verdicts []Verdict) bool {
+	status := Statuses(stacks, comps, verdicts)
+	if slices.Contains(status, Undecided) {
+		return false
+	}
+	_, best := Standing(stacks, comps, verdicts)
+	if best != "" {
+		return true
+	}
+	// With no stack meeting, no pair below is among meeting stacks: the
+	// best is None.
+	for i, c := range comps {
+		if c.Kind == PairKind && verdicts[i].Label == Undecided &&
+			status[slices.Index(stacks, c.A)] == string(advise.Meets) && status[slices.Index(stacks, c.B)] == string(advise.Meets) {
+			return false
+		}
+	}
+	return true
+}
+
+// Shares are the Bonferroni divisors of each comparison's level at one
+// point, over the decisions the map reports there: each requirement
+// verdict is one, and the best stack is one more (with two stacks or
+// more), its share split evenly among the pairs that decide it. Over a
+// point the shares sum to one (r requirement verdicts and one best: r/(r+1)
+// + p·1/((r+1)p) = 1), so alpha over points·(r+1) reported decisions
+// holds the map's family-wise error, and a requirement's verdict is not
+// charged for the pairs (study A's four stacks: 5 decisions a point, not
+// 4 + 6 = 10 comparisons).
+func Shares(comps []Comparison) []int {
+	reqs, pairs := 0, 0
+	for _, c := range comps {
+		if c.Kind == PairKind {
+			pairs++
+		} else {
+			reqs++
+		}
+	}
+	decisions := reqs
+	if pairs > 0 {
+		decisions++
+	}
+	out := make([]int, len(comps))
+	for i, c := range comps {
+		out[i] = decisions
+		if c.Kind == PairKind {
+			out[i] = decisions * pairs
+		}
+	}
+	return out
+}
+
 // refine adds points where settled neighbours disagree, within
 // MaxPoints, and says whether it added any: in one dimension the
 // midpoint of each gap whose settled ends disagree (bisection), in two
 // the centre and side midpoints of each square whose settled corners
 // disagree (the square is split in four).
 func (s *search) refine() bool {
+	if s.monotone() && len(s.cfg.Params) == 2 {
+		return false // grow picks the points
+	}
 	added := false
 	if len(s.cfg.Params) == 1 {
 		for _, idx := range s.gaps() {
@@ -675,6 +842,9 @@ func (s *search) refine() bool {
 // wouldRefine says whether disagreements were left unrefined (the
 // points ran out).
 func (s *search) wouldRefine() bool {
+	if s.monotone() && (s.starved || len(s.cfg.Params) == 2) {
+		return s.starved
+	}
 	if len(s.cfg.Params) == 1 {
 		return len(s.gaps()) > 0
 	}

@@ -84,6 +84,26 @@ func TestTwoNamesForOneStackAreUndecidedEverywhere(t *testing.T) {
 	if len(m.Points) != 5 {
 		t.Errorf("%d points measured, want the 5 of the coarse grid", len(m.Points))
 	}
+	// With loss declared monotone the search and the statuses change,
+	// the pair does not: it is never inferred, and stays undecided.
+	cfg.Monotone = []int{1}
+	m, err = Run(context.Background(), cfg, &fakeLab{seed: 1, shared: 3, own: 1, delay: lab.delay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range m.Points {
+		if l := p.Verdicts[pair].Label; l != Undecided {
+			t.Errorf("monotone: at %s the two names for one stack were told apart: %s (p %.3g)", p.Label(), l, p.Verdicts[pair].P)
+		}
+	}
+	for _, lp := range m.Lattice {
+		if lp.Best != "" {
+			t.Errorf("monotone: at %s the best is %q between two names for one stack", lp.Label(), lp.Best)
+		}
+	}
+	if len(m.Boundaries) > 0 {
+		t.Errorf("monotone: a boundary between two names for one stack: %s", m.Sentence(m.Boundaries[0]))
+	}
 }
 
 // Over many independent maps of two names for one stack, the chance of

@@ -14,6 +14,7 @@ func (s *search) result(spent, rounds int, stopped string) *Map {
 	for i := range s.cfg.Params {
 		m.GridPoints *= s.n[i] + 1
 	}
+	m.Monotone, m.Lattice = s.cfg.Monotone, s.latticeResult()
 	m.Points = s.sorted(func(*PointResult) bool { return true }, 0)
 	if len(s.cfg.Params) == 2 {
 		slices.SortStableFunc(m.Points, func(a, b *PointResult) int { return a.Index[1] - b.Index[1] })
@@ -53,7 +54,22 @@ func (s *search) result(spent, rounds int, stopped string) *Map {
 				Why: fmt.Sprintf("%s: still undecided after %d repetitions (at most %d)", p.Label(), len(p.Reps), s.cfg.MaxReps)})
 		}
 	}
-	if len(s.cfg.Params) == 1 {
+	if s.monotone() {
+		open := 0
+		for _, lp := range m.Lattice {
+			if lp.Reps == 0 && slices.Contains(lp.Status, Undecided) {
+				open++
+			}
+		}
+		if open > 0 {
+			lo, hi := make([]float64, len(s.cfg.Params)), make([]float64, len(s.cfg.Params))
+			for i, p := range s.cfg.Params {
+				lo[i], hi[i] = p.Low, p.High
+			}
+			m.Open = append(m.Open, Region{Low: lo, High: hi,
+				Why: fmt.Sprintf("%d of the %d points of the finest grid have a stack whose status was neither measured nor inferred", open, len(m.Lattice))})
+		}
+	} else if len(s.cfg.Params) == 1 {
 		line := m.Points
 		for i := 0; i+1 < len(line); i++ {
 			a, b := line[i], line[i+1]
@@ -197,6 +213,29 @@ func (m *Map) Answer() string {
 			}
 		}
 	}
+	if len(m.Lattice) > 0 {
+		inferred, at := 0, 0
+		for _, lp := range m.Lattice {
+			n := 0
+			for _, h := range lp.How {
+				if h == HowInferred {
+					n++
+				}
+			}
+			inferred += n
+			if n > 0 && lp.Reps == 0 {
+				at++
+			}
+		}
+		var axes []string
+		for i, d := range m.Monotone {
+			if d != 0 {
+				axes = append(axes, m.Params[i].Path)
+			}
+		}
+		fmt.Fprintf(&sb, "Inferred along %s (a failure holds at every worse point, a success at every better one): %d statuses, %d of them at points not measured (explore-points.csv: how).\n",
+			strings.Join(axes, " and "), inferred, at)
+	}
 	switch m.Stopped {
 	case "decided":
 		sb.WriteString("The search ended with nothing left to refine.\n")
@@ -212,9 +251,9 @@ func (m *Map) Answer() string {
 		}
 	}
 	if m.WhyShare > 0 {
-		fmt.Fprintf(&sb, "Each verdict is decided by the %s rule's always-valid test; the chance of any decided verdict being wrong, over the map and its ablations, is at most %g: %g for the map's (shared among %d tests), %g for the ablations'.\n", m.Rule, m.Alpha, m.MapAlpha(), m.Tests, m.WhyAlpha())
+		fmt.Fprintf(&sb, "Each verdict is decided by the %s rule's always-valid test; the chance of any decided verdict being wrong, over the map and its ablations, is at most %g: %g for the map's (shared among %d reported decisions; a point's pairs split its best's share), %g for the ablations'.\n", m.Rule, m.Alpha, m.MapAlpha(), m.Tests, m.WhyAlpha())
 	} else {
-		fmt.Fprintf(&sb, "Each verdict is decided by the %s rule's always-valid test at a map-wide error rate of %g (shared among %d tests).\n", m.Rule, m.Alpha, m.Tests)
+		fmt.Fprintf(&sb, "Each verdict is decided by the %s rule's always-valid test at a map-wide error rate of %g (shared among %d reported decisions; a point's pairs split its best's share).\n", m.Rule, m.Alpha, m.Tests)
 	}
 	return sb.String()
 }

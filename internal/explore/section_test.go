@@ -40,6 +40,22 @@ func TestTheExploreSectionDecodes(t *testing.T) {
 	if spec.Budget.Cells != 120 || spec.MaxRepetitions != 6 {
 		t.Errorf("budget %+v, max_repetitions %d", spec.Budget, spec.MaxRepetitions)
 	}
+	// No monotone: list, no inference; one names the axes, with their
+	// directions (more loss is worse: +1).
+	if cfg := spec.Config(nil, nil); cfg.Monotone[0] != 0 || cfg.Monotone[1] != 0 {
+		t.Errorf("monotone %v without a monotone: list, want none", cfg.Monotone)
+	}
+	s2, err := scenario.Parse("e.yaml", []byte(exploreBase+"  monotone: [link.loss]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec2, err := SpecOf(s2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := spec2.Config(nil, nil); cfg.Monotone[0] != 1 || cfg.Monotone[1] != 0 {
+		t.Errorf("monotone %v for [link.loss], want [1 0]", cfg.Monotone)
+	}
 	// A cell of the exploration is an ordinary cell without the section.
 	c, point, err := s.CellAt("ethernet", "quic", 2, Settings(spec.Params, 0.5))
 	if err != nil {
@@ -63,6 +79,8 @@ func TestTheExploreSectionRefusesMistakesAtTheirLine(t *testing.T) {
 		{"link.loss: 0%..5%", "link.lossy: 0%..5%", "explore.parameters at link.lossy=0%"},
 		{"require: [\"delay_p99_ms<=50\"]\n", "", "explore: the scenario needs require:"},
 		{"max_repetitions: 6", "max_repetitions: 6\n  surprise: 1", "e.yaml:14: unknown key \"surprise\""},
+		{"budget: 120", "budget: 120\n  monotone: [link.loss, link.mtu]", "explore.monotone: link.mtu is not an explored parameter"},
+		{"link.rtt: {range: 5ms..300ms, scale: log}", "workload.interval: 5ms..300ms\n  monotone: [workload.interval]", "explore.monotone: workload.interval has no known direction"},
 	} {
 		y := strings.Replace(exploreBase, tc.from, tc.to, 1)
 		_, err := scenario.Parse("e.yaml", []byte(y))

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"tlab/internal/advise"
 	"tlab/internal/stats"
 )
 
@@ -139,5 +140,110 @@ func TestAClearEffectDecidesInItsDirection(t *testing.T) {
 	}
 	if decided < 950 || wrong > 0 {
 		t.Errorf("a -3 sd effect: %d of 1000 decided within 10 repetitions (want >= 950), %d in the wrong direction", decided, wrong)
+	}
+}
+
+// The bounded bet at a hand-worked point: two repetitions of 100 % against
+// a bound of 1 % on [0, 100]: y = 1, m = 0.01. Bets above: λ = (k/11)/0.01,
+// factor 1 + λ·0.99 = 1 + 9k (k = 1..10), squared: Σ (1+9k)² = 100 + 361 +
+// 784 + 1369 + 2116 + 3025 + 4096 + 5329 + 6724 + 8281 = 32185. Bets
+// below: λ = (k/11)/0.99, factor 1 − k/11, squared: Σ (j/11)² = 385/121 =
+// 3.18182. The mean of the 20 capitals: 32188.18/20 = 1609.41. The t
+// mixture at no spread, n = 2: (1+2·4)^(1/2) = 3; their mean 806.205.
+func TestTheBoundedBetByHand(t *testing.T) {
+	d := []float64{99, 99}
+	if got := math.Exp(bettingLogE(d, 0, 100, 1)); math.Abs(got-1609.409) > 1e-2 {
+		t.Errorf("bet on 100 %%, 100 %% against 1 %% = %v, want 1609.41", got)
+	}
+	c := Comparison{Kind: RequirementKind, Stack: "x", Requirement: advise.Requirement{Metric: "deadline_miss_pct", Op: "<=", Bound: 1}, Range: []float64{0, 100}}
+	if got := math.Exp(c.LogE(TMixture, d)); math.Abs(got-806.205) > 1e-2 {
+		t.Errorf("the rule and the bet together = %v, want (3 + 1609.41)/2 = 806.205", got)
+	}
+	// A bound at the range's end leaves nothing to bet on.
+	if got := bettingLogE(d, 0, 100, 100); got != 0 {
+		t.Errorf("a bound at the top: log e = %v, want 0", got)
+	}
+	// The metrics registry gives a share in percent its bounds.
+	for _, c := range Comparisons([]string{"x"}, []advise.Requirement{{Metric: "deadline_miss_pct", Op: "<=", Bound: 1}}) {
+		if len(c.Range) != 2 || c.Range[0] != 0 || c.Range[1] != 100 {
+			t.Errorf("deadline_miss_pct's requirement has range %v, want [0 100]", c.Range)
+		}
+	}
+}
+
+// A stack that misses every deadline against a 1 % bound is decided to
+// fail at the third repetition where the t mixture alone needs seven: at
+// study A's map (alpha 0.05 over 250 tests, 1/alpha' = 5000) the t
+// mixture's ceiling at no spread is (1+4n)^((n-1)/2) = 3, 13, 70, 441,
+// 3125, 24389 (n = 2..7); the bet at n = 3 is Σ (1+9k)³/20 + ... ≥
+// 10^3·... : (1+90)³/20 = 37674 alone, so the mean with the t's 13 is above
+// 5000 (and at n = 2 it is 806, below).
+func TestAHundredPercentMissDecidesInThreeRepetitions(t *testing.T) {
+	c := Comparisons([]string{"x"}, []advise.Requirement{{Metric: "deadline_miss_pct", Op: "<=", Bound: 1}})[0]
+	rep := map[string]map[string]float64{"x": {"deadline_miss_pct": 100}}
+	for n, want := range map[int]string{2: Undecided, 3: string(advise.Fails)} {
+		var reps []map[string]map[string]float64
+		for range n {
+			reps = append(reps, rep)
+		}
+		if got := c.Judge(reps, TMixture, 0.05, 250).Label; got != want {
+			t.Errorf("100 %% missed in %d repetitions against <= 1 %%: %s, want %s", n, got, want)
+		}
+	}
+}
+
+// Under the null (the values' mean at the bound), with a look after every
+// repetition, the bounded bet rejects no more often than alpha, whatever
+// the values' distribution on [0, 100]: the same bound as
+// TestRulesHoldTheirLevelAtEveryLook, 129 of 2000 sequences at alpha =
+// 0.05 (Ville's inequality, Binomial(2000, 0.05) + 3 sd). The hardest
+// nulls for a bet are the two-point ones (0 or 100 with the bound's
+// chance); a symmetric null about the bound also checks the rule and the
+// bet together (the t mixture assumes a symmetric spread).
+func TestTheBoundedBetHoldsItsLevelAtEveryLook(t *testing.T) {
+	const sequences, looks, alpha, limit = 2000, 30, 0.05, 129
+	type null struct {
+		bound float64
+		draw  func(r *rand.Rand, bound float64) float64
+		both  bool
+	}
+	twoPoint := func(r *rand.Rand, bound float64) float64 {
+		if r.Float64() < bound/100 {
+			return 100
+		}
+		return 0
+	}
+	uniform := func(r *rand.Rand, bound float64) float64 { return 2 * bound * r.Float64() }
+	nulls := map[string]null{
+		"two-point at 1 %":  {1, twoPoint, false},
+		"two-point at 10 %": {10, twoPoint, false},
+		"two-point at 50 %": {50, twoPoint, false},
+		"uniform 0..2 %":    {1, uniform, true},
+		"uniform 0..40 %":   {20, uniform, true},
+	}
+	for name, nl := range nulls {
+		r := rand.New(rand.NewPCG(13, 17))
+		c := Comparison{Kind: RequirementKind, Stack: "x", Requirement: advise.Requirement{Metric: "m", Op: "<=", Bound: nl.bound}, Range: []float64{0, 100}}
+		count := 0
+		for range sequences {
+			var d []float64
+			var e Evidence
+			for n := 1; n <= looks; n++ {
+				d = append(d, nl.draw(r, nl.bound)-nl.bound)
+				le := bettingLogE(d, 0, 100, nl.bound)
+				if nl.both {
+					le = c.LogE(TMixture, d)
+				}
+				e.observe(le, d)
+				if e.Decided(alpha, 1) {
+					count++
+					break
+				}
+			}
+		}
+		t.Logf("%s: %d of %d sequences crossed", name, count, sequences)
+		if count > limit {
+			t.Errorf("the bounded bet under a %s null: %d of %d sequences rejected at some look, above %d for alpha = %v", name, count, sequences, limit, alpha)
+		}
 	}
 }

@@ -25,6 +25,9 @@ import (
 //	  rule: t              # or sign
 //	  max_points: 16
 //	  budget: 200          # cells, or a duration: 30m
+//	  monotone: [link.loss, link.rtt]  # statuses inferred along them:
+//	                       # link.loss, link.rtt, link.delay, link.jitter
+//	                       # (worse as they grow), link.rate (as it falls)
 type Spec struct {
 	Params         []Param
 	Coarse         int
@@ -34,6 +37,8 @@ type Spec struct {
 	Rule           Rule
 	MaxPoints      int
 	Budget         Budget
+	// Monotone are the fields declared monotone (monotone.go).
+	Monotone []string
 	// node is the section, for errors at its line.
 	node yaml.Node
 }
@@ -49,6 +54,7 @@ type specFields struct {
 	Rule           string    `yaml:"rule"`
 	MaxPoints      int       `yaml:"max_points"`
 	Budget         string    `yaml:"budget"`
+	Monotone       []string  `yaml:"monotone"`
 }
 
 type paramFields struct {
@@ -66,6 +72,7 @@ func Decode(file string, node *yaml.Node) (Spec, error) {
 	}
 	spec := Spec{Coarse: f.Coarse, MinRepetitions: f.MinRepetitions, MaxRepetitions: f.MaxRepetitions,
 		Alpha: f.Alpha, Rule: Rule(f.Rule), MaxPoints: f.MaxPoints, node: *node}
+	spec.Monotone = f.Monotone
 	ps := &f.Parameters
 	if ps.Kind != yaml.MappingNode || len(ps.Content) == 0 {
 		return Spec{}, strictyaml.ErrorAt(file, node, "parameters", "explore.parameters: want one or two field paths with ranges, such as link.loss: 0%%..5%%")
@@ -121,6 +128,9 @@ func Decode(file string, node *yaml.Node) (Spec, error) {
 			return Spec{}, strictyaml.ErrorAt(file, node, "rule", "explore.%v", err)
 		}
 	}
+	if _, err := monotoneDirections(spec.Params, spec.Monotone); err != nil {
+		return Spec{}, strictyaml.ErrorAt(file, node, "monotone", "explore.%v", err)
+	}
 	cfg := spec.Config(nil, nil)
 	cfg.Stacks, cfg.Require = []string{"-"}, placeholderRequirement
 	if err := cfg.Validate(); err != nil {
@@ -155,6 +165,8 @@ var placeholderRequirement = []advise.Requirement{{Metric: "x", Op: "<=", Bound:
 func (s Spec) Config(stacks []string, require []advise.Requirement) Config {
 	cfg := Config{Params: s.Params, Stacks: stacks, Require: require, Coarse: s.Coarse, MinReps: s.MinRepetitions,
 		MaxReps: s.MaxRepetitions, Alpha: s.Alpha, Rule: s.Rule, MaxPoints: s.MaxPoints, Budget: s.Budget}
+	// Checked by Decode: a Spec that decoded has valid directions.
+	cfg.Monotone, _ = monotoneDirections(s.Params, s.Monotone)
 	cfg.Defaults()
 	return cfg
 }

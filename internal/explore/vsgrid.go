@@ -3,6 +3,7 @@ package explore
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"tlab/internal/advise"
 )
@@ -57,6 +58,10 @@ type GridPoint struct {
 	Values    []float64
 	Decisions []string
 	Reps      int
+	// Inferred marks the decisions the map inferred by monotonicity
+	// rather than measured (nil: none); a point with Reps 0 is one the
+	// map did not measure and inferred something at.
+	Inferred []bool
 }
 
 // How the map's decision at a grid point came about.
@@ -75,6 +80,9 @@ const (
 	MapOpenCorner = "a corner undecided"
 	// MapOutside: no measured rectangle encloses it.
 	MapOutside = "not enclosed"
+	// MapInferred: inferred by monotonicity from a measured point at
+	// least as good (a failure) or at least as bad (a success).
+	MapInferred = "inferred (monotone)"
 )
 
 // GridRow is one grid point and question, the grid's decision beside the
@@ -148,6 +156,8 @@ func disagreement(r GridRow) (kind, why string) {
 		return DisagreeGridOpen, "the map carries its agreeing corners' decision here; the grid's own repetitions did not decide"
 	case r.How == MapInside:
 		return DisagreeOpposite, "opposite: a boundary inside a rectangle whose corners agree (the map missed it)"
+	case r.How == MapInferred:
+		return DisagreeOpposite, "opposite: inferred by monotonicity from a measured point (the status is not monotone here, or a verdict is wrong)"
 	}
 	return DisagreeOpposite, "opposite decisions at a measured point"
 }
@@ -164,18 +174,41 @@ func mapAt(v []float64, measured []GridPoint, nq int) (GridPoint, []string) {
 		}
 		return p, hows
 	}
-	for _, m := range measured {
-		if sameValues(m.Values, v) {
-			hows := make([]string, nq)
-			for q := range hows {
-				hows[q] = MapMeasured
+	// Inferred decisions first; what they leave open is the measured
+	// points' to say.
+	withInferred := func(p GridPoint, hows []string, inf *GridPoint) (GridPoint, []string) {
+		if inf == nil {
+			return p, hows
+		}
+		p.Decisions = slices.Clone(p.Decisions)
+		for q := range nq {
+			if q < len(inf.Inferred) && inf.Inferred[q] && inf.Decisions[q] != Undecided {
+				p.Decisions[q], hows[q] = inf.Decisions[q], MapInferred
 			}
-			return m, hows
+		}
+		return p, hows
+	}
+	var inf *GridPoint
+	var corners []GridPoint
+	for i, m := range measured {
+		if sameValues(m.Values, v) {
+			inf = &measured[i]
+			if m.Reps > 0 {
+				hows := make([]string, nq)
+				for q := range hows {
+					hows[q] = MapMeasured
+				}
+				return withInferred(m, hows, inf)
+			}
+		}
+		if m.Reps > 0 {
+			corners = append(corners, m)
 		}
 	}
-	corners, ok := enclosing(v, measured)
+	corners, ok := enclosing(v, corners)
 	if !ok {
-		return undecided(MapOutside)
+		p, hows := undecided(MapOutside)
+		return withInferred(p, hows, inf)
 	}
 	p := GridPoint{Values: v}
 	hows := make([]string, nq)
@@ -192,7 +225,7 @@ func mapAt(v []float64, measured []GridPoint, nq int) (GridPoint, []string) {
 		p.Decisions = append(p.Decisions, label)
 		hows[q] = how
 	}
-	return p, hows
+	return withInferred(p, hows, inf)
 }
 
 // enclosing finds the smallest box of measured points around v: on each
@@ -288,8 +321,9 @@ type GridSummary struct {
 	// GridDecided: rows the grid decides; MapAlso: of those, the map
 	// decides the same; Opposite: both decide, differently.
 	GridDecided, MapAlso, Opposite int
-	// MapDecided: rows the map decides (measured or carried).
-	MapDecided int
+	// MapDecided: rows the map decides (measured, carried or
+	// inferred); MapInferred: of those, inferred by monotonicity.
+	MapDecided, MapInferred int
 	// Kinds counts the disagreements by kind.
 	Kinds map[string]int
 }
@@ -312,6 +346,9 @@ func Summarize(rows []GridRow) GridSummary {
 		}
 		if r.Map != Undecided {
 			s.MapDecided++
+			if r.How == MapInferred {
+				s.MapInferred++
+			}
 		}
 		if r.Grid != Undecided && r.Map != Undecided && r.Grid != r.Map {
 			s.Opposite++

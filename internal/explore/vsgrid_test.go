@@ -1,7 +1,11 @@
 package explore
 
 import (
+	"math"
+	"slices"
 	"testing"
+
+	"tlab/internal/advise"
 )
 
 // The map's decision at a grid point it did not measure is its measured
@@ -102,7 +106,11 @@ func TestDecisionsOfAPoint(t *testing.T) {
 	}{
 		{v("meets", "meets", "quic"), []string{"meets", "meets", "quic"}},
 		{v("meets", "meets", Undecided), []string{"meets", "meets", Undecided}},
-		{v("meets", "fails", "tcp"), []string{"meets", "fails", Undecided}},
+		// tcp fails: it is out of the running, as advise's best is
+		// picked among the stacks that meet; quic is best whatever
+		// the pair says.
+		{v("meets", "fails", "tcp"), []string{"meets", "fails", "quic"}},
+		{v("meets", "fails", Undecided), []string{"meets", "fails", "quic"}},
 		{v("fails", "fails", "tcp"), []string{"fails", "fails", None}},
 		{v(Undecided, "fails", "quic"), []string{Undecided, "fails", Undecided}},
 	}
@@ -114,5 +122,90 @@ func TestDecisionsOfAPoint(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// A point stops once what the map says there is fixed: every status
+// decided and the best decided or moot, even with pairs and requirements
+// open that cannot change it.
+func TestAPointStopsOnceWhatTheMapSaysIsFixed(t *testing.T) {
+	r1 := advise.Requirement{Metric: "m", Op: "<=", Bound: 1}
+	r2 := advise.Requirement{Metric: "n", Op: "<=", Bound: 1}
+	stacks := []string{"a", "b", "c"}
+	comps := Comparisons(stacks, []advise.Requirement{r1, r2})
+	// comps: a,b,c on r1; a,b,c on r2; a-b, a-c, b-c.
+	v := func(labels ...string) []Verdict {
+		var out []Verdict
+		for _, l := range labels {
+			out = append(out, Verdict{Label: l})
+		}
+		return out
+	}
+	U := Undecided
+	cases := []struct {
+		name     string
+		verdicts []Verdict
+		want     bool
+	}{
+		{"all fail r1, r2 and every pair open", v("fails", "fails", "fails", U, U, U, U, U, U), true},
+		{"a fails r1 with r2 open, b and c fail", v("fails", "fails", "fails", U, "meets", "meets", U, U, U), true},
+		{"a's status open", v(U, "fails", "fails", U, "fails", "fails", U, U, U), false},
+		{"a meets alone: best a, pairs moot", v("meets", "fails", "fails", "meets", U, U, U, U, U), true},
+		{"a and b meet, their pair open", v("meets", "meets", "fails", "meets", "meets", U, U, "a", U), false},
+		{"a and b meet, a better", v("meets", "meets", "fails", "meets", "meets", U, "a", U, U), true},
+	}
+	for _, c := range cases {
+		if got := fixed(stacks, comps, c.verdicts); got != c.want {
+			t.Errorf("%s: fixed = %v, want %v", c.name, got, c.want)
+		}
+	}
+	// Shares: 6 requirement verdicts and one best a point: 7; each of
+	// the 3 pairs 21 (7·3): 6/7 + 3/21 = 1.
+	want := []int{7, 7, 7, 7, 7, 7, 21, 21, 21}
+	if got := Shares(comps); !slices.Equal(got, want) {
+		t.Errorf("shares %v, want %v", got, want)
+	}
+	sum := 0.0
+	for _, d := range Shares(comps) {
+		sum += 1 / float64(d)
+	}
+	if math.Abs(sum-1) > 1e-12 {
+		t.Errorf("the shares of a point sum to %v, want 1", sum)
+	}
+}
+
+// An inferred decision is read as the map's at a point it did not
+// measure (how: inferred), and what it leaves open falls back on the
+// measured corners. By hand on a line 0..4, one stack: the map measured
+// 0 (meets) and 4 (fails) and inferred fails at 3 from a measured 2
+// (fails); the grid: meets, meets, fails, fails, meets (4 is the grid's
+// noise, opposite at a measured point). At 1 no inference and corners 0
+// and 2 disagree: undecided, between.
+func TestInferredDecisionsAreReadAsTheMaps(t *testing.T) {
+	q := []string{"s", "best"}
+	g := func(x float64, d ...string) GridPoint { return GridPoint{Values: []float64{x}, Decisions: d, Reps: 3} }
+	grid := []GridPoint{g(0, "meets", "s"), g(1, "meets", "s"), g(2, "fails", None), g(3, "fails", None), g(4, "meets", "s")}
+	measured := []GridPoint{
+		{Values: []float64{0}, Decisions: []string{"meets", "s"}, Reps: 2},
+		{Values: []float64{2}, Decisions: []string{"fails", None}, Reps: 2},
+		{Values: []float64{3}, Decisions: []string{"fails", None}, Inferred: []bool{true, true}},
+		{Values: []float64{4}, Decisions: []string{"fails", None}, Reps: 2},
+	}
+	rows := AgainstGrid(q, grid, measured)
+	want := map[float64]struct{ mp, how string }{
+		0: {"meets", MapMeasured}, 1: {Undecided, MapBetween}, 2: {"fails", MapMeasured}, 3: {"fails", MapInferred}, 4: {"fails", MapMeasured},
+	}
+	for _, r := range rows {
+		if r.Question != "s" {
+			continue
+		}
+		w := want[r.Values[0]]
+		if r.Map != w.mp || r.How != w.how {
+			t.Errorf("at %v: map %s (%s), want %s (%s)", r.Values[0], r.Map, r.How, w.mp, w.how)
+		}
+	}
+	s := Summarize(rows)
+	if s.MapInferred != 2 || s.Opposite != 2 {
+		t.Errorf("inferred %d (want 2: s and best at 3), opposite %d (want 2: at 4)", s.MapInferred, s.Opposite)
 	}
 }

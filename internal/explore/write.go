@@ -89,9 +89,19 @@ func (m *Map) WriteFiles(dir string) error {
 	// least confident of its checks), is it the best, its mean value of
 	// the priority metric.
 	priority := m.Comparisons[0].Requirement
-	points := [][]string{append(append([]string{"point"}, params...), "stack", "repetitions", "status", "confidence", "best", "priority_metric", "priority_mean", "settled")}
+	// A map that infers along monotone axes (Lattice) says, per stack,
+	// how each status came about: measured, or inferred from a measured
+	// point (how = inferred, with no repetitions of its own at a point
+	// it did not measure); the points it did not measure and inferred
+	// something at are rows too.
+	points := [][]string{append(append([]string{"point"}, params...), "stack", "repetitions", "status", "confidence", "best", "priority_metric", "priority_mean", "settled", "how")}
+	lattice := map[[2]int]LatticePoint{}
+	for _, lp := range m.Lattice {
+		lattice[lp.Index] = lp
+	}
 	for _, p := range m.Points {
-		for _, st := range m.Stacks {
+		lp, inferring := lattice[p.Index]
+		for k, st := range m.Stacks {
 			status, worst := string(advise.Meets), 0.0
 			for ci, c := range m.Comparisons {
 				if c.Kind != RequirementKind || c.Stack != st {
@@ -120,8 +130,32 @@ func (m *Map) WriteFiles(dir string) error {
 			for _, r := range p.Reps {
 				vals = append(vals, r[st][priority.Metric])
 			}
-			points = append(points, withParams(p, st, strconv.Itoa(len(p.Reps)), status, confidence(worst),
-				strconv.FormatBool(p.Best == st), priority.Metric, num(finiteMean(vals)), strconv.FormatBool(p.Settled)))
+			how, conf, best := "", confidence(worst), p.Best == st
+			if status != Undecided {
+				how = HowMeasured
+			}
+			if inferring {
+				if status == Undecided && lp.How[k] == HowInferred {
+					status, how, conf = lp.Status[k], HowInferred, "NA"
+				}
+				best = best || p.Best == "" && lp.Best == st
+			}
+			points = append(points, withParams(p, st, strconv.Itoa(len(p.Reps)), status, conf,
+				strconv.FormatBool(best), priority.Metric, num(finiteMean(vals)), strconv.FormatBool(p.Settled), how))
+		}
+	}
+	listed := map[[2]int]bool{}
+	for _, p := range m.Points {
+		listed[p.Index] = true
+	}
+	for _, lp := range m.Lattice {
+		if listed[lp.Index] || !slices.Contains(lp.How, HowInferred) {
+			continue
+		}
+		pr := &PointResult{Point: lp.Point}
+		for k, st := range m.Stacks {
+			points = append(points, withParams(pr, st, "0", lp.Status[k], "NA", strconv.FormatBool(lp.Best == st),
+				priority.Metric, "NA", "true", lp.How[k]))
 		}
 	}
 	verdicts := [][]string{append(append([]string{"point"}, params...), "comparison", "kind", "stack", "a", "b", "metric", "op", "bound", "label", "p", "confidence", "effect", "repetitions")}

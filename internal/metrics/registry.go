@@ -51,6 +51,11 @@ type Metric struct {
 	// all to complete. Percentiles need no mark: they count a message that
 	// never completed as a delay beyond any bound.
 	OverCompleted bool
+	// Bounds are the least and the largest value the metric can take,
+	// where they are fixed by its definition (0 and 100 for a share in
+	// percent); nil where it has no upper bound. A sequential test may
+	// bet on a bounded mean (package explore), which needs them.
+	Bounds []float64
 	// Compute returns the value from a cell's input; nil for parameters
 	// and settings, which the runner sets, and for facts (then the value
 	// is Input.Facts[Name]).

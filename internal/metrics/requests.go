@@ -134,10 +134,10 @@ func init() {
 				}
 				return float64(n)
 			}},
-		{Name: "failed_pct", Kind: Measured, Unit: "%", Header: "FAILED %", Precision: 1,
+		{Name: "failed_pct", Kind: Measured, Unit: "%", Bounds: []float64{0, 100}, Header: "FAILED %", Precision: 1,
 			Definition: "Share of the measured messages (requests, frames, uploads, MQTT messages) that never completed: sent and failed or lost, or never sent. A requirement on a figure computed over completed messages only (a mean, a spread, a jitter) also requires this to be 0, unless the requirements bound it themselves.",
 			Compute:    FailedPct},
-		{Name: "deadline_miss_pct", Kind: Measured, Unit: "%", Header: "MISSED %", Precision: 1,
+		{Name: "deadline_miss_pct", Kind: Measured, Unit: "%", Bounds: []float64{0, 100}, Header: "MISSED %", Precision: 1,
 			Definition: "Messages whose answer was not whole when the next message was due (`done_ms − scheduled_ms` over the schedule's period, `interval_ms`) or never came, per message of the schedule: a control loop's missed periods, counted from when each request was due (a late send misses too); for frames, what an AR user sees as lag.",
 			Compute:    DeadlineMissPct},
 		{Name: "unsent", Kind: Measured, Header: "UNSENT",

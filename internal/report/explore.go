@@ -152,6 +152,40 @@ func drawExploreMap(p panel) ([]Figure, error) {
 				return nil, err
 			}
 		}
+		// Statuses inferred along the monotone axes (explore-points.csv's
+		// how), not measured: rings on their stack's requirement rows.
+		points, err := readTable(filepath.Join(dir, "explore-points.csv"))
+		if err != nil && !os.IsNotExist(err) {
+			return nil, err
+		}
+		inferred := map[string]plotter.XYs{}
+		n := 0
+		for _, pt := range points {
+			if pt["how"] != "inferred" {
+				continue
+			}
+			for i, c := range comps {
+				if strings.HasPrefix(c, pt["stack"]+": ") {
+					inferred[pt["status"]] = append(inferred[pt["status"]], plotter.XY{X: num(pt[x.Path]), Y: float64(i)})
+					n++
+				}
+			}
+		}
+		for _, l := range []string{"meets", "fails"} {
+			if len(inferred[l]) == 0 {
+				continue
+			}
+			sc, err := plotter.NewScatter(inferred[l])
+			if err != nil {
+				return nil, err
+			}
+			sc.GlyphStyle = draw.GlyphStyle{Color: verdictColor(l), Radius: vg.Points(3), Shape: draw.RingGlyph{}}
+			pl.Add(sc)
+			pl.Legend.Add(l+", inferred", sc)
+		}
+		if n > 0 {
+			caption += fmt.Sprintf(" Rings: %d statuses inferred along the monotone axes from a measured point (a failure carries to every worse point, a success to every better one), not measured.", n)
+		}
 		for _, bd := range bounds {
 			row := float64(indexOf(comps, bd["comparison"]))
 			if err := addInterval(pl, num(bd["low"]), num(bd["estimate"]), num(bd["high"]), row, true); err != nil {

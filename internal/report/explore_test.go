@@ -68,3 +68,29 @@ func TestExploreMapDrawsStripAndPlane(t *testing.T) {
 		t.Errorf("a plain run: %d figures, %v", len(figs), err)
 	}
 }
+
+// A line explored with monotone inference draws the statuses it inferred,
+// not measured, as rings, and says so under the strip; a map without it
+// has none.
+func TestTheStripShowsInferredStatuses(t *testing.T) {
+	loss := explore.Param{Path: "link.loss", Low: 0, High: 5, Unit: "%"}
+	for _, mono := range [][]int{nil, {1}} {
+		dir := t.TempDir()
+		cfg := explore.Config{Params: []explore.Param{loss}, Stacks: []string{"quic", "tcp"}, Require: []advise.Requirement{{Metric: "delay_p99_ms", Op: "<=", Bound: 1000}}, MaxPoints: 40, Monotone: mono}
+		m, err := explore.Run(context.Background(), cfg, plane{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.WriteFiles(dir); err != nil {
+			t.Fatal(err)
+		}
+		figs, err := drawExploreMap(panel{run: &Run{Dir: dir}, dir: dir, profile: "ethernet", stem: "explore_map-1-ethernet"})
+		if err != nil || len(figs) != 1 {
+			t.Fatalf("monotone %v: %d figures, %v", mono, len(figs), err)
+		}
+		says := strings.Contains(figs[0].Caption, "statuses inferred along the monotone axes")
+		if says != (mono != nil) {
+			t.Errorf("monotone %v: the caption says inferred statuses: %v, want %v: %s", mono, says, mono != nil, figs[0].Caption)
+		}
+	}
+}
