@@ -13,8 +13,9 @@ import (
 
 // The lists by which scripts/test splits this package's tests. Each test
 // runs in exactly one go test: the untimed one takes untimedListFile with
-// -run; the two timed ones beside each other take besideListFile with
-// -run and skip all three lists; the last takes aloneListFile with -run.
+// -run; of the two timed ones (beside each other when the CPUs are idle as
+// the suite starts), one takes besideListFile with -run and the other
+// skips all three lists; the last takes aloneListFile with -run.
 const (
 	// untimedListFile: tests that time nothing and build no testbed, run
 	// with the untimed half.
