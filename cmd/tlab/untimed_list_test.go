@@ -15,7 +15,8 @@ import (
 // runs in exactly one go test: the untimed one takes untimedListFile with
 // -run; of the two timed ones (beside each other when the CPUs are idle as
 // the suite starts), one takes besideListFile with -run and the other
-// skips all three lists; the last takes aloneListFile with -run.
+// skips all four lists; then aloneListFile and nobodyListFile, each with
+// -run (beside each other when the CPUs are idle).
 const (
 	// untimedListFile: tests that time nothing and build no testbed, run
 	// with the untimed half.
@@ -26,6 +27,9 @@ const (
 	// aloneListFile: tests that look at the whole machine, run with no
 	// other testbed beside them.
 	aloneListFile = "../../scripts/alone-cmd-tests"
+	// nobodyListFile: the tests that run tlab as nobody, one after
+	// another (they share nobody's registry), beside the alone ones.
+	nobodyListFile = "../../scripts/nobody-cmd-tests"
 )
 
 // testbedMarkers are the identifiers through which a test of this package
@@ -35,7 +39,7 @@ var testbedMarkers = map[string]bool{"tbtest": true, "testbed": true, "unprivile
 
 // otherUserMarkers are the identifiers of the tests that run tlab as
 // nobody: they share nobody's registry (cleanUserRegistries removes it),
-// so they run one after another in the first timed run, never beside.
+// so they run one after another in a go test of their own.
 var otherUserMarkers = map[string]bool{"unprivileged": true, "asUser": true, "cleanUserRegistries": true}
 
 // wholeMachineMarkers are what a test uses to look at the whole machine
@@ -45,15 +49,17 @@ var otherUserMarkers = map[string]bool{"unprivileged": true, "asUser": true, "cl
 var wholeMachineMarkers = map[string]bool{"tempRunDirs": true, "linkCount": true, `"Nothing to clean up"`: true}
 
 // TestUntimedCmdTestsNameThisPackagesTests checks scripts/untimed-cmd-tests,
-// scripts/beside-cmd-tests and scripts/alone-cmd-tests: every name is a
-// test of this package (a misspelt one would leave its test in the
-// package's first timed run unnoticed), none is listed twice or in two
-// lists, no untimed test builds a testbed, no test run as another user
-// runs beside, and every test that looks at the whole machine runs alone.
+// scripts/beside-cmd-tests, scripts/alone-cmd-tests and
+// scripts/nobody-cmd-tests: every name is a test of this package (a
+// misspelt one would leave its test in the package's first timed run
+// unnoticed), none is listed twice or in two lists, no untimed test builds
+// a testbed, the tests that run tlab as nobody are all in the nobody list
+// and only they, and every test that looks at the whole machine runs
+// alone.
 func TestUntimedCmdTestsNameThisPackagesTests(t *testing.T) {
 	tests := packageTests(t)
 	listOf := map[string]string{}
-	for _, file := range []string{untimedListFile, besideListFile, aloneListFile} {
+	for _, file := range []string{untimedListFile, besideListFile, aloneListFile, nobodyListFile} {
 		listed := readTestList(t, file)
 		for _, name := range listed {
 			if other, ok := listOf[name]; ok {
@@ -73,8 +79,10 @@ func TestUntimedCmdTestsNameThisPackagesTests(t *testing.T) {
 		switch file := listOf[name]; {
 		case file == untimedListFile && uses(testbedMarkers) != "":
 			t.Errorf("%s: %s uses %s, so it builds a testbed; it belongs in the timed run", file, name, uses(testbedMarkers))
-		case file == besideListFile && uses(otherUserMarkers) != "":
-			t.Errorf("%s: %s uses %s, so it runs tlab as another user; it belongs in the first timed run with the others that do", file, name, uses(otherUserMarkers))
+		case file != nobodyListFile && uses(otherUserMarkers) != "":
+			t.Errorf("%s uses %s, so it runs tlab as nobody; it belongs in %s with the others that do", name, uses(otherUserMarkers), nobodyListFile)
+		case file == nobodyListFile && uses(otherUserMarkers) == "":
+			t.Errorf("%s: %s does not run tlab as nobody (%v)", file, name, otherUserMarkers)
 		case file != aloneListFile && uses(wholeMachineMarkers) != "":
 			t.Errorf("%s uses %s, so it looks at the whole machine; it belongs in %s", name, uses(wholeMachineMarkers), aloneListFile)
 		case file == aloneListFile && uses(wholeMachineMarkers) == "":
