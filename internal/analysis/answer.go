@@ -236,6 +236,9 @@ func OfRuns(runs []NamedRun, rows []results.Summary, reqs []advise.Requirement, 
 		}
 		a.QoO = profile
 	}
+	// The bars' means over the rows side by side (each run's cells
+	// apart, by their swept value "run").
+	a.SetOutput(MeansStep, repetitionMeans(rows))
 	var err error
 	if a.Answers, err = Answer(q); err != nil {
 		return nil, err
