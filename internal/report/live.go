@@ -104,9 +104,9 @@ func live(dir string, scored *analysis.Scored) (*Snapshot, error) {
 	if r.Answers, err = analysis.SoFar(dir, m, r.Rows, scored); err != nil {
 		return nil, fmt.Errorf("live view: %w", err)
 	}
-	// The bars' means and study D's boxes are the analysis's too, from
-	// the rows so far.
-	if r.analysis, err = analysis.Only(&results.Run{Dir: dir, Manifest: m, Rows: r.Rows}, analysis.MeansStep, analysis.PubsubBoxesStep); err != nil {
+	// The bars' means, study D's boxes and study E's tables are the
+	// analysis's too, from the rows so far.
+	if r.analysis, err = analysis.Only(&results.Run{Dir: dir, Manifest: m, Rows: r.Rows}, analysis.MeansStep, analysis.PubsubBoxesStep, analysis.StudyEStep); err != nil {
 		return nil, fmt.Errorf("live view: %w", err)
 	}
 	// Plots from the summary only: the records are joined at the end.
