@@ -118,13 +118,24 @@ func askView(v *View, reqs []advise.Requirement, profile *qoo.Profile) ([]advise
 	return Answer(q)
 }
 
+// Scored are the cells of a run in flight that SoFar has scored against
+// its Quality of Outcome profile (the zero value: none yet): a finished
+// cell's records no longer change, so a view polled through a long run
+// keeps one and reads each cell's records once.
+type Scored struct{ cells map[string]qoo.Result }
+
 // SoFar is the answer so far to a run in flight in dir: its manifest's
 // requirements and profile on the rows complete, each cell scored from
 // its own records (a cell without them, still running or re-run, is left
-// out). scored holds the cells scored already, which it adds to: a
-// finished cell's records no longer change, so a view polled through a
-// long run reads each once.
-func SoFar(dir string, m *results.Manifest, rows []results.Summary, scored map[string]qoo.Result) ([]advise.Answer, error) {
+// out). scored holds the cells scored already, which it adds to (nil:
+// every cell is scored afresh).
+func SoFar(dir string, m *results.Manifest, rows []results.Summary, scored *Scored) ([]advise.Answer, error) {
+	if scored == nil {
+		scored = &Scored{}
+	}
+	if scored.cells == nil {
+		scored.cells = map[string]qoo.Result{}
+	}
 	var q Question
 	q.Rows = rows
 	if m == nil {
@@ -139,7 +150,7 @@ func SoFar(dir string, m *results.Manifest, rows []results.Summary, scored map[s
 			return nil, err
 		}
 		for _, row := range rows {
-			if _, ok := scored[row.Cell]; ok {
+			if _, ok := scored.cells[row.Cell]; ok {
 				continue
 			}
 			path := filepath.Join(results.CellDir(dir, row.Cell), results.RecordsFile)
@@ -151,10 +162,10 @@ func SoFar(dir string, m *results.Manifest, rows []results.Summary, scored map[s
 				return nil, fmt.Errorf("%s: %w", path, err)
 			}
 			for cell, r := range s {
-				scored[cell] = r
+				scored.cells[cell] = r
 			}
 		}
-		q.Scores = scored
+		q.Scores = scored.cells
 	}
 	return Answer(q)
 }
@@ -225,6 +236,9 @@ func OfRuns(runs []NamedRun, rows []results.Summary, reqs []advise.Requirement, 
 		}
 		a.QoO = profile
 	}
+	// The bars' means over the rows side by side (each run's cells
+	// apart, by their swept value "run").
+	a.SetOutput(MeansStep, repetitionMeans(rows))
 	var err error
 	if a.Answers, err = Answer(q); err != nil {
 		return nil, err

@@ -15,10 +15,12 @@ import (
 	"tlab/internal/advise"
 	"tlab/internal/emu"
 	"tlab/internal/explore"
+	"tlab/internal/metrics"
 	"tlab/internal/plan"
 	"tlab/internal/qoo"
 	"tlab/internal/results"
 	"tlab/internal/scenario"
+	"tlab/internal/workload"
 )
 
 // ExplorePlot is the report's plot of an exploration's map (package
@@ -119,7 +121,7 @@ func (e Exploration) Execute(ctx context.Context) (Explored, error) {
 		// Kept before the search: the map's level may not depend on it.
 		cfg.WhyShare = explore.DefaultWhyShare
 	}
-	cfg.Evidence = exploreEvidence
+	cfg.Evidence = evidenceFor(sc.WorkloadSpec().Info())
 	out := Explored{Scenario: sc, Dir: e.Out}
 	switch {
 	case e.Resume != "":
@@ -181,13 +183,35 @@ func (e Exploration) Execute(ctx context.Context) (Explored, error) {
 }
 
 // exploreEvidence are the figures each boundary shows on either side, as
-// the records' account of what changed there: connections opened, bytes
-// on the wire per request (retransmissions and handshakes add to them),
-// sends behind schedule and never sent, the sender's lateness (its 99th
-// percentile: a stack that cannot multiplex makes the next send wait),
-// messages that failed, and the emulator's own release error (a host
-// disturbance, not the network).
-var exploreEvidence = []string{"conns_per_1000", "bytes_per_request", "late_sends", "unsent", "lateness_p99_ms", "failed_pct", "emu_release_p99_us"}
+// the records' account of what changed there: for request-response
+// workloads connections opened, bytes on the wire per request
+// (retransmissions and handshakes add to them), sends behind schedule
+// and never sent, the sender's lateness (its 99th percentile: a stack
+// that cannot multiplex makes the next send wait); for publish/subscribe
+// the bytes on the wire per message (retransmissions and handshakes
+// again), the messages that did not arrive, the reconnections' Δ+ and
+// the share of new connections that resumed a session or sent 0-RTT;
+// for every workload the messages that failed and the emulator's own
+// release error (a host disturbance, not the network). A cell has those
+// its workload computes (evidenceFor).
+var exploreEvidence = []string{"conns_per_1000", "bytes_per_request", "late_sends", "unsent", "lateness_p99_ms",
+	"wire_bytes_per_message", "messages_failed", "reconnect_ms", "resumed", "used_0rtt",
+	"failed_pct", "emu_release_p99_us"}
+
+// evidenceFor are the evidence figures a workload's cells have: those
+// among exploreEvidence it computes (Info.Metrics) and the emulator's own
+// (instrument figures, every cell's), so that a boundary's account holds
+// no figure of another kind of workload.
+func evidenceFor(info workload.Info) []string {
+	var out []string
+	for _, f := range exploreEvidence {
+		m, ok := metrics.Lookup(f)
+		if slices.Contains(info.Metrics, f) || ok && m.Kind == metrics.Instrument {
+			out = append(out, f)
+		}
+	}
+	return out
+}
 
 // cellMeasurer runs an exploration's rounds as cells of one run
 // directory: each request is one cell per protocol at the point's values

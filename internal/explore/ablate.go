@@ -303,12 +303,21 @@ func accounts(side string, at float64, reps []map[string]map[string]float64, sta
 		for _, fig := range figures {
 			var v []float64
 			for _, r := range reps {
-				v = append(v, r[st][fig])
+				v = append(v, figureOf(r, st, fig))
 			}
 			out = append(out, Account{Side: side, At: at, Stack: st, Figure: fig, Mean: finiteMean(v)})
 		}
 	}
 	return out
+}
+
+// figureOf is a repetition's figure for a stack, NaN where its cell has
+// none (a figure of another kind of workload), never 0.
+func figureOf(rep map[string]map[string]float64, stack, fig string) float64 {
+	if v, ok := rep[stack][fig]; ok {
+		return v
+	}
+	return math.NaN()
 }
 
 // removalSays puts one measured removal in words.

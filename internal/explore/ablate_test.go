@@ -2,6 +2,7 @@ package explore
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -316,5 +317,24 @@ func TestTheMapAndItsAblationsShareAlpha(t *testing.T) {
 			t.Errorf("no jitter: %s after %d below, %s after %d above, moved %s; want quic after 4 on both sides, moved yes",
 				r.Below.Label, r.Below.N, r.Above.Label, r.Above.N, r.Moved)
 		}
+	}
+}
+
+// TestAccountsLeaveOutWhatACellLacks: a figure a repetition's cell does
+// not have (a request-response figure beside a pubsub boundary) is no
+// value, not 0: by hand, conns_per_1000 of 2 in one repetition and absent
+// in the other means 2 (not (2+0)/2 = 1); a figure no repetition has is
+// NaN (not 0).
+func TestAccountsLeaveOutWhatACellLacks(t *testing.T) {
+	reps := []map[string]map[string]float64{{"tcp": {"conns_per_1000": 2}}, {"tcp": {}}}
+	got := accounts("below", 0.01, reps, []string{"tcp"}, []string{"conns_per_1000", "bytes_per_request"})
+	if len(got) != 2 {
+		t.Fatalf("accounts %+v, want two", got)
+	}
+	if got[0].Mean != 2 {
+		t.Errorf("conns_per_1000 present once: mean %v, want 2", got[0].Mean)
+	}
+	if !math.IsNaN(got[1].Mean) {
+		t.Errorf("bytes_per_request absent: mean %v, want NaN", got[1].Mean)
 	}
 }

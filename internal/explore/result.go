@@ -124,7 +124,7 @@ func (s *search) boundaries(line []*PointResult, axis int, at float64) []Boundar
 						for _, fig := range s.cfg.Evidence {
 							var v []float64
 							for _, r := range side.p.Reps {
-								v = append(v, r[st][fig])
+								v = append(v, figureOf(r, st, fig))
 							}
 							b.Accounts = append(b.Accounts, Account{Side: side.name, At: side.p.Values[axis], Stack: st, Figure: fig, Mean: finiteMean(v)})
 						}

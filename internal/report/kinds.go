@@ -167,7 +167,7 @@ func barKind(name, field, ylabel, title, caption string) PlotKind {
 	doc := fmt.Sprintf("%s (%s) per protocol and swept values", title, field)
 	return PlotKind{Name: name, Doc: doc, Needs: []string{field}, Draw: func(p panel) ([]Figure, error) {
 		catOf, cats := p.category()
-		vals := meanBy(p.rows, func(s results.Summary) float64 { return s.Float(field) }, catOf)
+		vals := p.meansOf(field, catOf)
 		pl, err := groupedBars(cats, p.protos, vals, p.xLabel(), ylabel)
 		if err != nil {
 			return nil, err
@@ -177,27 +177,20 @@ func barKind(name, field, ylabel, title, caption string) PlotKind {
 	}}
 }
 
-// meanBy averages a value per protocol and category over repetitions.
-func meanBy(rows []results.Summary, v func(results.Summary) float64, cat func(results.Summary) string) map[string]map[string]float64 {
-	sum := map[string]map[string]float64{}
-	n := map[string]map[string]float64{}
-	for _, r := range rows {
-		if sum[r.Protocol] == nil {
-			sum[r.Protocol], n[r.Protocol] = map[string]float64{}, map[string]float64{}
+// meansOf is the analysis's mean of field over each stack's repetitions
+// (the means step), per protocol and category: a category's rows share
+// every swept value, by which the mean is found.
+func (p panel) meansOf(field string, cat func(results.Summary) string) map[string]map[string]float64 {
+	out := map[string]map[string]float64{}
+	for _, r := range p.rows {
+		if out[r.Protocol] == nil {
+			out[r.Protocol] = map[string]float64{}
 		}
-		x := v(r)
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			continue // not measured, or beyond any bound: no bar shows it
-		}
-		sum[r.Protocol][cat(r)] += x
-		n[r.Protocol][cat(r)]++
-	}
-	for p, m := range sum {
-		for c := range m {
-			m[c] /= n[p][c]
+		if m, ok := p.run.analysis.MeanOf(r.Profile, comboLabel(r), r.Protocol, field); ok {
+			out[r.Protocol][cat(r)] = m
 		}
 	}
-	return sum
+	return out
 }
 
 // opensConnections tells whether proto opened more than one connection in
@@ -486,8 +479,7 @@ func drawRTE2EBars(p panel) ([]Figure, error) {
 		{"response_time_mean_ms", "response_time_std_ms", "Response time", "rt"},
 		{"e2e_mean_ms", "e2e_std_ms", "End-to-end delay", "e2e"},
 	} {
-		means := meanBy(p.rows, func(s results.Summary) float64 { return s.Float(f.mean) }, catOf)
-		stds := meanBy(p.rows, func(s results.Summary) float64 { return s.Float(f.std) }, catOf)
+		means, stds := p.meansOf(f.mean, catOf), p.meansOf(f.std, catOf)
 		pl, err := groupedBars(cats, p.protos, means, p.xLabel(), f.title+" (ms)")
 		if err != nil {
 			return nil, err

@@ -18,7 +18,6 @@ import (
 
 	"tlab/internal/advise"
 	"tlab/internal/analysis"
-	"tlab/internal/qoo"
 	"tlab/internal/results"
 
 	"tlab/internal/untrusted"
@@ -64,12 +63,12 @@ func (s *Snapshot) MarshalJSON() ([]byte, error) {
 // Live reads a run directory as it is now: the cells complete so far,
 // the answer so far (for the run's requirements) and the plots that need
 // only the summary. It writes nothing.
-func Live(dir string) (*Snapshot, error) { return live(dir, map[string]qoo.Result{}) }
+func Live(dir string) (*Snapshot, error) { return live(dir, nil) }
 
 // live is Live with the Quality of Outcome of cells already scored
 // (scored, which it adds to): a finished cell's records no longer change,
 // so a view polled through a long run reads each once.
-func live(dir string, scored map[string]qoo.Result) (*Snapshot, error) {
+func live(dir string, scored *analysis.Scored) (*Snapshot, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("live view: %s is not a run directory", dir)
 	}
@@ -103,6 +102,11 @@ func live(dir string, scored map[string]qoo.Result) (*Snapshot, error) {
 	}
 	// The answer so far is the analysis's; the view renders it.
 	if r.Answers, err = analysis.SoFar(dir, m, r.Rows, scored); err != nil {
+		return nil, fmt.Errorf("live view: %w", err)
+	}
+	// The bars' means, study D's boxes and study E's tables are the
+	// analysis's too, from the rows so far.
+	if r.analysis, err = analysis.Only(&results.Run{Dir: dir, Manifest: m, Rows: r.Rows}, analysis.MeansStep, analysis.PubsubBoxesStep, analysis.StudyEStep); err != nil {
 		return nil, fmt.Errorf("live view: %w", err)
 	}
 	// Plots from the summary only: the records are joined at the end.
@@ -339,7 +343,7 @@ type liveCache struct {
 	key  string
 	snap *Snapshot
 	// scored holds the Quality of Outcome of the cells scored so far.
-	scored map[string]qoo.Result
+	scored analysis.Scored
 }
 
 func (c *liveCache) get(dir string) (*Snapshot, error) {
@@ -358,10 +362,7 @@ func (c *liveCache) get(dir string) (*Snapshot, error) {
 		}
 		return &s, nil
 	}
-	if c.scored == nil {
-		c.scored = map[string]qoo.Result{}
-	}
-	s, err := live(dir, c.scored)
+	s, err := live(dir, &c.scored)
 	if err != nil {
 		return nil, err
 	}

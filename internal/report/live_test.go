@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"tlab/internal/advise"
+	"tlab/internal/analysis"
 	"tlab/internal/qoo"
 	"tlab/internal/results"
 )
@@ -364,7 +365,7 @@ func TestLiveViewScoresTheCellsDone(t *testing.T) {
 	}
 	// A view polled through a run reads a finished cell's records once:
 	// with tcp scored, records that would now score 0 are not read again.
-	scored := map[string]qoo.Result{}
+	scored := &analysis.Scored{}
 	if _, err := live(dir, scored); err != nil {
 		t.Fatal(err)
 	}

@@ -3,10 +3,9 @@ package report
 import (
 	"math"
 	"slices"
-	"sort"
 	"strings"
 
-	"tlab/internal/metrics"
+	"tlab/internal/analysis"
 	"tlab/internal/results"
 )
 
@@ -69,41 +68,12 @@ func (p panel) definedFor(field string) (panel, func(results.Summary) string) {
 	return q, label
 }
 
-// valuesBy collects a field's values per protocol and category.
-func valuesBy(rows []results.Summary, field string, cat func(results.Summary) string) map[string]map[string][]float64 {
-	out := map[string]map[string][]float64{}
-	for _, r := range rows {
-		if out[r.Protocol] == nil {
-			out[r.Protocol] = map[string][]float64{}
-		}
-		if v := r.Float(field); !math.IsNaN(v) {
-			out[r.Protocol][cat(r)] = append(out[r.Protocol][cat(r)], v)
-		}
-	}
-	return out
-}
-
-// tukey is a box with whiskers at the furthest values within 1.5 IQR of
-// the box.
-func tukey(v []float64) boxStat {
-	s := slices.Clone(v)
-	sort.Float64s(s)
-	q1, med, q3 := metrics.Quantile(s, 0.25), metrics.Quantile(s, 0.5), metrics.Quantile(s, 0.75)
-	lo, hi := q1-1.5*(q3-q1), q3+1.5*(q3-q1)
-	b := boxStat{P5: q1, P25: q1, P50: med, P75: q3, P95: q3}
-	for _, x := range s {
-		if x >= lo {
-			b.P5 = math.Min(x, q1)
-			break
-		}
-	}
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] <= hi {
-			b.P95 = math.Max(s[i], q3)
-			break
-		}
-	}
-	return b
+// boxOf is the analysis's box of field for a row's stack on its network
+// and swept values (a ratio's over ref; ref empty otherwise), as the plot
+// draws it.
+func (p panel) boxOf(r results.Summary, field, ref string) (boxStat, bool) {
+	b, ok := p.run.analysis.BoxOf(p.profile, comboLabel(r), field, ref, r.Protocol)
+	return boxStat{P5: b.WhiskerLow, P25: b.Q1, P50: b.Median, P75: b.Q3, P95: b.WhiskerHigh}, ok
 }
 
 func drawCompletionBox(p panel) ([]Figure, error) {
@@ -118,12 +88,15 @@ func repetitionBoxes(p panel, field, ylabel, title, caption string) ([]Figure, e
 	if len(q.rows) == 0 {
 		return nil, nil
 	}
-	vals := valuesBy(q.rows, field, cat)
+	// A category's rows share every swept value (those that do not
+	// vary here are constant): the analysis's box is found by them all.
 	boxes := map[string]map[string]boxStat{}
-	for proto, byCat := range vals {
-		boxes[proto] = map[string]boxStat{}
-		for c, v := range byCat {
-			boxes[proto][c] = tukey(v)
+	for _, r := range q.rows {
+		if boxes[r.Protocol] == nil {
+			boxes[r.Protocol] = map[string]boxStat{}
+		}
+		if b, ok := p.boxOf(r, field, ""); ok {
+			boxes[r.Protocol][cat(r)] = b
 		}
 	}
 	pl := groupedBoxes(q.cats, q.protos, boxes, q.xLabel(), ylabel)
@@ -140,28 +113,20 @@ func drawXiBox(p panel) ([]Figure, error) {
 		return nil, nil
 	}
 	ref, named := xiReference(p.run.Manifest, q.protos)
-	byRep := map[string]map[string]map[int]float64{} // protocol → category → rep → Δ
-	for _, r := range q.rows {
-		if byRep[r.Protocol] == nil {
-			byRep[r.Protocol] = map[string]map[int]float64{}
-		}
-		if byRep[r.Protocol][cat(r)] == nil {
-			byRep[r.Protocol][cat(r)] = map[int]float64{}
-		}
-		byRep[r.Protocol][cat(r)][r.Rep] = r.Float("completion_ms")
-	}
 	boxes := map[string]map[string]boxStat{}
 	var series []string
 	for _, proto := range q.protos {
-		if proto == ref {
+		if proto != ref {
+			series = append(series, proto)
+			boxes[proto] = map[string]boxStat{}
+		}
+	}
+	for _, r := range q.rows {
+		if r.Protocol == ref {
 			continue
 		}
-		series = append(series, proto)
-		boxes[proto] = map[string]boxStat{}
-		for _, c := range q.cats {
-			if ratios := repetitionRatios(byRep[ref][c], byRep[proto][c]); len(ratios) > 0 {
-				boxes[proto][c] = tukey(ratios)
-			}
+		if b, ok := p.boxOf(r, analysis.XiPerRepetition, ref); ok {
+			boxes[r.Protocol][cat(r)] = b
 		}
 	}
 	why := baselineWhy(named)
@@ -169,39 +134,6 @@ func drawXiBox(p panel) ([]Figure, error) {
 	fig, err := render(pl, p.dir, p.stem, "Completion ratio ξ per repetition against "+ref+", "+p.profile,
 		"Each repetition's completion time Δ over "+ref+"'s ("+why+") mean Δ over the repetitions, as the study divided by the average TCP time, so the spread is the protocol's alone: boxes from the first to the third quartile with the median, whiskers at the furthest repetition within 1.5 IQR (study D's view; the xi figure shows the ratio of the means with its interval).", figW, figH)
 	return []Figure{fig}, err
-}
-
-// repetitionRatios returns, for each repetition of other in repetition
-// order, its value over the mean of base's values: study D's ξ per
-// repetition divides each QUIC repetition by the *average* TLS time, "so
-// the variability ... reflects that seen with the QUIC protocol" alone.
-// NaN values (failed repetitions) are left out on both sides; with no
-// positive baseline mean there is no ratio.
-func repetitionRatios(base, other map[int]float64) []float64 {
-	var sum float64
-	var n int
-	for _, b := range base {
-		if !math.IsNaN(b) {
-			sum += b
-			n++
-		}
-	}
-	if n == 0 || sum <= 0 {
-		return nil
-	}
-	mean := sum / float64(n)
-	reps := make([]int, 0, len(other))
-	for rep := range other {
-		reps = append(reps, rep)
-	}
-	slices.Sort(reps)
-	var out []float64
-	for _, rep := range reps {
-		if v := other[rep]; !math.IsNaN(v) {
-			out = append(out, v/mean)
-		}
-	}
-	return out
 }
 
 // drawReconnectBox draws Δ+ as the study did: the second connection's

@@ -10,10 +10,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
-	"tlab/internal/cellrun"
 
+	"tlab/internal/cellrun"
 	"tlab/internal/emu"
 	"tlab/internal/flowsim"
+	"tlab/internal/plan"
 	"tlab/internal/proto"
 	"tlab/internal/qlogflow"
 	"tlab/internal/results"
@@ -92,7 +93,8 @@ type FlowControlRun struct {
 	EmuReleaseP99Us float64
 }
 
-// RunFlowControl runs one transfer through RunCell: the bulk workload over
+// RunFlowControl runs one transfer as a compiled cell (plan.Cell, its
+// spec made by cellrun.SpecOf) through RunCell: the bulk workload over
 // quic-streams on a fresh client-server testbed. So that its times line up
 // with the simulator's, whose sender starts at time zero, the result's
 // time zero is when the requests reach the server: the client sends them
@@ -116,12 +118,14 @@ func RunFlowControl(ctx context.Context, spec FlowControlSpec) (FlowControlRun, 
 		return FlowControlRun{}, err
 	}
 	w := workload.Bulk{Streams: cfg.Streams, Bytes: int(cfg.BytesPerStream)}
-	cell := cellrun.CellSpec{
-		Cell:     results.Cell{ID: results.SafeName(cfg.Name + "-" + spec.Name()), Profile: "flowsim", Protocol: "quic-streams", Workload: "bulk", Rep: 1, Seed: spec.Seed, Key: w.Info().Key},
+	// A compiled cell of its own (no scenario: the link is the
+	// simulator's, not a profile's), run as a sweep runs its cells.
+	cell := plan.Cell{
+		ID: results.SafeName(cfg.Name + "-" + spec.Name()), Profile: "flowsim", Protocol: "quic-streams", Rep: 1, Seed: spec.Seed,
 		Topology: testbed.ClientServer(spec.Link()), Roles: map[string]string{"client": "client", "server": "server"},
 		Workload: w, Settings: settings, Emulator: spec.Emulator,
 	}
-	res, err := cellrun.RunCell(ctx, cell, nil, nil)
+	res, err := cellrun.RunCell(ctx, cellrun.SpecOf(cell, 1), nil, nil)
 	if err != nil {
 		return FlowControlRun{}, err
 	}
