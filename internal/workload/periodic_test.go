@@ -60,16 +60,19 @@ func TestOpenLoopKeepsScheduleWhenTheClientMultiplexes(t *testing.T) {
 	if len(recs) != 40 {
 		t.Fatalf("%d records, want 40", len(recs))
 	}
-	late := 0
+	// Requests overlap (service 30 ms, interval 10 ms). A send that waited
+	// for the response before it would be late by 20 ms more at each
+	// request (the 2nd by 20 ms, the 40th by 780 ms), so a bound of half
+	// one service time tells the open loop from a queue behind responses
+	// while a loaded host's wake-up tail (p99.9 ~2 ms, stalls of a few
+	// ms) stays well inside it: the test asserts the schedule, not the
+	// host's timing.
+	worst := 0.0
 	for _, r := range recs {
-		if r.LatenessMs > 2 {
-			late++
-		}
+		worst = max(worst, r.LatenessMs)
 	}
-	// Requests overlap (service 30 ms, interval 10 ms) and are still sent
-	// on time; allow a few late for a loaded machine.
-	if late > 4 || c.maxInflight.Load() < 3 {
-		t.Errorf("%d of 40 sends late, at most %d in flight; want few late and >= 3 in flight", late, c.maxInflight.Load())
+	if worst > 15 || c.maxInflight.Load() < 3 {
+		t.Errorf("the latest send was %.1f ms late, at most %d in flight; want < 15 ms and >= 3 in flight", worst, c.maxInflight.Load())
 	}
 }
 
