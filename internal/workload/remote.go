@@ -23,15 +23,6 @@ type Serving interface {
 	Serve(role, kind string, r ServerRequest) (io.Closer, error)
 }
 
-// RemoteRoles is implemented by Hosts some of whose roles are another
-// machine. No workload reads it (they ask the role's host for a server,
-// serve, and for a helper's place, helperOf); the cell runner does, to
-// refuse a workload beside the cell whose roles it cannot play there.
-type RemoteRoles interface {
-	// IsRemote tells whether role runs on the other machine.
-	IsRemote(role string) bool
-}
-
 // ServerRequest is a server a workload asks of a role's host.
 type ServerRequest struct {
 	// Protocol is the stack whose server it is (nil for the name server).
@@ -107,8 +98,12 @@ func StartServerIn(n proto.Net, kind string, r ServerRequest) (io.Closer, error)
 }
 
 // serve starts a server of kind on the host playing role: the one path
-// every workload takes, whatever machine plays the role.
+// every workload takes, whatever machine plays the role. A host that
+// does not offer the kind (Offering) refuses it by name.
 func serve(env *Env, role, kind string, r ServerRequest) (io.Closer, error) {
+	if err := Require(env.Hosts, []string{role}, ServeKind(kind)); err != nil {
+		return nil, err
+	}
 	if s, ok := env.Hosts.(Serving); ok {
 		return s.Serve(role, kind, r)
 	}
