@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -236,22 +237,15 @@ type remoteHosts struct {
 
 func (h remoteHosts) IsRemote(role string) bool { return remoteRoles[role] }
 
-// agentOffers are what a tlab agent offers for a role it plays: the
-// server kinds its session.serve names (the bulk flows' far end is
-// cross's, asked by agentBulk), no command and no workload beside.
-var agentOffers = map[workload.Capability]bool{
-	workload.ServeKind(workload.ServerRequestResponse): true, workload.ServeKind(workload.ServerBroker): true,
-	workload.ServeKind(workload.ServerDNS): true, workload.ServeKind(workload.ServerFrames): true,
-}
-
-// Offers says what each role's host offers: a role on the agent its
-// server kinds only (no command, no workload beside the cell's: the
-// agent serves the cell's own workload); a role here every registered
-// kind, a workload beside, and commands where its network (behind the
-// link in front of the path) can start a program.
+// Offers says what each role's host offers: a role on the agent the
+// server kinds an agent serves (workload.AgentKinds: the registry's, as
+// the agent's session reads it), and no command or workload beside the
+// cell's (the agent serves the cell's own workload); a role here every
+// registered kind, a workload beside, and commands where its network
+// (behind the link in front of the path) can start a program.
 func (h remoteHosts) Offers(role string, c workload.Capability) bool {
 	if h.IsRemote(role) {
-		return agentOffers[c]
+		return slices.ContainsFunc(workload.AgentKinds(), func(kind string) bool { return c == workload.ServeKind(kind) })
 	}
 	if c == workload.RunCommands {
 		_, ok := h.Net(role).(proto.ProcessHost)
