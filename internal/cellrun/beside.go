@@ -257,10 +257,11 @@ func (w *workloadBeside) Start(ctx context.Context, place *Place, settings proto
 	if place.Beside == nil {
 		return ErrNoBeside
 	}
-	// Its servers would run on another machine (a tlab agent), which
-	// serves the cell's own workload only.
-	if rr, ok := place.Hosts.(workload.RemoteRoles); ok && slices.ContainsFunc(w.flow.Workload.Info().Roles, rr.IsRemote) {
-		return errors.New("a workload beside yours (beside:) runs on emulated links; across a real path, cross: bulk flows load it")
+	// It runs where the site's hosts offer a workload beside the cell's
+	// on each of its roles (a tlab agent does not: it serves the cell's
+	// own workload only).
+	if err := workload.Require(place.Hosts, w.flow.Workload.Info().Roles, workload.RunBeside); err != nil {
+		return fmt.Errorf("a workload beside yours (beside:) cannot run at this site: %w; cross: bulk flows load a path wherever the site serves them", err)
 	}
 	stack, err := proto.Lookup(w.flow.Protocol)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -235,6 +236,23 @@ type remoteHosts struct {
 }
 
 func (h remoteHosts) IsRemote(role string) bool { return remoteRoles[role] }
+
+// Offers says what each role's host offers: a role on the agent the
+// server kinds an agent serves (workload.AgentKinds: the registry's, as
+// the agent's session reads it), and no command or workload beside the
+// cell's (the agent serves the cell's own workload); a role here every
+// registered kind, a workload beside, and commands where its network
+// (behind the link in front of the path) can start a program.
+func (h remoteHosts) Offers(role string, c workload.Capability) bool {
+	if h.IsRemote(role) {
+		return slices.ContainsFunc(workload.AgentKinds(), func(kind string) bool { return c == workload.ServeKind(kind) })
+	}
+	if c == workload.RunCommands {
+		_, ok := h.Net(role).(proto.ProcessHost)
+		return ok
+	}
+	return true
+}
 
 func (h remoteHosts) Net(role string) proto.Net {
 	if h.IsRemote(role) {

@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"tlab/internal/cellrun"
@@ -10,19 +11,23 @@ import (
 	"tlab/internal/plan"
 	"tlab/internal/proto"
 	"tlab/internal/scenario"
+	"tlab/internal/workload"
 )
 
 // farServerHosts play the server's role on another machine (as the
-// agent's hosts do) and every other role here.
+// agent's hosts do), which offers no workload beside the cell's, and
+// every other role here.
 type farServerHosts struct{ loopbackHosts }
 
-func (farServerHosts) IsRemote(role string) bool { return role == "server" }
+func (farServerHosts) Offers(role string, c workload.Capability) bool {
+	return role != "server" || c != workload.RunBeside
+}
 
 // TestAWorkloadBesideNeedsItsServersHere: a workload beside the cell's
-// (beside:) starts its servers in this process; at a place whose hosts
-// play its server role on another machine it is refused with what to use
-// instead (cross: bulk flows), whichever site made the place; where every
-// role is here it starts.
+// (beside:) runs where the place's hosts offer it on each of its roles; at
+// a place whose server's host does not (the agent's) it is refused,
+// naming the capability and what to use instead (cross: bulk flows),
+// whichever site made the place; where every role offers it it starts.
 func TestAWorkloadBesideNeedsItsServersHere(t *testing.T) {
 	sc, err := scenario.Parse("beside.yaml", []byte("name: beside\nprofiles: [ethernet]\nprotocols: [tcp]\n"+
 		"workload: {type: periodic, interval: 10ms}\ncount: 5\nbeside:\n  - name: loop\n    protocol: tcp\n    workload: {type: periodic, interval: 20ms}\n"))
@@ -37,7 +42,8 @@ func TestAWorkloadBesideNeedsItsServersHere(t *testing.T) {
 	ends := func(string) (cross.Endpoints, error) { return cross.Endpoints{}, nil }
 	far := cellrun.Besides(spec)[0]
 	err = far.Start(context.Background(), &cellrun.Place{Hosts: farServerHosts{}, Beside: ends}, proto.DefaultSettings())
-	if err == nil || !strings.Contains(err.Error(), "across a real path, cross: bulk flows load it") {
+	if !errors.Is(err, workload.ErrNotOffered) || !strings.Contains(err.Error(), "role server here does not offer beside") ||
+		!strings.Contains(err.Error(), "cross: bulk flows load a path") {
 		t.Errorf("a beside workload whose server is on another machine: %v, want the refusal", err)
 	}
 	here := cellrun.Besides(spec)[0]

@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"tlab/internal/hostnoise"
 	"tlab/internal/pki"
 	"tlab/internal/proto"
+	"tlab/internal/workload"
 )
 
 // Limits bound what one controller may ask of an agent.
@@ -614,24 +616,10 @@ func (s *session) serve(args ServeArgs) (any, error) {
 			}
 		}
 	}
-	var c io.Closer
-	var err error
-	switch args.Kind {
-	case KindDNS:
-		ip := s.local.(*net.TCPAddr).IP
-		if args.Name == "" {
-			return nil, errors.New("dns: no name to answer for")
-		}
-		n, nerr := s.controllerOnly()
-		if nerr != nil {
-			return nil, nerr
-		}
-		c, err = dns.Serve(n, map[string]net.IP{args.Name: ip})
-	case KindRequestResponse, KindBroker, KindFrames, KindBulk:
-		c, err = s.serveProtocol(args)
-	default:
-		return nil, fmt.Errorf("refused: server kind %q: want %s, %s, %s, %s or %s", args.Kind, KindRequestResponse, KindBroker, KindFrames, KindBulk, KindDNS)
+	if args.Kind != KindBulk && !workload.AgentServes(args.Kind) {
+		return nil, fmt.Errorf("refused: server kind %q: want %s or %s", args.Kind, strings.Join(workload.AgentKinds(), ", "), KindBulk)
 	}
+	c, err := s.serveProtocol(args)
 	if err != nil {
 		return nil, fmt.Errorf("%s server on port %d: %w", args.Kind, args.Port, err)
 	}
@@ -653,15 +641,18 @@ func (s *session) controllerOnly() (allowNet, error) {
 	return newAllowNet(peer.IP)
 }
 
-// serveProtocol starts a registered protocol's server or embedded broker
-// with the controller's settings and the run's certificate.
+// serveProtocol starts a server of a kind the server-kind registry says
+// an agent serves (workload.AgentServes), or the bulk flows' far end,
+// with the controller's settings and the run's certificate: every field
+// of the request is checked and bounded here, whatever the controller
+// checked, and the server listens for the controller alone.
 func (s *session) serveProtocol(args ServeArgs) (io.Closer, error) {
 	n, err := s.controllerOnly()
 	if err != nil {
 		return nil, err
 	}
 	var stack *proto.Stack
-	if args.Kind != KindBulk {
+	if args.Kind != KindBulk && args.Protocol != "" { // the name server has none
 		if stack, err = proto.Lookup(args.Protocol); err != nil {
 			return nil, err
 		}
@@ -684,27 +675,32 @@ func (s *session) serveProtocol(args ServeArgs) (io.Closer, error) {
 	} else {
 		settings.Certs = &pki.Certificates{}
 	}
-	if args.Kind == KindFrames {
-		return s.serveFrames(n, stack, args, settings)
-	}
 	if args.Kind == KindBulk {
 		// The down flows send toward the controller alone (allowNet), on
 		// the agent's one line of --max-load, shared with every other
 		// bulk server and fill; none when it is 0.
 		return cross.ServeBulk(n, args.Protocol, args.Port, settings, cross.BulkOptions{Pacer: s.agent.load, NoDown: s.agent.load == nil})
 	}
-	if args.Kind == KindBroker {
-		ps, ok := proto.As[proto.PubSub](stack)
-		if !ok {
-			return nil, proto.Require(args.Protocol, proto.CapPubSub)
-		}
-		return ps.StartBroker(n, args.Port, settings, proto.BrokerEmbedded)
+	// Only the embedded broker: the agent starts no program.
+	req := workload.ServerRequest{Protocol: stack, Port: args.Port, Settings: settings, Broker: proto.BrokerEmbedded}
+	if args.Name != "" {
+		// A name answered with the agent's own address, never one the
+		// controller gives.
+		req.Names = map[string]net.IP{args.Name: s.local.(*net.TCPAddr).IP}
 	}
-	ex, ok := proto.As[proto.Exchanger](stack)
-	if !ok {
-		return nil, proto.Require(args.Protocol, proto.CapRequestResponse)
+	if args.Frames == nil {
+		return workload.StartServerIn(n, args.Kind, req)
 	}
-	return ex.Serve(n, args.Port, settings)
+	fs, err := newFrameServer(args.Frames)
+	if err != nil {
+		return nil, err
+	}
+	req.Frames = &workload.FrameRequest{Options: fs.opts, ResultSize: args.Frames.ResultSize,
+		Processing: time.Duration(args.Frames.ProcessingMs * 1e6), Sink: fs}
+	if fs.srv, err = workload.StartServerIn(n, args.Kind, req); err != nil {
+		return nil, err
+	}
+	return fs, nil
 }
 
 // AgentOptions configure `tlab agent`.

@@ -2,7 +2,6 @@ package remote
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -20,26 +19,20 @@ const maxArrivalPackets = 1 << 20
 // control message's limit less room for the response's own fields.
 const pageBudget = MaxFrame - 4096
 
-// frameServer is a protocol's frame server on the agent, keeping what it
-// saw until the controller fetches it.
+// frameServer keeps what a frame server on the agent saw until the
+// controller fetches it: it is the server's FrameSink.
 type frameServer struct {
 	srv      io.Closer
+	opts     proto.FrameOptions
 	mu       sync.Mutex
 	arrivals []WireArrival
 	packets  int
 	dropped  int
 }
 
-func (s *session) serveFrames(n proto.Net, stack *proto.Stack, args ServeArgs, settings proto.Settings) (*frameServer, error) {
-	ft, ok := proto.As[proto.FrameTransport](stack)
-	if !ok {
-		return nil, proto.Require(args.Protocol, proto.CapFrames)
-	}
-	fa := args.Frames
-	if fa == nil {
-		return nil, errors.New("frames: no frame options")
-	}
-	// The agent holds the bounds itself, whatever the controller checked.
+// newFrameServer checks a frame server's arguments from the controller:
+// the agent holds the bounds itself, whatever the controller checked.
+func newFrameServer(fa *FrameServeArgs) (*frameServer, error) {
 	if fa.ResultSize < 0 || fa.ResultSize > proto.MaxResultSize || !(fa.ProcessingMs >= 0 && fa.ProcessingMs <= 10000) || !(fa.ReassemblyMs >= 0 && fa.ReassemblyMs <= float64(proto.MaxReassemblyTimeout/time.Millisecond)) {
 		return nil, fmt.Errorf("frames: result size %d B, reassembly %g ms, processing %g ms: want 0 to %d B, 0 to %v and 0 to 10 s",
 			fa.ResultSize, fa.ReassemblyMs, fa.ProcessingMs, proto.MaxResultSize, proto.MaxReassemblyTimeout)
@@ -48,36 +41,36 @@ func (s *session) serveFrames(n proto.Net, stack *proto.Stack, args ServeArgs, s
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	fs := &frameServer{}
-	var procMu sync.Mutex
-	srv, err := ft.ServeFrames(n, args.Port, settings, opts, func(a proto.FrameArrival) int {
-		w := WireArrival{ID: a.ID, Complete: a.Complete, Bytes: a.Bytes, FirstNs: a.First.UnixNano(), LastNs: a.Last.UnixNano()}
-		for _, p := range a.Packets {
-			w.Packets = append(w.Packets, [3]uint64{p.Hash, uint64(p.At.UnixNano()), uint64(p.Size)})
-		}
-		fs.mu.Lock()
-		if fs.packets+len(w.Packets) > maxArrivalPackets {
-			fs.dropped++
-		} else {
-			fs.arrivals = append(fs.arrivals, w)
-			fs.packets += len(w.Packets)
-		}
-		fs.mu.Unlock()
-		if !a.Complete {
-			return 0
-		}
-		if fa.ProcessingMs > 0 {
-			procMu.Lock()
-			time.Sleep(time.Duration(fa.ProcessingMs * 1e6))
-			procMu.Unlock()
-		}
-		return fa.ResultSize
-	})
-	if err != nil {
-		return nil, err
+	return &frameServer{opts: opts}, nil
+}
+
+// ClockUncertainty is nothing to keep: the controller knows the
+// agent's clock's offset and its uncertainty.
+func (fs *frameServer) ClockUncertainty(float64) {}
+
+// Frame keeps a frame as it was seen, up to maxArrivalPackets packets
+// in all (the frames beyond are counted as dropped).
+func (fs *frameServer) Frame(a proto.FrameArrival) {
+	w := WireArrival{ID: a.ID, Complete: a.Complete, Bytes: a.Bytes, FirstNs: a.First.UnixNano(), LastNs: a.Last.UnixNano()}
+	for _, p := range a.Packets {
+		w.Packets = append(w.Packets, [3]uint64{p.Hash, uint64(p.At.UnixNano()), uint64(p.Size)})
 	}
-	fs.srv = srv
-	return fs, nil
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.packets+len(w.Packets) > maxArrivalPackets {
+		fs.dropped++
+		return
+	}
+	fs.arrivals = append(fs.arrivals, w)
+	fs.packets += len(w.Packets)
+}
+
+// Arrived keeps frames told all at once (a server in this process tells
+// them one by one, Frame).
+func (fs *frameServer) Arrived(all []proto.FrameArrival) {
+	for _, a := range all {
+		fs.Frame(a)
+	}
 }
 
 func (fs *frameServer) Close() error { return fs.srv.Close() }

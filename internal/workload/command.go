@@ -40,7 +40,8 @@ type CommandStack struct {
 // workload Base: Base's parameters fill the commands' templates and its
 // metrics apply to the records the client's events become, so that the
 // stack is measured as any built-in one on the same seeds. The commands
-// run in the cell's hosts, never on a remote agent.
+// run in the cell's hosts, where those offer RunCommands (never on a
+// tlab agent).
 type Command struct {
 	Base   Workload
 	Stack  CommandStack
@@ -300,10 +301,13 @@ const commandServerWait = 500 * time.Millisecond
 // both commands' output is kept in the cell's directory (server.log,
 // client.log), never on the terminal.
 func (c Command) Run(ctx context.Context, env *Env) error {
+	if err := Require(env.Hosts, []string{"client", "server"}, RunCommands); err != nil {
+		return fmt.Errorf("stack %s is given as commands: %w", c.Stack.Name, err)
+	}
 	clientHost, ok1 := env.Hosts.Net("client").(proto.ProcessHost)
 	serverHost, ok2 := env.Hosts.Net("server").(proto.ProcessHost)
 	if !ok1 || !ok2 {
-		return fmt.Errorf("stack %s is given as commands: they run in the testbed's hosts, never on a remote agent", c.Stack.Name)
+		return fmt.Errorf("stack %s is given as commands: the hosts offer %s, but a role's network cannot start a program", c.Stack.Name, RunCommands)
 	}
 	serverIP, err := env.Hosts.Addr("client", "server")
 	if err != nil {

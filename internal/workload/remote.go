@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,15 +22,6 @@ import (
 // ResponseWriter.
 type Serving interface {
 	Serve(role, kind string, r ServerRequest) (io.Closer, error)
-}
-
-// RemoteRoles is implemented by Hosts some of whose roles are another
-// machine. No workload reads it (they ask the role's host for a server,
-// serve, and for a helper's place, helperOf); the cell runner does, to
-// refuse a workload beside the cell whose roles it cannot play there.
-type RemoteRoles interface {
-	// IsRemote tells whether role runs on the other machine.
-	IsRemote(role string) bool
 }
 
 // ServerRequest is a server a workload asks of a role's host.
@@ -78,6 +70,14 @@ type ServerKind struct {
 	// role's network, also where the role's other servers run in a child
 	// process (a CPU-limited host).
 	Here bool
+	// Agent says a tlab agent serves the kind for a role it plays:
+	// everything Start reads of the request crosses its control channel
+	// (the protocol by name, the port, the settings and certificate, one
+	// name answered with the agent's address, a frame stream's options
+	// and result, the embedded broker), each checked and bounded by the
+	// agent, and a FrameSink's arrivals go back when the server is
+	// closed. The agent serves these kinds from this registry.
+	Agent bool
 }
 
 // serverKinds are the registered kinds, filled by init and read only
@@ -91,6 +91,22 @@ func RegisterServer(k ServerKind) {
 		panic("workload: server kind " + k.Name + " registered twice")
 	}
 	serverKinds[k.Name] = k
+}
+
+// AgentServes tells whether a tlab agent serves a kind of server
+// (ServerKind.Agent).
+func AgentServes(kind string) bool { return serverKinds[kind].Agent }
+
+// AgentKinds are the kinds a tlab agent serves, sorted.
+func AgentKinds() []string {
+	var out []string
+	for name, k := range serverKinds {
+		if k.Agent {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // ServesHere tells whether a kind of server runs in this process
@@ -107,39 +123,59 @@ func StartServerIn(n proto.Net, kind string, r ServerRequest) (io.Closer, error)
 }
 
 // serve starts a server of kind on the host playing role: the one path
-// every workload takes, whatever machine plays the role.
+// every workload takes, whatever machine plays the role. A host that
+// does not offer the kind (Offering) refuses it by name.
 func serve(env *Env, role, kind string, r ServerRequest) (io.Closer, error) {
+	if err := Require(env.Hosts, []string{role}, ServeKind(kind)); err != nil {
+		return nil, err
+	}
 	if s, ok := env.Hosts.(Serving); ok {
 		return s.Serve(role, kind, r)
 	}
 	return StartServerIn(env.Hosts.Net(role), kind, r)
 }
 
+// errNoProtocol refuses a request for a protocol's server that names
+// none.
+var errNoProtocol = errors.New("a protocol's server was asked for with no protocol")
+
 func init() {
-	RegisterServer(ServerKind{Name: ServerRequestResponse, Start: func(n proto.Net, r ServerRequest) (io.Closer, error) {
+	RegisterServer(ServerKind{Name: ServerRequestResponse, Agent: true, Start: func(n proto.Net, r ServerRequest) (io.Closer, error) {
+		if r.Protocol == nil {
+			return nil, errNoProtocol
+		}
 		ex, ok := proto.As[proto.Exchanger](r.Protocol)
 		if !ok {
 			return nil, proto.Require(r.Protocol.Name, proto.CapRequestResponse)
 		}
 		return ex.Serve(n, r.Port, r.Settings)
 	}})
-	RegisterServer(ServerKind{Name: ServerBroker, Start: func(n proto.Net, r ServerRequest) (io.Closer, error) {
+	RegisterServer(ServerKind{Name: ServerBroker, Agent: true, Start: func(n proto.Net, r ServerRequest) (io.Closer, error) {
+		if r.Protocol == nil {
+			return nil, errNoProtocol
+		}
 		ps, ok := proto.As[proto.PubSub](r.Protocol)
 		if !ok {
 			return nil, proto.Require(r.Protocol.Name, proto.CapPubSub)
 		}
 		return ps.StartBroker(n, r.Port, r.Settings, r.Broker)
 	}})
-	RegisterServer(ServerKind{Name: ServerDNS, Start: func(n proto.Net, r ServerRequest) (io.Closer, error) {
+	RegisterServer(ServerKind{Name: ServerDNS, Agent: true, Start: func(n proto.Net, r ServerRequest) (io.Closer, error) {
+		if len(r.Names) == 0 {
+			return nil, errors.New("dns: no name to answer for")
+		}
 		return dns.Serve(n, r.Names)
 	}})
-	RegisterServer(ServerKind{Name: ServerFrames, Here: true, Start: startFrameServer})
+	RegisterServer(ServerKind{Name: ServerFrames, Here: true, Agent: true, Start: startFrameServer})
 }
 
 // startFrameServer runs the protocol's frame server in this process: it
 // tells the sink each frame, and answers each whole one with the result
 // after the processing time (one frame processed at a time).
 func startFrameServer(n proto.Net, r ServerRequest) (io.Closer, error) {
+	if r.Protocol == nil {
+		return nil, errNoProtocol
+	}
 	ft, ok := proto.As[proto.FrameTransport](r.Protocol)
 	if !ok {
 		return nil, proto.Require(r.Protocol.Name, proto.CapFrames)
