@@ -52,11 +52,15 @@ func loadAvg() string {
 // carried, CPU seconds per Gbit, its release error, and the host's load
 // beside it (load average, the share of all CPUs busy over the window).
 // With TLAB_MEASURE_PERF=FILE it also records the engine with perf for
-// the middle of the window. Run it from two test binaries (an old build
-// and a new one) in turns A B B A to compare engines:
+// the middle of the window. TLAB_MEASURE_MODE picks another timer mode
+// (busy, sleep, adaptive) and TLAB_MEASURE_RT a SCHED_FIFO priority for
+// the engine's loop (testbed.Options.RealtimePriority). Run it from two
+// test binaries (an old build and a new one), or with two settings, in
+// turns A B B A to compare engines:
 //
 //	go test -c -o /tmp/new.test ./internal/calibrate
 //	TLAB_MEASURE_RATE=10 /tmp/new.test -test.run TestMeasureEngineCostPerGbit -test.v
+//	TLAB_MEASURE_RATE=10 TLAB_MEASURE_RT=50 /tmp/new.test -test.run TestMeasureEngineCostPerGbit -test.v
 func TestMeasureEngineCostPerGbit(t *testing.T) {
 	mbit, _ := strconv.ParseFloat(os.Getenv("TLAB_MEASURE_RATE"), 64)
 	if mbit <= 0 {
@@ -67,8 +71,17 @@ func TestMeasureEngineCostPerGbit(t *testing.T) {
 	if w, err := time.ParseDuration(os.Getenv("TLAB_MEASURE_WINDOW")); err == nil {
 		window = w
 	}
+	opts := testbed.Options{Seed: 1}
+	opts.Emulator.Mode = os.Getenv("TLAB_MEASURE_MODE")
+	if rt := os.Getenv("TLAB_MEASURE_RT"); rt != "" {
+		prio, err := strconv.Atoi(rt)
+		if err != nil {
+			t.Fatalf("TLAB_MEASURE_RT=%q: %v", rt, err)
+		}
+		opts.RealtimePriority = prio
+	}
 	d := emu.DirectionConfig{Delay: units.Duration(10 * time.Millisecond)}
-	tb, err := testbed.Build(testbed.ClientServer(emu.LinkConfig{Up: d, Down: d}), testbed.Options{Seed: 1})
+	tb, err := testbed.Build(testbed.ClientServer(emu.LinkConfig{Up: d, Down: d}), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,8 +128,8 @@ func TestMeasureEngineCostPerGbit(t *testing.T) {
 	up := after.Links[0].Up.Sub(before.Links[0].Up)
 	gbit := float64(up.TxBytes) * 8 / 1e9
 	l := after.Lateness
-	t.Logf("rate %g Mbit/s: cpu %.3f s in %.1f s (%.1f %% of a core); carried %.3f Gbit (%d frames, %.1f Mbit/s) = %.2f cpu s/Gbit; release error p50 %.1f p99 %.1f p99.9 %.1f max %.0f us; spin %.1f us; wakeups %d; load %s -> %s, host cpu busy %.0f %%",
-		mbit, cpu1.Seconds()-cpu0.Seconds(), elapsed.Seconds(), 100*(cpu1-cpu0).Seconds()/elapsed.Seconds(),
+	t.Logf("mode %q rt %d rate %g Mbit/s: cpu %.3f s in %.1f s (%.1f %% of a core); carried %.3f Gbit (%d frames, %.1f Mbit/s) = %.2f cpu s/Gbit; release error p50 %.1f p99 %.1f p99.9 %.1f max %.0f us; spin %.1f us; wakeups %d; load %s -> %s, host cpu busy %.0f %%",
+		opts.Emulator.Mode, opts.RealtimePriority, mbit, cpu1.Seconds()-cpu0.Seconds(), elapsed.Seconds(), 100*(cpu1-cpu0).Seconds()/elapsed.Seconds(),
 		gbit, up.TxPackets, gbit*1e3/elapsed.Seconds(), (cpu1-cpu0).Seconds()/max(gbit, 1e-9),
 		l.P50, l.P99, l.P999, l.Max, float64(after.SpinNs)/1e3, after.Wakeups-before.Wakeups, load0, loadAvg(), 100*float64(hb1-hb0)/float64(max(ht1-ht0, 1)))
 }
