@@ -54,7 +54,8 @@ func loadAvg() string {
 // With TLAB_MEASURE_PERF=FILE it also records the engine with perf for
 // the middle of the window. TLAB_MEASURE_MODE picks another timer mode
 // (busy, sleep, adaptive) and TLAB_MEASURE_RT a SCHED_FIFO priority for
-// the engine's loop (testbed.Options.RealtimePriority). Run it from two
+// the engine's loop (testbed.Options.RealtimePriority), TLAB_MEASURE_SPIN
+// sleep mode's spin (a duration). Run it from two
 // test binaries (an old build and a new one), or with two settings, in
 // turns A B B A to compare engines:
 //
@@ -73,6 +74,9 @@ func TestMeasureEngineCostPerGbit(t *testing.T) {
 	}
 	opts := testbed.Options{Seed: 1}
 	opts.Emulator.Mode = os.Getenv("TLAB_MEASURE_MODE")
+	if spin, err := time.ParseDuration(os.Getenv("TLAB_MEASURE_SPIN")); err == nil {
+		opts.Spin = spin // sleep mode's spin
+	}
 	if rt := os.Getenv("TLAB_MEASURE_RT"); rt != "" {
 		prio, err := strconv.Atoi(rt)
 		if err != nil {
