@@ -55,7 +55,10 @@ func loadAvg() string {
 // the middle of the window. TLAB_MEASURE_MODE picks another timer mode
 // (busy, sleep, adaptive) and TLAB_MEASURE_RT a SCHED_FIFO priority for
 // the engine's loop (testbed.Options.RealtimePriority), TLAB_MEASURE_SPIN
-// sleep mode's spin (a duration). Run it from two
+// sleep mode's spin (a duration), TLAB_MEASURE_DEFER=1 deferred reads.
+// With TLAB_MEASURE_SYSCALLS=1 it counts the engine's system calls over
+// the window (perf stat, the raw_syscalls:sys_enter tracepoint) and
+// logs them per frame carried. Run it from two
 // test binaries (an old build and a new one), or with two settings, in
 // turns A B B A to compare engines:
 //
@@ -74,6 +77,7 @@ func TestMeasureEngineCostPerGbit(t *testing.T) {
 	}
 	opts := testbed.Options{Seed: 1}
 	opts.Emulator.Mode = os.Getenv("TLAB_MEASURE_MODE")
+	opts.Emulator.DeferReads = os.Getenv("TLAB_MEASURE_DEFER") == "1"
 	if spin, err := time.ParseDuration(os.Getenv("TLAB_MEASURE_SPIN")); err == nil {
 		opts.Spin = spin // sleep mode's spin
 	}
@@ -106,6 +110,15 @@ func TestMeasureEngineCostPerGbit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	var syscalls *exec.Cmd
+	var syscallsOut strings.Builder
+	if os.Getenv("TLAB_MEASURE_SYSCALLS") == "1" {
+		syscalls = exec.Command("perf", "stat", "-x", ",", "-e", "raw_syscalls:sys_enter", "-p", strconv.Itoa(pid), "--", "sleep", fmt.Sprint(window.Seconds()))
+		syscalls.Stderr = &syscallsOut
+		if err := syscalls.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	load0 := loadAvg()
 	hb0, ht0 := hostCPU()
 	cpu0, err := procCPU(pid)
@@ -128,6 +141,13 @@ func TestMeasureEngineCostPerGbit(t *testing.T) {
 	}
 	if perf != nil {
 		perf.Wait()
+	}
+	if syscalls != nil {
+		syscalls.Wait()
+		// perf stat -x, writes "count,unit,event,...".
+		n, _ := strconv.ParseFloat(strings.SplitN(strings.TrimSpace(syscallsOut.String()), ",", 2)[0], 64)
+		up := after.Links[0].Up.Sub(before.Links[0].Up)
+		t.Logf("system calls of the engine over the window: %.0f, %.2f per frame carried (%d frames)", n, n/float64(max(up.TxPackets, 1)), up.TxPackets)
 	}
 	up := after.Links[0].Up.Sub(before.Links[0].Up)
 	gbit := float64(up.TxBytes) * 8 / 1e9
