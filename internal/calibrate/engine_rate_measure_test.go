@@ -55,7 +55,8 @@ func loadAvg() string {
 // the middle of the window. TLAB_MEASURE_MODE picks another timer mode
 // (busy, sleep, adaptive) and TLAB_MEASURE_RT a SCHED_FIFO priority for
 // the engine's loop (testbed.Options.RealtimePriority), TLAB_MEASURE_SPIN
-// sleep mode's spin (a duration), TLAB_MEASURE_DEFER=1 deferred reads.
+// sleep mode's spin (a duration), TLAB_MEASURE_DEFER=1 deferred reads,
+// TLAB_MEASURE_LINK_MBIT a rate limit on the link (Mbit/s).
 // With TLAB_MEASURE_SYSCALLS=1 it counts the engine's system calls over
 // the window (perf stat, the raw_syscalls:sys_enter tracepoint) and
 // logs them per frame carried. Run it from two
@@ -89,6 +90,9 @@ func TestMeasureEngineCostPerGbit(t *testing.T) {
 		opts.RealtimePriority = prio
 	}
 	d := emu.DirectionConfig{Delay: units.Duration(10 * time.Millisecond)}
+	if r, err := strconv.ParseFloat(os.Getenv("TLAB_MEASURE_LINK_MBIT"), 64); err == nil {
+		d.Rate = units.Bitrate(r * 1e6) // a rate limit on the link too
+	}
 	tb, err := testbed.Build(testbed.ClientServer(emu.LinkConfig{Up: d, Down: d}), opts)
 	if err != nil {
 		t.Fatal(err)
