@@ -168,18 +168,3 @@ func readDeadline(lastRead, hold int64, waiting bool) int64 {
 	}
 	return lastRead + hold
 }
-
-// The loop's short timed waits are raw system calls (rawwait_linux.go): the runtime sees
-// a goroutine running, keeps its P where it is and wakes no one. Nothing
-// else needs the P (the engine runs one goroutine, collector off:
-// prepareThread). The monitor preempts a goroutine it sees running for
-// 10 ms with a signal, which would end a longer raw wait early (EINTR,
-// which the loop takes as a spurious wake-up); so waits longer than
-// rawWaitMaxNs, and the idle loop's wait without a timeout, stay ordinary
-// system calls: an idle engine costs nothing.
-const rawWaitMaxNs = 5_000_000
-
-// waitsRaw says whether the loop makes a wait of timeoutNs (waitForever:
-// none) as a raw system call, out of the Go runtime's sight: a timed one
-// no longer than rawWaitMaxNs (rawwait_linux.go).
-func waitsRaw(timeoutNs int64) bool { return timeoutNs >= 0 && timeoutNs <= rawWaitMaxNs }

@@ -185,26 +185,3 @@ func TestLateWakeUpDoesNotDelayLaterFrames(t *testing.T) {
 		}
 	}
 }
-
-// TestOnlyShortTimedWaitsAreRaw: the Go runtime's monitor preempts a
-// goroutine it sees running for 10 ms (forcePreemptNS in the runtime's
-// proc.go), and a raw wait looks like running; so raw waits are the timed
-// ones up to 5 ms, half of that, and the loop's wait without a timeout
-// (idle) stays an ordinary system call, which the runtime lets block.
-func TestOnlyShortTimedWaitsAreRaw(t *testing.T) {
-	for _, c := range []struct {
-		timeoutNs int64
-		raw       bool
-	}{
-		{waitForever, false},
-		{waitPoll, true},
-		{250_000, true},
-		{5_000_000, true},
-		{5_000_001, false},
-		{10_000_000, false},
-	} {
-		if got := waitsRaw(c.timeoutNs); got != c.raw {
-			t.Errorf("a wait of %d ns: raw %v, want %v", c.timeoutNs, got, c.raw)
-		}
-	}
-}

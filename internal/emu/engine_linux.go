@@ -359,7 +359,7 @@ func (e *engine) run() error {
 		if timeout != 0 {
 			waitStart = e.now()
 		}
-		n, err := loopWaitCall(epfd, events, timeout)
+		n, err := sysx.EpollPwait2(epfd, events, timeout)
 		if timeout != 0 {
 			woke := e.now()
 			blocked = woke - waitStart
@@ -432,7 +432,7 @@ func measureWakeLatency(waits []int64) ([]int64, error) {
 	late := make([]int64, 0, len(waits))
 	for _, w := range waits {
 		start := time.Now()
-		if _, err := loopWaitCall(epfd, events, w); err != nil && !errors.Is(err, unix.EINTR) {
+		if _, err := sysx.EpollPwait2(epfd, events, w); err != nil && !errors.Is(err, unix.EINTR) {
 			return nil, fmt.Errorf("epoll_pwait2: %w", err)
 		}
 		late = append(late, int64(time.Since(start))-w)
