@@ -361,7 +361,9 @@ func printRows(w io.Writer, rows []results.Summary, info workload.Info) {
 	rows = slices.Clone(rows)
 	slices.SortStableFunc(rows, func(a, b results.Summary) int { return order[a.Profile] - order[b.Profile] })
 	n := countRows(rows)
-	cols := append(slices.Clone(info.Table), "emu_release_p99_us")
+	// The emulator's release error and, beside it, what it cost: its CPU
+	// seconds over the cell's window.
+	cols := append(slices.Clone(info.Table), "emu_release_p99_us", "emu_cpu_s")
 	if n.disturbed > 0 {
 		cols = append(cols, "overlapping_runs")
 	}
@@ -432,7 +434,7 @@ func printFootnotes(w io.Writer, cols []string, n rowCounts, rows int) {
 		fmt.Fprintln(w, "\nLATE: sends more than 1 ms behind schedule: a protocol that cannot multiplex made them wait, or the host")
 		fmt.Fprintln(w, "stalled the sender (then EMU p99 is high too). UNSENT: requests still waiting when the schedule ended.")
 	}
-	fmt.Fprintln(w, "EMU p99 us: the emulator's own release error during the cell.")
+	fmt.Fprintln(w, "EMU p99 us: the emulator's own release error during the cell; EMU CPU s: the CPU time it used for it.")
 	if n.disturbed > 0 {
 		fmt.Fprintf(w, "OTHER RUNS: %d of %d cells ran beside other tlab runs, which shared the CPUs: their timings are disturbed (the run's warnings name them).\n", n.disturbed, rows)
 	}

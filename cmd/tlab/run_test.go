@@ -15,6 +15,7 @@ func TestPrintRowsCountsCellsInTheFootnotes(t *testing.T) {
 	row := func(cell string, discarded int, quality string) results.Summary {
 		s := results.Summary{Cell: cell, Profile: "ethernet", Protocol: "tcp", Workload: "periodic"}
 		s.Set("emu_release_p99_us", 20.0)
+		s.Set("emu_cpu_s", 0.37)
 		s.Set("attempts_discarded", discarded)
 		s.Set("quality", quality)
 		return s
@@ -27,6 +28,10 @@ func TestPrintRowsCountsCellsInTheFootnotes(t *testing.T) {
 	}, workload.Info{Type: "periodic"})
 	out := b.String()
 	for _, want := range []string{
+		// The emulator's CPU seconds beside its release error, two
+		// decimals (the metric's precision): 0.37 s as set.
+		"EMU p99 us  EMU CPU s",
+		"20       0.37",
 		"RERUNS: 1 cell disturbed by the host and run again",
 		"(!): 1 cell disturbed in every attempt",
 	} {

@@ -52,11 +52,20 @@ func loadAvg() string {
 // carried, CPU seconds per Gbit, its release error, and the host's load
 // beside it (load average, the share of all CPUs busy over the window).
 // With TLAB_MEASURE_PERF=FILE it also records the engine with perf for
-// the middle of the window. Run it from two test binaries (an old build
-// and a new one) in turns A B B A to compare engines:
+// the middle of the window. TLAB_MEASURE_MODE picks another timer mode
+// (busy, sleep, adaptive) and TLAB_MEASURE_RT a SCHED_FIFO priority for
+// the engine's loop (testbed.Options.RealtimePriority), TLAB_MEASURE_SPIN
+// sleep mode's spin (a duration), TLAB_MEASURE_DEFER=1 deferred reads,
+// TLAB_MEASURE_LINK_MBIT a rate limit on the link (Mbit/s).
+// With TLAB_MEASURE_SYSCALLS=1 it counts the engine's system calls over
+// the window (perf stat, the raw_syscalls:sys_enter tracepoint) and
+// logs them per frame carried. Run it from two
+// test binaries (an old build and a new one), or with two settings, in
+// turns A B B A to compare engines:
 //
 //	go test -c -o /tmp/new.test ./internal/calibrate
 //	TLAB_MEASURE_RATE=10 /tmp/new.test -test.run TestMeasureEngineCostPerGbit -test.v
+//	TLAB_MEASURE_RATE=10 TLAB_MEASURE_RT=50 /tmp/new.test -test.run TestMeasureEngineCostPerGbit -test.v
 func TestMeasureEngineCostPerGbit(t *testing.T) {
 	mbit, _ := strconv.ParseFloat(os.Getenv("TLAB_MEASURE_RATE"), 64)
 	if mbit <= 0 {
@@ -67,8 +76,24 @@ func TestMeasureEngineCostPerGbit(t *testing.T) {
 	if w, err := time.ParseDuration(os.Getenv("TLAB_MEASURE_WINDOW")); err == nil {
 		window = w
 	}
+	opts := testbed.Options{Seed: 1}
+	opts.Emulator.Mode = os.Getenv("TLAB_MEASURE_MODE")
+	opts.Emulator.DeferReads = os.Getenv("TLAB_MEASURE_DEFER") == "1"
+	if spin, err := time.ParseDuration(os.Getenv("TLAB_MEASURE_SPIN")); err == nil {
+		opts.Spin = spin // sleep mode's spin
+	}
+	if rt := os.Getenv("TLAB_MEASURE_RT"); rt != "" {
+		prio, err := strconv.Atoi(rt)
+		if err != nil {
+			t.Fatalf("TLAB_MEASURE_RT=%q: %v", rt, err)
+		}
+		opts.RealtimePriority = prio
+	}
 	d := emu.DirectionConfig{Delay: units.Duration(10 * time.Millisecond)}
-	tb, err := testbed.Build(testbed.ClientServer(emu.LinkConfig{Up: d, Down: d}), testbed.Options{Seed: 1})
+	if r, err := strconv.ParseFloat(os.Getenv("TLAB_MEASURE_LINK_MBIT"), 64); err == nil {
+		d.Rate = units.Bitrate(r * 1e6) // a rate limit on the link too
+	}
+	tb, err := testbed.Build(testbed.ClientServer(emu.LinkConfig{Up: d, Down: d}), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +111,15 @@ func TestMeasureEngineCostPerGbit(t *testing.T) {
 	if out := os.Getenv("TLAB_MEASURE_PERF"); out != "" {
 		perf = exec.Command("perf", "record", "-g", "-o", out, "-p", strconv.Itoa(pid), "--", "sleep", fmt.Sprint(int(window.Seconds()/2)))
 		if err := perf.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var syscalls *exec.Cmd
+	var syscallsOut strings.Builder
+	if os.Getenv("TLAB_MEASURE_SYSCALLS") == "1" {
+		syscalls = exec.Command("perf", "stat", "-x", ",", "-e", "raw_syscalls:sys_enter", "-p", strconv.Itoa(pid), "--", "sleep", fmt.Sprint(window.Seconds()))
+		syscalls.Stderr = &syscallsOut
+		if err := syscalls.Start(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -112,11 +146,18 @@ func TestMeasureEngineCostPerGbit(t *testing.T) {
 	if perf != nil {
 		perf.Wait()
 	}
+	if syscalls != nil {
+		syscalls.Wait()
+		// perf stat -x, writes "count,unit,event,...".
+		n, _ := strconv.ParseFloat(strings.SplitN(strings.TrimSpace(syscallsOut.String()), ",", 2)[0], 64)
+		up := after.Links[0].Up.Sub(before.Links[0].Up)
+		t.Logf("system calls of the engine over the window: %.0f, %.2f per frame carried (%d frames)", n, n/float64(max(up.TxPackets, 1)), up.TxPackets)
+	}
 	up := after.Links[0].Up.Sub(before.Links[0].Up)
 	gbit := float64(up.TxBytes) * 8 / 1e9
 	l := after.Lateness
-	t.Logf("rate %g Mbit/s: cpu %.3f s in %.1f s (%.1f %% of a core); carried %.3f Gbit (%d frames, %.1f Mbit/s) = %.2f cpu s/Gbit; release error p50 %.1f p99 %.1f p99.9 %.1f max %.0f us; spin %.1f us; wakeups %d; load %s -> %s, host cpu busy %.0f %%",
-		mbit, cpu1.Seconds()-cpu0.Seconds(), elapsed.Seconds(), 100*(cpu1-cpu0).Seconds()/elapsed.Seconds(),
+	t.Logf("mode %q rt %d rate %g Mbit/s: cpu %.3f s in %.1f s (%.1f %% of a core); carried %.3f Gbit (%d frames, %.1f Mbit/s) = %.2f cpu s/Gbit; release error p50 %.1f p99 %.1f p99.9 %.1f max %.0f us; spin %.1f us; wakeups %d; load %s -> %s, host cpu busy %.0f %%",
+		opts.Emulator.Mode, opts.RealtimePriority, mbit, cpu1.Seconds()-cpu0.Seconds(), elapsed.Seconds(), 100*(cpu1-cpu0).Seconds()/elapsed.Seconds(),
 		gbit, up.TxPackets, gbit*1e3/elapsed.Seconds(), (cpu1-cpu0).Seconds()/max(gbit, 1e-9),
 		l.P50, l.P99, l.P999, l.Max, float64(after.SpinNs)/1e3, after.Wakeups-before.Wakeups, load0, loadAvg(), 100*float64(hb1-hb0)/float64(max(ht1-ht0, 1)))
 }

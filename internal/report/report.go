@@ -478,7 +478,7 @@ func tableColumns(rows []results.Summary, m *results.Manifest) []metrics.Metric 
 	}
 	var cols []metrics.Metric
 	if m != nil && len(m.Table) > 0 {
-		for _, name := range append(slices.Clone(m.Table), "emu_release_p99_us", "host_steal_pct", "overlapping_runs", "attempts_discarded") {
+		for _, name := range append(slices.Clone(m.Table), "emu_release_p99_us", "emu_cpu_s", "host_steal_pct", "overlapping_runs", "attempts_discarded") {
 			if mt, ok := metrics.Lookup(name); ok && have[name] {
 				cols = append(cols, mt)
 			}

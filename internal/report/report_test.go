@@ -32,7 +32,7 @@ func TestReportFromSyntheticRows(t *testing.T) {
 		for _, iv := range []string{"5ms", "25ms"} {
 			rows = append(rows, results.Summary{Cell: proto + iv, Profile: "5g", Protocol: proto, Workload: "periodic", Rep: 1, Seed: 1,
 				Fields: []results.Field{{Name: "delay_p5_ms", Value: 10.0 + float64(i)}, {Name: "delay_p25_ms", Value: 11.0}, {Name: "delay_p50_ms", Value: 12.0},
-					{Name: "delay_p75_ms", Value: 13.0}, {Name: "delay_p95_ms", Value: 15.0}, {Name: "jitter_pct", Value: 3.0}, {Name: "tcp_congestion", Value: cc}, {Name: "emu_release_p99_us", Value: 12.0}},
+					{Name: "delay_p75_ms", Value: 13.0}, {Name: "delay_p95_ms", Value: 15.0}, {Name: "jitter_pct", Value: 3.0}, {Name: "tcp_congestion", Value: cc}, {Name: "emu_release_p99_us", Value: 12.0}, {Name: "emu_cpu_s", Value: 0.5}},
 				Params: []results.Param{{Key: "workload.interval", Value: iv}}})
 		}
 	}
@@ -44,7 +44,7 @@ func TestReportFromSyntheticRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := buildPage(t, dir)
-	for _, want := range []string{`<figure id="delay_box-1-5g">`, `<figure id="jitter_bars-1-5g">`, `plot &#34;bytes_bars&#34;: the rows lack bytes_per_request`, "synthetic", "rows made by a test", "EMU p99 us",
+	for _, want := range []string{`<figure id="delay_box-1-5g">`, `<figure id="jitter_bars-1-5g">`, `plot &#34;bytes_bars&#34;: the rows lack bytes_per_request`, "synthetic", "rows made by a test", "EMU p99 us", "EMU CPU s",
 		"cubic in every row over TCP (kernel default: bbr)"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report lacks %q", want)
