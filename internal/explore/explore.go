@@ -194,7 +194,11 @@ type Comparison struct {
 	// Range is the requirement's metric's own bounds (metrics.Metric's
 	// Bounds: 0 and 100 for a share in percent), nil where it has none:
 	// a requirement on a bounded metric is judged by the rule and by a
-	// bet on the bounded mean together (LogE).
+	// bet on the bounded mean together (LogE). One value is a floor
+	// only (a latency's 0, where the metric has no largest value; JSON
+	// has no infinity): then the bet is on the mean being above the
+	// bound, the one side a floor makes safe (floorBetLogE), and joins
+	// the rule where the values lie above it on the whole.
 	Range []float64 `json:"range,omitempty"`
 }
 
@@ -208,10 +212,26 @@ type Comparison struct {
 // the values sit far from the bound with no spread.
 func (c Comparison) LogE(rule Rule, d []float64) float64 {
 	le := rule.LogE(d)
-	if c.Kind != RequirementKind || len(c.Range) != 2 {
+	if c.Kind != RequirementKind {
 		return le
 	}
-	return logMeanExp([]float64{le, bettingLogE(d, c.Range[0], c.Range[1], c.Requirement.Bound)})
+	switch len(c.Range) {
+	case 2:
+		return logMeanExp([]float64{le, bettingLogE(d, c.Range[0], c.Range[1], c.Requirement.Bound)})
+	case 1:
+		// A floor only: the bet speaks for "above the bound" alone, so
+		// it joins the rule only where the values lean that way, and
+		// evidence for "below" is the rule's, not halved. Each wrong
+		// verdict is still one e-process crossing 1/alpha: "above" when
+		// the mean is at most the bound needs the mean of the rule and
+		// the bet to cross (a supermartingale there), "below" when the
+		// mean is above it needs the rule alone to cross with a
+		// negative mean; for any true mean only one of the two is wrong.
+		if finiteMean(d) > 0 {
+			return logMeanExp([]float64{le, floorBetLogE(d, c.Range[0], c.Requirement.Bound)})
+		}
+	}
+	return le
 }
 
 func lowerIsBetter(r advise.Requirement) bool { return strings.HasPrefix(r.Op, "<") }
@@ -338,6 +358,9 @@ func comparisons(stacks []string, reqs []advise.Requirement) []Comparison {
 		var bounds []float64
 		if m, ok := metrics.Lookup(r.Metric); ok && len(m.Bounds) == 2 {
 			bounds = slices.Clone(m.Bounds)
+			if math.IsInf(m.Bounds[1], 1) {
+				bounds = bounds[:1] // a floor only
+			}
 		}
 		for _, s := range stacks {
 			out = append(out, Comparison{Kind: RequirementKind, Stack: s, Requirement: r, Range: bounds})

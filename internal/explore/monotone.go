@@ -294,7 +294,11 @@ func (s *search) parked(p *PointResult) bool {
 // be decided at the map's level, from values as far from the bound as
 // they come with no spread: the t mixture's ceiling (1+ng)^((n-1)/2),
 // or, for a bounded metric, the mean of it and the bet at the range's far
-// end. Before that, no point can gain a decision, however clear.
+// end. A metric with a floor only (a latency) has no far end: it is
+// read one unit from the bound like an unbounded one, where the floor
+// bet pays nothing and the t mixture's ceiling decides (halved by the
+// mean with the bet: a point parks one repetition later at most, never
+// sooner because of a rare value far out). Before that, no point can gain a decision, however clear.
 func (s *search) fewestToDecide() int {
 	shares := Shares(s.comps)
 	alpha := s.cfg.Alpha * (1 - s.cfg.WhyShare)

@@ -177,7 +177,9 @@ func TestTheMonotoneMapIsRightWhereItInfers(t *testing.T) {
 // points from the bound give 806 at n = 2 and 57 513 at n = 3
 // (TestTheBoundedBetByHand's sums, cubed): 3. Study D's (an unbounded
 // latency, 2 stacks: 25·3/0.05 = 1500): the t mixture's ceiling
-// (1+4n)^((n-1)/2) is 441 at n = 5 and 3125 at n = 6: 6. A point that
+// (1+4n)^((n-1)/2) is 441 at n = 5 and 3125 at n = 6, and the floor bet
+// one unit above a bound of 100 pays (1 + (k/11)/100)^n ≈ 1.03 at most,
+// so their mean is 221 and 1563: 6. A point that
 // has had one more than that and decided nothing in its last two yields
 // its place while other points are open, and comes back once none is.
 func TestAPointThatStopsGainingYieldsItsPlace(t *testing.T) {

@@ -247,3 +247,123 @@ func TestTheBoundedBetHoldsItsLevelAtEveryLook(t *testing.T) {
 		}
 	}
 }
+
+// The floor bet at a hand-worked point: two repetitions of a latency of
+// 300 ms against a bound of 100 ms, floor 0: λ = (k/11)/100, factor
+// 1 + λ·200 = 1 + 2k/11 (k = 1..10), squared and summed: Σ (1 + 4k/11 +
+// 4k²/121) = 10 + 4·55/11 + 4·385/121 = 10 + 20 + 12.72727 = 42.72727;
+// the mean of the 10 capitals 4.272727. With the t mixture at no spread,
+// n = 2, (1+2·4)^(1/2) = 3: their mean 3.636364.
+func TestTheFloorBetByHand(t *testing.T) {
+	d := []float64{200, 200}
+	if got := math.Exp(floorBetLogE(d, 0, 100)); math.Abs(got-4.272727) > 1e-5 {
+		t.Errorf("floor bet on 300, 300 ms against 100 ms = %v, want 4.272727", got)
+	}
+	c := Comparison{Kind: RequirementKind, Stack: "x", Requirement: advise.Requirement{Metric: "delay_p95_ms", Op: "<=", Bound: 100}, Range: []float64{0}}
+	if got := math.Exp(c.LogE(TMixture, d)); math.Abs(got-3.636364) > 1e-5 {
+		t.Errorf("the rule and the floor bet together = %v, want (3 + 4.272727)/2 = 3.636364", got)
+	}
+	// Values below the bound are no bet for "above": factor 1 − c·0.5 < 1.
+	if got := floorBetLogE([]float64{-50, -50}, 0, 100); got >= 0 {
+		t.Errorf("the floor bet grew on values below the bound: log e = %v", got)
+	}
+	// ... and there the rule's evidence is not halved: 50 ms twice
+	// against 100 ms is the t mixture's 3 (no spread, n = 2).
+	if got := math.Exp(c.LogE(TMixture, []float64{-50, -50})); math.Abs(got-3) > 1e-9 {
+		t.Errorf("below the bound the rule with the floor = %v, want the t mixture's 3", got)
+	}
+	// A bound at the floor leaves nothing to bet on.
+	if got := floorBetLogE(d, 100, 100); got != 0 {
+		t.Errorf("a bound at the floor: log e = %v, want 0", got)
+	}
+	// The registry gives a latency its floor and no ceiling: one value.
+	for _, c := range Comparisons([]string{"x"}, []advise.Requirement{{Metric: "delay_p95_ms", Op: "<=", Bound: 100}}) {
+		if len(c.Range) != 1 || c.Range[0] != 0 {
+			t.Errorf("delay_p95_ms's requirement has range %v, want [0] (a floor only)", c.Range)
+		}
+	}
+}
+
+// A latency far above its bound fails sooner with the floor bet: at study
+// D's map (alpha 0.05 over 75 tests, 1/alpha' = 1500), values of 1200 ms
+// against 100 ms (eleven bounds above it) with no spread. The bet's
+// factors are 1 + (k/11)·1100/100 = 1 + k (k = 1..10): at n = 3 the mean
+// capital is (Σ_{j=2..11} j³)/10 = (4356 − 1)/10 = 435.5, with the t
+// mixture's 13: 224.3 < 1500; at n = 4, (Σ_{j=2..11} j⁴)/10 = (39974 −
+// 1)/10 = 3997.3, with the t's 17^1.5 = 70.09: 2033.7 >= 1500, "fails".
+// The t mixture alone: 441 at n = 5, 3125 at n = 6.
+func TestALatencyFarAboveItsBoundFailsInFourRepetitions(t *testing.T) {
+	c := Comparisons([]string{"x"}, []advise.Requirement{{Metric: "delay_p95_ms", Op: "<=", Bound: 100}})[0]
+	rep := map[string]map[string]float64{"x": {"delay_p95_ms": 1200}}
+	for n, want := range map[int]string{3: Undecided, 4: string(advise.Fails)} {
+		var reps []map[string]map[string]float64
+		for range n {
+			reps = append(reps, rep)
+		}
+		if got := c.Judge(reps, TMixture, 0.05, 75).Label; got != want {
+			t.Errorf("1200 ms in %d repetitions against <= 100 ms: %s, want %s", n, got, want)
+		}
+	}
+	c.Range = nil // the t mixture alone
+	reps := []map[string]map[string]float64{rep, rep, rep, rep, rep}
+	if got := c.Judge(reps, TMixture, 0.05, 75).Label; got != Undecided {
+		t.Errorf("the t mixture alone decided 1200 ms against 100 ms in 5 repetitions (%s); its ceiling there is 441 < 1500", got)
+	}
+}
+
+// Under nulls with the floor 0 and the mean at the bound (or below it:
+// the null for "fails" is any mean at most the bound), with a look after
+// every repetition, the floor bet rejects no more often than alpha: the
+// bound 129 of 2000 sequences at alpha = 0.05 (Ville's inequality,
+// Binomial(2000, 0.05) + 3 sd), as TestRulesHoldTheirLevelAtEveryLook.
+// The hardest nulls for a bet on "above" put their mass at the floor and
+// far out (two-point 0 or 10 bounds; a lognormal of heavy tail); a
+// symmetric null about the bound checks the rule and the bet together
+// (the t mixture assumes a symmetric spread).
+func TestTheFloorBetHoldsItsLevelAtEveryLook(t *testing.T) {
+	const sequences, looks, alpha, limit, bound = 2000, 30, 0.05, 129, 100.0
+	type null struct {
+		draw func(r *rand.Rand) float64
+		both bool
+	}
+	nulls := map[string]null{
+		"two-point 0 or 10 bounds": {func(r *rand.Rand) float64 {
+			if r.Float64() < 0.1 {
+				return 10 * bound
+			}
+			return 0
+		}, false},
+		"exponential, mean at the bound": {func(r *rand.Rand) float64 { return bound * r.ExpFloat64() }, false},
+		// exp(N(μ, 1.5²)) has mean exp(μ + 1.125): μ = ln(bound) − 1.125.
+		"lognormal, mean at the bound": {func(r *rand.Rand) float64 {
+			return math.Exp(math.Log(bound) - 1.125 + 1.5*r.NormFloat64())
+		}, false},
+		"exponential, mean half the bound": {func(r *rand.Rand) float64 { return bound / 2 * r.ExpFloat64() }, false},
+		"uniform 0..2 bounds":              {func(r *rand.Rand) float64 { return 2 * bound * r.Float64() }, true},
+	}
+	c := Comparison{Kind: RequirementKind, Stack: "x", Requirement: advise.Requirement{Metric: "m", Op: "<=", Bound: bound}, Range: []float64{0}}
+	for name, nl := range nulls {
+		r := rand.New(rand.NewPCG(19, 23))
+		count := 0
+		for range sequences {
+			var d []float64
+			var e Evidence
+			for n := 1; n <= looks; n++ {
+				d = append(d, nl.draw(r)-bound)
+				le := floorBetLogE(d, 0, bound)
+				if nl.both {
+					le = c.LogE(TMixture, d)
+				}
+				e.observe(le, d)
+				if e.Decided(alpha, 1) {
+					count++
+					break
+				}
+			}
+		}
+		t.Logf("%s: %d of %d sequences crossed", name, count, sequences)
+		if count > limit {
+			t.Errorf("the floor bet under a %s null: %d of %d sequences rejected at some look, above %d for alpha = %v", name, count, sequences, limit, alpha)
+		}
+	}
+}

@@ -53,8 +53,10 @@ type Metric struct {
 	OverCompleted bool
 	// Bounds are the least and the largest value the metric can take,
 	// where they are fixed by its definition (0 and 100 for a share in
-	// percent); nil where it has no upper bound. A sequential test may
-	// bet on a bounded mean (package explore), which needs them.
+	// percent); the largest is +Inf where only the least is fixed (0 for
+	// a latency, which has no largest value); nil where neither is. A
+	// sequential test may bet on a bounded mean (package explore), which
+	// needs both, or on a mean above a bound, which needs the least.
 	Bounds []float64
 	// Compute returns the value from a cell's input; nil for parameters
 	// and settings, which the runner sets, and for facts (then the value

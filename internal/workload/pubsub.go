@@ -111,16 +111,16 @@ func init() {
 			Compute: func(in *metrics.Input) float64 { return metrics.QuantileOf(reconnects(in), 0.5) }},
 		{Name: "reconnect_p95_ms", Kind: metrics.Measured, OverCompleted: true, Unit: "ms", Header: "Δ+ P95 ms", Precision: 1, Definition: "95th percentile of Δ+ over the cell's reconnections.",
 			Compute: func(in *metrics.Input) float64 { return metrics.QuantileOf(reconnects(in), 0.95) }},
-		{Name: "message_latency_p50_ms", Kind: metrics.Measured, Unit: "ms", Header: "LAT P50 ms", Precision: 2,
+		{Name: "message_latency_p50_ms", Kind: metrics.Measured, Unit: "ms", Bounds: []float64{0, math.Inf(1)}, Header: "LAT P50 ms", Precision: 2,
 			Definition: "Median publish-to-delivery latency: from the publisher's PUBLISH call to the subscriber's receipt, per message; a message that never arrived counts as beyond any bound.",
 			Compute: func(in *metrics.Input) float64 {
 				return metrics.QuantileCounting(extra(in, "latency_ms"), in.Unfinished(), 0.5)
 			}},
-		{Name: "message_latency_p95_ms", Kind: metrics.Measured, Unit: "ms", Header: "LAT P95 ms", Precision: 2, Definition: "95th percentile of the publish-to-delivery latency.",
+		{Name: "message_latency_p95_ms", Kind: metrics.Measured, Unit: "ms", Bounds: []float64{0, math.Inf(1)}, Header: "LAT P95 ms", Precision: 2, Definition: "95th percentile of the publish-to-delivery latency.",
 			Compute: func(in *metrics.Input) float64 {
 				return metrics.QuantileCounting(extra(in, "latency_ms"), in.Unfinished(), 0.95)
 			}},
-		{Name: "message_latency_p99_ms", Kind: metrics.Measured, Unit: "ms", Header: "LAT P99 ms", Precision: 2, Definition: "99th percentile of the publish-to-delivery latency.",
+		{Name: "message_latency_p99_ms", Kind: metrics.Measured, Unit: "ms", Bounds: []float64{0, math.Inf(1)}, Header: "LAT P99 ms", Precision: 2, Definition: "99th percentile of the publish-to-delivery latency.",
 			Compute: func(in *metrics.Input) float64 {
 				return metrics.QuantileCounting(extra(in, "latency_ms"), in.Unfinished(), 0.99)
 			}},
