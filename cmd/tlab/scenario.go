@@ -351,23 +351,15 @@ func validateScenario(name string, sets []string) (validation, error) {
 	if err != nil {
 		return validation{}, err
 	}
-	cells, err := plan.Compile(sc)
+	est, err := experiment.EstimateOf(sc)
 	if err != nil {
 		return validation{}, err
 	}
-	planned := experiment.Plan(cells)
-	v := validation{Name: sc.Name, Cells: len(cells), PlannedS: planned.Seconds(), Profiles: len(sc.Profiles), Protocols: len(sc.Protocols),
+	cells := est.Cells
+	v := validation{Name: sc.Name, Cells: len(cells), PlannedS: est.Planned.Seconds(), Profiles: len(sc.Profiles), Protocols: len(sc.Protocols),
 		MatrixPoints: len(cells) / max(1, len(sc.Profiles)*len(sc.Protocols)*sc.Repetitions), Repetitions: sc.Repetitions,
-		Stacks: stacks.Lines(sc), Explore: exploreLine(sc), Warnings: plan.Warnings(cells)}
-	if maxReps, auto := sc.AutoRepetitions(); auto {
-		v.MaxRepetitions = maxReps
-		if maxReps > sc.Repetitions {
-			// repetitions: auto runs the first repetitions, then more
-			// only while a verdict is open: a range, not one figure.
-			v.MostCells = mostCells(len(cells), sc.Repetitions, maxReps)
-			v.MostPlannedS = scalePlan(planned, v.MostCells, len(cells)).Seconds()
-		}
-	}
+		Stacks: stacks.Lines(sc), Explore: exploreLine(sc), Warnings: plan.Warnings(cells),
+		MaxRepetitions: est.MaxRepetitions, MostCells: est.MostCells, MostPlannedS: est.MostPlanned.Seconds()}
 	if stacks.Any(sc) {
 		as := invoker.Find()
 		v.Commands, v.FromFile, v.RunsAs = true, !experiment.IsPreset(name), as.Name
@@ -536,9 +528,9 @@ func runPresets(_ context.Context, args []string, stdout, stderr io.Writer) int 
 			planned := time.Duration(0)
 			for _, part := range suite.Parts {
 				if sc, err := experiment.LoadPreset(part, nil); err == nil {
-					cells, _ := plan.Compile(sc)
-					info.Cells += len(cells)
-					planned += experiment.Plan(cells)
+					est, _ := experiment.EstimateOf(sc)
+					info.Cells += len(est.Cells)
+					planned += est.Planned
 				}
 			}
 			info.PlannedS, info.Suite, info.Description = planned.Seconds(), suite.Parts, firstSentence(suite.Description)
@@ -551,12 +543,9 @@ func runPresets(_ context.Context, args []string, stdout, stderr io.Writer) int 
 			out = append(out, info)
 			continue
 		}
-		cells, _ := plan.Compile(sc)
-		info.Cells, info.PlannedS, info.Description = len(cells), experiment.Plan(cells).Seconds(), firstSentence(sc.Description)
-		if maxReps, auto := sc.AutoRepetitions(); auto && maxReps > sc.Repetitions {
-			info.MostCells = mostCells(len(cells), sc.Repetitions, maxReps)
-			info.MostPlannedS = scalePlan(experiment.Plan(cells), info.MostCells, len(cells)).Seconds()
-		}
+		est, _ := experiment.EstimateOf(sc)
+		info.Cells, info.PlannedS, info.Description = len(est.Cells), est.Planned.Seconds(), firstSentence(sc.Description)
+		info.MostCells, info.MostPlannedS = est.MostCells, est.MostPlanned.Seconds()
 		out = append(out, info)
 	}
 	if *asJSON {
@@ -587,18 +576,6 @@ func roundPlan(d time.Duration) time.Duration {
 		d = d.Round(time.Minute)
 	}
 	return d
-}
-
-// mostCells is how many cells a scenario with repetitions: auto runs when
-// every point goes to maxReps: its cells for the first reps, scaled.
-func mostCells(cells, reps, maxReps int) int {
-	return cells / max(reps, 1) * maxReps
-}
-
-// scalePlan scales a planned time for cells to most cells (the cells of
-// one repetition cost the same in every repetition).
-func scalePlan(planned time.Duration, most, cells int) time.Duration {
-	return time.Duration(float64(planned) * float64(most) / float64(max(cells, 1)))
 }
 
 func firstSentence(s string) string {

@@ -14,12 +14,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"tlab/internal/emu"
 	"tlab/internal/experiment"
 	"tlab/internal/invoker"
-	"tlab/internal/scenario"
 	"tlab/internal/units"
 )
 
@@ -80,7 +77,8 @@ func runShell(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	sc, err := shellScenario(*scenarioFile, *profile, given["profile"], *link, *queue, *seed, given["seed"], cross, sets)
+	sc, err := experiment.ShellScenario(experiment.ShellNetwork{File: *scenarioFile, Profile: *profile, ProfileGiven: given["profile"],
+		Link: *link, Queue: *queue, Seed: *seed, SeedGiven: given["seed"], Cross: cross, Sets: sets})
 	if err != nil {
 		fmt.Fprintf(stderr, "tlab shell: %v\n", err)
 		return exitUsage
@@ -122,69 +120,6 @@ func runShell(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return errorExit(stderr, err)
 	}
 	return acct.ExitStatus
-}
-
-// shellScenario is the network of a shell as a scenario: a file's, or one
-// built from the flags (one profile, the shell's seed, a placeholder
-// workload whose roles place the client and the server).
-func shellScenario(file, profile string, profileGiven bool, link, queue string, seed uint64, seedGiven bool, cross, sets []string) (*scenario.Scenario, error) {
-	var over []string
-	if queue != "" {
-		over = append(over, "link.queue="+queue)
-	}
-	for _, c := range cross {
-		if !strings.Contains(c, "=") {
-			return nil, fmt.Errorf("--cross %q: want FIELD=VALUE, such as flows=2", c)
-		}
-		over = append(over, "cross."+c)
-	}
-	if file != "" {
-		if profileGiven {
-			over = append(over, "profiles=["+profile+"]")
-		}
-		if seedGiven {
-			over = append(over, "seed="+strconv.FormatUint(seed, 10))
-		}
-		if link != "" {
-			ov, err := emu.ParseOverrides(link)
-			if err != nil {
-				return nil, fmt.Errorf("--link: %w", err)
-			}
-			b, _ := yaml.Marshal(ov)
-			over = append(over, "link="+strings.TrimSpace(flowYAML(b)))
-		}
-		return scenario.Load(file, append(over, sets...)...)
-	}
-	doc := map[string]any{
-		"name": "shell", "description": "A tlab shell's network.",
-		"profiles": []string{profile}, "protocols": []string{"tcp"},
-		"workload": map[string]any{"type": "periodic"}, "count": 1, "warmup": "0s", "seed": seed,
-	}
-	if link != "" {
-		ov, err := emu.ParseOverrides(link)
-		if err != nil {
-			return nil, fmt.Errorf("--link: %w", err)
-		}
-		doc["link"] = ov
-	}
-	data, err := yaml.Marshal(doc)
-	if err != nil {
-		return nil, err
-	}
-	return scenario.Parse("the command line", data, append(over, sets...)...)
-}
-
-// flowYAML turns a block YAML mapping into one line, for a --set value.
-func flowYAML(b []byte) string {
-	var v any
-	if yaml.Unmarshal(b, &v) != nil {
-		return string(b)
-	}
-	n := &yaml.Node{}
-	n.Encode(v)
-	n.Style = yaml.FlowStyle
-	out, _ := yaml.Marshal(n)
-	return string(out)
 }
 
 // printShellAccount writes what the link did, one row per link direction.

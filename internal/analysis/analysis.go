@@ -31,9 +31,9 @@ const (
 	AnswersFile = "answers.json"
 )
 
-// RealPath is the network name of a remote run's cells: the real path to
-// the agent, on which nothing is emulated.
-const RealPath = "remote"
+// RealPath is the network name of a remote run's cells (results.RealPath),
+// named here for the replay step that reads it.
+const RealPath = results.RealPath
 
 // Analysis is what a run's rows and records say.
 type Analysis struct {

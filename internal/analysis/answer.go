@@ -236,9 +236,16 @@ func OfRuns(runs []NamedRun, rows []results.Summary, reqs []advise.Requirement, 
 		}
 		a.QoO = profile
 	}
-	// The bars' means over the rows side by side (each run's cells
-	// apart, by their swept value "run").
+	// The bars' means, the delay boxes and the connections grids over
+	// the rows side by side (each run's cells apart, by their swept value
+	// "run").
 	a.SetOutput(MeansStep, repetitionMeans(rows))
+	if b := averagedDelayBoxes(rows); b != nil {
+		a.SetOutput(DelayBoxStep, b)
+	}
+	if g := connsGridsOf(rows, [][]results.Param{nil}); g != nil {
+		a.SetOutput(ConnsGridStep, g)
+	}
 	var err error
 	if a.Answers, err = Answer(q); err != nil {
 		return nil, err

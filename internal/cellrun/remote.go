@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"tlab/internal/analysis"
 	"tlab/internal/cross"
 	"tlab/internal/hostnoise"
 	"tlab/internal/proto"
@@ -29,7 +28,7 @@ import (
 const AgentSite = "agent"
 
 func init() {
-	RegisterSite(scenario.SiteKind{Kind: AgentSite, Network: analysis.RealPath,
+	RegisterSite(scenario.SiteKind{Kind: AgentSite, Network: results.RealPath,
 		Doc: "the real path to a tlab agent", Flag: "tlab run --remote HOST:PORT (docs/guide.md, \"Across a real network\")"},
 		newAgentSite)
 }

@@ -13,7 +13,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"tlab/internal/metrics"
+	"tlab/internal/analysis"
 	"tlab/internal/results"
 )
 
@@ -41,6 +41,9 @@ type panel struct {
 	cats, protos []string
 	axis         string
 	stem         string
+	// fixed are the swept values the figure fixes (kind@key=value), by
+	// which a step's figures over those rows are found.
+	fixed []results.Param
 }
 
 func (p panel) xLabel() string {
@@ -140,21 +143,19 @@ func (p panel) category() (func(results.Summary) string, []string) {
 	return comboLabel, p.cats
 }
 
+// drawDelayBox draws the delay-box step's boxes: each stack's quantiles
+// averaged over its repetitions (a category's rows share every swept
+// value, by which the box is found).
 func drawDelayBox(p panel) ([]Figure, error) {
 	catOf, cats := p.category()
 	stats := map[string]map[string]boxStat{}
-	n := map[string]map[string]float64{}
 	for _, row := range p.rows {
 		if stats[row.Protocol] == nil {
-			stats[row.Protocol], n[row.Protocol] = map[string]boxStat{}, map[string]float64{}
+			stats[row.Protocol] = map[string]boxStat{}
 		}
-		c := catOf(row)
-		b := stats[row.Protocol][c]
-		k := n[row.Protocol][c]
-		// Repetitions: the mean of each quantile.
-		avg := func(old float64, name string) float64 { return (old*k + row.Float(name)) / (k + 1) }
-		b.P5, b.P25, b.P50, b.P75, b.P95 = avg(b.P5, "delay_p5_ms"), avg(b.P25, "delay_p25_ms"), avg(b.P50, "delay_p50_ms"), avg(b.P75, "delay_p75_ms"), avg(b.P95, "delay_p95_ms")
-		stats[row.Protocol][c], n[row.Protocol][c] = b, k+1
+		if b, ok := p.run.analysis.DelayBoxOf(row.Profile, comboLabel(row), row.Protocol); ok {
+			stats[row.Protocol][catOf(row)] = boxStat{P5: b.P5, P25: b.P25, P50: b.P50, P75: b.P75, P95: b.P95}
+		}
 	}
 	pl := groupedBoxes(cats, p.protos, stats, p.xLabel(), "response delay (ms)")
 	fig, err := render(pl, p.dir, p.stem, "Response delay, "+p.profile, "Boxes from the 25th to the 75th percentile with the median; whiskers at the 5th and 95th percentiles (study A's box plots).", figW, figH)
@@ -193,65 +194,25 @@ func (p panel) meansOf(field string, cat func(results.Summary) string) map[strin
 	return out
 }
 
-// opensConnections tells whether proto opened more than one connection in
-// a measured window of any of the rows: a client that keeps one
-// connection has nothing to show on a connections heatmap.
-func opensConnections(rows []results.Summary, proto string) bool {
-	for _, r := range rows {
-		if r.Protocol == proto && r.Float("conns_per_1000")*r.Float("requests")/1000 > 1.5 {
-			return true
-		}
-	}
-	return false
-}
-
 // drawConnsHeatmap plots connections per 1000 requests by interval
 // (columns) and payload (rows), as study A does for HTTP/1.1, for every
-// protocol that opened more than one connection in some cell.
+// protocol that opened more than one connection in some cell: the
+// conns-grid step's grids, over the rows swept at the figure's fixed
+// values.
 func drawConnsHeatmap(p panel) ([]Figure, error) {
 	var figs []Figure
 	for _, proto := range p.protos {
-		if !opensConnections(p.rows, proto) {
+		cg, ok := p.run.analysis.ConnsGridOf(p.profile, analysis.FixedKey(p.fixed), proto)
+		if !ok {
 			continue
 		}
-		var ivs, pls []float64
-		val := map[[2]float64][]float64{}
-		for _, r := range p.rows {
-			c := r.Float("conns_per_1000")
-			if r.Protocol != proto || math.IsNaN(c) {
-				continue
-			}
-			iv, pl := r.Float("interval_ms"), r.Float("req_size")
-			if !slices.Contains(ivs, iv) {
-				ivs = append(ivs, iv)
-			}
-			if !slices.Contains(pls, pl) {
-				pls = append(pls, pl)
-			}
-			k := [2]float64{iv, pl}
-			val[k] = append(val[k], c)
-		}
-		if len(ivs) == 0 {
-			continue
-		}
-		slices.Sort(ivs)
-		slices.Sort(pls)
-		g := grid{cols: ivs, rows: pls, values: make([][]float64, len(pls))}
+		g := grid{cols: cg.Intervals, rows: cg.Payloads, values: cg.Means}
 		var colNames, rowNames []string
-		for _, iv := range ivs {
+		for _, iv := range cg.Intervals {
 			colNames = append(colNames, strconv.FormatFloat(iv, 'f', -1, 64)+" ms")
 		}
-		for ri, pl := range pls {
+		for _, pl := range cg.Payloads {
 			rowNames = append(rowNames, strconv.FormatFloat(pl, 'f', -1, 64)+" B")
-			g.values[ri] = make([]float64, len(ivs))
-			for ci, iv := range ivs {
-				vs := val[[2]float64{iv, pl}]
-				if len(vs) == 0 {
-					g.values[ri][ci] = math.NaN()
-					continue
-				}
-				g.values[ri][ci] = metrics.Describe(vs).Mean
-			}
 		}
 		pl, err := heatmap(g, "request interval", "payload", colNames, rowNames)
 		if err != nil {

@@ -106,7 +106,7 @@ func live(dir string, scored *analysis.Scored) (*Snapshot, error) {
 	}
 	// The bars' means, study D's boxes and study E's tables are the
 	// analysis's too, from the rows so far.
-	if r.analysis, err = analysis.Only(&results.Run{Dir: dir, Manifest: m, Rows: r.Rows}, analysis.MeansStep, analysis.PubsubBoxesStep, analysis.StudyEStep); err != nil {
+	if r.analysis, err = analysis.Only(&results.Run{Dir: dir, Manifest: m, Rows: r.Rows}, analysis.MeansStep, analysis.DelayBoxStep, analysis.ConnsGridStep, analysis.PubsubBoxesStep, analysis.StudyEStep); err != nil {
 		return nil, fmt.Errorf("live view: %w", err)
 	}
 	// Plots from the summary only: the records are joined at the end.

@@ -387,3 +387,48 @@ func TestLiveViewScoresTheCellsDone(t *testing.T) {
 		t.Errorf("the second look lost tcp's score: %+v", again.Run.Answers[0].Stacks)
 	}
 }
+
+// TestLiveViewDrawsStudyAsStepsFromTheRowsSoFar: the live view's
+// delay_box and conns_heatmap draw the delay-box and conns-grid steps,
+// which it asks the analysis for over the rows so far (the report
+// averages nothing): tcp's box is its one repetition's quantiles (p50
+// 10), h1s's grid its one cell (5 ms, 128 B: 40 per 1000).
+func TestLiveViewDrawsStudyAsStepsFromTheRowsSoFar(t *testing.T) {
+	dir := t.TempDir()
+	m := &results.Manifest{Scenario: "live", Cells: 3, Started: time.Now().Add(-time.Minute), Plots: []string{"delay_box", "conns_heatmap"}}
+	if err := m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range []string{"tcp", "h1s"} {
+		row := results.Summary{Cell: p, Profile: "5g", Protocol: p, Rep: 1, Fields: []results.Field{
+			{Name: "delay_p5_ms", Value: 8}, {Name: "delay_p25_ms", Value: 9}, {Name: "delay_p50_ms", Value: 10}, {Name: "delay_p75_ms", Value: 11}, {Name: "delay_p95_ms", Value: 12},
+			{Name: "conns_per_1000", Value: 1 + 39*float64(i)}, {Name: "requests", Value: 1000}, {Name: "interval_ms", Value: 5}, {Name: "req_size", Value: 128}}}
+		cdir := results.CellDir(dir, p)
+		if err := os.MkdirAll(cdir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := results.WriteSummaries(cdir, []results.Summary{row}); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(cdir, results.DoneFile), []byte(time.Now().Format(time.RFC3339)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := Live(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, ok := s.Run.analysis.DelayBoxOf("5g", "", "tcp"); !ok || b.P50 != 10 || b.P5 != 8 || b.P95 != 12 {
+		t.Errorf("live delay box of tcp = %+v (%v), want p5 8, p50 10, p95 12", b, ok)
+	}
+	if g, ok := s.Run.analysis.ConnsGridOf("5g", "", "h1s"); !ok || len(g.Means) != 1 || g.Means[0][0] != 40 {
+		t.Errorf("live connections grid of h1s = %+v (%v), want one cell, 40", g, ok)
+	}
+	var kinds []string
+	for _, f := range s.Figures {
+		kinds = append(kinds, f.Kind)
+	}
+	if !slices.Contains(kinds, "delay_box") || !slices.Contains(kinds, "conns_heatmap") {
+		t.Errorf("live figures %v, want delay_box and conns_heatmap", kinds)
+	}
+}

@@ -263,6 +263,7 @@ func (r *Run) figures(dir string) ([]Figure, []string, error) {
 				cats:   ordered(rows, comboLabel),
 				protos: ordered(rows, func(s results.Summary) string { return s.Protocol }),
 				stem:   fmt.Sprintf("%s-%d-%s", stemKind, pi+1, results.SafeName(profile)),
+				fixed:  spec.Fixed,
 			}
 			fs, err := k.Draw(pn)
 			if err != nil {

@@ -282,6 +282,12 @@ func ReadManifest(dir string) (*Manifest, error) {
 	return &m, nil
 }
 
+// RealPath is the network name of a remote run's cells: the real path to
+// the agent, on which nothing is emulated. It lives with the results, below
+// both the site that places cells there (cellrun) and the replay step that
+// reads them (analysis), so that neither imports the other.
+const RealPath = "remote"
+
 // Run is a results directory as read back.
 type Run struct {
 	Dir string
