@@ -867,8 +867,9 @@ func (e *engine) reply(v any) error {
 // 0.5 s at 100; but the loop then ran on two threads in turn, and the
 // forwarding capacity fell in every block (1400-byte frames 340k to 194k
 // a second, medians). Two Ps with the loop locked to its thread kept the
-// halved system calls, but its CPU saving was not separable in two blocks
-// and one window stalled (16k frames a second): not kept either.
+// halved system calls, but its CPU saving was not separable, 1400-byte
+// forwarding was lower in four of six blocks and one window stalled (16k
+// frames a second): not kept either.
 func prepareThread(spec EngineSpec) error {
 	runtime.GOMAXPROCS(1)
 	debug.SetGCPercent(-1)
