@@ -58,8 +58,8 @@ func loadAvg() string {
 // sleep mode's spin (a duration), TLAB_MEASURE_DEFER=1 deferred reads,
 // TLAB_MEASURE_LINK_MBIT a rate limit on the link (Mbit/s).
 // With TLAB_MEASURE_SYSCALLS=1 it counts the engine's system calls over
-// the window (perf stat, the raw_syscalls:sys_enter tracepoint) and
-// logs them per frame carried. Run it from two
+// the window (perf stat, the raw_syscalls:sys_enter tracepoint) and its
+// context switches, and logs both per frame carried. Run it from two
 // test binaries (an old build and a new one), or with two settings, in
 // turns A B B A to compare engines:
 //
@@ -117,7 +117,7 @@ func TestMeasureEngineCostPerGbit(t *testing.T) {
 	var syscalls *exec.Cmd
 	var syscallsOut strings.Builder
 	if os.Getenv("TLAB_MEASURE_SYSCALLS") == "1" {
-		syscalls = exec.Command("perf", "stat", "-x", ",", "-e", "raw_syscalls:sys_enter", "-p", strconv.Itoa(pid), "--", "sleep", fmt.Sprint(window.Seconds()))
+		syscalls = exec.Command("perf", "stat", "-x", ",", "-e", "raw_syscalls:sys_enter,context-switches", "-p", strconv.Itoa(pid), "--", "sleep", fmt.Sprint(window.Seconds()))
 		syscalls.Stderr = &syscallsOut
 		if err := syscalls.Start(); err != nil {
 			t.Fatal(err)
@@ -148,10 +148,15 @@ func TestMeasureEngineCostPerGbit(t *testing.T) {
 	}
 	if syscalls != nil {
 		syscalls.Wait()
-		// perf stat -x, writes "count,unit,event,...".
-		n, _ := strconv.ParseFloat(strings.SplitN(strings.TrimSpace(syscallsOut.String()), ",", 2)[0], 64)
+		// perf stat -x, writes "count,unit,event,..." a line per event,
+		// in the order given.
+		var counts [2]float64
+		for i, line := range strings.SplitN(strings.TrimSpace(syscallsOut.String()), "\n", 2) {
+			counts[i], _ = strconv.ParseFloat(strings.SplitN(strings.TrimSpace(line), ",", 2)[0], 64)
+		}
 		up := after.Links[0].Up.Sub(before.Links[0].Up)
-		t.Logf("system calls of the engine over the window: %.0f, %.2f per frame carried (%d frames)", n, n/float64(max(up.TxPackets, 1)), up.TxPackets)
+		frames := float64(max(up.TxPackets, 1))
+		t.Logf("system calls of the engine over the window: %.0f, %.2f per frame carried (%d frames); context switches %.0f, %.2f per frame", counts[0], counts[0]/frames, up.TxPackets, counts[1], counts[1]/frames)
 	}
 	up := after.Links[0].Up.Sub(before.Links[0].Up)
 	gbit := float64(up.TxBytes) * 8 / 1e9

@@ -859,6 +859,17 @@ func (e *engine) reply(v any) error {
 //
 // Real-time scheduling is a property of a thread, so with it the loop is
 // locked to its thread after all, and pays for the hand-back.
+//
+// Two Ps were measured (2026-11-28, docs/methodology.md) and not kept:
+// with an idle P the runtime's monitor leaves the loop's blocking waits
+// alone, halving the system calls (12.2 to 6.4 a frame at 10 Mbit/s) and
+// context switches, and the CPU per Gbit fell 2.8 s at 10 Mbit/s and
+// 0.5 s at 100; but the loop then ran on two threads in turn, and the
+// forwarding capacity fell in every block (1400-byte frames 340k to 194k
+// a second, medians). Two Ps with the loop locked to its thread kept the
+// halved system calls, but its CPU saving was not separable, 1400-byte
+// forwarding was lower in four of six blocks and one window stalled (16k
+// frames a second): not kept either.
 func prepareThread(spec EngineSpec) error {
 	runtime.GOMAXPROCS(1)
 	debug.SetGCPercent(-1)
