@@ -112,7 +112,13 @@ func TestLoadAcrossAFarEnd(t *testing.T) {
 			if !(up.Bytes > 0 && up.GoodputMbps > 2*boundMbps) {
 				t.Errorf("the up flow as the far end received it: %d B, %.1f Mbit/s; want over %g", up.Bytes, up.GoodputMbps, 2*boundMbps)
 			}
-			if !(down.GoodputMbps > boundMbps/4 && down.GoodputMbps <= boundMbps*1.15) {
+			// Goodput is bytes over the flow's own start and end as
+			// the client saw them: a client starved of the CPU at its
+			// start (the suite runs this package at idle priority
+			// beside two timed runs) shortens that window, 2.4 under a
+			// bound of 2 seen. A flow that ignored the bound would run
+			// at loopback speed, one at twice the bound past 1.5x.
+			if !(down.GoodputMbps > boundMbps/4 && down.GoodputMbps <= boundMbps*1.5) {
 				t.Errorf("the down flow ran at %.1f Mbit/s under a bound of %g", down.GoodputMbps, boundMbps)
 			}
 		})
