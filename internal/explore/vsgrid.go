@@ -17,23 +17,10 @@ const None = "none"
 // decidedly is enough to fail), then the best stack (None when every
 // stack fails; undecided while a stack's status or a pair is open).
 func Decisions(stacks []string, comps []Comparison, verdicts []Verdict) []string {
-	var out []string
+	out := Statuses(stacks, comps, verdicts)
 	allFail := true
-	for _, st := range stacks {
-		status := string(advise.Meets)
-		for i, c := range comps {
-			if c.Kind != RequirementKind || c.Stack != st {
-				continue
-			}
-			switch l := verdicts[i].Label; {
-			case l == string(advise.Fails):
-				status = string(advise.Fails)
-			case l == Undecided && status == string(advise.Meets):
-				status = Undecided
-			}
-		}
+	for _, status := range out {
 		allFail = allFail && status == string(advise.Fails)
-		out = append(out, status)
 	}
 	_, best := Standing(stacks, comps, verdicts)
 	switch {
