@@ -230,7 +230,20 @@ func TestAdaptiveReleaseErrorNoWorseThanBusy(t *testing.T) {
 			t.Errorf("release error %s: adaptive %.1f µs, busy %.1f µs: more than %.1f µs worse (%g µs and busy's own spread over rounds)", c.q, a, b, margin, c.target)
 		}
 	}
-	if n, a := med(p50[noSpin]), med(p50[emu.ModeAdaptive]); a > n/2 {
+	// The spin can only show its worth where the host gives the loop a
+	// CPU: with another process holding the loop's core, the scheduler
+	// runs them in turns of milliseconds, every mode's p99 is the turn
+	// (4-5 ms measured beside a CPU hog), and a loop that spins uses up its
+	// turn before the release while one that sleeps is woken first (the
+	// adaptive p50 was 110-140 µs there, the never-spinning loop's 25).
+	// The busy loop's own p99 over calibration's target says the host did
+	// not: the comparison is then no evidence either way, and is logged.
+	n, a := med(p50[noSpin]), med(p50[emu.ModeAdaptive])
+	if busyP99 := med(p99[emu.ModeBusy]); busyP99 > targetReleaseP99Us {
+		t.Logf("release error p50: adaptive %.1f µs, never spinning %.1f µs; not compared: the busy loop's own p99 is %.1f µs, over the %g µs target, so the host did not give the loop a CPU", a, n, busyP99, targetReleaseP99Us)
+		return
+	}
+	if a > n/2 {
 		t.Errorf("release error p50: adaptive %.1f µs, not under half a loop's that never spins (%.1f µs)", a, n)
 	}
 }
