@@ -80,14 +80,24 @@ func byProtocol(rows []results.Summary) map[string]results.Summary {
 }
 
 // TestEveryProtocolThroughTheLink: each protocol completes its requests and
-// no delay beats the link's RTT.
+// no delay beats the link's RTT. A protocol that cannot multiplex leaves a
+// request unsent when the exchange before it is still running one interval
+// after the request's slot, where the schedule ends (periodic.go): a host
+// that stalls the exchange causes it (one of 25 beside a CPU hog at load
+// 10), so an unsent request is accepted only where its records show that
+// wait, and a client that drops a request while keeping time still fails.
 func TestEveryProtocolThroughTheLink(t *testing.T) {
 	requireRoot(t)
 	names := proto.NamesWith(proto.CapRequestResponse)
-	rows, _ := sweep(t, "", names, "rtt=10ms", 20*time.Millisecond, 25, "", nil)
+	const interval, count = 20 * time.Millisecond, 25
+	rows, dir := sweep(t, "", names, "rtt=10ms", interval, count, "", nil)
+	explained := unsentExplained(t, filepath.Join(dir, "records.csv"), interval, count)
 	for _, r := range rows {
-		if r.Int("requests") != 25 || r.IntOr("errors", -1) != 0 || r.IntOr("unsent", -1) != 0 {
-			t.Errorf("%s: %d requests, %d errors, %d unsent", r.Protocol, r.Int("requests"), r.Int("errors"), r.Int("unsent"))
+		unsent := r.IntOr("unsent", -1)
+		if r.Int("requests")+unsent != count || r.IntOr("errors", -1) != 0 || unsent < 0 || unsent > explained[r.Protocol] {
+			t.Errorf("%s: %d requests, %d errors, %d unsent (%d of them at the schedule's end behind an exchange still running)", r.Protocol, r.Int("requests"), r.Int("errors"), unsent, explained[r.Protocol])
+		} else if unsent > 0 {
+			t.Logf("%s: %d of %d unsent behind an exchange still running at the schedule's end", r.Protocol, unsent, count)
 		}
 		if p5 := r.Float("delay_p5_ms"); !(p5 >= 10) {
 			t.Errorf("%s: p5 delay %.3f ms is below the 10 ms RTT", r.Protocol, p5)
@@ -275,6 +285,43 @@ func TestTLSSettingsReachTheWire(t *testing.T) {
 			t.Errorf("%s with tls_version 1.2: %d requests, recorded version %q, want %q", r.Protocol, r.Int("requests"), r.Label("tls_version"), want)
 		}
 	}
+}
+
+// unsentExplained counts, per protocol, the unsent requests of records.csv
+// that the schedule's end explains: the last slot is at (count-1) x
+// interval, the schedule ends one interval later, and a request is left
+// unsent if the exchange before it (by sequence) completed at that end or after
+// or was itself unsent.
+func unsentExplained(t *testing.T, path string, interval time.Duration, count int) map[string]int {
+	t.Helper()
+	recs := readCSV(t, path)
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	end := float64((time.Duration(count) * interval).Milliseconds())
+	type key struct {
+		protocol string
+		seq      int
+	}
+	done, unsent := map[key]float64{}, map[key]bool{}
+	for _, r := range recs[1:] {
+		seq, _ := strconv.Atoi(r[col["seq"]])
+		k := key{r[col["protocol"]], seq}
+		if strings.HasPrefix(r[col["error"]], "not sent") {
+			unsent[k] = true
+			continue
+		}
+		done[k], _ = strconv.ParseFloat(r[col["done_ms"]], 64)
+	}
+	explained := map[string]int{}
+	for k := range unsent {
+		before := key{k.protocol, k.seq - 1}
+		if unsent[before] || done[before] >= end {
+			explained[k.protocol]++
+		}
+	}
+	return explained
 }
 
 func readCSV(t *testing.T, path string) [][]string {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,35 @@ import (
 	"tlab/internal/testbed/tbtest"
 	"tlab/internal/units"
 )
+
+// waitUDPBound waits until a UDP socket in host's network namespace is
+// bound to port, reading the namespace's socket table
+// (/proc/thread-self/net/udp: the thread running in the namespace, not the
+// process's first thread; proc(5)), at most for limit.
+func waitUDPBound(host *testbed.Host, port int, limit time.Duration) error {
+	want := fmt.Sprintf(":%04X ", port)
+	for deadline := time.Now().Add(limit); ; time.Sleep(20 * time.Millisecond) {
+		var table []byte
+		err := host.Do(func() error {
+			var err error
+			table, err = os.ReadFile("/proc/thread-self/net/udp")
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("reading the UDP sockets: %w", err)
+		}
+		for _, line := range strings.Split(string(table), "\n")[1:] {
+			// "sl local_address rem_address st ...": local_address is
+			// ADDR:PORT in hex.
+			if f := strings.Fields(line); len(f) > 1 && strings.HasSuffix(f[1]+" ", want) {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no UDP socket bound to port %d after %v", port, limit)
+		}
+	}
+}
 
 // irttPacket is one of irtt's round trips: when it was sent on the
 // link's clock, and its one-way send delay.
@@ -60,6 +90,12 @@ func irttThrough(t *testing.T, tb *testbed.Testbed, runFor time.Duration, during
 		t.Fatal(err)
 	}
 	defer srv.Stop()
+	// The client fails at once on "connection refused", so it starts only
+	// once the server has bound its port (on a loaded host the server may
+	// take longer to start than the client).
+	if err := waitUDPBound(tb.Host("server"), 2112, 10*time.Second); err != nil {
+		t.Fatalf("irtt server: %v", err)
+	}
 	out := filepath.Join(t.TempDir(), "irtt.json")
 	client := exec.Command(irtt, "client", "-i", "10ms", "-d", runFor.String(), "-Q", "--wait=500ms", "-o", out, fmt.Sprintf("%s:2112", server))
 	done := make(chan struct{})
@@ -250,8 +286,11 @@ func TestIrttSeesALiveChangeAtItsTime(t *testing.T) {
 // ramp gives then (its mean over the interval) less the headers: at
 // least 80 % of it (TCP over IP over Ethernet carries 1448 of 1514 bytes,
 // 95.6 %, and a congestion controller's sawtooth keeps some below), and
-// never more than the rate (the sender's queue may drain into the first
-// interval after the ramp starts, which is not judged).
+// no more than the rate (2 % for its rounding) plus what the interval
+// before fell short of it: a receiver the host starved for a while reads
+// the link's backlog in the next interval (43.3 Mbit/s in a half-second
+// of a 40 Mbit/s link beside a CPU hog, after a short one), which no link
+// did wrong, and that backlog is at most the earlier interval's shortfall.
 func TestIperf3FollowsARateRamp(t *testing.T) {
 	requireRoot(t)
 	iperf3, err := exec.LookPath("iperf3")
@@ -317,13 +356,11 @@ func TestIperf3FollowsARateRamp(t *testing.T) {
 		return 10e6
 	}
 	judged := 0
+	shortfall := 0.0 // bits the interval before received below the link's rate
 	for _, iv := range res.Intervals {
 		// iperf3 counts from its connection's start, which is after
 		// began: the interval on the link's clock is no earlier.
 		a, b := began.Seconds()+iv.Sum.Start, began.Seconds()+iv.Sum.End
-		if a < began.Seconds()+1 || (a < 3.5 && b > 2.9) || (a < 5.6 && b > 4.9) {
-			continue // TCP's start, and the ramp's two ends (within the host's timing)
-		}
 		const n = 50
 		want := 0.0
 		for i := range n {
@@ -331,10 +368,15 @@ func TestIperf3FollowsARateRamp(t *testing.T) {
 		}
 		want /= n
 		got := iv.Sum.BitsPerSecond
+		backlog := shortfall
+		shortfall = max(0, (want-got)*(b-a))
+		if a < began.Seconds()+1 || (a < 3.5 && b > 2.9) || (a < 5.6 && b > 4.9) {
+			continue // TCP's start, and the ramp's two ends (within the host's timing)
+		}
 		t.Logf("link %.2f–%.2f s: received %.2f Mbit/s, the ramp gives %.2f", a, b, got/1e6, want/1e6)
 		judged++
-		if got < 0.8*want || got > want*1.02 {
-			t.Errorf("link %.2f–%.2f s: received %.2f Mbit/s, want 80 to 100 %% of %.2f", a, b, got/1e6, want/1e6)
+		if most := want*1.02 + backlog/(b-a); got < 0.8*want || got > most {
+			t.Errorf("link %.2f–%.2f s: received %.2f Mbit/s, want 80 %% of %.2f to %.2f (%.2f Mbit behind from before)", a, b, got/1e6, want/1e6, most/1e6, backlog/1e6)
 		}
 	}
 	if judged < 6 {
