@@ -76,7 +76,13 @@ func CompareWithGrid(gridDir, mapDir string) (GridComparison, error) {
 	if err != nil {
 		return out, err
 	}
-	out.MapPoints = len(measured)
+	// Points measured: those with repetitions of their own (the others
+	// are decided by inference or by a floor).
+	for _, p := range measured {
+		if p.Reps > 0 {
+			out.MapPoints++
+		}
+	}
 	mapRun, err := results.Open(mapDir)
 	if err != nil {
 		return out, fmt.Errorf("the exploration: %w", err)
