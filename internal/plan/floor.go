@@ -14,7 +14,9 @@ import (
 // jitter without a lower end, a timeline, reordering).
 func (c Cell) Floor(metric string) (float64, bool) {
 	info := c.Workload.Info()
-	if info.Floor == nil {
+	if info.Floor == nil || c.Site != "" {
+		// A cell at another site (a real path, a cloud) crosses no
+		// emulated link the proof could speak of.
 		return 0, false
 	}
 	return info.Floor(metric, func(from, to string) (time.Duration, bool) {

@@ -19,7 +19,8 @@ import (
 // broker – subscriber of two 20 Mbit/s links of 25 ms each way without
 // jitter (a profile of 50 ms RTT): a message takes at least 2·(25 ms +
 // 16.799 µs) = 50.033598 ms (42 B at 20 Mbit/s: 16.8 µs, less 1 ns). A
-// trace or normal jitter on the way: no floor.
+// trace or normal jitter on the way, or a cell at another site (no
+// emulated link): no floor.
 func TestACellsFloorsByHand(t *testing.T) {
 	ms := func(v float64) units.Duration { return units.Duration(v * float64(time.Millisecond)) }
 	jittery := emu.DirectionConfig{Delay: ms(10), Jitter: ms(3), Rate: 100e6}
@@ -50,6 +51,11 @@ func TestACellsFloorsByHand(t *testing.T) {
 	if got, ok := d.Floor("message_latency_p95_ms"); !ok || !near(got, 50.033598) {
 		t.Errorf("study D's cell: message_latency_p95_ms floor %v, %v; want 50.033598 ms", got, ok)
 	}
+	d.Site = "remote"
+	if got, ok := d.Floor("message_latency_p95_ms"); ok {
+		t.Errorf("a cell at another site: floor %v; want none (no emulated link)", got)
+	}
+	d.Site = ""
 	d.Topology.Links[1].Config.Up.Trace = "x.trace"
 	if got, ok := d.Floor("message_latency_p95_ms"); ok {
 		t.Errorf("a trace on the broker's link: floor %v; want none", got)
