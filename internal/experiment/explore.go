@@ -122,6 +122,7 @@ func (e Exploration) Execute(ctx context.Context) (Explored, error) {
 		cfg.WhyShare = explore.DefaultWhyShare
 	}
 	cfg.Evidence = evidenceFor(sc.WorkloadSpec().Info())
+	cfg.Floor = floorAt(sc)
 	out := Explored{Scenario: sc, Dir: e.Out}
 	switch {
 	case e.Resume != "":
@@ -306,6 +307,24 @@ func (m *cellMeasurer) Measure(ctx context.Context, reqs []explore.Request) ([]e
 		}
 	}
 	return out, err
+}
+
+// floorAt is the exploration's floor: a point's cell for the stack,
+// compiled as its repetitions are (the links do not depend on the
+// repetition), asked for the metric's floor (plan.Cell.Floor). A point
+// that does not compile has none (its measurement reports why).
+func floorAt(sc *scenario.Scenario) func(explore.Point, string, string) (float64, bool) {
+	return func(pt explore.Point, stack, metric string) (float64, bool) {
+		var params []results.Param
+		for _, s := range pt.Settings {
+			params = append(params, results.Param{Key: s.Path, Value: s.Value})
+		}
+		c, err := plan.CompileAt(sc, sc.Profiles[0], stack, 1, params)
+		if err != nil {
+			return 0, false
+		}
+		return c.Floor(metric)
+	}
 }
 
 // addExplorePlot puts the map's plot first in the run's plots, once.

@@ -76,7 +76,13 @@ func CompareWithGrid(gridDir, mapDir string) (GridComparison, error) {
 	if err != nil {
 		return out, err
 	}
-	out.MapPoints = len(measured)
+	// Points measured: those with repetitions of their own (the others
+	// are decided by inference or by a floor).
+	for _, p := range measured {
+		if p.Reps > 0 {
+			out.MapPoints++
+		}
+	}
 	mapRun, err := results.Open(mapDir)
 	if err != nil {
 		return out, fmt.Errorf("the exploration: %w", err)
@@ -243,6 +249,7 @@ func readMapPoints(path string, params []explore.Param, stacks []string) ([]expl
 		values   []float64
 		status   map[string]string
 		inferred map[string]bool
+		floor    map[string]bool
 		best     string
 		reps     int
 	}
@@ -253,7 +260,7 @@ func readMapPoints(path string, params []explore.Param, stacks []string) ([]expl
 		label := r[col["point"]]
 		a := byPoint[label]
 		if a == nil {
-			a = &acc{status: map[string]string{}, inferred: map[string]bool{}}
+			a = &acc{status: map[string]string{}, inferred: map[string]bool{}, floor: map[string]bool{}}
 			for i := range params {
 				v, err := strconv.ParseFloat(r[1+i], 64)
 				if err != nil {
@@ -267,6 +274,7 @@ func readMapPoints(path string, params []explore.Param, stacks []string) ([]expl
 		st := r[col["stack"]]
 		a.status[st] = r[col["status"]]
 		a.inferred[st] = hasHow && r[howCol] == explore.HowInferred
+		a.floor[st] = hasHow && r[howCol] == explore.HowFloor
 		if r[col["best"]] == "true" {
 			a.best = st
 		}
@@ -277,11 +285,15 @@ func readMapPoints(path string, params []explore.Param, stacks []string) ([]expl
 	var out []explore.GridPoint
 	for _, label := range order {
 		a := byPoint[label]
-		anyInferred := false
+		anyInferred, anyFloor, allFloor := false, false, true
 		for _, inf := range a.inferred {
 			anyInferred = anyInferred || inf
 		}
-		if a.reps == 0 && !anyInferred {
+		for _, st := range stacks {
+			anyFloor = anyFloor || a.floor[st]
+			allFloor = allFloor && a.floor[st]
+		}
+		if a.reps == 0 && !anyInferred && !anyFloor {
 			// Planned when the budget ran out, never measured: no
 			// verdict of its own, and no corner of another's.
 			continue
@@ -296,6 +308,7 @@ func readMapPoints(path string, params []explore.Param, stacks []string) ([]expl
 			allFail = allFail && s == string(advise.Fails)
 			p.Decisions = append(p.Decisions, s)
 			p.Inferred = append(p.Inferred, a.inferred[st])
+			p.ByFloor = append(p.ByFloor, a.floor[st])
 		}
 		switch {
 		case a.best != "":
@@ -305,8 +318,11 @@ func readMapPoints(path string, params []explore.Param, stacks []string) ([]expl
 		default:
 			p.Decisions = append(p.Decisions, explore.Undecided)
 		}
-		// A best that needed an inferred status is inferred too.
-		p.Inferred = append(p.Inferred, anyInferred && p.Decisions[len(stacks)] != explore.Undecided)
+		// A best that needed an inferred status is inferred too; one
+		// every status of which a floor decided is the floor's.
+		decided := p.Decisions[len(stacks)] != explore.Undecided
+		p.Inferred = append(p.Inferred, anyInferred && decided && !allFloor)
+		p.ByFloor = append(p.ByFloor, allFloor && decided)
 		out = append(out, p)
 	}
 	return out, nil
@@ -380,8 +396,8 @@ func (g GridComparison) Text() string {
 	}{{"the grid's own answer (fixed-n 95 % intervals)", g.Rows}, {"the grid read by the map's rule (always-valid, alpha over the grid)", g.SameRule}} {
 		s := explore.Summarize(set.rows)
 		fmt.Fprintf(&sb, "\nAgainst %s: %d decisions (%d points x %s)\n", set.name, s.Rows, g.GridPoints, strings.Join(g.Questions, ", "))
-		fmt.Fprintf(&sb, "  agree: %d of %d (%.0f %%); the grid decides %d, the map decides %d (%d of them inferred by monotonicity); the map decides the same as the grid at %d of the grid's %d; opposite: %d\n",
-			s.Agree, s.Rows, 100*float64(s.Agree)/float64(max(s.Rows, 1)), s.GridDecided, s.MapDecided, s.MapInferred, s.MapAlso, s.GridDecided, s.Opposite)
+		fmt.Fprintf(&sb, "  agree: %d of %d (%.0f %%); the grid decides %d, the map decides %d (%d of them inferred by monotonicity, %d by a floor); the map decides the same as the grid at %d of the grid's %d; opposite: %d\n",
+			s.Agree, s.Rows, 100*float64(s.Agree)/float64(max(s.Rows, 1)), s.GridDecided, s.MapDecided, s.MapInferred, s.MapFloor, s.MapAlso, s.GridDecided, s.Opposite)
 		var kinds []string
 		for k := range s.Kinds {
 			kinds = append(kinds, k)

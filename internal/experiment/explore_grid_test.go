@@ -125,3 +125,32 @@ link.loss=0%,0,tcp,0,undecided,NA,false,m,NA,false,
 		t.Errorf("the inferred point: %+v, want 0 repetitions, both statuses and the best (none) inferred", p)
 	}
 }
+
+// A point every status of which a floor decided is read (with no
+// repetition of its own), its statuses and its best marked as the
+// floor's; one with a floor beside a measured status marks that one only.
+func TestTheMapsFloorPointsAreRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), explore.PointsFile)
+	csv := `point,link.rtt,stack,repetitions,status,confidence,best,priority_metric,priority_mean,settled,how,floor
+link.rtt=45ms,45,quic,0,fails,1,false,m,NA,true,floor,100
+link.rtt=45ms,45,tcp,0,fails,1,false,m,NA,true,floor,100
+link.rtt=25ms,25,quic,2,fails,0.99,false,m,50,true,measured,0
+link.rtt=25ms,25,tcp,2,fails,1,false,m,50,true,floor,100
+`
+	if err := os.WriteFile(path, []byte(csv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pts, err := readMapPoints(path, []explore.Param{{Path: "link.rtt", Unit: "ms"}}, []string{"quic", "tcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 2 {
+		t.Fatalf("%d points read, want 2: %+v", len(pts), pts)
+	}
+	if p := pts[0]; p.Reps != 0 || !p.ByFloor[0] || !p.ByFloor[1] || p.Decisions[2] != explore.None || !p.ByFloor[2] || p.Inferred[2] {
+		t.Errorf("the floor's point: %+v, want both statuses and the best (none) by the floor", p)
+	}
+	if p := pts[1]; p.ByFloor[0] || !p.ByFloor[1] || p.ByFloor[2] {
+		t.Errorf("the measured point: %+v, want tcp's status alone by the floor", p)
+	}
+}

@@ -115,6 +115,15 @@ type Config struct {
 	// each boundary shows their means on either side, per stack, as the
 	// records' own account of what changed there.
 	Evidence []string
+	// Floor, when set, is the least value a metric can take at a point
+	// for a stack, proved from the point's compiled cell and workload
+	// (plan.Cell.Floor: a message that crosses the emulated link both
+	// ways takes at least the link's least round trip); ok is false where
+	// nothing is proved. A requirement the floor alone settles (a
+	// latency whose floor is above its bound) is decided by construction,
+	// with no repetition (floor.go); below the bound the floor lets the
+	// bet on "above the bound" stake more (floorBetLogE).
+	Floor func(p Point, stack, metric string) (floor float64, ok bool)
 }
 
 // Defaults fills what the configuration leaves out.
@@ -396,6 +405,10 @@ type PointResult struct {
 	// one among them decided better than every other stack ("" if none).
 	Meets []string
 	Best  string
+	// Floors are, per comparison, the least value of the requirement's
+	// metric at the point for its stack (Config.Floor; NaN: none, and for
+	// pairs): a verdict the floor decides is the floor's (floor.go).
+	Floors []float64 `json:"-"`
 	// decided counts the stacks' statuses decided so far, gained the
 	// repetitions when that count last rose (the monotone search parks
 	// a point that stops gaining: monotone.go).
@@ -508,6 +521,8 @@ type search struct {
 	// place (monotone.go).
 	starved, exhausted bool
 	park               int
+	// floors caches floorsAt's answer per lattice point.
+	floors map[[2]int][]float64
 }
 
 type square struct {
@@ -650,6 +665,9 @@ func (s *search) add(idx [2]int) bool {
 	}
 	s.points[idx] = pr
 	s.order = append(s.order, pr)
+	// What the floors decide is decided before any repetition: a point
+	// they settle is never measured.
+	s.judge(pr)
 	return true
 }
 
@@ -683,8 +701,13 @@ func (s *search) plan() []Request {
 // judge decides a point's comparisons from its repetitions so far.
 func (s *search) judge(p *PointResult) {
 	shares := Shares(s.comps)
+	p.Floors = s.floorsAt(p.Index)
 	for i, c := range s.comps {
-		p.Verdicts[i] = c.Judge(p.Reps, s.cfg.Rule, s.cfg.Alpha*(1-s.cfg.WhyShare), s.cfg.MaxPoints*shares[i])
+		f := p.Floors[i]
+		p.Verdicts[i] = c.withFloor(f).Judge(p.Reps, s.cfg.Rule, s.cfg.Alpha*(1-s.cfg.WhyShare), s.cfg.MaxPoints*shares[i])
+		if label := c.byFloor(f); label != "" {
+			p.Verdicts[i] = Verdict{Label: label, P: 0, Effect: p.Verdicts[i].Effect, N: len(p.Reps)}
+		}
 	}
 	p.Settled = fixed(s.cfg.Stacks, s.comps, p.Verdicts) || len(p.Reps) >= s.cfg.MaxReps
 	n := 0

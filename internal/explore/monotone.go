@@ -75,6 +75,9 @@ type LatticePoint struct {
 	Status []string
 	How    []string
 	Best   string
+	// Floor is, per stack, the floor behind a status decided by one
+	// (HowFloor), else its first requirement's floor (NaN: none).
+	Floor []float64
 }
 
 // monotone says whether the search infers along any axis.
@@ -108,7 +111,8 @@ func (s *search) lattice() [][2]int {
 }
 
 // statusAt is each stack's status at idx and how it came about: the
-// point's own decided status where it was measured to a decision, else
+// floor's, where the point's floors decide it by construction (floor.go);
+// the point's own decided status where it was measured to a decision, else
 // inferred from a measured point's decided one (a failure at a point at
 // least as good, a success at a point at least as bad); undecided where
 // neither, or where inferences contradict each other (monotonicity does
@@ -117,8 +121,13 @@ func (s *search) statusAt(idx [2]int, own map[[2]int][]string) (status, how []st
 	status = make([]string, len(s.cfg.Stacks))
 	how = make([]string, len(s.cfg.Stacks))
 	mine := own[idx]
+	byFloor, _ := floorStatuses(s.cfg.Stacks, s.comps, s.floorsAt(idx))
 	for k := range s.cfg.Stacks {
 		status[k] = Undecided
+		if byFloor[k] != "" {
+			status[k], how[k] = byFloor[k], HowFloor
+			continue
+		}
 		if mine != nil && mine[k] != Undecided {
 			status[k], how[k] = mine[k], HowMeasured
 			continue
@@ -336,7 +345,8 @@ func (s *search) latticeResult() []LatticePoint {
 	var out []LatticePoint
 	for _, idx := range s.lattice() {
 		status, how := s.statusAt(idx, own)
-		lp := LatticePoint{Status: status, How: how}
+		_, floor := floorStatuses(s.cfg.Stacks, s.comps, s.floorsAt(idx))
+		lp := LatticePoint{Status: status, How: how, Floor: floor}
 		if p := s.points[idx]; p != nil {
 			lp.Point, lp.Reps, lp.Best = p.Point, len(p.Reps), p.Best
 		} else {

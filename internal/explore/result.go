@@ -236,6 +236,10 @@ func (m *Map) Answer() string {
 		fmt.Fprintf(&sb, "Inferred along %s (a failure holds at every worse point, a success at every better one): %d statuses, %d of them at points not measured (explore-points.csv: how).\n",
 			strings.Join(axes, " and "), inferred, at)
 	}
+	if n, at, lo, hi := m.byFloor(); n > 0 {
+		fmt.Fprintf(&sb, "Decided by construction: %d statuses at %d points, by the floor the point's links prove for the metric (%s to %s; explore-points.csv: how = floor, and the column floor), with no repetition needed.\n",
+			n, at, floorWhy(lo), floorWhy(hi))
+	}
 	switch m.Stopped {
 	case "decided":
 		sb.WriteString("The search ended with nothing left to refine.\n")
@@ -298,4 +302,44 @@ func (m *Map) Account(b Boundary) string {
 		return ""
 	}
 	return "the records beside it: " + strings.Join(sides, " | ")
+}
+
+// byFloor counts the statuses the floors decide (over the lattice where
+// the map infers, else over its points), the points they are at, and the
+// least and largest floor behind them.
+func (m *Map) byFloor() (n, at int, lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	count := func(how []string, floor []float64) {
+		k := 0
+		for i, h := range how {
+			if h == HowFloor {
+				k++
+				lo, hi = math.Min(lo, floor[i]), math.Max(hi, floor[i])
+			}
+		}
+		n += k
+		if k > 0 {
+			at++
+		}
+	}
+	if len(m.Lattice) > 0 {
+		for _, lp := range m.Lattice {
+			count(lp.How, lp.Floor)
+		}
+		return n, at, lo, hi
+	}
+	for _, p := range m.Points {
+		if p.Floors == nil {
+			continue
+		}
+		status, floor := floorStatuses(m.Stacks, m.Comparisons, p.Floors)
+		how := make([]string, len(status))
+		for i, st := range status {
+			if st != "" {
+				how[i] = HowFloor
+			}
+		}
+		count(how, floor)
+	}
+	return n, at, lo, hi
 }

@@ -49,6 +49,9 @@ type GridPoint struct {
 	// rather than measured (nil: none); a point with Reps 0 is one the
 	// map did not measure and inferred something at.
 	Inferred []bool
+	// ByFloor marks the decisions the map took from a floor, by
+	// construction (nil: none).
+	ByFloor []bool
 }
 
 // How the map's decision at a grid point came about.
@@ -70,6 +73,9 @@ const (
 	// MapInferred: inferred by monotonicity from a measured point at
 	// least as good (a failure) or at least as bad (a success).
 	MapInferred = "inferred (monotone)"
+	// MapFloor: decided by construction, by the floor the point's links
+	// prove for the metric (floor.go).
+	MapFloor = "by floor"
 )
 
 // GridRow is one grid point and question, the grid's decision beside the
@@ -145,6 +151,8 @@ func disagreement(r GridRow) (kind, why string) {
 		return DisagreeOpposite, "opposite: a boundary inside a rectangle whose corners agree (the map missed it)"
 	case r.How == MapInferred:
 		return DisagreeOpposite, "opposite: inferred by monotonicity from a measured point (the status is not monotone here, or a verdict is wrong)"
+	case r.How == MapFloor:
+		return DisagreeOpposite, "opposite: decided by a floor, which the grid's measurements contradict (the floor's proof does not hold here: a bug)"
 	}
 	return DisagreeOpposite, "opposite decisions at a measured point"
 }
@@ -169,7 +177,11 @@ func mapAt(v []float64, measured []GridPoint, nq int) (GridPoint, []string) {
 		}
 		p.Decisions = slices.Clone(p.Decisions)
 		for q := range nq {
-			if q < len(inf.Inferred) && inf.Inferred[q] && inf.Decisions[q] != Undecided {
+			switch {
+			case inf.Decisions[q] == Undecided:
+			case q < len(inf.ByFloor) && inf.ByFloor[q]:
+				p.Decisions[q], hows[q] = inf.Decisions[q], MapFloor
+			case q < len(inf.Inferred) && inf.Inferred[q]:
 				p.Decisions[q], hows[q] = inf.Decisions[q], MapInferred
 			}
 		}
@@ -309,8 +321,9 @@ type GridSummary struct {
 	// decides the same; Opposite: both decide, differently.
 	GridDecided, MapAlso, Opposite int
 	// MapDecided: rows the map decides (measured, carried or
-	// inferred); MapInferred: of those, inferred by monotonicity.
-	MapDecided, MapInferred int
+	// inferred); MapInferred: of those, inferred by monotonicity;
+	// MapFloor: by a floor.
+	MapDecided, MapInferred, MapFloor int
 	// Kinds counts the disagreements by kind.
 	Kinds map[string]int
 }
@@ -333,8 +346,11 @@ func Summarize(rows []GridRow) GridSummary {
 		}
 		if r.Map != Undecided {
 			s.MapDecided++
-			if r.How == MapInferred {
+			switch r.How {
+			case MapInferred:
 				s.MapInferred++
+			case MapFloor:
+				s.MapFloor++
 			}
 		}
 		if r.Grid != Undecided && r.Map != Undecided && r.Grid != r.Map {

@@ -209,3 +209,27 @@ func TestInferredDecisionsAreReadAsTheMaps(t *testing.T) {
 		t.Errorf("inferred %d (want 2: s and best at 3), opposite %d (want 2: at 4)", s.MapInferred, s.Opposite)
 	}
 }
+
+// A decision the map took from a floor is read as the floor's, at a
+// point it did not measure and at one it measured alike, and counted
+// apart from the inferred ones.
+func TestFloorDecisionsAreReadAsTheMaps(t *testing.T) {
+	q := []string{"s", "best"}
+	g := func(x float64, d ...string) GridPoint { return GridPoint{Values: []float64{x}, Decisions: d, Reps: 3} }
+	grid := []GridPoint{g(0, "meets", "s"), g(1, "fails", None), g(2, "fails", None)}
+	measured := []GridPoint{
+		{Values: []float64{0}, Decisions: []string{"meets", "s"}, Reps: 2},
+		{Values: []float64{1}, Decisions: []string{"fails", None}, Reps: 2, ByFloor: []bool{true, true}},
+		{Values: []float64{2}, Decisions: []string{"fails", None}, ByFloor: []bool{true, true}},
+	}
+	rows := AgainstGrid(q, grid, measured)
+	want := map[float64]string{0: MapMeasured, 1: MapFloor, 2: MapFloor}
+	for _, r := range rows {
+		if r.How != want[r.Values[0]] || !r.Agree {
+			t.Errorf("at %v (%s): map %s (%s), want the grid's %s (%s)", r.Values[0], r.Question, r.Map, r.How, r.Grid, want[r.Values[0]])
+		}
+	}
+	if s := Summarize(rows); s.MapFloor != 4 || s.MapInferred != 0 || s.MapAlso != 6 {
+		t.Errorf("by floor %d (want 4), inferred %d (want 0), the grid's also made %d (want 6)", s.MapFloor, s.MapInferred, s.MapAlso)
+	}
+}

@@ -94,13 +94,25 @@ func (m *Map) WriteFiles(dir string) error {
 	// point (how = inferred, with no repetitions of its own at a point
 	// it did not measure); the points it did not measure and inferred
 	// something at are rows too.
-	points := [][]string{append(append([]string{"point"}, params...), "stack", "repetitions", "status", "confidence", "best", "priority_metric", "priority_mean", "settled", "how")}
+	// A status the point's floor decides by construction has how =
+	// floor, whether the point was measured or not; the column floor is
+	// the floor behind it (or the stack's first requirement's: NA
+	// without one), in the requirement metric's unit.
+	points := [][]string{append(append([]string{"point"}, params...), "stack", "repetitions", "status", "confidence", "best", "priority_metric", "priority_mean", "settled", "how", "floor")}
 	lattice := map[[2]int]LatticePoint{}
 	for _, lp := range m.Lattice {
 		lattice[lp.Index] = lp
 	}
 	for _, p := range m.Points {
 		lp, inferring := lattice[p.Index]
+		floors := p.Floors
+		if floors == nil {
+			floors = make([]float64, len(m.Comparisons))
+			for i := range floors {
+				floors[i] = math.NaN()
+			}
+		}
+		byFloor, floor := floorStatuses(m.Stacks, m.Comparisons, floors)
 		for k, st := range m.Stacks {
 			status, worst := string(advise.Meets), 0.0
 			for ci, c := range m.Comparisons {
@@ -131,7 +143,10 @@ func (m *Map) WriteFiles(dir string) error {
 				vals = append(vals, r[st][priority.Metric])
 			}
 			how, conf, best := "", confidence(worst), p.Best == st
-			if status != Undecided {
+			switch {
+			case byFloor[k] != "":
+				how = HowFloor
+			case status != Undecided:
 				how = HowMeasured
 			}
 			if inferring {
@@ -141,7 +156,7 @@ func (m *Map) WriteFiles(dir string) error {
 				best = best || p.Best == "" && lp.Best == st
 			}
 			points = append(points, withParams(p, st, strconv.Itoa(len(p.Reps)), status, conf,
-				strconv.FormatBool(best), priority.Metric, num(finiteMean(vals)), strconv.FormatBool(p.Settled), how))
+				strconv.FormatBool(best), priority.Metric, num(finiteMean(vals)), strconv.FormatBool(p.Settled), how, floorWhy(floor[k])))
 		}
 	}
 	listed := map[[2]int]bool{}
@@ -149,13 +164,20 @@ func (m *Map) WriteFiles(dir string) error {
 		listed[p.Index] = true
 	}
 	for _, lp := range m.Lattice {
-		if listed[lp.Index] || !slices.Contains(lp.How, HowInferred) {
+		if listed[lp.Index] || !slices.Contains(lp.How, HowInferred) && !slices.Contains(lp.How, HowFloor) {
 			continue
 		}
 		pr := &PointResult{Point: lp.Point}
 		for k, st := range m.Stacks {
-			points = append(points, withParams(pr, st, "0", lp.Status[k], "NA", strconv.FormatBool(lp.Best == st),
-				priority.Metric, "NA", "true", lp.How[k]))
+			conf, f := "NA", math.NaN()
+			if lp.How[k] == HowFloor {
+				conf = "1"
+			}
+			if k < len(lp.Floor) {
+				f = lp.Floor[k]
+			}
+			points = append(points, withParams(pr, st, "0", lp.Status[k], conf, strconv.FormatBool(lp.Best == st),
+				priority.Metric, "NA", "true", lp.How[k], floorWhy(f)))
 		}
 	}
 	verdicts := [][]string{append(append([]string{"point"}, params...), "comparison", "kind", "stack", "a", "b", "metric", "op", "bound", "label", "p", "confidence", "effect", "repetitions")}

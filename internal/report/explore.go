@@ -14,6 +14,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"tlab/internal/explore"
 )
 
 // An exploration's map (tlab explore) is drawn from the tidy files it
@@ -185,6 +187,36 @@ func drawExploreMap(p panel) ([]Figure, error) {
 		}
 		if n > 0 {
 			caption += fmt.Sprintf(" Rings: %d statuses inferred along the monotone axes from a measured point (a failure carries to every worse point, a success to every better one), not measured.", n)
+		}
+		// Statuses the point's floor decides by construction (how =
+		// floor): squares on their stack's requirement rows.
+		byFloor := map[string]plotter.XYs{}
+		nFloor := 0
+		for _, pt := range points {
+			if pt["how"] != explore.HowFloor {
+				continue
+			}
+			for i, c := range comps {
+				if strings.HasPrefix(c, pt["stack"]+": ") {
+					byFloor[pt["status"]] = append(byFloor[pt["status"]], plotter.XY{X: num(pt[x.Path]), Y: float64(i)})
+					nFloor++
+				}
+			}
+		}
+		for _, l := range []string{"meets", "fails"} {
+			if len(byFloor[l]) == 0 {
+				continue
+			}
+			sc, err := plotter.NewScatter(byFloor[l])
+			if err != nil {
+				return nil, err
+			}
+			sc.GlyphStyle = draw.GlyphStyle{Color: verdictColor(l), Radius: vg.Points(4), Shape: draw.BoxGlyph{}}
+			pl.Add(sc)
+			pl.Legend.Add(l+", by floor", sc)
+		}
+		if nFloor > 0 {
+			caption += fmt.Sprintf(" Squares: %d statuses decided by construction, by the floor the point's links prove for the metric (explore-points.csv: floor), with no repetition.", nFloor)
 		}
 		for _, bd := range bounds {
 			row := float64(indexOf(comps, bd["comparison"]))

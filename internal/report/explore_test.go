@@ -94,3 +94,33 @@ func TestTheStripShowsInferredStatuses(t *testing.T) {
 		}
 	}
 }
+
+// A line whose floor decides some statuses draws them as squares and says
+// so under the strip: the floor here is 300 ms above 3 % loss, above the
+// bound of 100 ms, so both stacks fail there by construction.
+func TestTheStripShowsFloorStatuses(t *testing.T) {
+	loss := explore.Param{Path: "link.loss", Low: 0, High: 5, Unit: "%"}
+	dir := t.TempDir()
+	cfg := explore.Config{Params: []explore.Param{loss}, Stacks: []string{"quic", "tcp"}, Require: []advise.Requirement{{Metric: "delay_p99_ms", Op: "<=", Bound: 100}},
+		MaxPoints: 40, Monotone: []int{1},
+		Floor: func(p explore.Point, _, _ string) (float64, bool) {
+			if p.Values[0] > 3 {
+				return 300, true
+			}
+			return 0, true
+		}}
+	m, err := explore.Run(context.Background(), cfg, plane{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.WriteFiles(dir); err != nil {
+		t.Fatal(err)
+	}
+	figs, err := drawExploreMap(panel{run: &Run{Dir: dir}, dir: dir, profile: "ethernet", stem: "explore_map-1-ethernet"})
+	if err != nil || len(figs) != 1 {
+		t.Fatalf("%d figures, %v", len(figs), err)
+	}
+	if !strings.Contains(figs[0].Caption, "decided by construction, by the floor") {
+		t.Errorf("the caption does not say what the floor decided: %s", figs[0].Caption)
+	}
+}

@@ -274,6 +274,7 @@ func (p PubSub) Info() Info {
 			"message_latency_p50_ms", "message_latency_p95_ms", "message_latency_p99_ms", "message_latency_mean_ms",
 			"delay_p50_ci_low_ms", "delay_p50_ci_high_ms", "used_0rtt", "resumed", "wire_bytes_per_message", "publishers"},
 		Undefined: p.undefined(),
+		Floor:     pubsubFloor,
 		Table:     pubsubTable,
 		Columns:   []string{"latency_ms", "session_ms"},
 		Plots:     pubsubPlots,

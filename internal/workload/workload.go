@@ -88,6 +88,12 @@ type Info struct {
 	// scenario to compare with the link (zero: not known, or saturating
 	// by design as bulk is).
 	Offered Offered
+	// Floor, when set, is the least value a metric of the workload's can
+	// take in a cell whose least one-way times between its roles are
+	// oneWay's (floor.go): the workload's own claim, proved beside it,
+	// which package explore decides requirements by. ok is false for a
+	// metric it proves nothing of, or where oneWay knows no floor.
+	Floor func(metric string, oneWay OneWay) (floor float64, ok bool)
 }
 
 // Produces tells whether the workload's summaries can hold a value of the
