@@ -82,11 +82,10 @@ func releasesSoonerThanSpin(c DirectionConfig) bool {
 // it takes their p99 as its new spin.
 const wakeWindow = 256
 
-// wakeEstimate is the adaptive loop's wake-up latency: the p99 of how late
-// its timed waits returned, over the last wakeWindow of them, bounded to
-// [minSpinNs, maxSpinNs]. It starts from a measurement taken when the
-// engine starts (measureWakeLatency) and follows the host as the loop
-// sleeps.
+// wakeEstimate is the adaptive loop's wake-up latency: spinFromWakeups of
+// how late its timed waits returned, over the last wakeWindow of them. It
+// starts from a measurement taken when the engine starts
+// (measureWakeLatency) and follows the host as the loop sleeps.
 type wakeEstimate struct {
 	window [wakeWindow]int64
 	n      int
@@ -97,7 +96,7 @@ type wakeEstimate struct {
 func newWakeEstimate(samples []int64) *wakeEstimate {
 	w := &wakeEstimate{spinNs: minSpinNs}
 	if len(samples) > 0 {
-		w.spinNs = boundSpin(p99(slices.Clone(samples)))
+		w.spinNs = spinFromWakeups(slices.Clone(samples))
 	}
 	return w
 }
@@ -108,9 +107,59 @@ func (w *wakeEstimate) add(lateNs int64) {
 	w.window[w.n] = max(lateNs, 0)
 	w.n++
 	if w.n == wakeWindow {
-		w.spinNs = boundSpin(p99(w.window[:]))
+		w.spinNs = spinFromWakeups(w.window[:])
 		w.n = 0
 	}
+}
+
+// spinFromWakeups is the spin L for a sample of wake-up lateness (ns),
+// bounded to [minSpinNs, maxSpinNs]. It sorts the sample.
+//
+// Where the sample's p99 is within maxSpinNs, L is that p99: all but one
+// wake-up in a hundred is one a spin can save (a quiet host).
+//
+// Where the p99 is past maxSpinNs, more than one wake-up in a hundred is
+// the thread waiting for its CPU behind another, which a spinning thread
+// meets too: spinning to the bound saves only the few wake-ups between
+// the idle CPU's exit latency and the bound, at the bound's cost before
+// every release. L is then the knee of the savable wake-ups (those within
+// maxSpinNs): the end of the idle CPU's exit latency, where the sorted
+// lateness turns from flat to steep. It is the point of the sorted savable
+// sample farthest below the chord joining its smallest and largest
+// (Kneedle: Satopää, Albrecht, Irwin and Raghavan, "Finding a 'Kneedle' in
+// a Haystack", ICDCS Workshops 2011): with m savable samples s_0 <= ... <=
+// s_(m-1), the i maximising i/(m-1) - (s_i - s_0)/(s_(m-1) - s_0), the
+// smallest such i on a tie. No savable wake-up: spinning saves nothing,
+// the floor.
+func spinFromWakeups(samples []int64) int64 {
+	slices.Sort(samples)
+	if p := p99(samples); p <= maxSpinNs {
+		return boundSpin(p)
+	}
+	savable, _ := slices.BinarySearch(samples, maxSpinNs+1)
+	return boundSpin(knee(samples[:savable]))
+}
+
+// knee is the Kneedle point of an ascending sample (see spinFromWakeups),
+// minSpinNs when it is empty.
+func knee(sorted []int64) int64 {
+	m := int64(len(sorted))
+	if m == 0 {
+		return minSpinNs
+	}
+	lo, span := sorted[0], sorted[m-1]-sorted[0]
+	if span == 0 {
+		return lo
+	}
+	// i/(m-1) - (s_i-lo)/span, scaled by (m-1)*span (both positive):
+	// integers, no rounding.
+	best, at := int64(math.MinInt64), int64(0)
+	for i, v := range sorted {
+		if d := int64(i)*span - (v-lo)*(m-1); d > best {
+			best, at = d, int64(i)
+		}
+	}
+	return sorted[at]
 }
 
 // p99 is the 99th percentile of s by the nearest-rank method: the
