@@ -5,13 +5,13 @@ import (
 	"testing"
 )
 
-// TestSpinFromWakeups checks the adaptive spin against samples built by
-// hand, each expected L worked out in its comment from the rule in
-// spinFromWakeups: the nearest-rank p99 (the ceil(0.99 n)-th smallest)
+// TestLeadFromWakeups checks the adaptive loop's lead against samples
+// built by hand, each expected L worked out in its comment from the rule in
+// leadFromWakeups: the nearest-rank p99 (the ceil(0.99 n)-th smallest)
 // when it is within 250 µs; otherwise the Kneedle point of the wake-ups
 // within 250 µs, s_i maximising D_i = i·(s_max − s_min) − (s_i − s_min)·(m − 1)
 // over the m of them (i from 0, the first on a tie); bounded to [5, 250] µs.
-func TestSpinFromWakeups(t *testing.T) {
+func TestLeadFromWakeups(t *testing.T) {
 	us := func(v ...int64) []int64 {
 		out := make([]int64, len(v))
 		for i, x := range v {
@@ -70,17 +70,16 @@ func TestSpinFromWakeups(t *testing.T) {
 		},
 	}
 	for _, c := range cases {
-		if got := spinFromWakeups(append([]int64(nil), c.samples...)); got != c.want {
+		if got := leadFromWakeups(append([]int64(nil), c.samples...)); got != c.want {
 			t.Errorf("%s: L = %d ns, want %d", c.name, got, c.want)
 		}
 	}
 }
 
 // TestWakeEstimateTakesTheKneeWhenTheTailIsPreemption: a full window of
-// the loop's own wake-ups whose p99 is past the bound gives the knee, not
-// the bound. 256 samples: 200 of 20 µs, 20 of 40 µs, 10 of 100 µs, 26 of
-// 2 ms. The p99 (254th smallest) is 2 ms > 250 µs, so the old rule's L
-// was 250 µs. Savable: m = 230, span 80 µs, m−1 = 229; D_i = 80 i − 229
+// the loop's own wake-ups whose p99 is past the bound gives a lead at the
+// knee, and keeps the spin (the bounded p99) at the bound. 256 samples: 200 of 20 µs, 20 of 40 µs, 10 of 100 µs, 26 of
+// 2 ms. The p99 (254th smallest) is 2 ms > 250 µs: the spin is 250 µs. Savable: m = 230, span 80 µs, m−1 = 229; D_i = 80 i − 229
 // (s_i − 20) in µs: the plateau's last (i = 199, 20 µs) gives 15 920; the
 // 40 µs run's last (i = 219) 17 520 − 4580 = 12 940; the 100 µs run's
 // last (i = 229) 18 320 − 18 320 = 0. The knee is 20 µs.
@@ -104,8 +103,8 @@ func TestWakeEstimateTakesTheKneeWhenTheTailIsPreemption(t *testing.T) {
 	for _, v := range window {
 		w.add(v)
 	}
-	if w.spinNs != 20_000 {
-		t.Errorf("spin %d ns, want the knee, 20 µs", w.spinNs)
+	if w.leadNs != 20_000 || w.spinNs != maxSpinNs {
+		t.Errorf("lead %d ns, spin %d ns; want the knee, 20 µs, and the bound, 250 µs", w.leadNs, w.spinNs)
 	}
 }
 
