@@ -212,3 +212,46 @@ func TestTheFloorBetWithAFloorHoldsItsLevelAtEveryLook(t *testing.T) {
 		}
 	}
 }
+
+// A floor's status carries along a monotone parameter as a measured one
+// does. Interval 10..50 ms (no direction) x jitter 0..12 ms (worse
+// upward), delay_p99_ms <= 30: the lab proves a floor only at (10 ms, no
+// jitter), 40 ms, so both stacks fail there by construction; more jitter
+// at the same interval is at least as bad, so both fail at (10, 3), (10,
+// 6), (10, 9) and (10, 12) by inference, 8 statuses, measured or not,
+// and the best there is none. (Before floors were sources of the
+// inference, those four points stayed open until measured.)
+func TestAFloorsStatusCarriesAlongAMonotoneParameter(t *testing.T) {
+	lab := &fakeLab{seed: 5, shared: 1, own: 1, delay: func(st string, x []float64) float64 { return 10 + x[1] }}
+	floor := func(p Point, _, metric string) (float64, bool) {
+		if metric == "delay_p99_ms" && p.Values[0] == 10 && p.Values[1] == 0 {
+			return 40, true
+		}
+		return 0, false
+	}
+	cfg := Config{Params: []Param{{Path: "workload.interval", Low: 10, High: 50, Unit: "ms", Resolution: 10}, {Path: "link.jitter", Low: 0, High: 12, Unit: "ms", Resolution: 3}},
+		Stacks: []string{"quic", "tcp"}, Require: require(30), Coarse: 2, MaxReps: 4, Budget: Budget{Cells: 16}, Floor: floor, Monotone: []int{0, 1}}
+	m, err := Run(context.Background(), cfg, lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	carried := 0
+	for _, lp := range m.Lattice {
+		if lp.Values[0] != 10 || lp.Values[1] == 0 {
+			continue
+		}
+		for k, st := range lp.Status {
+			if st != string(advise.Fails) {
+				t.Errorf("%s %s: %s (%q), want fails, carried from the floor at no jitter", lp.Label(), cfg.Stacks[k], st, lp.How[k])
+				continue
+			}
+			carried++
+		}
+		if lp.Best != None {
+			t.Errorf("%s: best %q, want none", lp.Label(), lp.Best)
+		}
+	}
+	if carried != 8 {
+		t.Errorf("%d statuses carried along the 10 ms interval, want 8 (4 points x 2 stacks)", carried)
+	}
+}

@@ -113,7 +113,7 @@ func (s *search) lattice() [][2]int {
 // statusAt is each stack's status at idx and how it came about: the
 // floor's, where the point's floors decide it by construction (floor.go);
 // the point's own decided status where it was measured to a decision, else
-// inferred from a measured point's decided one (a failure at a point at
+// inferred from another point's own (measured or by its floors) (a failure at a point at
 // least as good, a success at a point at least as bad); undecided where
 // neither, or where inferences contradict each other (monotonicity does
 // not hold there, or a verdict is wrong: the map does not pick).
@@ -133,15 +133,11 @@ func (s *search) statusAt(idx [2]int, own map[[2]int][]string) (status, how []st
 			continue
 		}
 		fails, meets := false, false
-		for _, p := range s.order {
-			st := own[p.Index]
-			if st == nil {
-				continue
-			}
+		for at, st := range own {
 			switch {
-			case st[k] == string(advise.Fails) && s.atLeastAsBad(p.Index, idx):
+			case st[k] == string(advise.Fails) && s.atLeastAsBad(at, idx):
 				fails = true
-			case st[k] == string(advise.Meets) && s.atLeastAsBad(idx, p.Index):
+			case st[k] == string(advise.Meets) && s.atLeastAsBad(idx, at):
 				meets = true
 			}
 		}
@@ -155,12 +151,34 @@ func (s *search) statusAt(idx [2]int, own map[[2]int][]string) (status, how []st
 	return status, how
 }
 
-// ownStatuses are the measured points' own statuses.
+// ownStatuses are the points' own statuses: the measured points' and,
+// at every point of the lattice, measured or not, those its floors
+// decide. A floor's status holds by construction, so it carries along a
+// monotone parameter as a measured one does: a deadline every response
+// misses at no jitter is missed at every larger jitter too.
 func (s *search) ownStatuses() map[[2]int][]string {
 	own := map[[2]int][]string{}
 	for _, p := range s.order {
 		if len(p.Reps) > 0 {
 			own[p.Index] = Statuses(s.cfg.Stacks, s.comps, p.Verdicts)
+		}
+	}
+	if s.cfg.Floor == nil {
+		return own
+	}
+	for _, idx := range s.lattice() {
+		byFloor, _ := floorStatuses(s.cfg.Stacks, s.comps, s.floorsAt(idx))
+		for k, st := range byFloor {
+			if st == "" {
+				continue
+			}
+			if own[idx] == nil {
+				own[idx] = make([]string, len(s.cfg.Stacks))
+				for i := range own[idx] {
+					own[idx][i] = Undecided
+				}
+			}
+			own[idx][k] = st
 		}
 	}
 	return own
