@@ -1,6 +1,7 @@
 package explore
 
 import (
+	"context"
 	"math"
 	"testing"
 
@@ -244,5 +245,30 @@ func TestTheFewestToDecideReadTheFarEnd(t *testing.T) {
 	s := &search{cfg: cfg, comps: comparisons(cfg.Stacks, cfg.Require), points: map[[2]int]*PointResult{}}
 	if got := s.fewestToDecide(); got != 3 {
 		t.Errorf("deadline_miss_pct <= 99: fewest repetitions to decide %d, want 3", got)
+	}
+}
+
+// The map reports the error rate its own verdicts share and among how
+// many reported decisions (Map.Tests, MapAlpha; the answer and
+// explore.json print both). By hand, three stacks and one requirement:
+// each point reports 3 requirement verdicts and one best, 4 decisions
+// (Shares' comment: the 3 pairs split the best's share, 12 each), so
+// over 5 points the map's alpha is shared among 5 · 4 = 20 (not among
+// 5 · 12 = 60, the pairs' divisor); with alpha 0.05 and a fifth kept for
+// the ablations, the map's own is 0.05 · 0.8 = 0.04 and the ablations'
+// 0.01.
+func TestTheMapReportsItsShareOfAlpha(t *testing.T) {
+	lab := &fakeLab{seed: 9, own: 1, delay: func(string, []float64) float64 { return 20 }}
+	cfg := Config{Params: []Param{lossRange}, Stacks: []string{"quic", "tcp", "quic-again"}, Require: require(1000),
+		Coarse: 2, MaxPoints: 5, MaxReps: 3, Alpha: 0.05, WhyShare: 0.2}
+	m, err := Run(context.Background(), cfg, lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Tests != 20 {
+		t.Errorf("the map's alpha shared among %d decisions, want 5 points × 4 = 20", m.Tests)
+	}
+	if !(math.Abs(m.MapAlpha()-0.04) <= 1e-12) || !(math.Abs(m.WhyAlpha()-0.01) <= 1e-12) {
+		t.Errorf("map alpha %v, ablations' %v: want 0.04 and 0.01", m.MapAlpha(), m.WhyAlpha())
 	}
 }
