@@ -211,7 +211,7 @@ func TestBisectionNarrowsToTheResolution(t *testing.T) {
 	if w := b.High - b.Low; w > 10.0/128+1e-9 || b.Low > 1.8 || b.High < 1.8 {
 		t.Errorf("noise-free boundary [%v, %v]: want one step of %v around 1.8", b.Low, b.High, 10.0/128)
 	}
-	if math.Abs(b.Estimate-1.8) > 0.01 {
+	if !(math.Abs(b.Estimate-1.8) <= 0.01) {
 		t.Errorf("estimate %v: the linear difference crosses zero at 1.8", b.Estimate)
 	}
 }

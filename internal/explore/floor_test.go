@@ -136,14 +136,14 @@ func TestAMapDecidesByTheFloorWithoutMeasuring(t *testing.T) {
 // (3 + 6.8636364)/2 = 4.9318182.
 func TestTheFloorBetGrowsFasterWithAFloor(t *testing.T) {
 	d := []float64{30, 30}
-	if got := math.Exp(floorBetLogE(d, 90, 100)); math.Abs(got-6.8636364) > 1e-6 {
+	if got := math.Exp(floorBetLogE(d, 90, 100)); !(math.Abs(got-6.8636364) <= 1e-6) {
 		t.Errorf("floor 90: %v, want 6.8636364", got)
 	}
-	if got := math.Exp(floorBetLogE(d, 0, 100)); math.Abs(got-1.3286364) > 1e-6 {
+	if got := math.Exp(floorBetLogE(d, 0, 100)); !(math.Abs(got-1.3286364) <= 1e-6) {
 		t.Errorf("floor 0: %v, want 1.3286364", got)
 	}
 	c := Comparisons([]string{"x"}, []advise.Requirement{{Metric: "delay_p95_ms", Op: "<=", Bound: 100}})[0]
-	if got := math.Exp(c.withFloor(90).LogE(TMixture, d)); math.Abs(got-4.9318182) > 1e-6 {
+	if got := math.Exp(c.withFloor(90).LogE(TMixture, d)); !(math.Abs(got-4.9318182) <= 1e-6) {
 		t.Errorf("the comparison with the point's floor 90: %v, want 4.9318182", got)
 	}
 	if got := c.withFloor(math.NaN()); len(got.Range) != 1 || got.Range[0] != 0 {

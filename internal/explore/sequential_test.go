@@ -12,21 +12,21 @@ import (
 // The e-values at hand-computed points.
 func TestRuleEValuesByHand(t *testing.T) {
 	// Sign mixture, 8 positive signs of 8: 2^8 · 8! 0! / 9! = 256/9.
-	if got, want := math.Exp(SignMixture.LogE([]float64{1, 2, 3, 4, 5, 6, 7, 8})), 256.0/9; math.Abs(got-want) > 1e-9 {
+	if got, want := math.Exp(SignMixture.LogE([]float64{1, 2, 3, 4, 5, 6, 7, 8})), 256.0/9; !(math.Abs(got-want) <= 1e-9) {
 		t.Errorf("sign e-value of 8 of 8 = %v, want 256/9 = %v", got, want)
 	}
 	// 4 positive, 4 negative: 2^8 · 4! 4! / 9! = 256·576/362880 = 0.40635.
-	if got, want := math.Exp(SignMixture.LogE([]float64{1, -1, 2, -2, 3, -3, 4, -4})), 256.0*576/362880; math.Abs(got-want) > 1e-9 {
+	if got, want := math.Exp(SignMixture.LogE([]float64{1, -1, 2, -2, 3, -3, 4, -4})), 256.0*576/362880; !(math.Abs(got-want) <= 1e-9) {
 		t.Errorf("sign e-value of 4 and 4 = %v, want %v", got, want)
 	}
 	// t mixture, d = 1, 2, 3: mean 2, sd 1, n 3, t² = 12, ν = 2, g = 4,
 	// 1+ng = 13: 13^-1/2 · ((1 + 12/2)/(1 + 12/26))^(3/2)
 	// = 0.277350 · (7/1.461538)^1.5 = 0.277350 · 10.48170 = 2.90711.
-	if got := math.Exp(TMixture.LogE([]float64{1, 2, 3})); math.Abs(got-2.90711) > 1e-4 {
+	if got := math.Exp(TMixture.LogE([]float64{1, 2, 3})); !(math.Abs(got-2.90711) <= 1e-4) {
 		t.Errorf("t e-value of 1, 2, 3 = %v, want 2.90711", got)
 	}
 	// No spread, mean away from 0: the limit (1+ng)^(ν/2) = 13^1 for n = 3.
-	if got := math.Exp(TMixture.LogE([]float64{-2, -2, -2})); math.Abs(got-13) > 1e-9 {
+	if got := math.Exp(TMixture.LogE([]float64{-2, -2, -2})); !(math.Abs(got-13) <= 1e-9) {
 		t.Errorf("t e-value of a constant -2 = %v, want 13", got)
 	}
 	if got := TMixture.LogE([]float64{5}); got != 0 {
@@ -152,11 +152,11 @@ func TestAClearEffectDecidesInItsDirection(t *testing.T) {
 // mixture at no spread, n = 2: (1+2·4)^(1/2) = 3; their mean 806.205.
 func TestTheBoundedBetByHand(t *testing.T) {
 	d := []float64{99, 99}
-	if got := math.Exp(bettingLogE(d, 0, 100, 1)); math.Abs(got-1609.409) > 1e-2 {
+	if got := math.Exp(bettingLogE(d, 0, 100, 1)); !(math.Abs(got-1609.409) <= 1e-2) {
 		t.Errorf("bet on 100 %%, 100 %% against 1 %% = %v, want 1609.41", got)
 	}
 	c := Comparison{Kind: RequirementKind, Stack: "x", Requirement: advise.Requirement{Metric: "deadline_miss_pct", Op: "<=", Bound: 1}, Range: []float64{0, 100}}
-	if got := math.Exp(c.LogE(TMixture, d)); math.Abs(got-806.205) > 1e-2 {
+	if got := math.Exp(c.LogE(TMixture, d)); !(math.Abs(got-806.205) <= 1e-2) {
 		t.Errorf("the rule and the bet together = %v, want (3 + 1609.41)/2 = 806.205", got)
 	}
 	// A bound at the range's end leaves nothing to bet on.
@@ -256,11 +256,11 @@ func TestTheBoundedBetHoldsItsLevelAtEveryLook(t *testing.T) {
 // n = 2, (1+2·4)^(1/2) = 3: their mean 3.636364.
 func TestTheFloorBetByHand(t *testing.T) {
 	d := []float64{200, 200}
-	if got := math.Exp(floorBetLogE(d, 0, 100)); math.Abs(got-4.272727) > 1e-5 {
+	if got := math.Exp(floorBetLogE(d, 0, 100)); !(math.Abs(got-4.272727) <= 1e-5) {
 		t.Errorf("floor bet on 300, 300 ms against 100 ms = %v, want 4.272727", got)
 	}
 	c := Comparison{Kind: RequirementKind, Stack: "x", Requirement: advise.Requirement{Metric: "delay_p95_ms", Op: "<=", Bound: 100}, Range: []float64{0}}
-	if got := math.Exp(c.LogE(TMixture, d)); math.Abs(got-3.636364) > 1e-5 {
+	if got := math.Exp(c.LogE(TMixture, d)); !(math.Abs(got-3.636364) <= 1e-5) {
 		t.Errorf("the rule and the floor bet together = %v, want (3 + 4.272727)/2 = 3.636364", got)
 	}
 	// Values below the bound are no bet for "above": factor 1 − c·0.5 < 1.
@@ -269,7 +269,7 @@ func TestTheFloorBetByHand(t *testing.T) {
 	}
 	// ... and there the rule's evidence is not halved: 50 ms twice
 	// against 100 ms is the t mixture's 3 (no spread, n = 2).
-	if got := math.Exp(c.LogE(TMixture, []float64{-50, -50})); math.Abs(got-3) > 1e-9 {
+	if got := math.Exp(c.LogE(TMixture, []float64{-50, -50})); !(math.Abs(got-3) <= 1e-9) {
 		t.Errorf("below the bound the rule with the floor = %v, want the t mixture's 3", got)
 	}
 	// A bound at the floor leaves nothing to bet on.

@@ -169,7 +169,7 @@ func TestAPointStopsOnceWhatTheMapSaysIsFixed(t *testing.T) {
 	for _, d := range Shares(comps) {
 		sum += 1 / float64(d)
 	}
-	if math.Abs(sum-1) > 1e-12 {
+	if !(math.Abs(sum-1) <= 1e-12) {
 		t.Errorf("the shares of a point sum to %v, want 1", sum)
 	}
 }
