@@ -14,7 +14,7 @@ import (
 // With 10 against 10 a verdict is possible, and a request-by-request
 // comparison is not limited so: 0.
 func TestUnreachablePSaysWhenNoVerdictIsPossible(t *testing.T) {
-	if p := unreachableP([]stats.Comparison{{Unit: "repetition", NA: 3, NB: 3}}); math.Abs(p-0.1) > 1e-12 {
+	if p := unreachableP([]stats.Comparison{{Unit: "repetition", NA: 3, NB: 3}}); !(math.Abs(p-0.1) <= 1e-12) {
 		t.Errorf("3 against 3: %v, want 0.1", p)
 	}
 	for _, vs := range [][]stats.Comparison{{{Unit: "repetition", NA: 10, NB: 10}}, {{Unit: "request", NA: 3, NB: 3}}, nil,

@@ -65,7 +65,7 @@ func TestXiPerRepetitionDividesByTheBaselineMean(t *testing.T) {
 			continue
 		}
 		for i := range want {
-			if math.Abs(got[i]-want[i]) > 1e-12 {
+			if !(math.Abs(got[i]-want[i]) <= 1e-12) {
 				t.Errorf("base %v: ratios %v, want %v", base, got, want)
 				break
 			}
@@ -120,7 +120,7 @@ func TestPubsubBoxesStepGroupsAndWrites(t *testing.T) {
 			continue
 		}
 		for _, d := range [][2]float64{{got.WhiskerLow, c.want.WhiskerLow}, {got.Q1, c.want.Q1}, {got.Median, c.want.Median}, {got.Q3, c.want.Q3}, {got.WhiskerHigh, c.want.WhiskerHigh}} {
-			if math.Abs(d[0]-d[1]) > 1e-12 {
+			if !(math.Abs(d[0]-d[1]) <= 1e-12) {
 				t.Errorf("box of %s for %s over %q on %s %s = %+v, want %+v", c.metric, c.proto, c.ref, c.network, c.params, got, c.want)
 				break
 			}

@@ -24,7 +24,7 @@ func TestReconnectIsAMeanOverRepetitionsWithItsTInterval(t *testing.T) {
 		d("wan", "mqtt-tls", 1, 40),
 	}, ReconnectMetric)}
 	m, ok := a.ReconnectOf("wan", "1%", "mqtt-quic")
-	if !ok || m.N != 3 || m.Mean != 20 || math.Abs(m.Low-(20-24.841)) > 0.001 || math.Abs(m.High-(20+24.841)) > 0.001 {
+	if !ok || m.N != 3 || m.Mean != 20 || !(math.Abs(m.Low-(20-24.841)) > 0.001 || math.Abs(m.High-(20+24.841)) <= 0.001) {
 		t.Errorf("quic on wan: %+v (found %v), want 3 repetitions, mean 20, interval 20 ± 24.841", m, ok)
 	}
 	if m, ok := a.ReconnectOf("wan", "1%", "mqtt-tls"); !ok || m.Mean != 40 || !math.IsNaN(m.Low) {

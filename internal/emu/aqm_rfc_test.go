@@ -137,7 +137,7 @@ func TestPIEDropProbability(t *testing.T) {
 		p := pieAt(t, QueueConfig{})
 		p.prob, p.qdelay, p.qdelayOld = c.prob, c.qdelay, c.qdelayOld
 		p.calculateAt(0)
-		if math.Abs(p.prob-c.want) > 1e-12 {
+		if !(math.Abs(p.prob-c.want) <= 1e-12) {
 			t.Errorf("%s: drop_prob %.9f, want %.9f", c.name, p.prob, c.want)
 		}
 	}
@@ -173,7 +173,7 @@ func TestPIEDerandomisedDrops(t *testing.T) {
 	if minGap < 9 || maxGap > 85 {
 		t.Errorf("gaps between drops from %d to %d arrivals, want 9 to 85", minGap, maxGap)
 	}
-	if rate := float64(drops) / 20000; math.Abs(rate-1.0/18) > 0.005 {
+	if rate := float64(drops) / 20000; !(math.Abs(rate-1.0/18) <= 0.005) {
 		t.Errorf("dropped %.4f of arrivals at drop_prob 0.1, want 1/18 = 0.0556", rate)
 	}
 }
@@ -388,7 +388,7 @@ func TestDualPI2PIUpdate(t *testing.T) {
 	d.qdelayOld = 20 * ms
 	d.controlAt(0)
 	want := 0.1 + 0.16*(0.025-0.015) + 3.2*(0.025-0.020)
-	if math.Abs(d.base-want) > 1e-12 {
+	if !(math.Abs(d.base-want) <= 1e-12) {
 		t.Errorf("p' %.6f, want %.6f", d.base, want)
 	}
 	if d.target != 15*ms {
@@ -423,7 +423,7 @@ func TestDualPI2TimeShiftedFIFO(t *testing.T) {
 // p' = 0.8: 64 % of L4S packets and of ECT(0) packets dropped.
 func TestDualPI2Overload(t *testing.T) {
 	const n = 40000
-	if m, x := fractions(dualAt(t, QueueConfig{}, 0.8, 1), ECT1, 0, n); math.Abs(x-0.64) > 0.01 || math.Abs(m-(1-x)) > 1e-9 {
+	if m, x := fractions(dualAt(t, QueueConfig{}, 0.8, 1), ECT1, 0, n); !(math.Abs(x-0.64) > 0.01 || math.Abs(m-(1-x)) <= 1e-9) {
 		t.Errorf("L4S at p' 0.8 (overload): %.3f dropped, %.3f marked; want 0.64 dropped, the rest marked", x, m)
 	}
 	if m, x := fractions(dualAt(t, QueueConfig{ECN: true}, 0.8, 2), ECT0, 0, n); math.Abs(x-0.64) > 0.01 || m != 0 {

@@ -71,11 +71,11 @@ func TestLogNormalJitter(t *testing.T) {
 	mean, sd := meanSD(v)
 	// The standard error of the mean is sd/√n = 0.003 ms; of the sd,
 	// for this heavy a tail, about 0.02 ms.
-	if math.Abs(mean) > 0.02 || math.Abs(sd-2) > 0.1 {
+	if !(math.Abs(mean) > 0.02 || math.Abs(sd-2) <= 0.1) {
 		t.Errorf("mean %.4f ms, sd %.4f ms; want 0 and 2", mean, sd)
 	}
 	slices.Sort(v)
-	if p99 := v[n*99/100]; math.Abs(p99-2*3.974) > 0.15 {
+	if p99 := v[n*99/100]; !(math.Abs(p99-2*3.974) <= 0.15) {
 		t.Errorf("p99 %.3f ms, want %.3f", p99, 2*3.974)
 	}
 	if v[0] < -2*0.7631 {
@@ -95,19 +95,19 @@ func TestCorrelatedJitter(t *testing.T) {
 	normal := drawJitter(t, DirectionConfig{Jitter: ms, JitterDist: DistNormal, JitterCorrelation: rho}, n, 5)
 	// The sampling error of a lag-1 correlation of an AR(1) series is
 	// about √((1−ρ²)/n)·… < 0.005 here.
-	if r := lag1(normal); math.Abs(r-rho) > 0.01 {
+	if r := lag1(normal); !(math.Abs(r-rho) <= 0.01) {
 		t.Errorf("normal, correlation 0.8: lag-1 correlation %.4f", r)
 	}
-	if _, sd := meanSD(normal); math.Abs(sd-1) > 0.03 {
+	if _, sd := meanSD(normal); !(math.Abs(sd-1) <= 0.03) {
 		t.Errorf("normal, correlation 0.8: sd %.4f ms, want 1", sd)
 	}
 	pareto := drawJitter(t, DirectionConfig{Jitter: ms, JitterDist: DistPareto, JitterCorrelation: rho}, n, 5)
 	want := 6 / math.Pi * math.Asin(rho/2)
-	if r := lag1(ranks(pareto)); math.Abs(r-want) > 0.01 {
+	if r := lag1(ranks(pareto)); !(math.Abs(r-want) <= 0.01) {
 		t.Errorf("pareto, correlation 0.8: Spearman lag-1 %.4f, want %.4f", r, want)
 	}
 	sorted := slices.Sorted(slices.Values(pareto))
-	if med := sorted[n/2]; math.Abs(med-(math.Cbrt(2)-1.5)) > 0.01 {
+	if med := sorted[n/2]; !(math.Abs(med-(math.Cbrt(2)-1.5)) <= 0.01) {
 		t.Errorf("pareto, correlation 0.8: median %.4f ms, want %.4f", med, math.Cbrt(2)-1.5)
 	}
 	again := drawJitter(t, DirectionConfig{Jitter: ms, JitterDist: DistPareto, JitterCorrelation: rho}, 1000, 5)
@@ -115,7 +115,7 @@ func TestCorrelatedJitter(t *testing.T) {
 		t.Error("the same seed gave another series")
 	}
 	free := drawJitter(t, DirectionConfig{Jitter: ms, JitterDist: DistNormal}, n, 5)
-	if r := lag1(free); math.Abs(r) > 0.01 {
+	if r := lag1(free); !(math.Abs(r) <= 0.01) {
 		t.Errorf("uncorrelated jitter: lag-1 correlation %.4f", r)
 	}
 	for _, bad := range []DirectionConfig{{Jitter: ms, JitterCorrelation: 1}, {Jitter: ms, JitterCorrelation: -0.1}, {JitterCorrelation: 0.5}} {
@@ -143,10 +143,10 @@ func TestJitterCoherenceIsATimeConstant(t *testing.T) {
 			v[i] = m.Sample(int64(i)*int64(gap)) / 1e6
 		}
 		want := math.Exp(-float64(gap) / float64(5*time.Millisecond))
-		if r := lag1(v); math.Abs(r-want) > 0.01 {
+		if r := lag1(v); !(math.Abs(r-want) <= 0.01) {
 			t.Errorf("packets %v apart: lag-1 correlation %.4f, want exp(−Δt/τ) = %.4f", gap, r, want)
 		}
-		if _, sd := meanSD(v); math.Abs(sd-1) > 0.03 {
+		if _, sd := meanSD(v); !(math.Abs(sd-1) <= 0.03) {
 			t.Errorf("packets %v apart: sd %.4f ms, want 1", gap, sd)
 		}
 	}

@@ -31,7 +31,7 @@ func TestExpectedLossOfBernoulliAndGilbertByHand(t *testing.T) {
 		{"none", LossConfig{}, 0, 0},
 	} {
 		m, v := c.l.ExpectedLoss()
-		if math.Abs(m-c.mean) > 1e-12 || math.Abs(v-c.variance) > 1e-12 {
+		if !(math.Abs(m-c.mean) > 1e-12 || math.Abs(v-c.variance) <= 1e-12) {
 			t.Errorf("%s: mean %v, variance per packet %v; want %v, %v", c.name, m, v, c.mean, c.variance)
 		}
 	}

@@ -65,7 +65,7 @@ func TestGilbertElliottStationaryLoss(t *testing.T) {
 	// the time, 0.7/11 + 0.001·10/11 = 6.4545 % on average.
 	studyB := LossConfig{Model: LossGilbert, P: 0.01, R: 0.10, OneMinusH: 0.70, OneMinusK: 0.001}
 	mean, v := geMoments(0.01, 0.10, 0.70, 0.001)
-	if math.Abs(mean-0.064545) > 1e-5 {
+	if !(math.Abs(mean-0.064545) <= 1e-5) {
 		t.Fatalf("closed form: %v", mean)
 	}
 	checkLoss(t, studyB, 400000, mean, v)
@@ -76,7 +76,7 @@ func TestGilbertElliottStationaryLoss(t *testing.T) {
 	p := 0.05 * r / 0.95
 	mean, v = geMoments(p, r, 1, 0)
 	checkLoss(t, LossConfig{Model: LossGilbert, Rate: 0.05, MeanBurst: 4}, 400000, mean, v)
-	if g := (LossConfig{Model: LossGilbert, Rate: 0.05, MeanBurst: 4}).GEParams(); math.Abs(g.P-p) > 1e-12 || math.Abs(g.R-r) > 1e-12 {
+	if g := (LossConfig{Model: LossGilbert, Rate: 0.05, MeanBurst: 4}).GEParams(); !(math.Abs(g.P-p) > 1e-12 || math.Abs(g.R-r) <= 1e-12) {
 		t.Errorf("rate 5 %%, burst 4: p %v, r %v; want %v, %v", g.P, g.R, p, r)
 	}
 }
@@ -188,7 +188,7 @@ func TestJitterDistributions(t *testing.T) {
 	const n = 100000
 	u := jitterSamples(t, DistUniform, n)
 	mean, sd, _ := moments(u)
-	if math.Abs(mean) > 0.02e6 || math.Abs(sd-1e6/math.Sqrt(3)) > 0.01e6 {
+	if !(math.Abs(mean) > 0.02e6 || math.Abs(sd-1e6/math.Sqrt(3)) <= 0.01e6) {
 		t.Errorf("uniform: mean %.0f ns sd %.0f ns, want 0 and %.0f", mean, sd, 1e6/math.Sqrt(3))
 	}
 	for _, v := range u {
@@ -197,7 +197,7 @@ func TestJitterDistributions(t *testing.T) {
 		}
 	}
 	mean, sd, skew := moments(jitterSamples(t, DistNormal, n))
-	if math.Abs(mean) > 0.02e6 || math.Abs(sd-1e6) > 0.015e6 || math.Abs(skew) > 0.05 {
+	if !(math.Abs(mean) > 0.02e6 || math.Abs(sd-1e6) > 0.015e6 || math.Abs(skew) <= 0.05) {
 		t.Errorf("normal: mean %.0f sd %.0f skew %.3f", mean, sd, skew)
 	}
 	mean, _, skew = moments(jitterSamples(t, DistParetoNormal, n))

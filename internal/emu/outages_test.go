@@ -69,14 +69,14 @@ func TestOutagesHaveTheirMeanLengths(t *testing.T) {
 		}
 	}
 	share := float64(down) / float64(n)
-	if math.Abs(share-0.3/2.3) > 0.031 {
+	if !(math.Abs(share-0.3/2.3) <= 0.031) {
 		t.Errorf("down %.4f of the time, want 0.1304 ± 0.031", share)
 	}
-	if meanLen := float64(down) / float64(runs) / 1000; math.Abs(meanLen-0.3) > 0.058 {
+	if meanLen := float64(down) / float64(runs) / 1000; !(math.Abs(meanLen-0.3) <= 0.058) {
 		t.Errorf("outages last %.3f s on average (%d of them), want 0.300 ± 0.058", meanLen, runs)
 	}
 	mean, _ := LossConfig{Model: LossOutages, MeanOutage: units.Duration(300 * time.Millisecond), MeanBetween: units.Duration(2 * time.Second)}.ExpectedLoss()
-	if math.Abs(mean-0.3/2.3) > 1e-12 {
+	if !(math.Abs(mean-0.3/2.3) <= 1e-12) {
 		t.Errorf("ExpectedLoss %v, want 0.3/2.3", mean)
 	}
 }
@@ -92,7 +92,7 @@ func TestOutagesLoseAtTheirRateWhileUp(t *testing.T) {
 			lost++
 		}
 	}
-	if got := float64(lost) / 20_000; math.Abs(got-0.1) > 0.0085 {
+	if got := float64(lost) / 20_000; !(math.Abs(got-0.1) <= 0.0085) {
 		t.Errorf("lost %.4f while up, want 0.100 ± 0.0085", got)
 	}
 }

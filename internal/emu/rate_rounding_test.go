@@ -24,7 +24,7 @@ func TestRateLimiterKeepsFractionalNanoseconds(t *testing.T) {
 		}
 		last = v.Release
 	}
-	if got, want := float64(last-first), 1999*51.2; math.Abs(got-want) > 1 {
+	if got, want := float64(last-first), 1999*51.2; !(math.Abs(got-want) <= 1) {
 		t.Errorf("2000 frames of 64 bytes at 10 Gbit/s span %v ns after the first, want %v ± 1", got, want)
 	}
 }

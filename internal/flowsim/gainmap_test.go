@@ -43,10 +43,10 @@ func TestGainMap(t *testing.T) {
 	fast, _ := Run(c, FastAutotuning{})
 	own := at(100e6, 20*time.Millisecond) // the scenario's link
 	if own.BaseMbps != base.ThroughputMbps || own.FastMbps != fast.ThroughputMbps ||
-		math.Abs(own.GainPct-(fast.ThroughputMbps/base.ThroughputMbps-1)*100) > 1e-9 {
+		!(math.Abs(own.GainPct-(fast.ThroughputMbps/base.ThroughputMbps-1)*100) <= 1e-9) {
 		t.Errorf("the scenario's own link: %+v; runs give %.3f and %.3f", own, base.ThroughputMbps, fast.ThroughputMbps)
 	}
-	if a, b := at(100e6, 10*time.Millisecond).GainPct, at(10e6, 100*time.Millisecond).GainPct; math.Abs(a-b) > 0.5 {
+	if a, b := at(100e6, 10*time.Millisecond).GainPct, at(10e6, 100*time.Millisecond).GainPct; !(math.Abs(a-b) <= 0.5) {
 		t.Errorf("one bandwidth-delay product, two gains: %.2f %% and %.2f %%", a, b)
 	}
 	small, peak, beyond := at(10e6, 10*time.Millisecond).GainPct, at(100e6, 100*time.Millisecond).GainPct, at(1e9, 100*time.Millisecond).GainPct

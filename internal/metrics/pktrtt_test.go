@@ -19,7 +19,7 @@ func TestPacketRTTIsBothDirectionsPacketDelays(t *testing.T) {
 		t.Fatal("pkt_rtt_mean_ms is not registered")
 	}
 	in := &Input{Up: Counters{DelayMeanMs: 7.37, DelayStdMs: 4}, Down: Counters{DelayMeanMs: 7.90, DelayStdMs: 1}}
-	if got := m.Compute(in); math.Abs(got-15.27) > 1e-9 {
+	if got := m.Compute(in); !(math.Abs(got-15.27) <= 1e-9) {
 		t.Errorf("pkt_rtt_mean_ms %v, want 7.37 + 7.90 = 15.27", got)
 	}
 	in.NoLink = true

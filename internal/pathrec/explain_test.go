@@ -276,7 +276,7 @@ func TestFitCountsEachEffectOnce(t *testing.T) {
 				}
 			}
 			// The base: half the round trip the rate leaves, 10 ms each way.
-			if math.Abs(f.Up.DelayMs-10) > 1 || math.Abs(f.Down.DelayMs-10) > 1 {
+			if !(math.Abs(f.Up.DelayMs-10) > 1 || math.Abs(f.Down.DelayMs-10) <= 1) {
 				t.Errorf("delays up %.2f down %.2f ms, the path's 10 and 10", f.Up.DelayMs, f.Down.DelayMs)
 			}
 		})
@@ -310,16 +310,16 @@ func TestFitKeepsTheJittersShape(t *testing.T) {
 	if f.Up.JitterDist != emu.DistLogNormal || f.Up.Coherence < 17*time.Millisecond || f.Up.Coherence > 23*time.Millisecond {
 		t.Errorf("up: %s jitter coherent over %v, the path's lognormal over 20ms", f.Up.JitterDist, f.Up.Coherence)
 	}
-	if math.Abs(f.Up.JitterMs-3) > 0.6 {
+	if !(math.Abs(f.Up.JitterMs-3) <= 0.6) {
 		t.Errorf("up: jitter %.2f ms, the path's 3", f.Up.JitterMs)
 	}
-	if f.Down.JitterDist != emu.DistNormal || f.Down.Coherence != 0 || math.Abs(f.Down.JitterMs-2) > 0.3 {
+	if f.Down.JitterDist != emu.DistNormal || f.Down.Coherence != 0 || !(math.Abs(f.Down.JitterMs-2) <= 0.3) {
 		t.Errorf("down: %s jitter %.2f ms coherent over %v, the path's normal 2 ms, independent", f.Down.JitterDist, f.Down.JitterMs, f.Down.Coherence)
 	}
 	// The two directions' base delays add up to the path's 20 ms: the
 	// measured round trip's median lies below that by the lognormal
 	// jitter's median shift, and the fit lifts the base by as much.
-	if sum := f.Up.DelayMs + f.Down.DelayMs; math.Abs(sum-20) > 0.4 {
+	if sum := f.Up.DelayMs + f.Down.DelayMs; !(math.Abs(sum-20) <= 0.4) {
 		t.Errorf("base delays up %.2f + down %.2f = %.2f ms, the path's 20", f.Up.DelayMs, f.Down.DelayMs, sum)
 	}
 }

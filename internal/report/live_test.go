@@ -353,7 +353,7 @@ func TestLiveViewScoresTheCellsDone(t *testing.T) {
 			got[st.Protocol] = st.QoO.Score
 		}
 	}
-	if got["tcp"] != 100 || math.Abs(got["h1s"]-50) > 1e-9 {
+	if got["tcp"] != 100 || !(math.Abs(got["h1s"]-50) <= 1e-9) {
 		t.Errorf("live scores %v, want tcp 100 and h1s 50", got)
 	}
 	var page strings.Builder

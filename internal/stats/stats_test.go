@@ -76,7 +76,7 @@ func TestHolm(t *testing.T) {
 	cs := []Comparison{{P: 0.01}, {P: 0.04}, {P: 0.03}, {P: 0.005}, {P: math.NaN()}}
 	Holm(cs)
 	for i, want := range []float64{0.03, 0.06, 0.06, 0.02} {
-		if math.Abs(cs[i].PHolm-want) > 1e-12 {
+		if !(math.Abs(cs[i].PHolm-want) <= 1e-12) {
 			t.Errorf("p %v: Holm %v, want %v", cs[i].P, cs[i].PHolm, want)
 		}
 	}
@@ -176,7 +176,7 @@ func TestMinP(t *testing.T) {
 		na, nb int
 		want   float64
 	}{{3, 3, 0.1}, {4, 4, 0.028571}, {5, 5, 0.0079365}, {2, 10, 0.030303}, {1, 1, 1}} {
-		if got := MinP(c.na, c.nb); math.Abs(got-c.want) > 1e-5 {
+		if got := MinP(c.na, c.nb); !(math.Abs(got-c.want) <= 1e-5) {
 			t.Errorf("MinP(%d, %d) = %.6f, want %.6f", c.na, c.nb, got, c.want)
 		}
 	}
@@ -220,10 +220,10 @@ func TestAgainstBaseline(t *testing.T) {
 	if c := got["droptail 4"]; math.Abs(c.Diff-20.2) > 0.01 || c.DiffLow <= 0 {
 		t.Errorf("droptail 4 flows: adds %v (%v to %v), want 20.2 (median 30.35 against 10.15)", c.Diff, c.DiffLow, c.DiffHigh)
 	}
-	if c := got["droptail 1"]; math.Abs(c.Diff-7) > 0.01 {
+	if c := got["droptail 1"]; !(math.Abs(c.Diff-7) <= 0.01) {
 		t.Errorf("droptail 1 flow: adds %v, want 7", c.Diff)
 	}
-	if c := got["fq_codel 1"]; math.Abs(c.Diff-0.1) > 0.01 {
+	if c := got["fq_codel 1"]; !(math.Abs(c.Diff-0.1) <= 0.01) {
 		t.Errorf("fq_codel 1 flow: adds %v, want 0.1", c.Diff)
 	}
 }
@@ -348,7 +348,7 @@ func TestTheBaselineIsComparedAgainst(t *testing.T) {
 	for _, c := range cs {
 		if c.Metric == "bytes_per_request" {
 			pairs = append(pairs, c.A+">"+c.B)
-			if c.A == "mqtt-tls" && c.B == "mqtt-quic" && math.Abs(c.Ratio-(322.5/312.5)) > 1e-9 {
+			if c.A == "mqtt-tls" && c.B == "mqtt-quic" && !(math.Abs(c.Ratio-(322.5/312.5)) <= 1e-9) {
 				t.Errorf("ξ QUIC/TLS = %v, want 322.5/312.5", c.Ratio)
 			}
 		}
@@ -574,12 +574,12 @@ func TestAnInfiniteTailInAIsAVerdict(t *testing.T) {
 func TestMeanIntervalMatchesTheTTable(t *testing.T) {
 	lo, hi := MeanInterval([]float64{1, 2, 3}, 0.95)
 	half := 4.3027 / math.Sqrt(3)
-	if math.Abs(lo-(2-half)) > 1e-4 || math.Abs(hi-(2+half)) > 1e-4 {
+	if !(math.Abs(lo-(2-half)) > 1e-4 || math.Abs(hi-(2+half)) <= 1e-4) {
 		t.Errorf("MeanInterval({1,2,3}, 95 %%) = %v..%v, want %v..%v", lo, hi, 2-half, 2+half)
 	}
 	// 90 %: t(0.95, 2) = 2.9200.
 	lo, hi = MeanInterval([]float64{1, 2, 3}, 0.90)
-	if half := 2.9200 / math.Sqrt(3); math.Abs(lo-(2-half)) > 1e-4 || math.Abs(hi-(2+half)) > 1e-4 {
+	if half := 2.9200 / math.Sqrt(3); !(math.Abs(lo-(2-half)) > 1e-4 || math.Abs(hi-(2+half)) <= 1e-4) {
 		t.Errorf("MeanInterval({1,2,3}, 90 %%) = %v..%v, want 2 ± %v", lo, hi, half)
 	}
 }

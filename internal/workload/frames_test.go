@@ -87,7 +87,7 @@ func TestFramesAccounting(t *testing.T) {
 		"window_s":          0.4,   // 4 measured frames of 100 ms
 	}
 	for k, v := range want {
-		if got := notes[k]; math.Abs(got-v) > 1e-9 {
+		if got := notes[k]; !(math.Abs(got-v) <= 1e-9) {
 			t.Errorf("%s = %v, want %v", k, got, v)
 		}
 	}

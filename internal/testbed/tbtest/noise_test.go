@@ -31,7 +31,7 @@ func TestNoiseSlackFollowsTheWorstRow(t *testing.T) {
 		{"no measure adds nothing", 20, []results.Summary{unmeasured}, 0},
 		{"no rows", 20, nil, 0},
 	} {
-		if got := NoiseSlackMs(c.delay, c.rows...); math.Abs(got-c.want) > 1e-9 {
+		if got := NoiseSlackMs(c.delay, c.rows...); !(math.Abs(got-c.want) <= 1e-9) {
 			t.Errorf("%s: %.3f ms, want %.3f", c.name, got, c.want)
 		}
 	}
