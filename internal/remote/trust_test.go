@@ -295,9 +295,18 @@ func TestPairedControllerGetsPastHeldPlaces(t *testing.T) {
 	for n := byte(1); n <= 8; n++ {
 		held += len(holdPlaces(t, addr, net.IPv4(127, n, 0, 1), l.MaxPendingPerIP, 400))
 	}
-	a.pendingMu.Lock()
-	pending := a.pending
-	a.pendingMu.Unlock()
+	// The agent counts a place once its accept loop has taken the
+	// connection, which may come a moment after the stranger's connect
+	// returned (63 of 64 once, under the race detector): wait a little.
+	var pending int
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		a.pendingMu.Lock()
+		pending = a.pending
+		a.pendingMu.Unlock()
+		if pending >= l.MaxPending || time.Now().After(deadline) {
+			break
+		}
+	}
 	if held != l.MaxPending || pending != l.MaxPending {
 		t.Fatalf("the strangers hold %d places (the agent counts %d), want all %d", held, pending, l.MaxPending)
 	}
