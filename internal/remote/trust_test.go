@@ -11,6 +11,7 @@ import (
 
 	"tlab/internal/cross"
 	"tlab/internal/proto"
+	"tlab/internal/racedetect"
 	"tlab/internal/units"
 )
 
@@ -108,8 +109,11 @@ func TestEightFillsShareTheCap(t *testing.T) {
 	if got > capBytes*115/100 {
 		t.Errorf("eight fills at --max-load 20Mbit sent %d bytes in 1.5 s: %.1f times the cap's %d", got, float64(got)/float64(capBytes), capBytes)
 	}
-	// And they did send: the shared cap is not a stop.
-	if got < capBytes/2 {
+	// And they did send: the shared cap is not a stop. From below a
+	// timing claim (the pacer's timers, late, send fewer: 446 kB under
+	// the race detector beside the timed tests), widened by the
+	// detector's slowdown as the suite's other time bounds are.
+	if got < capBytes/2/int64(racedetect.Slowdown()) {
 		t.Errorf("eight fills sent %d bytes, want about the cap's %d", got, capBytes)
 	}
 }
