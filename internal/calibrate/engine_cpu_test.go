@@ -289,7 +289,7 @@ func TestMeasureModesAccuracy(t *testing.T) {
 				switch {
 				case strings.HasPrefix(c.Name, "added_latency"), strings.HasPrefix(c.Name, "release_error_"),
 					strings.HasPrefix(c.Name, "rate_error_"), strings.HasPrefix(c.Name, "limiter_error_"), strings.HasPrefix(c.Name, "rtt_error_"),
-					strings.HasSuffix(c.Name, "engine_cpu_s"), c.Name == "idle_engine_cpu_pct", c.Name == "engine_spin_us", c.Name == "engine_lead_us":
+					strings.HasSuffix(c.Name, "engine_cpu_s"), c.Name == "idle_engine_cpu_pct", c.Name == "engine_spin_us":
 					fmt.Fprintf(&b, " %s=%g", c.Name, c.Value)
 					if c.Interval != nil {
 						fmt.Fprintf(&b, "[%g,%g]", c.Interval[0], c.Interval[1])

@@ -37,12 +37,10 @@ const (
 // mode: waitPoll to spin, waitForever to block until an event, or a
 // positive number of nanoseconds to block at most. due is when the next
 // frame is to be released or transmitted (math.MaxInt64: nothing waits),
-// spinNs how long before due the loop spins rather than block
-// (ModeSleep's configured spin, ModeAdaptive's measured wake-up latency),
-// leadNs how long before due a block ends (at most spinNs: ModeSleep's
-// spin, ModeAdaptive's lead, wakeEstimate). lastMoved is when a round last
+// spinNs how long before due the loop spins (ModeSleep's configured spin,
+// ModeAdaptive's measured wake-up latency). lastMoved is when a round last
 // moved a frame; with linger, the adaptive loop spins for spinNs after it.
-func loopWait(mode string, now, due, lastMoved, spinNs, leadNs int64, linger bool) int64 {
+func loopWait(mode string, now, due, lastMoved, spinNs int64, linger bool) int64 {
 	switch mode {
 	case ModeSleep, ModeAdaptive:
 		switch {
@@ -53,8 +51,7 @@ func loopWait(mode string, now, due, lastMoved, spinNs, leadNs int64, linger boo
 		case due == math.MaxInt64:
 			return waitForever
 		}
-		// due - now > spinNs >= the lead: a positive wait.
-		return due - now - min(leadNs, spinNs)
+		return due - now - spinNs
 	}
 	return waitPoll // ModeBusy
 }
@@ -85,39 +82,24 @@ func releasesSoonerThanSpin(c DirectionConfig) bool {
 // it takes their p99 as its new spin.
 const wakeWindow = 256
 
-// wakeEstimate is the adaptive loop's wake-up latency, from how late its
-// timed waits returned over the last wakeWindow of them. It starts from a
-// measurement taken when the engine starts (measureWakeLatency) and
-// follows the host as the loop sleeps.
-//
-// spinNs, the p99 bounded to [minSpinNs, maxSpinNs], says when a wait is
-// too short to sleep through: work due within it is spun for. leadNs
-// (leadFromWakeups) is how long before the work a longer wait ends: the
-// p99 too on a host whose wake-ups a spin can save, the knee of the
-// savable ones where the tail is preemption. So a loop with frames closer
-// together than spinNs spins through them as before, and one with long
-// gaps between releases spins a knee, not the bound, before each.
+// wakeEstimate is the adaptive loop's wake-up latency: the p99 of how late
+// its timed waits returned, over the last wakeWindow of them, bounded to
+// [minSpinNs, maxSpinNs]. It starts from a measurement taken when the
+// engine starts (measureWakeLatency) and follows the host as the loop
+// sleeps.
 type wakeEstimate struct {
 	window [wakeWindow]int64
 	n      int
 	spinNs int64
-	leadNs int64
 }
 
 // newWakeEstimate starts an estimate from lateness samples (ns).
 func newWakeEstimate(samples []int64) *wakeEstimate {
-	w := &wakeEstimate{spinNs: minSpinNs, leadNs: minSpinNs}
+	w := &wakeEstimate{spinNs: minSpinNs}
 	if len(samples) > 0 {
-		w.set(slices.Clone(samples))
+		w.spinNs = boundSpin(p99(slices.Clone(samples)))
 	}
 	return w
-}
-
-// set makes a sample (which it sorts) the spin and the lead.
-func (w *wakeEstimate) set(samples []int64) {
-	slices.Sort(samples)
-	w.spinNs = boundSpin(p99(samples))
-	w.leadNs = leadFromWakeups(samples)
 }
 
 // add records how late a timed wait returned; a full window becomes the
@@ -126,60 +108,9 @@ func (w *wakeEstimate) add(lateNs int64) {
 	w.window[w.n] = max(lateNs, 0)
 	w.n++
 	if w.n == wakeWindow {
-		w.set(w.window[:])
+		w.spinNs = boundSpin(p99(w.window[:]))
 		w.n = 0
 	}
-}
-
-// leadFromWakeups is how long before due the adaptive loop ends a block,
-// for a sample of wake-up lateness (ns), bounded to [minSpinNs,
-// maxSpinNs]. It sorts the sample.
-//
-// Where the sample's p99 is within maxSpinNs, the lead is that p99: all
-// but one wake-up in a hundred is one a spin can save (a quiet host).
-//
-// Where the p99 is past maxSpinNs, more than one wake-up in a hundred is
-// the thread waiting for its CPU behind another, which a spinning thread
-// meets too: spinning to the bound saves only the few wake-ups between
-// the idle CPU's exit latency and the bound, at the bound's cost before
-// every release. The lead is then the knee of the savable wake-ups (those within
-// maxSpinNs): the end of the idle CPU's exit latency, where the sorted
-// lateness turns from flat to steep. It is the point of the sorted savable
-// sample farthest below the chord joining its smallest and largest
-// (Kneedle: Satopää, Albrecht, Irwin and Raghavan, "Finding a 'Kneedle' in
-// a Haystack", ICDCS Workshops 2011): with m savable samples s_0 <= ... <=
-// s_(m-1), the i maximising i/(m-1) - (s_i - s_0)/(s_(m-1) - s_0), the
-// smallest such i on a tie. No savable wake-up: spinning saves nothing,
-// the floor.
-func leadFromWakeups(samples []int64) int64 {
-	slices.Sort(samples)
-	if p := p99(samples); p <= maxSpinNs {
-		return boundSpin(p)
-	}
-	savable, _ := slices.BinarySearch(samples, maxSpinNs+1)
-	return boundSpin(knee(samples[:savable]))
-}
-
-// knee is the Kneedle point of an ascending sample (see leadFromWakeups),
-// minSpinNs when it is empty.
-func knee(sorted []int64) int64 {
-	m := int64(len(sorted))
-	if m == 0 {
-		return minSpinNs
-	}
-	lo, span := sorted[0], sorted[m-1]-sorted[0]
-	if span == 0 {
-		return lo
-	}
-	// i/(m-1) - (s_i-lo)/span, scaled by (m-1)*span (both positive):
-	// integers, no rounding.
-	best, at := int64(math.MinInt64), int64(0)
-	for i, v := range sorted {
-		if d := int64(i)*span - (v-lo)*(m-1); d > best {
-			best, at = d, int64(i)
-		}
-	}
-	return sorted[at]
 }
 
 // p99 is the 99th percentile of s by the nearest-rank method: the

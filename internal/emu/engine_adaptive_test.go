@@ -13,9 +13,8 @@ import (
 // spinning and blocking against cases computed by hand from the rule in
 // adaptive.go, with a spin (wake-up latency) of 50 µs and the round at
 // now = 1 ms: spin while work is due within 50 µs or a frame moved less
-// than 50 µs ago (adaptive only), block until due - lead otherwise (the
-// lead 50 µs unless a case gives one), and until an event when nothing
-// waits.
+// than 50 µs ago (adaptive only), block until due - 50 µs otherwise, and
+// until an event when nothing waits.
 func TestLoopWaitSpinsOnlyWhenWorkIsNear(t *testing.T) {
 	const (
 		spin  = 50_000
@@ -30,51 +29,32 @@ func TestLoopWaitSpinsOnlyWhenWorkIsNear(t *testing.T) {
 		lastMoved int64
 		linger    bool
 		want      int64
-		lead      int64 // 0: the spin
 	}{
-		{"busy idle", ModeBusy, never, long, false, waitPoll, 0},
-		{"busy far release", ModeBusy, now + 10_000_000, long, true, waitPoll, 0},
+		{"busy idle", ModeBusy, never, long, false, waitPoll},
+		{"busy far release", ModeBusy, now + 10_000_000, long, true, waitPoll},
 
-		{"sleep idle", ModeSleep, never, long, false, waitForever, 0},
-		{"sleep release in 40 µs", ModeSleep, now + 40_000, long, false, waitPoll, 0},
-		{"sleep release in exactly 50 µs", ModeSleep, now + 50_000, long, false, waitPoll, 0},
-		{"sleep release in 300 µs: block 250", ModeSleep, now + 300_000, long, false, 250_000, 0},
-		{"sleep never lingers", ModeSleep, now + 300_000, now - 10_000, true, 250_000, 0},
-		{"sleep overdue", ModeSleep, now - 5_000, long, false, waitPoll, 0},
+		{"sleep idle", ModeSleep, never, long, false, waitForever},
+		{"sleep release in 40 µs", ModeSleep, now + 40_000, long, false, waitPoll},
+		{"sleep release in exactly 50 µs", ModeSleep, now + 50_000, long, false, waitPoll},
+		{"sleep release in 300 µs: block 250", ModeSleep, now + 300_000, long, false, 250_000},
+		{"sleep never lingers", ModeSleep, now + 300_000, now - 10_000, true, 250_000},
+		{"sleep overdue", ModeSleep, now - 5_000, long, false, waitPoll},
 
-		{"adaptive idle", ModeAdaptive, never, long, true, waitForever, 0},
-		{"adaptive idle, a frame moved 10 µs ago", ModeAdaptive, never, now - 10_000, true, waitPoll, 0},
-		{"adaptive idle, a frame moved 10 µs ago, no linger", ModeAdaptive, never, now - 10_000, false, waitForever, 0},
-		{"adaptive idle, a frame moved 49.999 µs ago", ModeAdaptive, never, now - 49_999, true, waitPoll, 0},
-		{"adaptive idle, a frame moved 50 µs ago", ModeAdaptive, never, now - 50_000, true, waitForever, 0},
-		{"adaptive release in 40 µs", ModeAdaptive, now + 40_000, long, false, waitPoll, 0},
-		{"adaptive release in exactly 50 µs", ModeAdaptive, now + 50_000, long, false, waitPoll, 0},
-		{"adaptive release in 50.001 µs: block 1 ns", ModeAdaptive, now + 50_001, long, false, 1, 0},
-		{"adaptive release in 300 µs: block 250", ModeAdaptive, now + 300_000, long, true, 250_000, 0},
-		{"adaptive release in 300 µs, a frame moved 20 µs ago", ModeAdaptive, now + 300_000, now - 20_000, true, waitPoll, 0},
-		{"adaptive release in 300 µs, a frame moved 20 µs ago, no linger", ModeAdaptive, now + 300_000, now - 20_000, false, 250_000, 0},
-		{"adaptive release in 10 ms, a frame moved 1 ms ago", ModeAdaptive, now + 10_000_000, now - 1_000_000, true, 9_950_000, 0},
-		{"adaptive overdue", ModeAdaptive, now - 5_000, long, false, waitPoll, 0},
-
-		// A lead of 20 µs (the knee, on a host whose tail is
-		// preemption): a release within the spin is still spun for, a
-		// later one is blocked for until 20 µs before it.
-		{"lead 20: release in 40 µs", ModeAdaptive, now + 40_000, long, false, waitPoll, 20_000},
-		{"lead 20: release in exactly 50 µs", ModeAdaptive, now + 50_000, long, false, waitPoll, 20_000},
-		{"lead 20: release in 50.001 µs: block 30.001", ModeAdaptive, now + 50_001, long, false, 30_001, 20_000},
-		{"lead 20: release in 300 µs: block 280", ModeAdaptive, now + 300_000, long, false, 280_000, 20_000},
-		{"lead 20: a frame moved 20 µs ago: linger for the spin", ModeAdaptive, now + 300_000, now - 20_000, true, waitPoll, 20_000},
-		{"lead 20: idle", ModeAdaptive, never, long, true, waitForever, 20_000},
-		// A lead longer than the spin never makes the wait negative
-		// (waitForever): it counts as the spin, 60 - 50 = 10 µs.
-		{"lead 80 > spin: release in 60 µs: block 10", ModeAdaptive, now + 60_000, long, false, 10_000, 80_000},
-		{"sleep, lead 20: release in 300 µs: block 280", ModeSleep, now + 300_000, long, false, 280_000, 20_000},
+		{"adaptive idle", ModeAdaptive, never, long, true, waitForever},
+		{"adaptive idle, a frame moved 10 µs ago", ModeAdaptive, never, now - 10_000, true, waitPoll},
+		{"adaptive idle, a frame moved 10 µs ago, no linger", ModeAdaptive, never, now - 10_000, false, waitForever},
+		{"adaptive idle, a frame moved 49.999 µs ago", ModeAdaptive, never, now - 49_999, true, waitPoll},
+		{"adaptive idle, a frame moved 50 µs ago", ModeAdaptive, never, now - 50_000, true, waitForever},
+		{"adaptive release in 40 µs", ModeAdaptive, now + 40_000, long, false, waitPoll},
+		{"adaptive release in exactly 50 µs", ModeAdaptive, now + 50_000, long, false, waitPoll},
+		{"adaptive release in 50.001 µs: block 1 ns", ModeAdaptive, now + 50_001, long, false, 1},
+		{"adaptive release in 300 µs: block 250", ModeAdaptive, now + 300_000, long, true, 250_000},
+		{"adaptive release in 300 µs, a frame moved 20 µs ago", ModeAdaptive, now + 300_000, now - 20_000, true, waitPoll},
+		{"adaptive release in 300 µs, a frame moved 20 µs ago, no linger", ModeAdaptive, now + 300_000, now - 20_000, false, 250_000},
+		{"adaptive release in 10 ms, a frame moved 1 ms ago", ModeAdaptive, now + 10_000_000, now - 1_000_000, true, 9_950_000},
+		{"adaptive overdue", ModeAdaptive, now - 5_000, long, false, waitPoll},
 	} {
-		lead := c.lead
-		if lead == 0 {
-			lead = spin
-		}
-		if got := loopWait(c.mode, now, c.due, c.lastMoved, spin, lead, c.linger); got != c.want {
+		if got := loopWait(c.mode, now, c.due, c.lastMoved, spin, c.linger); got != c.want {
 			t.Errorf("%s: wait %d, want %d", c.name, got, c.want)
 		}
 	}
@@ -102,10 +82,10 @@ func TestLingerOnlyWhereAFrameMayBeDueAtOnce(t *testing.T) {
 	}
 }
 
-// TestWakeEstimateIsTheP99OfItsWindow: where it is within 250 µs, the spin
-// is the nearest-rank p99 of the last 256 timed wake-ups, ceil(0.99 × 256)
-// = the 254th smallest, which is the third largest; it changes only when a
-// window is full, and stays within [5 µs, 250 µs].
+// TestWakeEstimateIsTheP99OfItsWindow: the spin is the nearest-rank p99 of
+// the last 256 timed wake-ups, ceil(0.99 × 256) = the 254th smallest, which
+// is the third largest; it changes only when a window is full, and stays
+// within [5 µs, 250 µs].
 func TestWakeEstimateIsTheP99OfItsWindow(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	us := func(v int) int64 { return int64(v) * 1000 }

@@ -339,7 +339,7 @@ func (e *engine) run() error {
 				epfd = e.ctrlEpfd
 			}
 		}
-		timeout := loopWait(e.spec.Mode, now, due, lastMoved, e.spinNs(), e.leadNs(), e.linger)
+		timeout := loopWait(e.spec.Mode, now, due, lastMoved, e.spinNs(), e.linger)
 		if e.useRing && timeout == 0 {
 			// Spinning: the rings are read directly, and epoll is
 			// asked only now and then, for the parent's requests.
@@ -401,15 +401,6 @@ func (e *engine) run() error {
 func (e *engine) spinNs() int64 {
 	if e.wake != nil {
 		return e.wake.spinNs
-	}
-	return e.spec.SpinNs
-}
-
-// leadNs is how long before a release a block ends: the adaptive loop's
-// lead (wakeEstimate), ModeSleep's configured spin.
-func (e *engine) leadNs() int64 {
-	if e.wake != nil {
-		return e.wake.leadNs
 	}
 	return e.spec.SpinNs
 }
@@ -810,7 +801,7 @@ func (e *engine) set(req control) SetReply {
 func (e *engine) stats() EngineStats {
 	s := EngineStats{Lateness: e.lateness.Summary(), ReadLag: e.readLag.Summary(), Forwarded: e.fwd, Wakeups: e.wakeups, ClockNs: e.now()}
 	if e.spec.Mode != ModeBusy {
-		s.SpinNs, s.LeadNs = e.spinNs(), e.leadNs()
+		s.SpinNs = e.spinNs()
 	}
 	for _, p := range e.ports {
 		// Reading the kernel's counters resets them: they are added up.

@@ -197,10 +197,6 @@ type EngineStats struct {
 	// in ModeAdaptive the p99 of its measured wake-up latency, in
 	// ModeSleep the configured spin, 0 in ModeBusy.
 	SpinNs int64 `json:"spin_ns,omitempty"`
-	// LeadNs is how long before a release a block ends now: SpinNs but
-	// in ModeAdaptive on a host whose wake-up p99 is past what a spin
-	// can save, where it is the knee of the savable wake-ups.
-	LeadNs int64 `json:"lead_ns,omitempty"`
 }
 
 // LoopStats is what the forwarding loop counts of itself since it started:
