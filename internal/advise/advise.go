@@ -75,8 +75,8 @@ func ParseAll(texts []string) ([]Requirement, error) {
 	return out, nil
 }
 
-// holds tells whether v satisfies the requirement.
-func (r Requirement) holds(v float64) bool {
+// Holds tells whether v satisfies the requirement.
+func (r Requirement) Holds(v float64) bool {
 	switch r.Op {
 	case "<=":
 		return v <= r.Bound
@@ -286,7 +286,7 @@ func evaluateStack(protocol string, rows []results.Summary, reqs []Requirement, 
 		case i == added:
 			c.Value = meanOf(rows, req.Metric)
 			c.Margin = -c.Value
-			if c.Status = Meets; !req.holds(c.Value) {
+			if c.Status = Meets; !req.Holds(c.Value) {
 				c.Status = Fails
 				c.Why = fmt.Sprintf("messages never completed, which %s (computed over completed messages only) cannot see: bound failed_pct yourself to allow some", blind)
 			}
@@ -320,7 +320,7 @@ func evaluateStack(protocol string, rows []results.Summary, reqs []Requirement, 
 func judge(req Requirement, mean float64, v []float64, c *Check) (Status, string) {
 	if len(v) >= MinRepetitions {
 		c.Low, c.High = stats.MeanInterval(v, 0.95)
-		switch lo, hi := req.holds(c.Low), req.holds(c.High); {
+		switch lo, hi := req.Holds(c.Low), req.Holds(c.High); {
 		case lo && hi:
 			return Meets, ""
 		case !lo && !hi:
@@ -333,7 +333,7 @@ func judge(req Requirement, mean float64, v []float64, c *Check) (Status, string
 	if math.Abs(mean-req.Bound)/scale < decideMargin {
 		return Undecided, fmt.Sprintf("within %.0f %% of the bound with %s: at least %d give an interval", decideMargin*100, repetitions(len(v)), MinRepetitions)
 	}
-	if req.holds(mean) {
+	if req.Holds(mean) {
 		return Meets, "by a clear margin, from " + repetitions(len(v))
 	}
 	return Fails, ""

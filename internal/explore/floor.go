@@ -51,7 +51,7 @@ func (c Comparison) byFloor(f float64) string {
 	if c.Kind != RequirementKind || math.IsNaN(f) {
 		return ""
 	}
-	ok := holdsAt(c.Requirement, f)
+	ok := c.Requirement.Holds(f)
 	switch {
 	case lowerIsBetter(c.Requirement) && !ok:
 		return string(advise.Fails)
@@ -59,19 +59,6 @@ func (c Comparison) byFloor(f float64) string {
 		return string(advise.Meets)
 	}
 	return ""
-}
-
-// holdsAt says whether v satisfies r, as advise reads its operators.
-func holdsAt(r advise.Requirement, v float64) bool {
-	switch r.Op {
-	case "<=":
-		return v <= r.Bound
-	case "<":
-		return v < r.Bound
-	case ">=":
-		return v >= r.Bound
-	}
-	return v > r.Bound
 }
 
 // withFloor is the comparison with its metric's least value raised to
