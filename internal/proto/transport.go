@@ -30,9 +30,31 @@ type Deadliner interface{ SetDeadline(time.Time) error }
 // InterruptOnCancel makes blocked reads and writes on s return once ctx is
 // cancelled, by moving its deadline into the past: a long transfer stops at
 // Ctrl-C instead of running to its end. The returned function ends the
-// watch.
+// watch; it reports whether the interrupt was kept from happening.
+//
+// Once the interrupt has started, stop waits for it to finish: a
+// context.AfterFunc that has begun runs in its own goroutine, and a stop
+// that returned at once let a timed-out exchange's past deadline land on
+// the stream after the next exchange had set its own, failing that one
+// with an i/o timeout it never had (a persistent stream's exchanges run
+// one after another on one connection).
 func InterruptOnCancel(ctx context.Context, s Deadliner) (stop func() bool) {
-	return context.AfterFunc(ctx, func() { s.SetDeadline(time.Unix(1, 0)) })
+	interrupted := make(chan struct{})
+	stopWatch := context.AfterFunc(ctx, func() {
+		defer close(interrupted)
+		s.SetDeadline(time.Unix(1, 0))
+	})
+	var once sync.Once
+	var kept bool
+	return func() bool {
+		once.Do(func() {
+			kept = stopWatch()
+			if !kept {
+				<-interrupted
+			}
+		})
+		return kept
+	}
 }
 
 // OrCanceled reports a context's end rather than the deadline error it
