@@ -237,7 +237,7 @@ func TestAdviseScoresQualityOfOutcome(t *testing.T) {
 	}
 	for _, s := range answers[0].Stacks {
 		want := map[string]float64{"tcp": 100, "h1s": 50}[s.Protocol]
-		if s.QoO == nil || math.Abs(s.QoO.Score-want) > 1e-6 || s.QoO.N != 3 || len(s.Checks) != 1 {
+		if s.QoO == nil || !(math.Abs(s.QoO.Score-want) <= 1e-6) || s.QoO.N != 3 || len(s.Checks) != 1 {
 			t.Errorf("%s: %+v, want QoO %v over 3 repetitions beside its check", s.Protocol, s.QoO, want)
 		}
 	}

@@ -486,7 +486,7 @@ func TestRecordRecoversTheLink(t *testing.T) {
 	}
 	l := p.Link
 	within := func(name string, got, want, tol float64) {
-		if math.Abs(got-want) > tol {
+		if !(math.Abs(got-want) <= tol) {
 			t.Errorf("%s: recorded %.3f, the link's %.3f (tolerance %.3f)", name, got, want, tol)
 		}
 	}

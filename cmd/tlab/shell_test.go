@@ -120,7 +120,7 @@ func TestIrttThroughTheShellAgreesWithTheLink(t *testing.T) {
 		{"ipdv up (mean |Δd|)", ms(s.IPDVSend.Mean), 2 * 2 / math.Sqrt(math.Pi), 0.2*2.26 + slack},
 		{"ipdv down", ms(s.IPDVReceive.Mean), 0, slack},
 	} {
-		if math.Abs(c.got-c.want) > c.tol {
+		if !(math.Abs(c.got-c.want) <= c.tol) {
 			t.Errorf("%s %.3f ms, want %.3f ± %.3f", c.name, c.got, c.want, c.tol)
 		}
 	}
@@ -135,7 +135,7 @@ func TestIrttThroughTheShellAgreesWithTheLink(t *testing.T) {
 	// tlab's own account agrees with irtt's: the up direction dropped
 	// what irtt lost upstream.
 	up := acct.Links[0].Up
-	if lost := up.Drops["loss"]; math.Abs(float64(lost)-s.UpLoss/100*n) > 3 {
+	if lost := up.Drops["loss"]; !(math.Abs(float64(lost)-s.UpLoss/100*n) <= 3) {
 		t.Errorf("tlab counted %d losses up, irtt %.0f", lost, s.UpLoss/100*n)
 	}
 }
@@ -178,7 +178,7 @@ func TestIperf3ThroughTheShellGetsTheRate(t *testing.T) {
 		case "udp":
 			got := out.End.Sum.BitsPerSecond / 1e6
 			t.Logf("udp: %.2f Mbit/s offered 10, lost %.2f %%", got, out.End.Sum.LostPercent)
-			if math.Abs(got-10) > 0.5 || out.End.Sum.LostPercent > 0.5 {
+			if !(math.Abs(got-10) <= 0.5) || out.End.Sum.LostPercent > 0.5 {
 				t.Errorf("udp: %.2f Mbit/s, %.2f %% lost, for 10 Mbit/s offered under a 20 Mbit/s rate", got, out.End.Sum.LostPercent)
 			}
 		}

@@ -69,7 +69,7 @@ func TestStatsCommand(t *testing.T) {
 	if tq == nil {
 		t.Fatalf("no tcp/quic delay comparison in %v", byPair)
 	}
-	if d, hl := num(tq, "median_diff"), num(tq, "hodges_lehmann"); math.Abs(math.Abs(d)-2) > 1e-9 || math.Abs(math.Abs(hl)-2) > 1e-9 {
+	if d, hl := num(tq, "median_diff"), num(tq, "hodges_lehmann"); !(math.Abs(math.Abs(d)-2) <= 1e-9) || !(math.Abs(math.Abs(hl)-2) <= 1e-9) {
 		t.Errorf("tcp/quic: median difference %v, Hodges-Lehmann %v; want 2 ms", d, hl)
 	}
 	if lo, hi := num(tq, "median_diff_ci_low"), num(tq, "median_diff_ci_high"); lo*hi <= 0 {

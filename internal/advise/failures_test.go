@@ -50,7 +50,7 @@ func TestAStackThatLosesMessagesCannotMeet(t *testing.T) {
 	if late.Status != Meets || answers[0].Best != "late" {
 		t.Errorf("late: %s, best %q; want meets and best", late.Status, answers[0].Best)
 	}
-	if math.Abs(lossy.FailedPct-(0.5+3+0.4)/3) > 1e-9 || late.FailedPct != 0 {
+	if !(math.Abs(lossy.FailedPct-(0.5+3+0.4)/3) <= 1e-9) || late.FailedPct != 0 {
 		t.Errorf("failures beside: lossy %v %%, late %v %%", lossy.FailedPct, late.FailedPct)
 	}
 
@@ -191,7 +191,7 @@ func TestTheIntervalIsStudentsAt95(t *testing.T) {
 	}
 	half := 4.3027 * 0.5 / math.Sqrt(3)
 	c := a[0].Stacks[0].Checks[0]
-	if math.Abs(c.Low-(5.5-half)) > 1e-3 || math.Abs(c.High-(5.5+half)) > 1e-3 || c.Status != Undecided {
+	if !(math.Abs(c.Low-(5.5-half)) <= 1e-3) || !(math.Abs(c.High-(5.5+half)) <= 1e-3) || c.Status != Undecided {
 		t.Errorf("%+v; want 95 %% interval %.4f–%.4f, undecided", c, 5.5-half, 5.5+half)
 	}
 }

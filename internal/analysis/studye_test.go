@@ -45,13 +45,13 @@ func TestStudyEFig5AndTable2ByHand(t *testing.T) {
 	}
 	for i := range want {
 		g, w := got[i], want[i]
-		if g.From != w.From || g.Protocol != w.Protocol || math.Abs(g.SizeKB-w.SizeKB) > 1e-9 || math.Abs(g.Pct-w.Pct) > 1e-9 || g.FromMs != w.FromMs || g.On5GMs != w.On5GMs {
+		if g.From != w.From || g.Protocol != w.Protocol || !(math.Abs(g.SizeKB-w.SizeKB) <= 1e-9) || !(math.Abs(g.Pct-w.Pct) <= 1e-9) || g.FromMs != w.FromMs || g.On5GMs != w.On5GMs {
 			t.Errorf("Fig. 5 cell %d: %+v, want %+v", i, g, w)
 		}
 	}
 	locs := studyERTTLocations(rows)
 	wantLocs := []RTTLocation{{Protocol: "tcp", SizeKB: 4.5, MainMs: 15, DegradedMs: 15.5}, {Protocol: "tcp", SizeKB: 151.2, MainMs: 18, DegradedMs: 17}}
-	if len(locs) != 2 || locs[0] != wantLocs[0] || math.Abs(locs[1].SizeKB-151.2) > 1e-9 || locs[1].MainMs != 18 || locs[1].DegradedMs != 17 {
+	if len(locs) != 2 || locs[0] != wantLocs[0] || !(math.Abs(locs[1].SizeKB-151.2) <= 1e-9) || locs[1].MainMs != 18 || locs[1].DegradedMs != 17 {
 		t.Errorf("Table 2 rows %+v, want %+v", locs, wantLocs)
 	}
 }

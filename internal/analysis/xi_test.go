@@ -30,7 +30,7 @@ func TestXiIsTheRatioOfMeanCompletionTimes(t *testing.T) {
 	}
 	a := &Analysis{Xi: completionRatios(rows, 1)}
 	c, ok := a.XiOf("wan", "1%", "mqtt-tls", "mqtt-quic")
-	if !ok || math.Abs(c.Ratio-0.375) > 1e-12 || c.NA != 3 || c.NB != 2 {
+	if !ok || !(math.Abs(c.Ratio-0.375) <= 1e-12) || c.NA != 3 || c.NB != 2 {
 		t.Errorf("ξ(quic / tls) on wan at 1%%: %+v (found %v), want ratio 0.375 over 3 and 2 repetitions", c, ok)
 	}
 	if c, ok := a.XiOf("wan", "1%", "mqtt-quic", "mqtt-tls"); !ok || !(math.Abs(c.Ratio-200.0/75) <= 1e-12) {

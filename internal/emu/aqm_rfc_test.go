@@ -351,13 +351,13 @@ func fractions(d *dualPI2, ecn uint8, wait int64, n int) (marked, dropped float6
 // marked instead).
 func TestDualPI2Coupling(t *testing.T) {
 	const n = 40000
-	if m, x := fractions(dualAt(t, QueueConfig{}, 0.2, 1), ECT1, 0, n); math.Abs(m-0.4) > 0.01 || x != 0 {
+	if m, x := fractions(dualAt(t, QueueConfig{}, 0.2, 1), ECT1, 0, n); !(math.Abs(m-0.4) <= 0.01) || x != 0 {
 		t.Errorf("L4S at p' 0.2: %.3f marked, %.3f dropped; want 0.4 (k·p'), none dropped", m, x)
 	}
-	if m, x := fractions(dualAt(t, QueueConfig{}, 0.2, 2), NotECT, 0, n); math.Abs(x-0.04) > 0.005 || m != 0 {
+	if m, x := fractions(dualAt(t, QueueConfig{}, 0.2, 2), NotECT, 0, n); !(math.Abs(x-0.04) <= 0.005) || m != 0 {
 		t.Errorf("classic at p' 0.2: %.4f dropped, %.4f marked; want 0.04 (p'²)", x, m)
 	}
-	if m, x := fractions(dualAt(t, QueueConfig{ECN: true}, 0.2, 3), ECT0, 0, n); math.Abs(m-0.04) > 0.005 || x != 0 {
+	if m, x := fractions(dualAt(t, QueueConfig{ECN: true}, 0.2, 3), ECT0, 0, n); !(math.Abs(m-0.04) <= 0.005) || x != 0 {
 		t.Errorf("classic ECT(0) with ecn at p' 0.2: %.4f marked, %.4f dropped; want 0.04 marked", m, x)
 	}
 }
@@ -426,7 +426,7 @@ func TestDualPI2Overload(t *testing.T) {
 	if m, x := fractions(dualAt(t, QueueConfig{}, 0.8, 1), ECT1, 0, n); !(math.Abs(x-0.64) > 0.01 || math.Abs(m-(1-x)) <= 1e-9) {
 		t.Errorf("L4S at p' 0.8 (overload): %.3f dropped, %.3f marked; want 0.64 dropped, the rest marked", x, m)
 	}
-	if m, x := fractions(dualAt(t, QueueConfig{ECN: true}, 0.8, 2), ECT0, 0, n); math.Abs(x-0.64) > 0.01 || m != 0 {
+	if m, x := fractions(dualAt(t, QueueConfig{ECN: true}, 0.8, 2), ECT0, 0, n); !(math.Abs(x-0.64) <= 0.01) || m != 0 {
 		t.Errorf("classic ECT(0) at p' 0.8 (overload): %.3f dropped, %.3f marked; want 0.64 dropped, none marked", x, m)
 	}
 }

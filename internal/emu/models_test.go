@@ -34,7 +34,7 @@ func checkLoss(t *testing.T, loss LossConfig, n int, mean, v float64) {
 	}
 	half := z99 * math.Sqrt(v/float64(n))
 	got := float64(lost) / float64(n)
-	if math.Abs(got-mean) > half {
+	if !(math.Abs(got-mean) <= half) {
 		t.Errorf("%+v: realised loss %.5f, expected %.5f ± %.5f", loss, got, mean, half)
 	}
 }
@@ -99,7 +99,7 @@ func TestGilbertMeanBurstLength(t *testing.T) {
 	mean := float64(lostInBursts) / float64(bursts)
 	// Burst lengths are geometric (sd ≈ mean); with ~6000 bursts the
 	// standard error of the mean is about 0.05.
-	if se := math.Sqrt(wantBurst*(wantBurst-1)/float64(bursts)) * z99; math.Abs(mean-wantBurst) > se {
+	if se := math.Sqrt(wantBurst*(wantBurst-1)/float64(bursts)) * z99; !(math.Abs(mean-wantBurst) <= se) {
 		t.Errorf("mean burst %.3f over %d bursts, want %.1f ± %.3f", mean, bursts, wantBurst, se)
 	}
 }
@@ -201,7 +201,7 @@ func TestJitterDistributions(t *testing.T) {
 		t.Errorf("normal: mean %.0f sd %.0f skew %.3f", mean, sd, skew)
 	}
 	mean, _, skew = moments(jitterSamples(t, DistParetoNormal, n))
-	if math.Abs(mean) > 0.02e6 || skew < 0.3 {
+	if !(math.Abs(mean) <= 0.02e6) || skew < 0.3 {
 		t.Errorf("paretonormal: mean %.0f ns skew %.3f; want mean 0 and a right tail", mean, skew)
 	}
 }
@@ -348,7 +348,7 @@ func TestDuplicateAndCorruptRates(t *testing.T) {
 		p   float64
 	}{"duplicate": {d.Stats.Duplicated, 0.05}, "corrupt": {d.Stats.Corrupted, 0.02}} {
 		half := z99 * math.Sqrt(c.p*(1-c.p)/n)
-		if got := float64(c.got) / n; math.Abs(got-c.p) > half {
+		if got := float64(c.got) / n; !(math.Abs(got-c.p) <= half) {
 			t.Errorf("%s rate %.4f, want %.4f ± %.4f", name, got, c.p, half)
 		}
 	}

@@ -69,13 +69,13 @@ func TestWiFiResidualLossAndRetryDelay(t *testing.T) {
 		}
 		p := math.Pow(0.3, float64(retries+1)) // every attempt failed
 		got := float64(lost) / n
-		if half := z99 * math.Sqrt(p*(1-p)/n); math.Abs(got-p) > half+1e-12 {
+		if half := z99 * math.Sqrt(p*(1-p)/n); !(math.Abs(got-p) <= half+1e-12) {
 			t.Errorf("retries %d: residual loss %.5f, want %.5f ± %.5f", retries, got, p, half)
 		}
 		mean := sum / float64(delivered)
 		sd := math.Sqrt(sumSq/float64(delivered) - mean*mean)
 		want := expectedWiFiDelay(0.3, retries, tx)
-		if half := z99*sd/math.Sqrt(float64(delivered)) + 1; math.Abs(mean-want) > half {
+		if half := z99*sd/math.Sqrt(float64(delivered)) + 1; !(math.Abs(mean-want) <= half) {
 			t.Errorf("retries %d: mean delay %.1f µs, want %.1f ± %.1f µs", retries, mean/1e3, want/1e3, half/1e3)
 		}
 		if retries > 0 && d.Stats.WiFiRetries == 0 {

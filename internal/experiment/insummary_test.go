@@ -74,7 +74,7 @@ func TestInSummaryMarksTheRowsTheSummaryUsed(t *testing.T) {
 		t.Fatalf("want one row of attempt 2 with one outlier removed, got %d rows: attempt %d, outliers %d", len(rows), rows[0].Int("attempt"), rows[0].Int("outliers_removed"))
 	}
 	const want = 8.92
-	if got := rows[0].Float("delay_p99_ms"); math.Abs(got-want) > 1e-9 {
+	if got := rows[0].Float("delay_p99_ms"); !(math.Abs(got-want) <= 1e-9) {
 		t.Errorf("the summary's p99 is %v, want %v", got, want)
 	}
 	recs := readCSV(t, filepath.Join(dir, results.RecordsFile))
@@ -100,7 +100,7 @@ func TestInSummaryMarksTheRowsTheSummaryUsed(t *testing.T) {
 	h := float64(len(used)-1) * 0.99
 	lo := int(math.Floor(h))
 	p99 := used[lo] + (h-float64(lo))*(used[lo+1]-used[lo])
-	if math.Abs(p99-want) > 1e-9 {
+	if !(math.Abs(p99-want) <= 1e-9) {
 		t.Errorf("p99 over the rows marked in_summary is %v, want the summary's %v", p99, want)
 	}
 }

@@ -187,7 +187,7 @@ func TestCrossCheckAgreesWithCurl(t *testing.T) {
 	host := probe.Stop()
 	t.Logf("host during the check: wake-up p99 %.0f µs, p99.9 %.0f µs, %.1f %% stolen", host.WakeP99Us, host.WakeP999Us, host.StealPct)
 	for _, c := range checks {
-		if tol := crossCheckTolerance(c.ExternalMs, host); math.Abs(c.DiffMs) > tol {
+		if tol := crossCheckTolerance(c.ExternalMs, host); !(math.Abs(c.DiffMs) <= tol) {
 			t.Errorf("%s %s: tlab %.2f ms, %s %.2f ms, beyond %.2f ms", c.Protocol, c.Phase, c.TlabMs, c.Client, c.ExternalMs, tol)
 		}
 	}
@@ -207,11 +207,11 @@ func crossCheckTolerance(externalMs float64, host hostnoise.Sample) float64 {
 // 5 ms + 10 %; a busy one widens it by what it measured, never narrows it.
 func TestCrossCheckToleranceFollowsTheHost(t *testing.T) {
 	quiet := hostnoise.Sample{WakeP999Us: 0}
-	if got := crossCheckTolerance(40, quiet); math.Abs(got-9) > 1e-9 {
+	if got := crossCheckTolerance(40, quiet); !(math.Abs(got-9) <= 1e-9) {
 		t.Errorf("quiet host: %.2f ms, want 9 (5 + 10 %% of 40)", got)
 	}
 	busy := hostnoise.Sample{WakeP999Us: 2000, StealPct: 18}
-	if got := crossCheckTolerance(40, busy); math.Abs(got-(9+4+7.2)) > 1e-9 {
+	if got := crossCheckTolerance(40, busy); !(math.Abs(got-(9+4+7.2)) <= 1e-9) {
 		t.Errorf("busy host: %.2f ms, want 20.2 (9 + 2 × 2 ms + 18 %% of 40)", got)
 	}
 }

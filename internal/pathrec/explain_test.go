@@ -263,7 +263,7 @@ func TestFitCountsEachEffectOnce(t *testing.T) {
 				way       string
 				got, want float64
 			}{{"up", f.Up.JitterMs, c.upJitter}, {"down", f.Down.JitterMs, c.downJitter}} {
-				if math.Abs(x.got-x.want) > 0.5+0.1*x.want {
+				if !(math.Abs(x.got-x.want) <= 0.5+0.1*x.want) {
 					t.Errorf("%s: fitted jitter %.2f ms, the path's %.2f", x.way, x.got, x.want)
 				}
 			}

@@ -59,11 +59,11 @@ func TestFitRecoversTheSyntheticPath(t *testing.T) {
 	if f.Up.JitterMs < 1 || f.Up.JitterMs > 1.3 || f.Down.JitterMs != 0 {
 		t.Errorf("jitter up %v down %v", f.Up.JitterMs, f.Down.JitterMs)
 	}
-	if math.Abs(f.Up.LossPct-10) > 1e-9 || f.Up.MeanBurst != 2 {
+	if !(math.Abs(f.Up.LossPct-10) <= 1e-9) || f.Up.MeanBurst != 2 {
 		t.Errorf("up loss %v%%, burst %v; want 10%% in bursts of 2", f.Up.LossPct, f.Up.MeanBurst)
 	}
 	// Down loss counts among the probes the agent saw: 1 of 18.
-	if math.Abs(f.Down.LossPct-100.0/18) > 1e-9 || f.Down.MeanBurst != 1 {
+	if !(math.Abs(f.Down.LossPct-100.0/18) <= 1e-9) || f.Down.MeanBurst != 1 {
 		t.Errorf("down loss %v%%, burst %v", f.Down.LossPct, f.Down.MeanBurst)
 	}
 }
@@ -102,7 +102,7 @@ func TestProfileParsesAndTraceKeepsTheRate(t *testing.T) {
 	}
 	// 5 s at 10, 3 s at 40, 2 s at 10 Mbit/s: 190 Mbit in 10 s, as
 	// 1500-byte opportunities.
-	if got, want := float64(len(ops)), 190e6/(1500*8); math.Abs(got-want) > 0.01*want {
+	if got, want := float64(len(ops)), 190e6/(1500*8); !(math.Abs(got-want) <= 0.01*want) {
 		t.Errorf("%v delivery opportunities, want %v", got, want)
 	}
 	// The probe at 6 of every 12 lost up, each alone: of 1000 probes
@@ -207,7 +207,7 @@ func TestCoherenceByHand(t *testing.T) {
 	owd := []float64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
 	sd, dist, coherence := jitterShape(owd, make([]float64, len(owd)), 10*time.Millisecond)
 	// The sample standard deviation of 0..9: √(82.5/9) = 3.0277.
-	if math.Abs(sd-math.Sqrt(82.5/9)) > 1e-9 || dist != emu.DistNormal {
+	if !(math.Abs(sd-math.Sqrt(82.5/9)) <= 1e-9) || dist != emu.DistNormal {
 		t.Errorf("jitter %v %s, want %v normal", sd, dist, math.Sqrt(82.5/9))
 	}
 	if coherence != 30*time.Millisecond {

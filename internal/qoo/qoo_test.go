@@ -91,7 +91,7 @@ func TestScoresWorkedByHand(t *testing.T) {
 		{"infinite", math.Inf(1), 0, 0, "p95"},
 	} {
 		r := p.Score(Measurement{LatencyAt: func(float64) float64 { return c.lat }, LossPct: c.loss})
-		if math.Abs(r.Score-c.want) > 1e-9 || r.Limit != c.limit {
+		if !(math.Abs(r.Score-c.want) <= 1e-9) || r.Limit != c.limit {
 			t.Errorf("%s: QoO %v limited by %s, want %v by %s", c.name, r.Score, r.Limit, c.want, c.limit)
 		}
 	}

@@ -30,7 +30,7 @@ func TestCheckValueText(t *testing.T) {
 func TestClockDriftIsFlaggedBeyondItsUncertainty(t *testing.T) {
 	start := PathCheck{Phase: "start", OffsetMs: 3.0, UncertaintyMs: 0.4}
 	r := &Remote{Checks: []PathCheck{start, {Phase: "end", OffsetMs: 3.5, UncertaintyMs: 0.3}}}
-	if d, a, moved, ok := r.ClockDrift(); !ok || moved || math.Abs(d-0.5) > 1e-9 || math.Abs(a-0.7) > 1e-9 || r.ClockDriftWarning() != "" {
+	if d, a, moved, ok := r.ClockDrift(); !ok || moved || !(math.Abs(d-0.5) <= 1e-9) || !(math.Abs(a-0.7) <= 1e-9) || r.ClockDriftWarning() != "" {
 		t.Errorf("0.5 ms within 0.7: drift %v allowed %v moved %v ok %v", d, a, moved, ok)
 	}
 	r.Checks[1].OffsetMs = 4.2

@@ -40,7 +40,7 @@ func TestMannWhitneyMatchesScipy(t *testing.T) {
 		{x, y, 48938, 0.06365185478252783},
 	} {
 		got := Compare(tc.a, tc.b, 1)
-		if got.U != tc.u || math.Abs(got.P-tc.p) > 1e-9*math.Max(1, tc.p) {
+		if got.U != tc.u || !(math.Abs(got.P-tc.p) <= 1e-9*math.Max(1, tc.p)) {
 			t.Errorf("n %d/%d: U %v p %.17g, scipy U %v p %.17g", len(tc.a), len(tc.b), got.U, got.P, tc.u, tc.p)
 		}
 	}
@@ -52,7 +52,7 @@ func TestEffectSizes(t *testing.T) {
 	// b − a over all pairs: {1,2,3, 0,1,2, -1,0,1}: 6 greater, 1 less;
 	// their median (Hodges-Lehmann) is 1.
 	c := Compare([]float64{1, 2, 3}, []float64{2, 3, 4}, 1)
-	if math.Abs(c.CliffDelta-5.0/9) > 1e-12 || c.HodgesLeh != 1 || c.Diff != 1 {
+	if !(math.Abs(c.CliffDelta-5.0/9) <= 1e-12) || c.HodgesLeh != 1 || c.Diff != 1 {
 		t.Errorf("delta %v (want 5/9), HL %v (want 1), diff %v", c.CliffDelta, c.HodgesLeh, c.Diff)
 	}
 	var a, b []float64
@@ -217,7 +217,7 @@ func TestAgainstBaseline(t *testing.T) {
 	if len(got) != 3 {
 		t.Fatalf("%d comparisons with the baseline, want 3: %v", len(got), got)
 	}
-	if c := got["droptail 4"]; math.Abs(c.Diff-20.2) > 0.01 || c.DiffLow <= 0 {
+	if c := got["droptail 4"]; !(math.Abs(c.Diff-20.2) <= 0.01) || c.DiffLow <= 0 {
 		t.Errorf("droptail 4 flows: adds %v (%v to %v), want 20.2 (median 30.35 against 10.15)", c.Diff, c.DiffLow, c.DiffHigh)
 	}
 	if c := got["droptail 1"]; !(math.Abs(c.Diff-7) <= 0.01) {
@@ -610,7 +610,7 @@ func TestQuantilePValueByHand(t *testing.T) {
 		{[]float64{0, 1, 2}, []float64{10, 11, 12}, 0, 0},
 	} {
 		got := CompareQuantile(c.a, c.b, 1, 3)
-		if math.Abs(got.P-c.p) > c.tol {
+		if !(math.Abs(got.P-c.p) <= c.tol) {
 			t.Errorf("A %v, B %v: p = %v, want %v ± %v", c.a, c.b, got.P, c.p, c.tol)
 		}
 	}

@@ -18,7 +18,7 @@ func TestPathLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Up: 0.9 · 0.9 = 0.81 through; down: all. Loss 1 − (0.81 + 1)/2.
-	if got, want := topo.PathLoss(), 0.095; math.Abs(got-want) > 1e-12 {
+	if got, want := topo.PathLoss(), 0.095; !(math.Abs(got-want) <= 1e-12) {
 		t.Errorf("PathLoss = %v, want %v", got, want)
 	}
 	if got := ClientServer(emu.LinkConfig{}).PathLoss(); got != 0 {

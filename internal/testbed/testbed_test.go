@@ -130,7 +130,7 @@ func udpEchoes(t *testing.T, engine string) uint64 {
 	// Each echo crosses the lossy link twice: it survives with (1-p)^2.
 	p := (1 - loss) * (1 - loss)
 	half := 2.576 * math.Sqrt(p*(1-p)/n) * n
-	if want := p * n; math.Abs(float64(got)-want) > half {
+	if want := p * n; !(math.Abs(float64(got)-want) <= half) {
 		t.Errorf("%d of %d echoes returned, want %.0f ± %.0f", got, n, want, half)
 	}
 	if minRTT < 2*oneWay {

@@ -46,7 +46,7 @@ func TestLossWait(t *testing.T) {
 		mean := sum / n
 		se := math.Sqrt((sumSq/n - mean*mean) / n)
 		model := LossWait(Path{Loss: q}, 1, 0).Seconds() / 2 // one packet at T = 1 s
-		if math.Abs(model-mean) > 4*se {
+		if !(math.Abs(model-mean) <= 4*se) {
 			t.Errorf("q=%v: model %.4f s per packet, simulated %.4f ± %.4f s", q, model, mean, se)
 		}
 	}
