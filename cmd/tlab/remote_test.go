@@ -424,7 +424,18 @@ func TestRecordRecoversTheLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	probe := hostnoise.Start()
-	stdout, stderr, err := m.controller(t, "record", "--remote", m.agentAddr, "--token-file", m.tokenFile, "--state", m.ctlState, "--duration", "24s", "--out", profile)
+	// 2400 probes at rest, as at the default 100/s over 24 s, in 12 s at
+	// 200/s: the link's loss bursts are of packets (Gilbert-Elliott), so
+	// the probes see as many bursts (~24) however fast they go, and the
+	// delays and jitter as many samples. What the shorter recording has
+	// fewer of is trains (one a second: 12 each way, 6 at each of the
+	// down trace's rates, where a change must last two to be kept) and
+	// time: 12 s of the down trace's 8 s period is one period and one
+	// 10 and one 30 Mbit/s stretch at any phase, so its mean is still
+	// 20 Mbit/s. 200 probes/s of 5 ms spacing are 0.2 % of the up
+	// link's 20 Mbit/s, and an outage is still 100 ms of lost probes
+	// (20 in a row, which a mean burst of 3 does not reach).
+	stdout, stderr, err := m.controller(t, "record", "--remote", m.agentAddr, "--token-file", m.tokenFile, "--state", m.ctlState, "--duration", "12s", "--probe-rate", "200", "--out", profile)
 	if err != nil {
 		t.Fatalf("record: %v\n%s\n%s\nagent: %s", err, stdout, stderr, m.agentLog)
 	}
