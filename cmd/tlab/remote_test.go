@@ -304,7 +304,9 @@ func TestRemoteRunSurvivesKills(t *testing.T) {
 	bin := buildTlab(t)
 	m := newTwoMachines(t, bin)
 	dir := filepath.Join(t.TempDir(), "run")
-	args := append([]string{"run", "--protocols", "tcp,h1s,quic", "--count", "80", "--interval", "25ms", "--warmup", "0s", "--out", dir}, m.remoteArgs()...)
+	// Cells of 40 requests 25 ms apart, 1 s each: a kill half a second
+	// after a cell's records begin (waitForCells) lands inside it.
+	args := append([]string{"run", "--protocols", "tcp,h1s,quic", "--count", "40", "--interval", "25ms", "--warmup", "0s", "--out", dir}, m.remoteArgs()...)
 	cmd := exec.Command(bin, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -315,8 +317,16 @@ func TestRemoteRunSurvivesKills(t *testing.T) {
 	waitForCells(t, dir, 1)
 	syscall.Kill(p.PID(), syscall.SIGKILL)
 	<-p.Done()
-	// The agent notices the silence and stops the controller's server.
-	time.Sleep(3 * time.Second)
+	// The agent notices the silence (its idle of 2 s) and stops the
+	// controller's server: within 3 s, looked at every 100 ms.
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if l, err := m.tb.Host("server").Listen("tcp", ":4433"); err == nil {
+			l.Close()
+			if strings.Contains(m.agentLog.String(), "nothing of it runs") {
+				break
+			}
+		}
+	}
 	if l, err := m.tb.Host("server").Listen("tcp", ":4433"); err != nil {
 		t.Fatalf("the killed controller's server still runs on the agent: %v\nagent: %s", err, m.agentLog)
 	} else {
@@ -336,7 +346,7 @@ func TestRemoteRunSurvivesKills(t *testing.T) {
 
 	// The agent killed in the middle of a second run.
 	dir2 := filepath.Join(t.TempDir(), "run2")
-	args = append([]string{"run", "--protocols", "tcp,h2", "--count", "80", "--interval", "25ms", "--warmup", "0s", "--out", dir2}, slicesWithout(m.remoteArgs(), "--token-file", m.tokenFile)...)
+	args = append([]string{"run", "--protocols", "tcp,h2", "--count", "40", "--interval", "25ms", "--warmup", "0s", "--out", dir2}, slicesWithout(m.remoteArgs(), "--token-file", m.tokenFile)...)
 	cmd = exec.Command(bin, args...)
 	var out2 bytes.Buffer
 	cmd.Stderr = &out2
@@ -360,7 +370,7 @@ func TestRemoteRunSurvivesKills(t *testing.T) {
 		t.Fatalf("%d rows after the resume", len(rows))
 	}
 	for p, r := range rows {
-		if r.IntOr("errors", -1) != 0 || r.Int("requests") != 80 {
+		if r.IntOr("errors", -1) != 0 || r.Int("requests") != 40 {
 			t.Errorf("%s after the resume: %d requests, %d errors", p, r.Int("requests"), r.Int("errors"))
 		}
 	}
