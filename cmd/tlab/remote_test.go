@@ -445,7 +445,11 @@ func TestRecordRecoversTheLink(t *testing.T) {
 	// 20 Mbit/s. 200 probes/s of 5 ms spacing are 0.2 % of the up
 	// link's 20 Mbit/s, and an outage is still 100 ms of lost probes
 	// (20 in a row, which a mean burst of 3 does not reach).
-	stdout, stderr, err := m.controller(t, "record", "--remote", m.agentAddr, "--token-file", m.tokenFile, "--state", m.ctlState, "--duration", "12s", "--probe-rate", "200", "--out", profile)
+	// Each direction loaded for 2 s, not the default 3: the up load (1.5
+	// times 20 Mbit/s) fills the 50 kB buffer in its first 40 ms, and
+	// the probes that time its delay are 400 at 200/s (300 at 100/s
+	// over 3 s before).
+	stdout, stderr, err := m.controller(t, "record", "--remote", m.agentAddr, "--token-file", m.tokenFile, "--state", m.ctlState, "--duration", "12s", "--probe-rate", "200", "--load-for", "2s", "--out", profile)
 	if err != nil {
 		t.Fatalf("record: %v\n%s\n%s\nagent: %s", err, stdout, stderr, m.agentLog)
 	}
