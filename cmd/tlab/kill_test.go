@@ -21,6 +21,9 @@ import (
 // killScenarios are one short run of each workload type, a suite and a
 // sharded sweep, each of four cells of about a second or two, so that a
 // kill at a random moment lands in a cell as often as between cells.
+// The suite's parts have one repetition each (two cells a part, four in
+// all: a kill lands in either part as before); repetitions, and a
+// resume that must finish a cell's second one, are bulk's.
 var killScenarios = []struct {
 	name   string
 	files  map[string]string // file → content; the first key in run order is the one run
@@ -51,14 +54,12 @@ warmup: 0s
 profiles: [wan-25ms]
 protocols: [mqtt-tcp, mqtt-quic]
 workload: {type: pubsub, messages: 20, size: 32, pattern: stop-and-wait}
-repetitions: 2
 warmup: 0s
 `,
 		"b.yaml": `name: b
 profiles: [wan-25ms]
 protocols: [mqtt-tls, mqtt-quic]
 workload: {type: pubsub, messages: 10, size: 32, pattern: reconnect}
-repetitions: 2
 warmup: 0s
 settings: {zero_rtt: true}
 `}},

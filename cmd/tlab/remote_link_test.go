@@ -159,57 +159,63 @@ func TestLinkInFrontOfARealPath(t *testing.T) {
 	if during.forwarding != "1" || len(during.veths) != 1 || len(during.tables) != 1 || during.gatewayIP == nil {
 		t.Fatalf("during the run: %+v\n%s", during, out.String())
 	}
-	t.Run("NobodyFromOutsideGetsIn", func(t *testing.T) {
-		// The far machine routes the egress's subnet through the
-		// controller's machine and knocks on the gateway: a refusal
-		// (RST) would mean it was let in, the drop means a timeout.
-		ctl, err := m.tb.Addr("server", "client")
-		if err != nil {
-			t.Fatal(err)
-		}
-		far := m.tb.Host("server")
-		route := &net.IPNet{IP: during.gatewayIP.Mask(net.CIDRMask(30, 32)), Mask: net.CIDRMask(30, 32)}
-		if err := far.Do(func() error { return netlink.RouteAdd(&netlink.Route{Dst: route, Gw: ctl}) }); err != nil {
-			t.Fatal(err)
-		}
-		defer far.Do(func() error { return netlink.RouteDel(&netlink.Route{Dst: route, Gw: ctl}) })
-		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
-		defer cancel()
-		c, err := far.DialContext(ctx, nil, "tcp", net.JoinHostPort(during.gatewayIP.String(), "22"))
-		if err == nil {
-			c.Close()
-			t.Fatal("the far side opened a connection to the egress's gateway")
-		}
-		if !errorsIsTimeout(err) {
-			t.Errorf("the far side's connection to the gateway was answered (%v), not dropped", err)
-		}
-	})
-	t.Run("NotARouterForItsNeighbours", func(t *testing.T) {
-		// The egress turned forwarding on where the machine leaves for
-		// the agent. A neighbour there (the far machine) routes a third
-		// network, which the controller's machine also reaches, through
-		// it: that must not be forwarded.
-		ctl, err := m.tb.Addr("server", "client")
-		if err != nil {
-			t.Fatal(err)
-		}
-		listener := thirdNetwork(t, m.tb.Host("client"))
-		far := m.tb.Host("server")
-		route := &net.IPNet{IP: net.IPv4(10, 77, 0, 0).To4(), Mask: net.CIDRMask(24, 32)}
-		if err := far.Do(func() error { return netlink.RouteAdd(&netlink.Route{Dst: route, Gw: ctl}) }); err != nil {
-			t.Fatal(err)
-		}
-		defer far.Do(func() error { return netlink.RouteDel(&netlink.Route{Dst: route, Gw: ctl}) })
-		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
-		defer cancel()
-		c, err := far.DialContext(ctx, nil, "tcp", listener)
-		if err == nil {
-			c.Close()
-			t.Fatal("the controller's machine forwarded a neighbour's connection to a third network")
-		}
-		if !errorsIsTimeout(err) {
-			t.Errorf("a neighbour's connection through the controller's machine: %v, want it dropped", err)
-		}
+	// Both knocks wait out a 1.5 s dial timeout, each on routes of its own
+	// on the far machine: side by side (the group ends when both have).
+	t.Run("FromTheFarSide", func(t *testing.T) {
+		t.Run("NobodyFromOutsideGetsIn", func(t *testing.T) {
+			t.Parallel()
+			// The far machine routes the egress's subnet through the
+			// controller's machine and knocks on the gateway: a refusal
+			// (RST) would mean it was let in, the drop means a timeout.
+			ctl, err := m.tb.Addr("server", "client")
+			if err != nil {
+				t.Fatal(err)
+			}
+			far := m.tb.Host("server")
+			route := &net.IPNet{IP: during.gatewayIP.Mask(net.CIDRMask(30, 32)), Mask: net.CIDRMask(30, 32)}
+			if err := far.Do(func() error { return netlink.RouteAdd(&netlink.Route{Dst: route, Gw: ctl}) }); err != nil {
+				t.Fatal(err)
+			}
+			defer far.Do(func() error { return netlink.RouteDel(&netlink.Route{Dst: route, Gw: ctl}) })
+			ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+			defer cancel()
+			c, err := far.DialContext(ctx, nil, "tcp", net.JoinHostPort(during.gatewayIP.String(), "22"))
+			if err == nil {
+				c.Close()
+				t.Fatal("the far side opened a connection to the egress's gateway")
+			}
+			if !errorsIsTimeout(err) {
+				t.Errorf("the far side's connection to the gateway was answered (%v), not dropped", err)
+			}
+		})
+		t.Run("NotARouterForItsNeighbours", func(t *testing.T) {
+			t.Parallel()
+			// The egress turned forwarding on where the machine leaves for
+			// the agent. A neighbour there (the far machine) routes a third
+			// network, which the controller's machine also reaches, through
+			// it: that must not be forwarded.
+			ctl, err := m.tb.Addr("server", "client")
+			if err != nil {
+				t.Fatal(err)
+			}
+			listener := thirdNetwork(t, m.tb.Host("client"))
+			far := m.tb.Host("server")
+			route := &net.IPNet{IP: net.IPv4(10, 77, 0, 0).To4(), Mask: net.CIDRMask(24, 32)}
+			if err := far.Do(func() error { return netlink.RouteAdd(&netlink.Route{Dst: route, Gw: ctl}) }); err != nil {
+				t.Fatal(err)
+			}
+			defer far.Do(func() error { return netlink.RouteDel(&netlink.Route{Dst: route, Gw: ctl}) })
+			ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+			defer cancel()
+			c, err := far.DialContext(ctx, nil, "tcp", listener)
+			if err == nil {
+				c.Close()
+				t.Fatal("the controller's machine forwarded a neighbour's connection to a third network")
+			}
+			if !errorsIsTimeout(err) {
+				t.Errorf("a neighbour's connection through the controller's machine: %v, want it dropped", err)
+			}
+		})
 	})
 	syscall.Kill(p.PID(), syscall.SIGKILL)
 	<-p.Done()

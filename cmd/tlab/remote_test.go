@@ -181,7 +181,13 @@ func TestRemoteRunMatchesLocal(t *testing.T) {
 		{"periodic", []string{"--protocols", "tcp,h2", "--count", "60", "--interval", "25ms", "--warmup", "0s"}, "delay_p50_ms"},
 		{"upload", []string{"--workload", "upload", "--protocols", "h1s", "--count", "15", "--set", "workload.resolve=dns"}, "e2e_p50_ms"},
 		{"pubsub", []string{"--workload", "pubsub", "--protocols", "mqtt-tcp,mqtt-quic", "--set", "workload.messages=10", "--set", "workload.pattern=reconnect", "--set", "settings.zero_rtt=true"}, "reconnect_p50_ms"},
-		{"frames", []string{"--workload", "frames", "--protocols", "udp,rtp,tcp", "--count", "90", "--warmup", "0s", "--set", "workload.size=20000"}, "frame_rtt_p50_ms"},
+		// 90 frames at 60 fps, 1.5 s a cell: a 20 kB frame takes 3.2 ms
+		// of the 50 Mbit/s link, well inside the 16.7 ms between frames,
+		// so no frame waits behind the one before and a frame's round
+		// trip is what it is at 30 fps (the link's 20 ms, the frame's
+		// 3.2 ms, the result's); the p50s compared are of the same 90
+		// frames, in half the time.
+		{"frames", []string{"--workload", "frames", "--protocols", "udp,rtp,tcp", "--count", "90", "--warmup", "0s", "--set", "workload.size=20000", "--set", "workload.fps=60"}, "frame_rtt_p50_ms"},
 	}
 	remoteRows := map[string]map[string]results.Summary{}
 	for i, r := range runs {
@@ -298,7 +304,9 @@ func TestRemoteRunSurvivesKills(t *testing.T) {
 	bin := buildTlab(t)
 	m := newTwoMachines(t, bin)
 	dir := filepath.Join(t.TempDir(), "run")
-	args := append([]string{"run", "--protocols", "tcp,h1s,quic", "--count", "80", "--interval", "25ms", "--warmup", "0s", "--out", dir}, m.remoteArgs()...)
+	// Cells of 40 requests 25 ms apart, 1 s each: a kill half a second
+	// after a cell's records begin (waitForCells) lands inside it.
+	args := append([]string{"run", "--protocols", "tcp,h1s,quic", "--count", "40", "--interval", "25ms", "--warmup", "0s", "--out", dir}, m.remoteArgs()...)
 	cmd := exec.Command(bin, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -309,8 +317,16 @@ func TestRemoteRunSurvivesKills(t *testing.T) {
 	waitForCells(t, dir, 1)
 	syscall.Kill(p.PID(), syscall.SIGKILL)
 	<-p.Done()
-	// The agent notices the silence and stops the controller's server.
-	time.Sleep(3 * time.Second)
+	// The agent notices the silence (its idle of 2 s) and stops the
+	// controller's server: within 3 s, looked at every 100 ms.
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if l, err := m.tb.Host("server").Listen("tcp", ":4433"); err == nil {
+			l.Close()
+			if strings.Contains(m.agentLog.String(), "nothing of it runs") {
+				break
+			}
+		}
+	}
 	if l, err := m.tb.Host("server").Listen("tcp", ":4433"); err != nil {
 		t.Fatalf("the killed controller's server still runs on the agent: %v\nagent: %s", err, m.agentLog)
 	} else {
@@ -330,7 +346,7 @@ func TestRemoteRunSurvivesKills(t *testing.T) {
 
 	// The agent killed in the middle of a second run.
 	dir2 := filepath.Join(t.TempDir(), "run2")
-	args = append([]string{"run", "--protocols", "tcp,h2", "--count", "80", "--interval", "25ms", "--warmup", "0s", "--out", dir2}, slicesWithout(m.remoteArgs(), "--token-file", m.tokenFile)...)
+	args = append([]string{"run", "--protocols", "tcp,h2", "--count", "40", "--interval", "25ms", "--warmup", "0s", "--out", dir2}, slicesWithout(m.remoteArgs(), "--token-file", m.tokenFile)...)
 	cmd = exec.Command(bin, args...)
 	var out2 bytes.Buffer
 	cmd.Stderr = &out2
@@ -354,7 +370,7 @@ func TestRemoteRunSurvivesKills(t *testing.T) {
 		t.Fatalf("%d rows after the resume", len(rows))
 	}
 	for p, r := range rows {
-		if r.IntOr("errors", -1) != 0 || r.Int("requests") != 80 {
+		if r.IntOr("errors", -1) != 0 || r.Int("requests") != 40 {
 			t.Errorf("%s after the resume: %d requests, %d errors", p, r.Int("requests"), r.Int("errors"))
 		}
 	}
@@ -418,7 +434,22 @@ func TestRecordRecoversTheLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	probe := hostnoise.Start()
-	stdout, stderr, err := m.controller(t, "record", "--remote", m.agentAddr, "--token-file", m.tokenFile, "--state", m.ctlState, "--duration", "24s", "--out", profile)
+	// 2400 probes at rest, as at the default 100/s over 24 s, in 12 s at
+	// 200/s: the link's loss bursts are of packets (Gilbert-Elliott), so
+	// the probes see as many bursts (~24) however fast they go, and the
+	// delays and jitter as many samples. What the shorter recording has
+	// fewer of is trains (one a second: 12 each way, 6 at each of the
+	// down trace's rates, where a change must last two to be kept) and
+	// time: 12 s of the down trace's 8 s period is one period and one
+	// 10 and one 30 Mbit/s stretch at any phase, so its mean is still
+	// 20 Mbit/s. 200 probes/s of 5 ms spacing are 0.2 % of the up
+	// link's 20 Mbit/s, and an outage is still 100 ms of lost probes
+	// (20 in a row, which a mean burst of 3 does not reach).
+	// Each direction loaded for 2 s, not the default 3: the up load (1.5
+	// times 20 Mbit/s) fills the 50 kB buffer in its first 40 ms, and
+	// the probes that time its delay are 400 at 200/s (300 at 100/s
+	// over 3 s before).
+	stdout, stderr, err := m.controller(t, "record", "--remote", m.agentAddr, "--token-file", m.tokenFile, "--state", m.ctlState, "--duration", "12s", "--probe-rate", "200", "--load-for", "2s", "--out", profile)
 	if err != nil {
 		t.Fatalf("record: %v\n%s\n%s\nagent: %s", err, stdout, stderr, m.agentLog)
 	}

@@ -35,6 +35,13 @@ type quicServer struct {
 	conn  *net.UDPConn
 	wg    sync.WaitGroup
 	qlogs *proto.QlogFiles
+	// conns are the accepted connections still open. Closing the
+	// listener leaves them be (quic-go), and one whose client's
+	// CONNECTION_CLOSE was lost (a full queue, a cancelled transfer)
+	// would hold Close until its idle timeout: Close ends them itself.
+	mu     sync.Mutex
+	conns  map[*quic.Conn]struct{}
+	closed bool
 }
 
 func (q quicProto) Serve(n proto.Net, port int, s proto.Settings) (io.Closer, error) {
@@ -42,7 +49,7 @@ func (q quicProto) Serve(n proto.Net, port int, s proto.Settings) (io.Closer, er
 	if err != nil {
 		return nil, err
 	}
-	srv := &quicServer{ln: ln, conn: udp, qlogs: qlogs}
+	srv := &quicServer{ln: ln, conn: udp, qlogs: qlogs, conns: map[*quic.Conn]struct{}{}}
 	srv.wg.Add(1)
 	go func() {
 		defer srv.wg.Done()
@@ -51,9 +58,14 @@ func (q quicProto) Serve(n proto.Net, port int, s proto.Settings) (io.Closer, er
 			if err != nil {
 				return
 			}
+			if !srv.track(c) {
+				c.CloseWithError(0, "server closed")
+				return
+			}
 			srv.wg.Add(1)
 			go func() {
 				defer srv.wg.Done()
+				defer srv.untrack(c)
 				for {
 					st, err := c.AcceptStream(context.Background())
 					if err != nil {
@@ -72,8 +84,31 @@ func (q quicProto) Serve(n proto.Net, port int, s proto.Settings) (io.Closer, er
 	return srv, nil
 }
 
+// track records an accepted connection; false once Close has begun.
+func (s *quicServer) track(c *quic.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *quicServer) untrack(c *quic.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.conns, c)
+}
+
 func (s *quicServer) Close() error {
 	err := s.ln.Close()
+	s.mu.Lock()
+	s.closed = true
+	for c := range s.conns {
+		c.CloseWithError(0, "server closed")
+	}
+	s.mu.Unlock()
 	s.conn.Close()
 	s.wg.Wait()
 	s.qlogs.Wait()
