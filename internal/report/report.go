@@ -285,6 +285,10 @@ func (r *Run) figures(dir string) ([]Figure, []string, error) {
 	return figs, notes, nil
 }
 
+// shownWarnings is how many of a run's warnings the report shows before
+// folding the rest.
+const shownWarnings = 3
+
 // pageStyle is the CSS of every tlab HTML page: inline, so that a report
 // is one file that works offline.
 const pageStyle template.CSS = `body{font:15px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222}
@@ -383,13 +387,21 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"combo": comboLabel,
 	"when":  func(t time.Time) string { return t.Format("2006-01-02 15:04 MST") },
 	"style": func() template.CSS { return pageStyle },
+	// A run beside other work can warn once per cell (48 warnings for
+	// quick beside a test suite): the first few stay in view above the
+	// answer, the rest fold away under a line that counts them.
+	"shownWarnings": func() int { return shownWarnings },
+	"moreWarnings":  func(n int) string { return fmt.Sprintf("%d more warnings", n-shownWarnings) },
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <title>tlab report: {{.Run.Name}}</title>
 <style>{{style}}</style></head><body>
 <h1>{{.Run.Name}}</h1>
 {{if .Run.Description}}<p>{{.Run.Description}}</p>{{end}}
-{{with .Run.Manifest}}{{range .Warnings}}<p class="fail">Warning: {{.}}</p>
+{{with .Run.Manifest}}{{range $i, $w := .Warnings}}{{if lt $i shownWarnings}}<p class="fail">Warning: {{$w}}</p>
+{{end}}{{end}}{{if gt (len .Warnings) shownWarnings}}<details><summary class="fail">{{moreWarnings (len .Warnings)}}</summary>
+{{range $i, $w := .Warnings}}{{if ge $i shownWarnings}}<p class="fail">Warning: {{$w}}</p>
+{{end}}{{end}}</details>
 {{end}}{{end}}
 {{template "answer" .}}
 <h2>Run</h2>

@@ -410,3 +410,35 @@ func TestBoxWithAMissingQuantileDoesNotHang(t *testing.T) {
 		t.Fatal("drawing a box with a missing quantile did not end")
 	}
 }
+
+// TestManyWarningsFoldAfterTheFirstThree: five warnings show the first
+// three above the answer and fold the last two under "2 more warnings";
+// none is lost.
+func TestManyWarningsFoldAfterTheFirstThree(t *testing.T) {
+	dir := t.TempDir()
+	rows := []results.Summary{{Cell: "c1", Profile: "ethernet", Protocol: "tcp", Workload: "periodic", Rep: 1, Seed: 1,
+		Fields: []results.Field{{Name: "delay_p50_ms", Value: 1.5}}}}
+	if err := results.WriteSummaries(dir, rows); err != nil {
+		t.Fatal(err)
+	}
+	m := &results.Manifest{Scenario: "warned", Table: []string{"delay_p50_ms"},
+		Warnings: []string{"first w", "second w", "third w", "fourth w", "fifth w"}}
+	if err := m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	page := buildPage(t, dir)
+	fold := strings.Index(page, "<details><summary class=\"fail\">2 more warnings</summary>")
+	if fold < 0 {
+		t.Fatalf("no fold counting 2 more warnings in the page")
+	}
+	for i, w := range m.Warnings {
+		at := strings.Index(page, "Warning: "+w)
+		if at < 0 {
+			t.Errorf("warning %q lost", w)
+			continue
+		}
+		if folded := at > fold; folded != (i >= 3) {
+			t.Errorf("warning %d %q folded %v, want folded only from the fourth", i+1, w, folded)
+		}
+	}
+}
