@@ -201,8 +201,9 @@ func (quicStreamFrames) ServeFrames(n proto.Net, port int, s proto.Settings, o p
 		return nil, err
 	}
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []*quic.Conn
+	// conns are the connections being served: Close ends them (a closed
+	// listener leaves them alive), also one accepted while it closes.
+	var conns proto.QUICConns
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -211,12 +212,13 @@ func (quicStreamFrames) ServeFrames(n proto.Net, port int, s proto.Settings, o p
 			if err != nil {
 				return
 			}
-			mu.Lock()
-			conns = append(conns, conn)
-			mu.Unlock()
+			if !conns.Add(conn) {
+				return
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				defer conns.Remove(conn)
 				for {
 					st, err := conn.AcceptStream(context.Background())
 					if err != nil {
@@ -234,11 +236,7 @@ func (quicStreamFrames) ServeFrames(n proto.Net, port int, s proto.Settings, o p
 	}()
 	return proto.CloserFunc(func() error {
 		err := ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.CloseWithError(0, "")
-		}
-		mu.Unlock()
+		conns.CloseAll()
 		wg.Wait()
 		udp.Close()
 		qlogs.Wait()

@@ -199,6 +199,11 @@ type quicStreamListener struct {
 	once   sync.Once
 	wg     sync.WaitGroup
 	closed error
+	// waiting are the connections accepted and not yet handed out (their
+	// first stream still to come): Close ends them, or one whose client
+	// vanished (its CONNECTION_CLOSE lost) would hold it until the 10 s
+	// keep-alive. A connection handed out is the broker's to close.
+	waiting proto.QUICConns
 }
 
 func listenQUICStreams(n proto.Net, port int, s proto.Settings) (net.Listener, error) {
@@ -219,9 +224,13 @@ func (l *quicStreamListener) acceptLoop() {
 		if err != nil {
 			return
 		}
+		if !l.waiting.Add(c) {
+			return
+		}
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
+			defer l.waiting.Remove(c)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			st, err := c.AcceptStream(ctx)
 			cancel()
@@ -251,6 +260,7 @@ func (l *quicStreamListener) Close() error {
 	l.once.Do(func() {
 		close(l.done)
 		l.closed = l.ln.Close()
+		l.waiting.CloseAll()
 		l.udp.Close()
 		l.wg.Wait()
 		l.qlogs.Wait()

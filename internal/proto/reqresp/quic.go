@@ -35,13 +35,9 @@ type quicServer struct {
 	conn  *net.UDPConn
 	wg    sync.WaitGroup
 	qlogs *proto.QlogFiles
-	// conns are the accepted connections still open. Closing the
-	// listener leaves them be (quic-go), and one whose client's
-	// CONNECTION_CLOSE was lost (a full queue, a cancelled transfer)
-	// would hold Close until its idle timeout: Close ends them itself.
-	mu     sync.Mutex
-	conns  map[*quic.Conn]struct{}
-	closed bool
+	// conns are the accepted connections still open: Close ends them
+	// itself (closing the listener does not).
+	conns proto.QUICConns
 }
 
 func (q quicProto) Serve(n proto.Net, port int, s proto.Settings) (io.Closer, error) {
@@ -49,7 +45,7 @@ func (q quicProto) Serve(n proto.Net, port int, s proto.Settings) (io.Closer, er
 	if err != nil {
 		return nil, err
 	}
-	srv := &quicServer{ln: ln, conn: udp, qlogs: qlogs, conns: map[*quic.Conn]struct{}{}}
+	srv := &quicServer{ln: ln, conn: udp, qlogs: qlogs}
 	srv.wg.Add(1)
 	go func() {
 		defer srv.wg.Done()
@@ -58,14 +54,13 @@ func (q quicProto) Serve(n proto.Net, port int, s proto.Settings) (io.Closer, er
 			if err != nil {
 				return
 			}
-			if !srv.track(c) {
-				c.CloseWithError(0, "server closed")
+			if !srv.conns.Add(c) {
 				return
 			}
 			srv.wg.Add(1)
 			go func() {
 				defer srv.wg.Done()
-				defer srv.untrack(c)
+				defer srv.conns.Remove(c)
 				for {
 					st, err := c.AcceptStream(context.Background())
 					if err != nil {
@@ -84,31 +79,9 @@ func (q quicProto) Serve(n proto.Net, port int, s proto.Settings) (io.Closer, er
 	return srv, nil
 }
 
-// track records an accepted connection; false once Close has begun.
-func (s *quicServer) track(c *quic.Conn) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return false
-	}
-	s.conns[c] = struct{}{}
-	return true
-}
-
-func (s *quicServer) untrack(c *quic.Conn) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.conns, c)
-}
-
 func (s *quicServer) Close() error {
 	err := s.ln.Close()
-	s.mu.Lock()
-	s.closed = true
-	for c := range s.conns {
-		c.CloseWithError(0, "server closed")
-	}
-	s.mu.Unlock()
+	s.conns.CloseAll()
 	s.conn.Close()
 	s.wg.Wait()
 	s.qlogs.Wait()
