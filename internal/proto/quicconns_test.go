@@ -5,7 +5,6 @@ import (
 	"net"
 	"testing"
 	"time"
-	"tlab/internal/pki"
 	"tlab/internal/proto"
 	"tlab/internal/proto/quictest"
 
@@ -17,12 +16,7 @@ import (
 // returned it just before the listener closed) must be ended too, or it
 // would hold the server's Close until its keep-alive.
 func TestQUICConnsClosesAConnectionAddedAfterCloseAll(t *testing.T) {
-	certs, err := pki.NewCertificates(quictest.Loopback)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := proto.DefaultSettings()
-	s.Certs = certs
+	s := quictest.Settings(t)
 	udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: quictest.Loopback})
 	if err != nil {
 		t.Fatal(err)

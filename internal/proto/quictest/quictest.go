@@ -11,7 +11,10 @@ import (
 	"io"
 	"net"
 	"sync/atomic"
+	"testing"
 	"time"
+	"tlab/internal/pki"
+	"tlab/internal/proto"
 
 	"github.com/quic-go/quic-go"
 )
@@ -91,5 +94,32 @@ func CloseTook(srv io.Closer, giveUp time.Duration) (took time.Duration, finishe
 		return time.Since(start), true
 	case <-time.After(giveUp):
 		return time.Since(start), false
+	}
+}
+
+// Settings are proto's defaults with a fresh certificate for Loopback.
+func Settings(t testing.TB) proto.Settings {
+	t.Helper()
+	certs, err := pki.NewCertificates(Loopback)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := proto.DefaultSettings()
+	s.Certs = certs
+	return s
+}
+
+// RequirePromptClose fails t unless srv's Close returns within 2 s after
+// a client vanished: a close is a few local steps, far below the 10 s
+// keep-alive that would end the vanished client's connection otherwise.
+// what names the server in the messages.
+func RequirePromptClose(t testing.TB, srv io.Closer, what string) {
+	t.Helper()
+	took, finished := CloseTook(srv, 20*time.Second)
+	if !finished {
+		t.Fatalf("the %s's Close waited 20 s for a vanished client's connection", what)
+	}
+	if took > 2*time.Second {
+		t.Errorf("the %s's Close took %v with a vanished client", what, took)
 	}
 }
