@@ -83,9 +83,9 @@ func (c *Client) Vanish() {
 // Release closes the client's socket.
 func (c *Client) Release() { c.sock.Close() }
 
-// CloseTook times srv.Close, waiting at most giveUp for it; finished is
+// closeTook times srv.Close, waiting at most giveUp for it; finished is
 // false when it had not returned by then.
-func CloseTook(srv io.Closer, giveUp time.Duration) (took time.Duration, finished bool) {
+func closeTook(srv io.Closer, giveUp time.Duration) (took time.Duration, finished bool) {
 	start := time.Now()
 	closed := make(chan struct{})
 	go func() { srv.Close(); close(closed) }()
@@ -115,7 +115,7 @@ func Settings(t testing.TB) proto.Settings {
 // what names the server in the messages.
 func RequirePromptClose(t testing.TB, srv io.Closer, what string) {
 	t.Helper()
-	took, finished := CloseTook(srv, 20*time.Second)
+	took, finished := closeTook(srv, 20*time.Second)
 	if !finished {
 		t.Fatalf("the %s's Close waited 20 s for a vanished client's connection", what)
 	}
