@@ -627,7 +627,7 @@ func idleCost(r *Report, tb *testbed.Testbed, window time.Duration) error {
 	addInfo(r, "idle_engine_cpu_pct", float64(cpu)/float64(windowNs)*100, "%",
 		fmt.Sprintf("the engine process's CPU time on an idle link, %.3f s over %.1f s (getrusage), as a share of a core", float64(cpu)/1e9, float64(windowNs)/1e9))
 	if after.SpinNs > 0 {
-		addInfo(r, "engine_spin_us", float64(after.SpinNs)/1e3, "us", "how long before a release the loop starts to spin: in adaptive mode the p99 of the wake-up latency it measured on this host, in sleep mode the configured --spin")
+		addInfo(r, "engine_spin_us", float64(after.SpinNs)/1e3, "us", "how long before a release the loop starts to spin: in adaptive mode the p99 of the wake-up latency it measured on this host, bounded to 5-250 µs (a later wake-up is the thread waiting for its CPU, which spinning does not save), in sleep mode the configured --spin")
 	}
 	return nil
 }
