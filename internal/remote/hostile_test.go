@@ -605,7 +605,13 @@ func TestAgentBulkFlowsAreTheControllersAlone(t *testing.T) {
 			}
 			up, down := flows[kind+"-up-1"], flows[kind+"-down-1"]
 			t.Logf("controller: up %.1f Mbit/s, down %.1f Mbit/s", up.GoodputMbps, down.GoodputMbps)
-			if !(up.Bytes > 0) || !(down.GoodputMbps > 2 && down.GoodputMbps <= 10*1.15) {
+			// The lower bound is a timing claim (1 s of a flow that must
+			// first get through its handshake and slow start): under the
+			// race detector beside the timed tests it widens by the
+			// detector's slowdown, as the suite's other time bounds do
+			// (a quic download read 0.7 Mbit/s there); the cap stays exact.
+			floor := 2 / float64(racedetect.Slowdown())
+			if !(up.Bytes > 0) || !(down.GoodputMbps > floor && down.GoodputMbps <= 10*1.15) {
 				t.Errorf("the controller's flows: up %d B, down %.1f Mbit/s under the agent's 10", up.Bytes, down.GoodputMbps)
 			}
 			flows, _ = load(c, boundNet{strangerIP}, kind, 700*time.Millisecond)
